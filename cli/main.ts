@@ -1,0 +1,81 @@
+#!/usr/bin/env node
+/**
+ * The `mdvfs` command. Process-level subcommands (daemon, serve, http, mount, umount, fsck, gc)
+ * are wired here; file, VCS and user commands live in cli/commands/*.ts.
+ */
+import { Command, CommanderError } from 'commander';
+import { registerCommands } from './commands/index.js';
+
+const VERSION = '0.1.0';
+
+export function buildProgram(): Command {
+  const program = new Command('mdvfs')
+    .description('A versioned markdown filesystem for people and AI agents')
+    .version(VERSION)
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+
+  program
+    .command('daemon')
+    .description('run the daemon in the foreground for SERVICE_DATA_DIR')
+    .action(async () => {
+      const { runDaemon } = await import('../daemon/main.js');
+      await runDaemon();
+    });
+
+  program
+    .command('serve')
+    .description('run the daemon and the HTTP server (REST + MCP) on SERVICE_LISTEN')
+    .action(async () => {
+      const { runServe } = await import('../http/serve.js');
+      await runServe();
+    });
+
+  program
+    .command('http')
+    .description('run only the HTTP server, connecting to (or starting) the daemon of SERVICE_DATA_DIR')
+    .action(async () => {
+      const { runHttp } = await import('../http/main.js');
+      await runHttp();
+    });
+
+  program
+    .command('mount <dir>')
+    .description('mount the filesystem at <dir> with FUSE (foreground)')
+    .option('--user <name>', 'act as this user')
+    .option('--token <token>', 'act as the holder of this token')
+    .option('--on-behalf-of <user>', 'delegate to this user')
+    .option('--read-only', 'mount read-only')
+    .action(async (dir: string, opts: { user?: string; token?: string; onBehalfOf?: string; readOnly?: boolean }) => {
+      const { runMount } = await import('../fuse/mount.js');
+      await runMount(dir, opts);
+    });
+
+  program
+    .command('umount <dir>')
+    .description('unmount a mounted directory')
+    .action(async (dir: string) => {
+      const { runUmount } = await import('../fuse/mount.js');
+      await runUmount(dir);
+    });
+
+  registerCommands(program);
+  return program;
+}
+
+async function main(): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(process.argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      process.exitCode = err.exitCode === 0 ? 0 : 2;
+      return;
+    }
+    const e = err as { code?: string; message?: string };
+    process.stderr.write(`mdvfs: ${e.message ?? String(err)}\n`);
+    process.exitCode = 1;
+  }
+}
+
+await main();

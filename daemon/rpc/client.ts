@@ -1,0 +1,139 @@
+/**
+ * The typed daemon client used by every front end. One connection, pipelined requests.
+ *
+ *   const client = await connectDaemon({ dataDir });
+ *   const alice = client.as({ authorization: 'User alice' });
+ *   await alice.call('fs.mkdir', { path: 'notes', parents: true });
+ *   const { result, data } = await alice.request('fs.read', { path: 'notes/a.md' });
+ */
+import net from 'node:net';
+import { EventEmitter } from 'node:events';
+import { VfsError, type WireError } from '../errors.js';
+import { encodeFrame, FrameDecoder } from './framing.js';
+import type { ChangeEvent, Creds, Method, Params, Result } from './protocol.js';
+
+export interface CallOptions {
+  data?: Buffer;
+}
+
+export interface Reply<M extends Method> {
+  result: Result<M>;
+  data: Buffer;
+}
+
+/** A view of the client bound to one caller's credentials. */
+export interface Caller {
+  readonly creds: Creds;
+  call<M extends Method>(method: M, params: Params<M>, opts?: CallOptions): Promise<Result<M>>;
+  request<M extends Method>(method: M, params: Params<M>, opts?: CallOptions): Promise<Reply<M>>;
+}
+
+interface Pending {
+  resolve: (r: { result: unknown; data: Buffer }) => void;
+  reject: (e: Error) => void;
+}
+
+export class DaemonClient extends EventEmitter implements Caller {
+  readonly creds: Creds = {};
+  private nextId = 1;
+  private pending = new Map<number, Pending>();
+  private decoder = new FrameDecoder();
+  private closed = false;
+
+  constructor(private readonly socket: net.Socket) {
+    super();
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('close', () => this.onClose(new VfsError('EIO', 'rpc', undefined, 'connection to the daemon closed')));
+    socket.on('error', (err) => this.emit('socket-error', err));
+  }
+
+  /** Calls a method as this client's default identity (local root unless `as` is used). */
+  call<M extends Method>(method: M, params: Params<M>, opts?: CallOptions): Promise<Result<M>> {
+    return this.request(method, params, opts).then((r) => r.result);
+  }
+
+  request<M extends Method>(method: M, params: Params<M>, opts?: CallOptions): Promise<Reply<M>> {
+    return this.send(method, params, this.creds, opts);
+  }
+
+  /** A caller bound to `creds`: every request carries them and the daemon authenticates each one. */
+  as(creds: Creds): Caller {
+    const send = this.send.bind(this);
+    return {
+      creds,
+      call: (method, params, opts) => send(method, params, creds, opts).then((r) => r.result),
+      request: (method, params, opts) => send(method, params, creds, opts),
+    };
+  }
+
+  /** Sends raw bytes (tests use this to check the daemon survives malformed frames). */
+  writeRaw(buf: Buffer): void {
+    this.socket.write(buf);
+  }
+
+  close(): void {
+    this.closed = true;
+    this.socket.end();
+    this.socket.destroy();
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  private send<M extends Method>(method: M, params: Params<M>, creds: Creds, opts?: CallOptions): Promise<Reply<M>> {
+    if (this.closed) return Promise.reject(new VfsError('EIO', method, undefined, 'connection to the daemon closed'));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (r: { result: unknown; data: Buffer }) => void, reject });
+      for (const b of encodeFrame({ id, method, params, creds }, opts?.data)) this.socket.write(b);
+    });
+  }
+
+  private onData(chunk: Buffer): void {
+    let frames;
+    try {
+      frames = this.decoder.push(chunk);
+    } catch (err) {
+      this.onClose(new VfsError('EPROTO', 'rpc', undefined, (err as Error).message));
+      this.socket.destroy();
+      return;
+    }
+    for (const { header, data } of frames) {
+      const h = header as { id?: number | null; result?: unknown; error?: WireError; event?: string; data?: unknown };
+      if (h.event !== undefined) {
+        this.emit('event', h.data as ChangeEvent);
+        continue;
+      }
+      if (typeof h.id !== 'number') {
+        if (h.error) this.emit('protocol-error', VfsError.fromWire(h.error));
+        continue;
+      }
+      const p = this.pending.get(h.id);
+      if (!p) continue;
+      this.pending.delete(h.id);
+      if (h.error) p.reject(VfsError.fromWire(h.error));
+      else p.resolve({ result: h.result, data: data ?? Buffer.alloc(0) });
+    }
+  }
+
+  private onClose(err: Error): void {
+    this.closed = true;
+    for (const p of this.pending.values()) p.reject(err);
+    this.pending.clear();
+    this.emit('close');
+  }
+}
+
+export function connectSocket(socketPath: string): Promise<DaemonClient> {
+  return new Promise((resolve, reject) => {
+    const sock = net.createConnection(socketPath);
+    const onError = (err: Error) => reject(err);
+    sock.once('error', onError);
+    sock.once('connect', () => {
+      sock.off('error', onError);
+      resolve(new DaemonClient(sock));
+    });
+  });
+}

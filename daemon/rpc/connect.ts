@@ -1,0 +1,89 @@
+/**
+ * Finding the daemon of a data dir, and starting one in the background when none runs
+ * (like a language server), so every front end shares one daemon and one copy of the data.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, openSync, closeSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { connectSocket, type DaemonClient } from './client.js';
+
+/** SERVICE_DATA_DIR, else $XDG_DATA_HOME/mdvfs, else ~/.local/share/mdvfs. */
+export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.SERVICE_DATA_DIR) return path.resolve(env.SERVICE_DATA_DIR);
+  const base = env.XDG_DATA_HOME || path.join(os.homedir(), '.local', 'share');
+  return path.join(base, 'mdvfs');
+}
+
+/**
+ * The socket of a data dir: `<dataDir>/daemon.sock`, or a short path under the runtime dir when
+ * that would pass the 107-byte limit of Unix socket paths.
+ */
+export function socketPathFor(dataDir: string): string {
+  const direct = path.join(path.resolve(dataDir), 'daemon.sock');
+  if (Buffer.byteLength(direct) <= 100) return direct;
+  const runtime = process.env.XDG_RUNTIME_DIR && existsSync(process.env.XDG_RUNTIME_DIR) ? process.env.XDG_RUNTIME_DIR : os.tmpdir();
+  const id = createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 16);
+  return path.join(runtime, `mdvfs-${id}.sock`);
+}
+
+export interface ConnectOptions {
+  dataDir?: string;
+  /** Start a background daemon when none answers (default true). */
+  spawn?: boolean;
+  /** How long to wait for a spawned daemon (ms). */
+  timeoutMs?: number;
+}
+
+/** The daemon entry point next to this module (works from dist/ and from sources run by a TS loader). */
+function daemonEntry(): string {
+  const here = fileURLToPath(import.meta.url);
+  const ext = path.extname(here);
+  return path.join(path.dirname(here), '..', `main${ext}`);
+}
+
+/** Connects to the data dir's daemon, starting one in the background if needed. */
+export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonClient> {
+  const dataDir = path.resolve(opts.dataDir ?? defaultDataDir());
+  const sock = socketPathFor(dataDir);
+  try {
+    return await connectSocket(sock);
+  } catch (err) {
+    if (opts.spawn === false) throw err;
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const logFd = openSync(path.join(dataDir, 'daemon.log'), 'a');
+  const child = spawn(process.execPath, [...process.execArgv, daemonEntry()], {
+    detached: true,
+    stdio: ['ignore', logFd, logFd],
+    env: { ...process.env, SERVICE_DATA_DIR: dataDir },
+  });
+  child.unref();
+  closeSync(logFd);
+  let exited: number | null = null;
+  child.once('exit', (code) => {
+    exited = code ?? 1;
+  });
+  const deadline = Date.now() + (opts.timeoutMs ?? 15000);
+  let lastErr: unknown;
+  while (Date.now() < deadline) {
+    try {
+      return await connectSocket(sock);
+    } catch (err) {
+      lastErr = err;
+    }
+    if (exited !== null) {
+      // Another starter may have won the race for the lock; its socket will answer shortly.
+      try {
+        await new Promise((r) => setTimeout(r, 200));
+        return await connectSocket(sock);
+      } catch {
+        throw new Error(`the daemon for ${dataDir} failed to start (exit ${exited}); see ${path.join(dataDir, 'daemon.log')}`);
+      }
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for the daemon of ${dataDir}: ${String(lastErr)}`);
+}
