@@ -1,0 +1,293 @@
+/**
+ * Files and directories as MCP resources, and resource subscriptions.
+ *
+ * URIs are `mdvfs://` + the absolute path as the caller sees it (workspace callers see workspace
+ * paths), each segment percent-encoded: `mdvfs:///home/alice/notes/a.md`. Files read as their text
+ * (or a base64 blob), directories as their JSON listing. Listing and reading go through the daemon
+ * with the caller's credentials, so a caller only ever sees what it may read.
+ *
+ * Subscriptions: the daemon pushes change events (absolute paths) on one dedicated connection
+ * (`ChangeFeed`); each subscription re-checks with its subscriber's credentials that the file may
+ * still be read before `notifications/resources/updated` is sent.
+ */
+import path from 'node:path/posix';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import {
+  ErrorCode,
+  ListResourceTemplatesRequestSchema,
+  ListResourcesRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+  type ReadResourceResult,
+  type Resource,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { Caller, DaemonClient } from '../daemon/rpc/client.js';
+import type { ChangeEvent } from '../daemon/rpc/protocol.js';
+import { VfsError, toWireError } from '../daemon/errors.js';
+import { decodeContent, type CallerFor } from './tools.js';
+
+export const URI_SCHEME = 'mdvfs:';
+
+/** `/home/a b.md` → `mdvfs:///home/a%20b.md` */
+export function uriForPath(p: string): string {
+  return `mdvfs://${p.split('/').map(encodeURIComponent).join('/')}`;
+}
+
+/** The path a resource URI names; EINVAL for anything that is not an `mdvfs:///abs` URI. */
+export function pathForUri(uri: string): string {
+  let u: URL;
+  try {
+    u = new URL(uri);
+  } catch {
+    throw new VfsError('EINVAL', 'resource', uri, 'not a URI');
+  }
+  if (u.protocol !== URI_SCHEME || u.host !== '' || !u.pathname.startsWith('/') || u.search || u.hash) {
+    throw new VfsError('EINVAL', 'resource', uri, 'expected a URI of the form mdvfs:///<absolute path>');
+  }
+  try {
+    return u.pathname.split('/').map(decodeURIComponent).join('/') || '/';
+  } catch {
+    throw new VfsError('EINVAL', 'resource', uri, 'bad percent-encoding');
+  }
+}
+
+function mimeFor(p: string): string {
+  const ext = path.extname(p).toLowerCase();
+  if (ext === '.md' || ext === '.markdown') return 'text/markdown';
+  if (ext === '.json') return 'application/json';
+  return 'text/plain';
+}
+
+function mcpError(err: unknown): McpError {
+  if (err instanceof McpError) return err;
+  const w = toWireError(err);
+  // Not-found style failures use the spec's "resource not found" code; the daemon code rides in data.
+  const code = w.code === 'ENOENT' ? -32002 : ErrorCode.InvalidParams;
+  return new McpError(code, w.message, { code: w.code });
+}
+
+// ---------- change feed ----------
+
+type Listener = (e: ChangeEvent) => void;
+
+/**
+ * Daemon change events, fanned out to subscribers. The connection is opened lazily on the first
+ * listener (most MCP sessions never subscribe) and re-opened if it drops while someone listens.
+ */
+export class ChangeFeed {
+  private readonly listeners = new Set<Listener>();
+  private client: DaemonClient | null = null;
+  private starting: Promise<void> | null = null;
+  private retry: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(private readonly connect: () => Promise<DaemonClient>) {}
+
+  /** Adds a listener; resolves once events flow. Returns the function that removes it. */
+  async listen(l: Listener): Promise<() => void> {
+    this.listeners.add(l);
+    await this.ensure();
+    return () => {
+      this.listeners.delete(l);
+    };
+  }
+
+  close(): void {
+    this.closed = true;
+    this.listeners.clear();
+    if (this.retry) clearTimeout(this.retry);
+    this.client?.close();
+    this.client = null;
+  }
+
+  private ensure(): Promise<void> {
+    if (this.client && !this.client.isClosed) return Promise.resolve();
+    if (this.starting) return this.starting;
+    this.starting = (async () => {
+      const c = await this.connect();
+      try {
+        await c.call('sys.subscribe', {});
+      } catch (err) {
+        c.close();
+        throw err;
+      }
+      c.on('event', (e: ChangeEvent) => {
+        for (const l of [...this.listeners]) l(e);
+      });
+      c.on('close', () => {
+        if (this.client === c) this.client = null;
+        this.scheduleReconnect();
+      });
+      this.client = c;
+    })().finally(() => {
+      this.starting = null;
+    });
+    return this.starting;
+  }
+
+  private scheduleReconnect(): void {
+    if (this.closed || this.listeners.size === 0 || this.retry) return;
+    this.retry = setTimeout(() => {
+      this.retry = null;
+      this.ensure().catch(() => this.scheduleReconnect());
+    }, 1000);
+    this.retry.unref();
+  }
+}
+
+// ---------- registration ----------
+
+interface Subscription {
+  caller: Caller;
+  /** The path as the subscriber names it (workspace-relative inside a workspace). */
+  path: string;
+  /** The same path in the daemon's global namespace, as change events carry it. */
+  global: string;
+}
+
+/** Does a change at `changed` affect `watched`? (itself, something inside it, or an ancestor moved or deleted) */
+function affects(changed: string, watched: string): boolean {
+  if (changed === watched) return true;
+  if (changed === '/' || watched === '/') return true;
+  return watched.startsWith(`${changed}/`) || changed.startsWith(`${watched}/`);
+}
+
+export interface ResourceOptions {
+  /** Change events for subscriptions; without it the server does not offer `subscribe`. */
+  feed?: ChangeFeed;
+  /** Most resources one resources/list page returns (default 200). */
+  pageSize?: number;
+  /** Most files resources/list walks in total (default SERVICE_MCP_MAX_RESOURCES or 5000). */
+  maxResources?: number;
+}
+
+/**
+ * Registers resources/list, resources/templates/list, resources/read and, with a feed,
+ * resources/subscribe and resources/unsubscribe on `server`. Must run before `server.connect`.
+ */
+export function registerResources(server: McpServer, callerFor: CallerFor, opts: ResourceOptions = {}): void {
+  const low = server.server;
+  const pageSize = opts.pageSize ?? 200;
+  const maxResources = opts.maxResources ?? (Number(process.env.SERVICE_MCP_MAX_RESOURCES) || 5000);
+  low.registerCapabilities({ resources: { subscribe: opts.feed !== undefined, listChanged: false } });
+
+  low.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
+    resourceTemplates: [
+      {
+        uriTemplate: 'mdvfs://{+path}',
+        name: 'file',
+        title: 'File or directory',
+        description: 'Any file (its contents) or directory (its JSON listing) by absolute path, e.g. mdvfs:///home/alice/notes/a.md.',
+      },
+    ],
+  }));
+
+  // Lists the caller's home directory and every file below it that the caller may read.
+  low.setRequestHandler(ListResourcesRequestSchema, async (req, extra) => {
+    try {
+      const caller = callerFor(extra);
+      const offset = req.params?.cursor === undefined ? 0 : Number.parseInt(req.params.cursor, 10);
+      if (!Number.isInteger(offset) || offset < 0) throw new McpError(ErrorCode.InvalidParams, 'invalid cursor');
+      const [home, found] = await Promise.all([caller.call('fs.resolve', { path: '' }), caller.call('search.find', { path: '', type: 'f' })]);
+      const files = found.results.slice(0, maxResources);
+      const all: Resource[] = [
+        { uri: uriForPath(home.path), name: home.path, title: `Directory listing of ${home.path}`, mimeType: 'application/json' },
+        ...files.map((p): Resource => ({ uri: uriForPath(p), name: p, title: path.basename(p), mimeType: mimeFor(p) })),
+      ];
+      const page = all.slice(offset, offset + pageSize);
+      const next = offset + pageSize < all.length ? String(offset + pageSize) : undefined;
+      return next === undefined ? { resources: page } : { resources: page, nextCursor: next };
+    } catch (err) {
+      throw mcpError(err);
+    }
+  });
+
+  low.setRequestHandler(ReadResourceRequestSchema, async (req, extra): Promise<ReadResourceResult> => {
+    const uri = req.params.uri;
+    try {
+      const caller = callerFor(extra);
+      const p = pathForUri(uri);
+      try {
+        const { result, data } = await caller.request('fs.read', { path: p });
+        const body = decodeContent(data);
+        const mimeType = mimeFor(result.path);
+        return {
+          contents: [body.encoding === 'utf8' ? { uri, mimeType, text: body.content } : { uri, mimeType: 'application/octet-stream', blob: body.content }],
+        };
+      } catch (err) {
+        if (!(err instanceof VfsError && err.code === 'EISDIR')) throw err;
+        const listing = await caller.call('fs.list', { path: p });
+        return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(listing, null, 2) }] };
+      }
+    } catch (err) {
+      throw mcpError(err);
+    }
+  });
+
+  const feed = opts.feed;
+  if (!feed) return;
+
+  const subs = new Map<string, Subscription>();
+  let listening: Promise<() => void> | null = null;
+  let workspaceRoot: Promise<string | null> | null = null;
+
+  const onChange = (e: ChangeEvent): void => {
+    for (const [uri, s] of subs) {
+      if (!e.paths.some((p) => affects(p, s.global))) continue;
+      // Security: re-check with the subscriber's own credentials; permissions may have changed
+      // since it subscribed. ENOENT is passed on: the subscriber can observe the deletion itself.
+      s.caller.call('fs.access', { path: s.path, mode: 4 }).then(
+        () => notify(uri),
+        (err: unknown) => {
+          if (err instanceof VfsError && err.code === 'ENOENT') notify(uri);
+        },
+      );
+    }
+  };
+  const notify = (uri: string): void => {
+    if (!subs.has(uri) || !server.isConnected()) return;
+    low.sendResourceUpdated({ uri }).catch(() => undefined);
+  };
+
+  low.setRequestHandler(SubscribeRequestSchema, async (req, extra) => {
+    const uri = req.params.uri;
+    try {
+      const caller = callerFor(extra);
+      const p = pathForUri(uri);
+      // Security: only what the subscriber may read now (a directory: may list).
+      const st = await caller.call('fs.stat', { path: p });
+      await caller.call('fs.access', { path: st.path, mode: 4 });
+      workspaceRoot ??= caller.call('auth.whoami', {}).then((w) => w.workspace?.root_path ?? null);
+      const root = await workspaceRoot;
+      const global = root === null ? st.path : path.join(root, st.path);
+      listening ??= feed.listen(onChange).catch((err: unknown) => {
+        listening = null;
+        throw err;
+      });
+      await listening;
+      subs.set(uri, { caller, path: st.path, global });
+      return {};
+    } catch (err) {
+      throw mcpError(err);
+    }
+  });
+
+  low.setRequestHandler(UnsubscribeRequestSchema, (req) => {
+    subs.delete(req.params.uri);
+    if (subs.size === 0 && listening) {
+      void listening.then((stop) => stop(), () => undefined);
+      listening = null;
+    }
+    return {};
+  });
+
+  const prevClose = low.onclose;
+  low.onclose = () => {
+    prevClose?.();
+    subs.clear();
+    if (listening) void listening.then((stop) => stop(), () => undefined);
+    listening = null;
+  };
+}
