@@ -1,0 +1,102 @@
+/** Daemon stat records as FUSE attributes, and the owner mapping between the principal and the local user. */
+import { VfsError } from '../daemon/errors.js';
+import type { DirEntry, Kind, Stat } from '../daemon/rpc/protocol.js';
+import { S_IFDIR, S_IFLNK, S_IFREG, type FuseStat } from './fuse-native.js';
+
+const TYPE_BITS: Record<Kind, number> = { file: S_IFREG, directory: S_IFDIR, symlink: S_IFLNK };
+
+/**
+ * Files of the mount's principal appear owned by the local user running the mount (and the principal's
+ * primary group by the local group), so editors and `ls -l` see the access the daemon will grant.
+ */
+export class OwnerMap {
+  constructor(
+    readonly principalUid: number,
+    readonly principalGid: number,
+    readonly localUid: number,
+    readonly localGid: number,
+  ) {}
+
+  uidOut(uid: number): number {
+    return uid === this.principalUid ? this.localUid : uid;
+  }
+
+  gidOut(gid: number): number {
+    return gid === this.principalGid ? this.localGid : gid;
+  }
+
+  /** chown(2) ids back to daemon ids; -1 (as uint32) means "leave unchanged". */
+  uidIn(uid: number): number | undefined {
+    if (uid === 0xffffffff || uid === -1) return undefined;
+    return uid === this.localUid ? this.principalUid : uid;
+  }
+
+  gidIn(gid: number): number | undefined {
+    if (gid === 0xffffffff || gid === -1) return undefined;
+    return gid === this.localGid ? this.principalGid : gid;
+  }
+}
+
+export function nsToMs(ns: string | undefined, fallbackSeconds: number): number {
+  if (ns === undefined || !/^\d+$/.test(ns)) return fallbackSeconds * 1000;
+  return Number(BigInt(ns) / 1000000n);
+}
+
+export function permBits(mode: string): number {
+  const m = parseInt(mode, 8);
+  if (Number.isNaN(m)) throw new VfsError('EIO', 'stat', undefined, `bad mode from daemon: ${mode}`);
+  return m & 0o7777;
+}
+
+export function toFuseStat(s: Stat, owners: OwnerMap, clearWrite = false): FuseStat {
+  const perm = permBits(s.mode) & (clearWrite ? ~0o222 : 0o7777);
+  const mtime = nsToMs(s.mtime_ns, s.modified);
+  return {
+    mode: TYPE_BITS[s.kind] | perm,
+    uid: owners.uidOut(s.uid),
+    gid: owners.gidOut(s.gid),
+    size: s.size,
+    nlink: s.nlink > 0 ? s.nlink : 1,
+    ino: s.inode_id,
+    blksize: 4096,
+    blocks: Math.ceil(s.size / 512),
+    atime: nsToMs(s.atime_ns, s.accessed),
+    mtime,
+    ctime: nsToMs(s.ctime_ns, s.changed),
+  };
+}
+
+/** Attributes for readdir: only the type bits matter to libfuse there (d_type), the rest is best effort. */
+export function entryToFuseStat(e: DirEntry, owners: OwnerMap, clearWrite = false): FuseStat {
+  const kind: Kind = e.is_dir ? 'directory' : e.is_symlink ? 'symlink' : 'file';
+  const mtime = nsToMs(e.mtime_ns, e.modified);
+  return {
+    mode: TYPE_BITS[kind] | (permBits(e.mode) & (clearWrite ? ~0o222 : 0o7777)),
+    uid: owners.uidOut(e.uid),
+    gid: owners.gidOut(e.gid),
+    size: e.size,
+    nlink: 1,
+    ino: e.inode_id,
+    blksize: 4096,
+    blocks: Math.ceil(e.size / 512),
+    atime: mtime,
+    mtime,
+    ctime: mtime,
+  };
+}
+
+/** A synthetic directory (the `.history` folder). */
+export function syntheticDir(owners: OwnerMap, timeMs: number): FuseStat {
+  return {
+    mode: S_IFDIR | 0o555,
+    uid: owners.localUid,
+    gid: owners.localGid,
+    size: 0,
+    nlink: 2,
+    blksize: 4096,
+    blocks: 0,
+    atime: timeMs,
+    mtime: timeMs,
+    ctime: timeMs,
+  };
+}

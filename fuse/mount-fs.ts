@@ -1,0 +1,321 @@
+/**
+ * What each FUSE operation does, in terms of daemon calls. Paths from the kernel are absolute and are
+ * passed to the daemon as they are; the daemon resolves them for the principal and checks permissions
+ * (this file never decides who may do what, except that `.history` and read-only mounts refuse writes).
+ *
+ * Consistency model: close-to-open. `open` fetches the content (or revalidates a cached copy by etag),
+ * reads and writes work on a per-file buffer, and `flush` (every close), `fsync` and `release` send the
+ * whole content back when it changed.
+ */
+import { VfsError } from '../daemon/errors.js';
+import type { Caller } from '../daemon/rpc/client.js';
+import { entryToFuseStat, toFuseStat, type OwnerMap } from './attrs.js';
+import { O_ACCMODE, O_RDONLY, O_TRUNC, O_WRONLY, type FuseStat, type FuseStatfs } from './fuse-native.js';
+import { HISTORY_DIR, HistoryView, isHistoryPath } from './history.js';
+import { ContentCache, FileBuffer, OpenFile, OpenFiles } from './open-files.js';
+
+const R_OK = 4;
+const W_OK = 2;
+
+/** The largest file the mount buffers (the framing limit of the socket protocol). */
+const MAX_BUFFER = 1024 * 1024 * 1024;
+
+export interface MountFsOptions {
+  readOnly: boolean;
+  owners: OwnerMap;
+}
+
+export class MountFs {
+  readonly files = new OpenFiles();
+  private readonly cache = new ContentCache();
+  private readonly history: HistoryView;
+
+  constructor(
+    private readonly rpc: Caller,
+    private readonly opts: MountFsOptions,
+  ) {
+    this.history = new HistoryView(rpc, opts.owners);
+  }
+
+  // ---------- attributes and directories ----------
+
+  async getattr(path: string): Promise<FuseStat> {
+    if (isHistoryPath(path)) return this.history.getattr(path);
+    const st = toFuseStat(await this.rpc.call('fs.stat', { path, nofollow: true }), this.opts.owners);
+    // An open file's buffer is the truth for size (the kernel caps reads at the size we report).
+    const open = this.files.file(path);
+    if (open && !open.orphaned) {
+      st.size = open.data.size;
+      st.blocks = Math.ceil(st.size / 512);
+      if (open.dirty) st.mtime = open.mtimeMs;
+    }
+    return st;
+  }
+
+  async readdir(path: string): Promise<{ names: string[]; stats: FuseStat[] }> {
+    if (isHistoryPath(path)) return this.history.readdir(path);
+    const listing = await this.rpc.call('fs.list', { path });
+    const dot = entryToFuseStat({ name: '.', is_dir: true, is_symlink: false, mode: '0755', uid: 0, gid: 0, size: 0, modified: 0, inode_id: 0, mtime_ns: '0' }, this.opts.owners);
+    // Only the type of `.` and `..` matters here (readdir attributes give d_type); stat asks getattr.
+    const names = ['.', '..'];
+    const stats = [dot, dot];
+    for (const e of listing.entries) {
+      // `.history` is reachable by name but never listed, so `ls`, `find` and `grep -r` skip it.
+      if (path === '/' && `/${e.name}` === HISTORY_DIR) continue;
+      names.push(e.name);
+      stats.push(entryToFuseStat(e, this.opts.owners));
+    }
+    return { names, stats };
+  }
+
+  async access(path: string, mode: number): Promise<void> {
+    if (isHistoryPath(path)) return this.history.access(path, mode);
+    if (this.opts.readOnly && mode & W_OK) throw new VfsError('EROFS', 'access', path);
+    await this.rpc.call('fs.access', { path, mode });
+  }
+
+  async statfs(): Promise<FuseStatfs> {
+    const s = await this.rpc.call('fs.statfs', {});
+    return { ...s, frsize: s.bsize, favail: s.ffree, fsid: 0, flag: 0 };
+  }
+
+  async readlink(path: string): Promise<string> {
+    if (isHistoryPath(path)) return this.history.readlink(path);
+    return (await this.rpc.call('fs.readlink', { path })).target;
+  }
+
+  // ---------- files ----------
+
+  async open(path: string, flags: number): Promise<number> {
+    const writable = (flags & O_ACCMODE) !== O_RDONLY;
+    const truncate = (flags & O_TRUNC) !== 0;
+    if (isHistoryPath(path)) {
+      if (writable || truncate) throw new VfsError('EROFS', 'open', path);
+      return this.files.open({ kind: 'snapshot', data: await this.history.read(path) });
+    }
+    if (this.opts.readOnly && (writable || truncate)) throw new VfsError('EROFS', 'open', path);
+    const file = await this.load(path, flags, truncate);
+    const fd = this.files.open({ kind: 'file', file, writable });
+    if (truncate && file.data.size > 0) {
+      file.data.truncate(0);
+      file.touch();
+    } else if (truncate && file.etag === undefined) {
+      file.touch();
+    }
+    return fd;
+  }
+
+  async create(path: string, mode: number): Promise<number> {
+    this.writable(path, 'create');
+    const r = await this.rpc.call('fs.write', { path, mode: mode & 0o7777, parents: false, exclusive: true }, { data: Buffer.alloc(0) });
+    const file = this.files.adopt(new OpenFile(path, FileBuffer.empty()));
+    file.etag = r.etag;
+    return this.files.open({ kind: 'file', file, writable: true });
+  }
+
+  async read(fd: number, buf: Buffer, len: number, pos: number): Promise<number> {
+    const h = this.handle(fd, 'read');
+    return h.kind === 'snapshot' ? copyOut(h.data, buf, len, pos) : h.file.data.read(buf, len, pos);
+  }
+
+  async write(fd: number, buf: Buffer, len: number, pos: number): Promise<number> {
+    const h = this.handle(fd, 'write');
+    if (h.kind !== 'file' || !h.writable) throw new VfsError('EROFS', 'write', HISTORY_DIR);
+    if (pos + len > MAX_BUFFER) throw new VfsError('EFBIG', 'write', h.file.path);
+    h.file.data.write(buf, len, pos);
+    h.file.touch();
+    return len;
+  }
+
+  async truncate(path: string, size: number): Promise<void> {
+    this.writable(path, 'truncate');
+    const open = this.files.file(path);
+    if (!open) {
+      await this.rpc.call('fs.truncate', { path, size });
+      return;
+    }
+    // Another descriptor holds the file: change its buffer, and publish at once as truncate(2) would.
+    await this.rpc.call('fs.access', { path, mode: W_OK });
+    open.data.truncate(size);
+    open.touch();
+    await this.flushFile(open);
+  }
+
+  async ftruncate(fd: number, size: number): Promise<void> {
+    const h = this.handle(fd, 'ftruncate');
+    if (h.kind !== 'file') throw new VfsError('EROFS', 'ftruncate', HISTORY_DIR);
+    if (!h.writable) await this.rpc.call('fs.access', { path: h.file.path, mode: W_OK });
+    h.file.data.truncate(size);
+    h.file.touch();
+  }
+
+  async flush(fd: number): Promise<void> {
+    const h = this.files.handle(fd);
+    if (h?.kind === 'file') await this.flushFile(h.file);
+  }
+
+  async release(fd: number): Promise<void> {
+    const h = this.files.close(fd);
+    if (h?.kind !== 'file') return;
+    const file = h.file;
+    if (file.refs > 0) return;
+    try {
+      await this.flushFile(file);
+    } finally {
+      if (file.refs === 0) this.files.forget(file);
+    }
+  }
+
+  /** Sends every changed buffer to the daemon (before unmounting). */
+  async flushAll(): Promise<void> {
+    await Promise.allSettled(this.files.allFiles().map((f) => this.flushFile(f)));
+  }
+
+  // ---------- namespace ----------
+
+  async mkdir(path: string, mode: number): Promise<void> {
+    this.writable(path, 'mkdir');
+    await this.rpc.call('fs.mkdir', { path, mode: mode & 0o7777, parents: false });
+  }
+
+  async rmdir(path: string): Promise<void> {
+    this.writable(path, 'rmdir');
+    await this.rpc.call('fs.rmdir', { path });
+  }
+
+  async unlink(path: string): Promise<void> {
+    this.writable(path, 'unlink');
+    await this.rpc.call('fs.unlink', { path });
+    this.files.unlink(path);
+    this.cache.delete(path);
+  }
+
+  async rename(src: string, dst: string): Promise<void> {
+    this.writable(src, 'rename');
+    this.writable(dst, 'rename');
+    await this.rpc.call('fs.move', { src, dst, overwrite: true });
+    this.files.rename(src, dst);
+    this.cache.delete(src);
+    this.cache.delete(dst);
+  }
+
+  async symlink(target: string, path: string): Promise<void> {
+    this.writable(path, 'symlink');
+    await this.rpc.call('fs.symlink', { target, path });
+  }
+
+  async link(src: string, dst: string): Promise<void> {
+    this.writable(dst, 'link');
+    // The store has no hard links (one name per inode), so link(2) is refused like on filesystems without them.
+    throw new VfsError('EPERM', 'link', src);
+  }
+
+  // ---------- metadata ----------
+
+  async chmod(path: string, mode: number): Promise<void> {
+    this.writable(path, 'chmod');
+    await this.rpc.call('fs.chmod', { path, mode: mode & 0o7777 });
+  }
+
+  async chown(path: string, uid: number, gid: number): Promise<void> {
+    this.writable(path, 'chown');
+    const owner = this.opts.owners.uidIn(uid);
+    const group = this.opts.owners.gidIn(gid);
+    if (owner === undefined && group === undefined) return;
+    // The kernel resolved symlinks already: the path names the inode to change.
+    await this.rpc.call('fs.chown', { path, owner, group, nofollow: true });
+  }
+
+  /**
+   * The binding passes the access time in both arguments (see fuse-native.ts), so one time is applied
+   * to both. UTIME_NOW/UTIME_OMIT arrive as a time within the first seconds of 1970: that means "now".
+   */
+  async utimens(path: string, atimeMs: number, _mtimeMs: number): Promise<void> {
+    this.writable(path, 'utimens');
+    // A pending write would otherwise overwrite the times when it is flushed (cp -p sets times before close).
+    const open = this.files.file(path);
+    if (open) await this.flushFile(open);
+    const t = atimeMs < 2000 ? {} : { atime: atimeMs, mtime: atimeMs };
+    await this.rpc.call('fs.utimens', { path, ...t });
+  }
+
+  // ---------- helpers ----------
+
+  private writable(path: string, op: string): void {
+    if (this.opts.readOnly || isHistoryPath(path)) throw new VfsError('EROFS', op, path);
+  }
+
+  private handle(fd: number, op: string) {
+    const h = this.files.handle(fd);
+    if (!h) throw new VfsError('EINVAL', op, undefined, `bad file handle ${fd}`);
+    return h;
+  }
+
+  /**
+   * The OpenFile for a new descriptor. A file nobody has open is fetched (or revalidated by etag);
+   * an open one with unsent writes is shared as it is, after checking the new opener's access.
+   */
+  private async load(path: string, flags: number, truncate: boolean): Promise<OpenFile> {
+    const acc = flags & O_ACCMODE;
+    const mode = (acc === O_WRONLY ? 0 : R_OK) | (acc !== O_RDONLY || truncate ? W_OK : 0);
+    const open = this.files.file(path);
+    if (open && (open.dirty || truncate)) {
+      await this.rpc.call('fs.access', { path, mode });
+      return open;
+    }
+    if (truncate) {
+      // The old content is about to be discarded: check access without transferring it.
+      await this.rpc.call('fs.access', { path, mode });
+      return this.files.adopt(new OpenFile(path, FileBuffer.empty()));
+    }
+    // Reading checks read access; a writer also needs write access (write-only files are not supported).
+    const known = open?.etag !== undefined ? { etag: open.etag, data: undefined } : this.cache.get(path);
+    const [reply] = await Promise.all([
+      this.rpc.request('fs.read', known ? { path, if_none_match: known.etag } : { path }),
+      mode & W_OK ? this.rpc.call('fs.access', { path, mode: W_OK }) : undefined,
+    ]);
+    let { result, data } = reply;
+    let current = this.files.file(path);
+    if (current?.dirty) return current;
+    if (result.not_modified) {
+      if (current && current.etag === result.etag) return current;
+      if (known?.data) data = known.data;
+      else ({ result, data } = await this.rpc.request('fs.read', { path }));
+      current = this.files.file(path);
+      if (current?.dirty) return current;
+    }
+    const content = new FileBuffer(data, true);
+    this.cache.set(path, result.etag, data);
+    if (current) {
+      // Open but clean, and changed outside the mount since: take the new content.
+      current.data = content;
+      current.etag = result.etag;
+      return current;
+    }
+    const file = new OpenFile(path, content);
+    file.etag = result.etag;
+    return this.files.adopt(file);
+  }
+
+  private flushFile(file: OpenFile): Promise<void> {
+    return file.serialize(async () => {
+      if (!file.dirty || file.orphaned) return;
+      const path = file.path;
+      const data = file.data.view();
+      file.dirty = false;
+      try {
+        const r = await this.rpc.call('fs.write', { path, parents: false }, { data });
+        file.etag = r.etag;
+        if (file.path === path) this.cache.set(path, r.etag, data);
+      } catch (err) {
+        file.dirty = true;
+        throw err;
+      }
+    });
+  }
+}
+
+function copyOut(src: Buffer, dst: Buffer, len: number, pos: number): number {
+  if (pos >= src.length) return 0;
+  return src.copy(dst, 0, pos, Math.min(src.length, pos + len));
+}

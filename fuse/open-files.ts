@@ -1,0 +1,223 @@
+/**
+ * Per-file write buffers for the mount. A file opened through the mount is read once from the daemon;
+ * reads and writes then work on this buffer, and the whole content goes back to the daemon on
+ * flush/fsync/release when it changed (close-to-open consistency, like NFS).
+ *
+ * All descriptors of one path share one OpenFile, so two processes writing and reading the same file
+ * through the mount see each other's writes before either closes it.
+ */
+
+/** A growable byte buffer with copy-on-write, so a view handed to the RPC layer is never mutated. */
+export class FileBuffer {
+  private buf: Buffer;
+  private length: number;
+  // True while someone else may hold a view of `buf` (a cache entry or an in-flight write).
+  private shared: boolean;
+
+  constructor(initial: Buffer, shared: boolean) {
+    this.buf = initial;
+    this.length = initial.length;
+    this.shared = shared;
+  }
+
+  static empty(): FileBuffer {
+    return new FileBuffer(Buffer.alloc(0), false);
+  }
+
+  get size(): number {
+    return this.length;
+  }
+
+  /** The current content; the buffer is copied before its next change. */
+  view(): Buffer {
+    this.shared = true;
+    return this.buf.subarray(0, this.length);
+  }
+
+  read(dst: Buffer, len: number, pos: number): number {
+    if (pos >= this.length) return 0;
+    return this.buf.copy(dst, 0, pos, Math.min(this.length, pos + len));
+  }
+
+  write(src: Buffer, len: number, pos: number): void {
+    const end = pos + len;
+    this.reserve(end);
+    // Bytes past the old end are garbage in an allocUnsafe buffer: a write after a hole zero-fills it.
+    if (pos > this.length) this.buf.fill(0, this.length, pos);
+    src.copy(this.buf, pos, 0, len);
+    if (end > this.length) this.length = end;
+  }
+
+  truncate(size: number): void {
+    if (size > this.length) {
+      this.reserve(size);
+      this.buf.fill(0, this.length, size);
+    } else if (this.shared) {
+      this.realloc(size, size);
+    }
+    this.length = size;
+  }
+
+  private reserve(needed: number): void {
+    if (!this.shared && needed <= this.buf.length) return;
+    const grown = Math.max(needed, this.shared && needed <= this.buf.length ? this.buf.length : this.buf.length * 2, 4096);
+    this.realloc(grown, this.length);
+  }
+
+  private realloc(capacity: number, keep: number): void {
+    const next = Buffer.allocUnsafe(capacity);
+    this.buf.copy(next, 0, 0, Math.min(keep, this.length));
+    this.buf = next;
+    this.shared = false;
+  }
+}
+
+/** The content of one path while at least one descriptor has it open. */
+export class OpenFile {
+  refs = 0;
+  dirty = false;
+  /** Set when the path was unlinked or replaced by a rename: flushing must not bring it back. */
+  orphaned = false;
+  /** Content id of what the daemon holds, when known. */
+  etag: string | undefined;
+  mtimeMs = Date.now();
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    public path: string,
+    public data: FileBuffer,
+  ) {}
+
+  /** Runs `fn` after every earlier serialized step of this file (flushes must not overtake each other). */
+  serialize<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(fn, fn);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  touch(): void {
+    this.dirty = true;
+    this.mtimeMs = Date.now();
+  }
+}
+
+export type Handle =
+  | { kind: 'file'; file: OpenFile; writable: boolean }
+  | { kind: 'snapshot'; data: Buffer }; // a read-only file of .history
+
+/** Open descriptors and the OpenFile of each path. */
+export class OpenFiles {
+  private readonly byPath = new Map<string, OpenFile>();
+  private readonly handles = new Map<number, Handle>();
+  private nextFd = 1;
+
+  file(path: string): OpenFile | undefined {
+    return this.byPath.get(path);
+  }
+
+  /** Registers `file` under its path unless another OpenFile got there first; returns the one in use. */
+  adopt(file: OpenFile): OpenFile {
+    const existing = this.byPath.get(file.path);
+    if (existing) return existing;
+    this.byPath.set(file.path, file);
+    return file;
+  }
+
+  forget(file: OpenFile): void {
+    if (this.byPath.get(file.path) === file) this.byPath.delete(file.path);
+  }
+
+  open(handle: Handle): number {
+    // fd 0 means "no handle" to the binding, and fds travel as uint32.
+    while (this.nextFd === 0 || this.handles.has(this.nextFd)) this.nextFd = (this.nextFd + 1) >>> 0;
+    const fd = this.nextFd;
+    this.nextFd = (this.nextFd + 1) >>> 0;
+    if (handle.kind === 'file') handle.file.refs++;
+    this.handles.set(fd, handle);
+    return fd;
+  }
+
+  handle(fd: number): Handle | undefined {
+    return this.handles.get(fd);
+  }
+
+  close(fd: number): Handle | undefined {
+    const h = this.handles.get(fd);
+    this.handles.delete(fd);
+    if (h?.kind === 'file') h.file.refs--;
+    return h;
+  }
+
+  get openCount(): number {
+    return this.handles.size;
+  }
+
+  allFiles(): OpenFile[] {
+    return [...new Set([...this.handles.values()].flatMap((h) => (h.kind === 'file' ? [h.file] : [])))];
+  }
+
+  /** Follows a rename: open files at `src` (or below it, for a directory) now live at `dst`. */
+  rename(src: string, dst: string): void {
+    const replaced = this.byPath.get(dst);
+    if (replaced) {
+      replaced.orphaned = true;
+      this.byPath.delete(dst);
+    }
+    for (const [p, f] of [...this.byPath]) {
+      if (p !== src && !p.startsWith(`${src}/`)) continue;
+      this.byPath.delete(p);
+      f.path = dst + p.slice(src.length);
+      this.byPath.set(f.path, f);
+    }
+  }
+
+  unlink(path: string): void {
+    const f = this.byPath.get(path);
+    if (!f) return;
+    f.orphaned = true;
+    this.byPath.delete(path);
+  }
+}
+
+/**
+ * Recently read or written file contents by path, with their etag. Opening a file asks the daemon for
+ * it with `if_none_match`, so an unchanged file costs a permission check and no content transfer.
+ */
+export class ContentCache {
+  private readonly entries = new Map<string, { etag: string; data: Buffer }>();
+  private bytes = 0;
+
+  constructor(
+    private readonly maxBytes = 128 * 1024 * 1024,
+    private readonly maxEntry = 8 * 1024 * 1024,
+  ) {}
+
+  get(path: string): { etag: string; data: Buffer } | undefined {
+    const e = this.entries.get(path);
+    if (e) {
+      // Map order is the LRU order.
+      this.entries.delete(path);
+      this.entries.set(path, e);
+    }
+    return e;
+  }
+
+  set(path: string, etag: string, data: Buffer): void {
+    this.delete(path);
+    if (data.length > this.maxEntry) return;
+    this.entries.set(path, { etag, data });
+    this.bytes += data.length;
+    for (const [p, e] of this.entries) {
+      if (this.bytes <= this.maxBytes) break;
+      this.entries.delete(p);
+      this.bytes -= e.data.length;
+    }
+  }
+
+  delete(path: string): void {
+    const e = this.entries.get(path);
+    if (!e) return;
+    this.entries.delete(path);
+    this.bytes -= e.data.length;
+  }
+}
