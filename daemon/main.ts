@@ -1,4 +1,164 @@
-/** `mdvfs daemon`: runs the daemon in the foreground (being implemented in the foundation issue). */
-export async function runDaemon(): Promise<void> {
-  throw new Error('not implemented yet');
+/**
+ * `mdvfs daemon`: loads the data dir into memory and serves the socket until SIGINT/SIGTERM.
+ * Settings come from SERVICE_* environment variables (see the README).
+ */
+import { chmodSync, existsSync, mkdirSync, unlinkSync, writeFileSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import pino from 'pino';
+import { Registry, type AuthPolicy } from './auth/registry.js';
+import { Vfs } from './core/vfs.js';
+import { GrepPool } from './core/search.js';
+import { VfsError } from './errors.js';
+import { defaultDataDir, socketPathFor } from './rpc/connect.js';
+import { RpcServer } from './rpc/server.js';
+import { Service } from './service.js';
+import { SqliteStore } from './store/sqlite.js';
+import { Vcs } from './vcs/vcs.js';
+
+export interface DaemonConfig {
+  dataDir: string;
+  maxFileSize: number;
+  fsync: 'full' | 'normal' | 'off';
+  policy: AuthPolicy;
+  regexTimeoutMs: number;
 }
+
+function intEnv(env: NodeJS.ProcessEnv, name: string, def: number): number {
+  const v = env[name];
+  if (v === undefined || v === '') return def;
+  if (!/^\d+$/.test(v)) throw new Error(`${name} must be a whole number, got '${v}'`);
+  return Number(v);
+}
+
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
+  const fsync = env.SERVICE_FSYNC ?? 'full';
+  if (fsync !== 'full' && fsync !== 'normal' && fsync !== 'off') throw new Error(`SERVICE_FSYNC must be full, normal or off, got '${fsync}'`);
+  const anon = env.SERVICE_ANONYMOUS ?? 'root';
+  if (anon !== 'root' && anon !== 'deny') throw new Error(`SERVICE_ANONYMOUS must be root or deny, got '${anon}'`);
+  const userAuth = env.SERVICE_USER_AUTH ?? 'on';
+  if (userAuth !== 'on' && userAuth !== 'off') throw new Error(`SERVICE_USER_AUTH must be on or off, got '${userAuth}'`);
+  return {
+    dataDir: defaultDataDir(env),
+    maxFileSize: intEnv(env, 'SERVICE_MAX_FILE_SIZE', 10 * 1024 * 1024),
+    fsync,
+    policy: { anonymous: anon, userAuth: userAuth === 'on' },
+    regexTimeoutMs: intEnv(env, 'SERVICE_REGEX_TIMEOUT_MS', 2000),
+  };
+}
+
+export interface Daemon {
+  service: Service;
+  vfs: Vfs;
+  socketPath: string;
+  stop(): Promise<void>;
+}
+
+/** Opens the store, loads everything into memory, and returns the wired core (no socket). */
+export function openCore(cfg: DaemonConfig): { vfs: Vfs; registry: Registry; vcs: Vcs; store: SqliteStore; grep: GrepPool; service: Service } {
+  const store = new SqliteStore(cfg.dataDir, cfg.fsync);
+  const vfs = new Vfs({ maxFileSize: cfg.maxFileSize, journal: store });
+  const registry = new Registry();
+  const vcs = new Vcs(vfs, store);
+  const state = store.load();
+  if (state.fresh) {
+    registry.initFresh();
+    vfs.initFresh();
+  } else {
+    store.loadRegistry(registry);
+    for (const o of state.objects) {
+      if (o.type === 'blob') vfs.blobs.load(o.id, o.data);
+      else vcs.loadObject(o.id, o.type, o.data);
+    }
+    const nodes = state.inodes.map((row) => ({ node: vfs.loadNode(row), parent: row.parent }));
+    for (const { node, parent } of nodes) vfs.linkLoaded(node, parent);
+    for (const { node } of nodes) {
+      if (node.kind === 'file' && !vfs.blobs.has(node.blob)) throw new VfsError('EIO', 'load store', cfg.dataDir, `the store is corrupt: file inode ${node.id} ('${node.name}') has no content. Refusing to start.`);
+    }
+    for (const [scope, id] of state.refs) {
+      if (!vcs.commits.has(id)) throw new VfsError('EIO', 'load store', cfg.dataDir, `the store is corrupt: ref '${scope}' points to a missing commit. Refusing to start.`);
+      vcs.refs.set(scope, id);
+    }
+    if (registry.users.get(0) === undefined) throw new VfsError('EIO', 'load store', cfg.dataDir, 'the store is corrupt: no root user. Refusing to start.');
+  }
+  store.registry = registry;
+  const grep = new GrepPool(2, cfg.regexTimeoutMs);
+  const service = new Service({ vfs, registry, vcs, store, grep, policy: cfg.policy });
+  return { vfs, registry, vcs, store, grep, service };
+}
+
+/** Starts a daemon on the data dir's socket. */
+export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
+  const log = pino({ name: 'mdvfs-daemon' }, pino.destination(2));
+  mkdirSync(cfg.dataDir, { recursive: true, mode: 0o700 });
+  const core = openCore(cfg);
+  const rpc = new RpcServer(core.service.handlers, log);
+  core.vfs.onChange((paths) => rpc.broadcast({ kind: 'change', paths }));
+  core.store.onFatal = (err) => {
+    log.error({ err: err.message }, 'store write failed; stopping so that nothing diverges from disk');
+    process.exit(1);
+  };
+  const socketPath = socketPathFor(cfg.dataDir);
+  // We hold the store's exclusive lock, so any socket file left here is stale.
+  if (existsSync(socketPath)) unlinkSync(socketPath);
+  await new Promise<void>((resolve, reject) => {
+    rpc.server.once('error', reject);
+    rpc.server.listen(socketPath, () => resolve());
+  });
+  chmodSync(socketPath, 0o600); // Security: only the data dir's owner may talk to the daemon
+  const pidFile = path.join(cfg.dataDir, 'daemon.pid');
+  writeFileSync(pidFile, `${process.pid}\n`);
+  log.info({ dataDir: cfg.dataDir, socket: socketPath, pid: process.pid }, 'daemon ready');
+  let stopped = false;
+  return {
+    service: core.service,
+    vfs: core.vfs,
+    socketPath,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await new Promise<void>((resolve) => {
+        rpc.server.close(() => resolve());
+        rpc.closeAll();
+      });
+      core.grep.close();
+      core.store.close();
+      try {
+        if (existsSync(socketPath)) unlinkSync(socketPath);
+        if (existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() === String(process.pid)) unlinkSync(pidFile);
+      } catch {
+        // best effort
+      }
+    },
+  };
+}
+
+/** `mdvfs daemon`: foreground until SIGINT/SIGTERM, which flush and exit 0. */
+export async function runDaemon(): Promise<void> {
+  let cfg: DaemonConfig;
+  try {
+    cfg = configFromEnv();
+  } catch (err) {
+    process.stderr.write(`mdvfs daemon: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+  let daemon: Daemon;
+  try {
+    daemon = await startDaemon(cfg);
+  } catch (err) {
+    process.stderr.write(`mdvfs daemon: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+  const stop = (sig: string) => {
+    process.stderr.write(`mdvfs daemon: ${sig}, flushing and stopping\n`);
+    void daemon.stop().then(() => process.exit(0));
+  };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  await new Promise<never>(() => {
+    // serve until a signal
+  });
+}
+
+// Run directly (spawned by connectDaemon) as well as through `mdvfs daemon`.
+const invoked = process.argv[1] !== undefined && path.resolve(process.argv[1]).replace(/\.(ts|js)$/, '') === path.resolve(new URL(import.meta.url).pathname).replace(/\.(ts|js)$/, '');
+if (invoked) await runDaemon();

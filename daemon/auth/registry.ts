@@ -1,0 +1,307 @@
+/**
+ * Users, groups, tokens and workspaces, and the authentication of every request (DESIGN.md §4).
+ * Security: tokens are 256 random bits, kept only as SHA-256 hashes, shown once.
+ */
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { VfsError } from '../errors.js';
+import { isWheel, ROOT_UID, WHEEL_GID, type Cred, type Principal } from '../core/perms.js';
+import type { Creds } from '../rpc/protocol.js';
+
+export const USER_NAME = /^[a-z_][a-z0-9_.-]{0,31}$/;
+
+export interface UserRow {
+  uid: number;
+  name: string;
+  gid: number;
+  isAgent: boolean;
+  tokenHash: string | null;
+  created: number;
+}
+
+export interface GroupRow {
+  gid: number;
+  name: string;
+  members: Set<number>; // supplementary members (a user's primary group is implicit)
+}
+
+export interface WorkspaceRow {
+  id: string;
+  name: string;
+  root: string;
+  ownerUid: number;
+  created: number;
+}
+
+export interface WsTokenRow {
+  hash: string;
+  workspaceId: string;
+  name: string;
+  agentUid: number;
+  created: number;
+}
+
+export interface AuthPolicy {
+  /** SERVICE_ANONYMOUS: 'root' (contract default) or 'deny' (401 for remote requests without credentials). */
+  anonymous: 'root' | 'deny';
+  /** SERVICE_USER_AUTH: whether remote requests may use `Authorization: User <name>`. */
+  userAuth: boolean;
+}
+
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+function newSecret(prefix: string): string {
+  return prefix + randomBytes(32).toString('base64url');
+}
+
+export class Registry {
+  readonly users = new Map<number, UserRow>();
+  readonly groups = new Map<number, GroupRow>();
+  readonly workspaces = new Map<string, WorkspaceRow>();
+  readonly wsTokens = new Map<string, WsTokenRow>();
+  private readonly userByName = new Map<string, UserRow>();
+  private readonly groupByName = new Map<string, GroupRow>();
+  private readonly userByToken = new Map<string, UserRow>();
+  nextUid = 1000;
+  nextGid = 1000;
+  /** Set when anything changed; the store rewrites the auth tables. */
+  dirty = false;
+
+  /** A fresh registry: root (uid 0), groups root (0) and wheel (1). */
+  initFresh(): void {
+    this.putUser({ uid: 0, name: 'root', gid: 0, isAgent: false, tokenHash: null, created: now() });
+    this.putGroup({ gid: 0, name: 'root', members: new Set() });
+    this.putGroup({ gid: WHEEL_GID, name: 'wheel', members: new Set([ROOT_UID]) });
+    this.dirty = true;
+  }
+
+  // ---------- loading ----------
+
+  putUser(u: UserRow): void {
+    this.users.set(u.uid, u);
+    this.userByName.set(u.name, u);
+    if (u.tokenHash !== null) this.userByToken.set(u.tokenHash, u);
+    if (u.uid >= this.nextUid) this.nextUid = u.uid + 1;
+  }
+
+  putGroup(g: GroupRow): void {
+    this.groups.set(g.gid, g);
+    this.groupByName.set(g.name, g);
+    if (g.gid >= this.nextGid) this.nextGid = g.gid + 1;
+  }
+
+  // ---------- lookups ----------
+
+  user(name: string): UserRow | undefined {
+    return this.userByName.get(name);
+  }
+
+  group(name: string): GroupRow | undefined {
+    return this.groupByName.get(name);
+  }
+
+  /** Resolves a user given by name or numeric id. Throws EINVAL for unknown ones. */
+  uidOf(owner: string | number): number {
+    if (typeof owner === 'number' || /^\d+$/.test(owner)) {
+      const uid = Number(owner);
+      if (!this.users.has(uid)) throw new VfsError('EINVAL', 'chown', undefined, `no such user: ${owner}`);
+      return uid;
+    }
+    const u = this.userByName.get(owner);
+    if (u === undefined) throw new VfsError('EINVAL', 'chown', undefined, `no such user: ${owner}`);
+    return u.uid;
+  }
+
+  gidOf(group: string | number): number {
+    if (typeof group === 'number' || /^\d+$/.test(group)) {
+      const gid = Number(group);
+      if (!this.groups.has(gid)) throw new VfsError('EINVAL', 'chown', undefined, `no such group: ${group}`);
+      return gid;
+    }
+    const g = this.groupByName.get(group);
+    if (g === undefined) throw new VfsError('EINVAL', 'chown', undefined, `no such group: ${group}`);
+    return g.gid;
+  }
+
+  /** The principal of a user: primary group first, then supplementary groups in gid order. */
+  principal(u: UserRow): Principal {
+    const groups = new Set<number>([u.gid]);
+    for (const g of [...this.groups.values()].sort((a, b) => a.gid - b.gid)) if (g.members.has(u.uid)) groups.add(g.gid);
+    return { uid: u.uid, gid: u.gid, groups, name: u.name, home: u.uid === ROOT_UID ? '/' : `/home/${u.name}`, isAgent: u.isAgent };
+  }
+
+  rootPrincipal(): Principal {
+    return this.principal(this.users.get(ROOT_UID)!);
+  }
+
+  /** Whether only root exists (bootstrap is possible). */
+  needsBootstrap(): boolean {
+    return this.users.size === 1;
+  }
+
+  // ---------- authentication ----------
+
+  /**
+   * Authenticates one request's raw credentials. Throws EAUTH (401) for anything unrecognised:
+   * fail closed. Delegation by name is for root, wheel members and agents only (EPERM otherwise).
+   */
+  authenticate(creds: Creds, policy: AuthPolicy): Cred {
+    const remote = creds.origin === 'remote';
+    const raw = creds.authorization?.trim() ?? '';
+    let user: UserRow | undefined;
+    let workspace: Cred['workspace'];
+    if (raw === '') {
+      if (remote && policy.anonymous === 'deny') throw new VfsError('EAUTH', 'authenticate', undefined, 'credentials required');
+      if (creds.workspace !== undefined && creds.workspace !== '') throw new VfsError('EAUTH', 'authenticate', undefined, 'a workspace needs its bearer secret');
+      user = this.users.get(ROOT_UID);
+    } else {
+      const m = /^(\S+)\s+(.+)$/.exec(raw);
+      const scheme = m?.[1]?.toLowerCase();
+      const value = m?.[2]?.trim() ?? '';
+      if (scheme === 'user') {
+        if (remote && !policy.userAuth) throw new VfsError('EAUTH', 'authenticate', undefined, 'the User scheme is disabled on this server');
+        if (creds.workspace !== undefined && creds.workspace !== '') throw new VfsError('EAUTH', 'authenticate', undefined, 'a workspace needs its bearer secret');
+        user = this.userByName.get(value);
+        if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, `unknown user '${value.slice(0, 64)}'`);
+      } else if (scheme === 'bearer') {
+        const h = hashSecret(value);
+        if (creds.workspace !== undefined && creds.workspace !== '') {
+          const t = this.wsTokens.get(h);
+          const ws = this.workspaces.get(creds.workspace);
+          // Security: a workspace secret only opens the workspace it was issued for.
+          if (t === undefined || ws === undefined || t.workspaceId !== ws.id) throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid workspace credentials');
+          user = this.users.get(t.agentUid);
+          if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'the workspace agent no longer exists');
+          workspace = { id: ws.id, name: ws.name, root: ws.root };
+        } else {
+          user = this.userByToken.get(h);
+          if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid token');
+        }
+      } else {
+        throw new VfsError('EAUTH', 'authenticate', undefined, 'unsupported authorization scheme (use "User <name>" or "Bearer <token>")');
+      }
+    }
+    const principal = this.principal(user!);
+    const obo = creds.onBehalfOf?.trim();
+    if (obo === undefined || obo === '') return workspace === undefined ? { user: principal } : { user: principal, workspace };
+    const d = this.userByName.get(obo);
+    if (d === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, `unknown on-behalf-of user '${obo.slice(0, 64)}'`);
+    if (!isWheel(principal) && !principal.isAgent) throw new VfsError('EPERM', 'delegate', undefined, 'only root, wheel members and agents may act on behalf of another user');
+    const delegate = this.principal(d);
+    return workspace === undefined ? { user: principal, delegate } : { user: principal, delegate, workspace };
+  }
+
+  // ---------- administration ----------
+
+  private checkNewName(name: string, op: string): void {
+    if (!USER_NAME.test(name)) throw new VfsError('EINVAL', op, undefined, `invalid name '${name.slice(0, 64)}' (lowercase letters, digits, _ . -, at most 32, starting with a letter or _)`);
+    if (this.userByName.has(name) || this.groupByName.has(name)) throw new VfsError('EEXIST', op, undefined, `'${name}' already exists`);
+  }
+
+  /** A new user with the next uid and a personal group with the next gid. */
+  addUser(name: string, isAgent: boolean): UserRow {
+    this.checkNewName(name, 'useradd');
+    const gid = this.nextGid++;
+    this.putGroup({ gid, name, members: new Set() });
+    const u: UserRow = { uid: this.nextUid++, name, gid, isAgent, tokenHash: null, created: now() };
+    this.putUser(u);
+    this.dirty = true;
+    return u;
+  }
+
+  delUser(name: string): UserRow {
+    const u = this.userByName.get(name);
+    if (u === undefined) throw new VfsError('ENOENT', 'userdel', undefined, `no such user: ${name}`);
+    if (u.uid === ROOT_UID) throw new VfsError('EPERM', 'userdel', undefined, 'root cannot be deleted');
+    this.users.delete(u.uid);
+    this.userByName.delete(name);
+    if (u.tokenHash !== null) this.userByToken.delete(u.tokenHash);
+    for (const g of this.groups.values()) g.members.delete(u.uid);
+    const personal = this.groups.get(u.gid);
+    if (personal !== undefined && personal.name === name && personal.members.size === 0) {
+      this.groups.delete(personal.gid);
+      this.groupByName.delete(personal.name);
+    }
+    for (const [h, t] of this.wsTokens) if (t.agentUid === u.uid) this.wsTokens.delete(h);
+    this.dirty = true;
+    return u;
+  }
+
+  /** Issues (or regenerates, invalidating the old one) a user's token; returns the raw token once. */
+  issueToken(name: string): string {
+    const u = this.userByName.get(name);
+    if (u === undefined) throw new VfsError('ENOENT', 'token', undefined, `no such user: ${name}`);
+    if (u.tokenHash !== null) this.userByToken.delete(u.tokenHash);
+    const token = newSecret('mdvfs_');
+    u.tokenHash = hashSecret(token);
+    this.userByToken.set(u.tokenHash, u);
+    this.dirty = true;
+    return token;
+  }
+
+  addGroup(name: string): GroupRow {
+    this.checkNewName(name, 'groupadd');
+    const g: GroupRow = { gid: this.nextGid++, name, members: new Set() };
+    this.putGroup(g);
+    this.dirty = true;
+    return g;
+  }
+
+  addMember(userName: string, groupName: string): GroupRow {
+    const u = this.userByName.get(userName);
+    if (u === undefined) throw new VfsError('ENOENT', 'usermod', undefined, `no such user: ${userName}`);
+    const g = this.groupByName.get(groupName);
+    if (g === undefined) throw new VfsError('ENOENT', 'usermod', undefined, `no such group: ${groupName}`);
+    g.members.add(u.uid);
+    this.dirty = true;
+    return g;
+  }
+
+  delMember(userName: string, groupName: string): GroupRow {
+    const u = this.userByName.get(userName);
+    if (u === undefined) throw new VfsError('ENOENT', 'usermod', undefined, `no such user: ${userName}`);
+    const g = this.groupByName.get(groupName);
+    if (g === undefined) throw new VfsError('ENOENT', 'usermod', undefined, `no such group: ${groupName}`);
+    if (u.gid === g.gid) throw new VfsError('EINVAL', 'usermod', undefined, 'a user cannot leave their primary group');
+    if (u.uid === ROOT_UID && g.gid === WHEEL_GID) throw new VfsError('EPERM', 'usermod', undefined, 'root stays in wheel');
+    g.members.delete(u.uid);
+    this.dirty = true;
+    return g;
+  }
+
+  groupMembers(g: GroupRow): string[] {
+    const names = new Set<string>();
+    for (const u of this.users.values()) if (u.gid === g.gid || g.members.has(u.uid)) names.add(u.name);
+    return [...names].sort();
+  }
+
+  addWorkspace(name: string, root: string, ownerUid: number): WorkspaceRow {
+    if (name.trim() === '' || name.length > 200) throw new VfsError('EINVAL', 'workspace', undefined, 'a workspace needs a name of 1 to 200 characters');
+    const w: WorkspaceRow = { id: randomUUID(), name, root, ownerUid, created: now() };
+    this.workspaces.set(w.id, w);
+    this.dirty = true;
+    return w;
+  }
+
+  /**
+   * Issues a workspace secret against an agent's token (proof of possession). Only the agent's
+   * uid is stored, never its token.
+   */
+  issueWorkspaceToken(workspaceId: string, name: string, agentToken: string): string {
+    const w = this.workspaces.get(workspaceId);
+    if (w === undefined) throw new VfsError('ENOENT', 'workspace token', undefined, `no such workspace: ${workspaceId.slice(0, 64)}`);
+    if (name.trim() === '' || name.length > 200) throw new VfsError('EINVAL', 'workspace token', undefined, 'a token needs a name of 1 to 200 characters');
+    const agent = this.userByToken.get(hashSecret(agentToken));
+    if (agent === undefined) throw new VfsError('EAUTH', 'workspace token', undefined, 'agent_token is not a valid token');
+    if (!agent.isAgent) throw new VfsError('EINVAL', 'workspace token', undefined, 'agent_token must belong to an agent user');
+    const secret = newSecret('mdvfsws_');
+    this.wsTokens.set(hashSecret(secret), { hash: hashSecret(secret), workspaceId: w.id, name, agentUid: agent.uid, created: now() });
+    this.dirty = true;
+    return secret;
+  }
+}
+
+function now(): number {
+  return Math.floor(Date.now() / 1000);
+}

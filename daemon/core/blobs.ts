@@ -1,0 +1,115 @@
+/**
+ * File contents, stored once per distinct object id and shared by the working tree and history.
+ * A blob referenced by no file and no commit is dropped at once; `gc` sweeps anything left.
+ */
+import { objectId } from '../store/objects.js';
+
+export interface Journal {
+  /** The node (its attributes, parent and name) must be written. */
+  inode(node: import('./inode.js').Node): void;
+  inodeRemoved(id: number): void;
+  object(id: string, type: 'blob' | 'tree' | 'commit', payload: Buffer): void;
+  objectRemoved(id: string): void;
+}
+
+export class BlobStore {
+  private readonly data = new Map<string, Buffer>();
+  /** working-tree references per blob */
+  private readonly refs = new Map<string, number>();
+  /** blobs referenced by some committed tree: never dropped eagerly */
+  readonly inHistory = new Set<string>();
+
+  constructor(private readonly journal: Journal) {}
+
+  /** Adds a reference to `content`, storing it if new; returns its id. */
+  put(content: Buffer): string {
+    const id = objectId('blob', content);
+    this.ref(id, content);
+    return id;
+  }
+
+  /** Adds a reference to a blob whose id is known (copies, reverts). */
+  ref(id: string, content?: Buffer): void {
+    if (!this.data.has(id)) {
+      if (content === undefined) throw new Error(`blob ${id} is missing`);
+      const copy = toShared(content); // callers' buffers may be reused
+      this.data.set(id, copy);
+      this.journal.object(id, 'blob', copy);
+    }
+    this.refs.set(id, (this.refs.get(id) ?? 0) + 1);
+  }
+
+  release(id: string): void {
+    const n = (this.refs.get(id) ?? 0) - 1;
+    if (n > 0) {
+      this.refs.set(id, n);
+      return;
+    }
+    this.refs.delete(id);
+    if (!this.inHistory.has(id)) {
+      this.data.delete(id);
+      this.journal.objectRemoved(id);
+    }
+  }
+
+  get(id: string): Buffer {
+    const b = this.data.get(id);
+    if (b === undefined) throw new Error(`blob ${id} is missing`);
+    return b;
+  }
+
+  has(id: string): boolean {
+    return this.data.has(id);
+  }
+
+  /** Loading: a stored blob (already verified), with no references yet. */
+  load(id: string, content: Buffer): void {
+    this.data.set(id, toShared(content));
+  }
+
+  /** Loading: count a working-tree reference without journaling. */
+  loadRef(id: string): void {
+    this.refs.set(id, (this.refs.get(id) ?? 0) + 1);
+  }
+
+  get size(): number {
+    return this.data.size;
+  }
+
+  ids(): IterableIterator<string> {
+    return this.data.keys();
+  }
+
+  isReferenced(id: string): boolean {
+    return this.refs.has(id) || this.inHistory.has(id);
+  }
+
+  /** Drops every blob neither the working tree nor history references. */
+  sweep(): number {
+    let removed = 0;
+    for (const id of [...this.data.keys()]) {
+      if (!this.isReferenced(id)) {
+        this.data.delete(id);
+        this.journal.objectRemoved(id);
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  totalBytes(): number {
+    let n = 0;
+    for (const b of this.data.values()) n += b.length;
+    return n;
+  }
+}
+
+/**
+ * Contents live in SharedArrayBuffers so that search workers read them without copying
+ * (a hostile regex runs in a worker that can be terminated, never on the daemon's event loop).
+ */
+export function toShared(content: Buffer): Buffer {
+  const b = Buffer.from(new SharedArrayBuffer(content.length));
+  content.copy(b);
+  return b;
+}

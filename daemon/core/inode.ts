@@ -1,0 +1,96 @@
+/**
+ * Inodes of the in-memory tree. A node knows its single parent and its name in it (no hard links),
+ * which keeps rename O(1) and lets a change mark its ancestors dirty for the VCS in O(depth).
+ */
+export type NodeKind = 'file' | 'directory' | 'symlink';
+
+interface BaseNode {
+  readonly id: number;
+  mode: number; // permission bits incl. setuid/setgid/sticky (12 bits)
+  uid: number;
+  gid: number;
+  atime: bigint; // ns
+  mtime: bigint;
+  ctime: bigint;
+  btime: bigint;
+  parent: DirNode | null;
+  name: string;
+}
+
+export interface FileNode extends BaseNode {
+  readonly kind: 'file';
+  blob: string; // object id of the content
+  size: number;
+}
+
+export interface DirNode extends BaseNode {
+  readonly kind: 'directory';
+  children: Map<string, Node>;
+  /** Names in order, rebuilt lazily after a change. */
+  sorted: string[] | undefined;
+  /**
+   * Cached tree object id for the VCS. Invariant: when undefined, every ancestor's is undefined too,
+   * so marking dirty can stop at the first ancestor already dirty.
+   */
+  treeId: string | undefined;
+}
+
+export interface LinkNode extends BaseNode {
+  readonly kind: 'symlink';
+  target: string;
+}
+
+export type Node = FileNode | DirNode | LinkNode;
+
+export const S_ISUID = 0o4000;
+export const S_ISGID = 0o2000;
+export const S_ISVTX = 0o1000;
+
+export function nowNs(): bigint {
+  return process.hrtime.bigint() - hrBase + wallBaseNs;
+}
+// Wall-clock nanoseconds that stay monotonic within the process.
+const hrBase = process.hrtime.bigint();
+const wallBaseNs = BigInt(Date.now()) * 1_000_000n;
+
+export function sortedNames(dir: DirNode): string[] {
+  if (dir.sorted === undefined) dir.sorted = [...dir.children.keys()].sort(compareNames);
+  return dir.sorted;
+}
+
+/**
+ * Code-unit order of names: equal to UTF-8 byte order (the C locale's `ls`) except between
+ * U+E000-U+FFFF and astral characters; deterministic, which is what tree hashing needs.
+ */
+export function compareNames(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The absolute path of a node, from its parent chain. */
+export function pathOf(node: Node): string {
+  const parts: string[] = [];
+  let n: Node | null = node;
+  while (n !== null && n.parent !== null) {
+    parts.push(n.name);
+    n = n.parent;
+  }
+  return '/' + parts.reverse().join('/');
+}
+
+/** Marks a directory and its ancestors as changed since their tree ids were computed. */
+export function markDirty(dir: DirNode | null): void {
+  let d = dir;
+  while (d !== null && d.treeId !== undefined) {
+    d.treeId = undefined;
+    d = d.parent;
+  }
+}
+
+export function isAncestorOrSelf(maybeAncestor: Node, node: Node): boolean {
+  let n: Node | null = node;
+  while (n !== null) {
+    if (n === maybeAncestor) return true;
+    n = n.parent;
+  }
+  return false;
+}

@@ -1,0 +1,128 @@
+/**
+ * The permission engine: the only place that decides who may do what (DESIGN.md §3).
+ * Every check runs for the caller and, when delegating, for the delegate too (intersection).
+ */
+import { VfsError } from '../errors.js';
+import { S_ISVTX, type DirNode, type Node } from './inode.js';
+
+export const R = 4;
+export const W = 2;
+export const X = 1;
+
+export const ROOT_UID = 0;
+export const WHEEL_GID = 1;
+
+/** One authenticated identity. */
+export interface Principal {
+  readonly uid: number;
+  readonly gid: number; // primary group
+  readonly groups: ReadonlySet<number>; // every gid, primary included
+  readonly name: string;
+  readonly home: string;
+  readonly isAgent: boolean;
+}
+
+export interface Workspace {
+  readonly id: string;
+  readonly name: string;
+  readonly root: string;
+}
+
+/** The effective credential of one request. */
+export interface Cred {
+  readonly user: Principal;
+  /** The user acted on behalf of: home and ownership follow it; every check must pass for both. */
+  readonly delegate?: Principal;
+  /** Workspace confinement: paths resolve and stay inside `root`. */
+  readonly workspace?: Workspace;
+}
+
+export function isRoot(p: Principal): boolean {
+  return p.uid === ROOT_UID;
+}
+
+export function isWheel(p: Principal): boolean {
+  return p.uid === ROOT_UID || p.groups.has(WHEEL_GID);
+}
+
+/** Who new files belong to and whose home relative paths use. */
+export function actor(cred: Cred): Principal {
+  return cred.delegate ?? cred.user;
+}
+
+function principals(cred: Cred): Principal[] {
+  return cred.delegate === undefined ? [cred.user] : [cred.user, cred.delegate];
+}
+
+/** Whether one principal has `bits` (R|W|X) on a node under POSIX rules plus wheel's read-all. */
+export function principalMay(p: Principal, node: Node, bits: number): boolean {
+  if (p.uid === ROOT_UID) return true;
+  // wheel reads every file and lists/traverses every directory (not write, not exec of files)
+  if (p.groups.has(WHEEL_GID) && (bits & W) === 0 && ((bits & X) === 0 || node.kind === 'directory')) return true;
+  let granted: number;
+  if (node.uid === p.uid) granted = (node.mode >> 6) & 7;
+  else if (p.groups.has(node.gid)) granted = (node.mode >> 3) & 7;
+  else granted = node.mode & 7;
+  return (granted & bits) === bits;
+}
+
+/** Whether the credential (caller and delegate) has `bits` on `node`. */
+export function may(cred: Cred, node: Node, bits: number): boolean {
+  for (const p of principals(cred)) if (!principalMay(p, node, bits)) return false;
+  return true;
+}
+
+/** Throws EACCES unless the credential has `bits` on `node`. */
+export function requireAccess(cred: Cred, node: Node, bits: number, op: string, path: string): void {
+  if (!may(cred, node, bits)) throw new VfsError('EACCES', op, path);
+}
+
+/**
+ * May the credential remove or rename `child` out of `dir`? Needs w+x on the directory, and in a
+ * sticky directory ownership of the entry or the directory (root excepted).
+ */
+export function requireUnlink(cred: Cred, dir: DirNode, child: Node, op: string, path: string): void {
+  requireAccess(cred, dir, W | X, op, path);
+  if ((dir.mode & S_ISVTX) !== 0) {
+    for (const p of principals(cred)) {
+      if (p.uid !== ROOT_UID && p.uid !== child.uid && p.uid !== dir.uid) throw new VfsError('EACCES', op, path, 'sticky directory: only the owner may remove or rename this entry');
+    }
+  }
+}
+
+/** chmod: the owner, root, or a wheel member (for both principals when delegating). */
+export function requireChmod(cred: Cred, node: Node, op: string, path: string): void {
+  for (const p of principals(cred)) {
+    if (!isWheel(p) && p.uid !== node.uid) throw new VfsError('EPERM', op, path);
+  }
+}
+
+/**
+ * chown: changing the owner needs uid 0; changing the group needs ownership (or root) and
+ * membership of the new group.
+ */
+export function requireChown(cred: Cred, node: Node, uid: number, gid: number, op: string, path: string): void {
+  for (const p of principals(cred)) {
+    if (isRoot(p)) continue;
+    if (uid !== node.uid) throw new VfsError('EPERM', op, path, 'only root may change the owner of a file');
+    if (gid !== node.gid) {
+      if (p.uid !== node.uid) throw new VfsError('EPERM', op, path);
+      if (!p.groups.has(gid)) throw new VfsError('EPERM', op, path, 'you may only change the group to one you belong to');
+    }
+  }
+}
+
+/** Admin operations (users, groups, tokens): root or wheel, for both principals. */
+export function requireAdmin(cred: Cred, op: string): void {
+  for (const p of principals(cred)) if (!isWheel(p)) throw new VfsError('EACCES', op, undefined, 'administrators only (root or wheel)');
+}
+
+/** Whether the credential bypasses per-file checks entirely (root, not delegating to a non-root). */
+export function isSuper(cred: Cred): boolean {
+  return principals(cred).every(isRoot);
+}
+
+/** Root or wheel for every principal: may revert anything, read anything. */
+export function isAdminCred(cred: Cred): boolean {
+  return principals(cred).every(isWheel);
+}

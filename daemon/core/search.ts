@@ -1,0 +1,167 @@
+/**
+ * grep, find and tree. All three see only what the caller may list, search and read, like
+ * `grep -r` on a Unix box, and never reveal names or content from unreadable places.
+ */
+import { Worker } from 'node:worker_threads';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import picomatch from 'picomatch';
+import { VfsError } from '../errors.js';
+import { sortedNames, type DirNode, type Node } from './inode.js';
+import { may, R, X, type Cred } from './perms.js';
+import type { Vfs } from './vfs.js';
+import type { GrepJob, GrepReply } from './grep-worker.js';
+
+export interface GrepOptions {
+  pattern: string;
+  ignoreCase: boolean;
+  recursive: boolean;
+  maxResults: number;
+}
+
+/** A small pool of grep workers; a job over its time bound kills its worker (ETIMEDOUT). */
+export class GrepPool {
+  private idle: Worker[] = [];
+  private busy = 0;
+  private queue: (() => void)[] = [];
+
+  constructor(private readonly size: number, private readonly timeoutMs: number) {}
+
+  private spawn(): Worker {
+    const here = fileURLToPath(import.meta.url);
+    const ext = path.extname(here);
+    const file = path.join(path.dirname(here), `grep-worker${ext}`);
+    const w = new Worker(file, { execArgv: process.execArgv });
+    w.unref();
+    return w;
+  }
+
+  async run(job: GrepJob): Promise<GrepReply> {
+    if (this.busy >= this.size) await new Promise<void>((r) => this.queue.push(r));
+    this.busy++;
+    const worker = this.idle.pop() ?? this.spawn();
+    try {
+      return await new Promise<GrepReply>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          cleanup();
+          void worker.terminate();
+          reject(new VfsError('ETIMEDOUT', 'grep', undefined, `the pattern took longer than ${this.timeoutMs} ms (catastrophic backtracking?); simplify it`));
+        }, this.timeoutMs);
+        const onMessage = (m: { ok?: GrepReply; error?: string }) => {
+          cleanup();
+          this.idle.push(worker);
+          if (m.ok !== undefined) resolve(m.ok);
+          else reject(new VfsError('EINVAL', 'grep', undefined, m.error ?? 'grep failed'));
+        };
+        const onError = (err: Error) => {
+          cleanup();
+          reject(new VfsError('EIO', 'grep', undefined, err.message));
+        };
+        const cleanup = () => {
+          clearTimeout(timer);
+          worker.off('message', onMessage);
+          worker.off('error', onError);
+        };
+        worker.on('message', onMessage);
+        worker.on('error', onError);
+        worker.postMessage(job);
+      });
+    } finally {
+      this.busy--;
+      this.queue.shift()?.();
+    }
+  }
+
+  close(): void {
+    for (const w of this.idle) void w.terminate();
+    this.idle = [];
+  }
+}
+
+/** Compiles the pattern first, so syntax errors are EINVAL rather than worker failures. */
+export function compilePattern(pattern: string, ignoreCase: boolean): string {
+  if (pattern === '') throw new VfsError('EINVAL', 'grep', undefined, 'an empty pattern');
+  const flags = ignoreCase ? 'iu' : 'u';
+  try {
+    new RegExp(pattern, flags);
+    return flags;
+  } catch {
+    try {
+      new RegExp(pattern, ignoreCase ? 'i' : '');
+      return ignoreCase ? 'i' : '';
+    } catch (err) {
+      throw new VfsError('EINVAL', 'grep', undefined, `invalid regular expression: ${(err as Error).message}`);
+    }
+  }
+}
+
+/** The files a grep would read, in path order, each with its display path. */
+export function grepFiles(vfs: Vfs, cred: Cred, abs: string, recursive: boolean, display: (p: string) => string): GrepJob['files'] {
+  const start = vfs.resolve(cred, abs, 'grep', true);
+  const files: GrepJob['files'] = [];
+  const add = (n: Node, p: string) => {
+    if (n.kind !== 'file' || !may(cred, n, R)) return;
+    const buf = vfs.blobs.get(n.blob);
+    files.push({ path: display(p), id: n.blob, buf: buf.buffer as SharedArrayBuffer, len: buf.length });
+  };
+  if (start.kind === 'file') {
+    if (!may(cred, start, R)) throw new VfsError('EACCES', 'grep', abs);
+    add(start, abs);
+    return files;
+  }
+  if (start.kind !== 'directory') return files;
+  if (!may(cred, start, R | X)) throw new VfsError('EACCES', 'grep', abs);
+  for (const { node, path: p } of vfs.visible(cred, start, abs, recursive)) add(node, p);
+  return files;
+}
+
+/** find: names matching a glob (picomatch, `*` and `?` within a name; `**` over paths). */
+export function find(vfs: Vfs, cred: Cred, abs: string, name: string | undefined, type: 'f' | 'd' | 'l' | undefined, display: (p: string) => string): string[] {
+  const start = vfs.resolve(cred, abs, 'find', true);
+  let test: (name: string, rel: string) => boolean = () => true;
+  if (name !== undefined && name !== '') {
+    const byPath = name.includes('/');
+    const m = picomatch(name, { dot: true, nocase: false });
+    test = byPath ? (_n, rel) => m(rel) : (n) => m(n);
+  }
+  const kindOk = (n: Node) => type === undefined || (type === 'f' && n.kind === 'file') || (type === 'd' && n.kind === 'directory') || (type === 'l' && n.kind === 'symlink');
+  const out: string[] = [];
+  if (start.kind !== 'directory') {
+    const base = abs.slice(abs.lastIndexOf('/') + 1);
+    if (kindOk(start) && test(base, base)) out.push(display(abs));
+    return out;
+  }
+  if (!may(cred, start, R | X)) throw new VfsError('EACCES', 'find', abs);
+  const prefix = abs === '/' ? 1 : abs.length + 1;
+  for (const { node, path: p } of vfs.visible(cred, start, abs, true)) {
+    if (kindOk(node) && test(node.name, p.slice(prefix))) out.push(display(p));
+  }
+  return out;
+}
+
+/** Text like the Unix `tree` command; unreadable directories are shown but not opened. */
+export function tree(vfs: Vfs, cred: Cred, abs: string, label: string, maxDepth: number | undefined): { text: string; directories: number; files: number } {
+  const start = vfs.resolve(cred, abs, 'tree', true);
+  if (start.kind !== 'directory') throw new VfsError('ENOTDIR', 'tree', abs);
+  if (!may(cred, start, R)) throw new VfsError('EACCES', 'tree', abs);
+  const lines: string[] = [label];
+  let directories = 0;
+  let files = 0;
+  const walk = (dir: DirNode, prefix: string, depth: number) => {
+    if (!may(cred, dir, R | X)) return;
+    const names = sortedNames(dir);
+    names.forEach((name, i) => {
+      const child = dir.children.get(name)!;
+      const last = i === names.length - 1;
+      const suffix = child.kind === 'symlink' ? ` -> ${child.target}` : '';
+      lines.push(`${prefix}${last ? '└── ' : '├── '}${name}${suffix}`);
+      if (child.kind === 'directory') {
+        directories++;
+        if (maxDepth === undefined || depth < maxDepth) walk(child, prefix + (last ? '    ' : '│   '), depth + 1);
+      } else files++;
+    });
+  };
+  walk(start, '', 1);
+  lines.push('', `${directories} director${directories === 1 ? 'y' : 'ies'}, ${files} file${files === 1 ? '' : 's'}`);
+  return { text: lines.join('\n') + '\n', directories, files };
+}

@@ -1,0 +1,709 @@
+/**
+ * The in-memory filesystem. Synchronous, so every operation is atomic on the event loop.
+ * Every method takes the caller's credential first and an absolute path (already resolved by
+ * `resolveFor`), walks with permission checks, and throws VfsError codes from the one table.
+ */
+import { VfsError } from '../errors.js';
+import { BlobStore, type Journal } from './blobs.js';
+import { compareNames, isAncestorOrSelf, markDirty, nowNs, pathOf, sortedNames, S_ISGID, S_ISUID, type DirNode, type FileNode, type LinkNode, type Node } from './inode.js';
+import { components, isWithin, normalize, splitParent, validateName } from './paths.js';
+import { actor, isRoot, may, R, requireAccess, requireChmod, requireChown, requireUnlink, W, X, type Cred, type Principal } from './perms.js';
+
+export const MAX_SYMLINKS = 40;
+
+export interface VfsOptions {
+  maxFileSize: number;
+  journal: Journal;
+}
+
+export interface WriteOptions {
+  mode?: number;
+  parents?: boolean;
+  ifMatch?: string;
+  ifNoneMatch?: string;
+  exclusive?: boolean;
+  append?: boolean;
+}
+
+type Listener = (paths: string[]) => void;
+
+export class Vfs {
+  root: DirNode;
+  readonly nodes = new Map<number, Node>();
+  readonly blobs: BlobStore;
+  nextId = 1;
+  readonly maxFileSize: number;
+  private readonly journal: Journal;
+  private readonly listeners = new Set<Listener>();
+
+  constructor(opts: VfsOptions) {
+    this.journal = opts.journal;
+    this.maxFileSize = opts.maxFileSize;
+    this.blobs = new BlobStore(opts.journal);
+    this.root = this.makeDir(0, 0, 0o755, null, '');
+  }
+
+  // ---------- construction and loading ----------
+
+  /** A fresh filesystem: `/`, `/home` and a sticky `/tmp`. */
+  initFresh(): void {
+    this.journal.inode(this.root);
+    const home = this.makeDir(0, 0, 0o755, this.root, 'home');
+    this.attach(this.root, home);
+    const tmp = this.makeDir(0, 0, 0o1777, this.root, 'tmp');
+    this.attach(this.root, tmp);
+  }
+
+  private makeDir(uid: number, gid: number, mode: number, parent: DirNode | null, name: string, id = this.nextId++): DirNode {
+    const t = nowNs();
+    const d: DirNode = { id, kind: 'directory', mode, uid, gid, atime: t, mtime: t, ctime: t, btime: t, parent, name, children: new Map(), sorted: undefined, treeId: undefined };
+    this.nodes.set(id, d);
+    return d;
+  }
+
+  /** Loading: rebuilds a node from its stored row. Parents are linked by `linkLoaded`. */
+  loadNode(row: { id: number; kind: Node['kind']; mode: number; uid: number; gid: number; atime: bigint; mtime: bigint; ctime: bigint; btime: bigint; name: string; blob: string | null; size: number; target: string | null }): Node {
+    const base = { id: row.id, mode: row.mode, uid: row.uid, gid: row.gid, atime: row.atime, mtime: row.mtime, ctime: row.ctime, btime: row.btime, parent: null, name: row.name };
+    let node: Node;
+    if (row.kind === 'directory') node = { ...base, kind: 'directory', children: new Map(), sorted: undefined, treeId: undefined };
+    else if (row.kind === 'file') {
+      node = { ...base, kind: 'file', blob: row.blob ?? '', size: row.size };
+      this.blobs.loadRef(node.blob);
+    } else node = { ...base, kind: 'symlink', target: row.target ?? '' };
+    this.nodes.set(node.id, node);
+    if (node.id >= this.nextId) this.nextId = node.id + 1;
+    return node;
+  }
+
+  linkLoaded(child: Node, parentId: number | null): void {
+    if (parentId === null) {
+      if (child.kind !== 'directory') throw new VfsError('EIO', 'load', undefined, 'the root inode is not a directory');
+      this.root = child;
+      return;
+    }
+    const parent = this.nodes.get(parentId);
+    if (parent === undefined || parent.kind !== 'directory') throw new VfsError('EIO', 'load', undefined, `inode ${child.id} has a missing parent ${parentId}`);
+    child.parent = parent;
+    parent.children.set(child.name, child);
+  }
+
+  onChange(fn: Listener): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  private emit(...paths: string[]): void {
+    if (this.listeners.size === 0) return;
+    for (const l of this.listeners) l(paths);
+  }
+
+  // ---------- walking ----------
+
+  /**
+   * Resolves an absolute path to a node: search (x) on every directory walked, symlinks followed
+   * (the final one only if `follow`), at most 40 of them. Security: a workspace caller's result must
+   * lie inside the workspace, whatever symlinks were crossed.
+   */
+  resolve(cred: Cred, abs: string, op: string, follow = true): Node {
+    const node = this.walk(cred, abs, op, follow, { n: 0 });
+    this.confine(cred, node, op, abs);
+    return node;
+  }
+
+  private walk(cred: Cred, abs: string, op: string, follow: boolean, links: { n: number }): Node {
+    let cur: Node = this.root;
+    let queue = components(abs);
+    let i = 0;
+    while (i < queue.length) {
+      const name = queue[i++]!;
+      if (cur.kind !== 'directory') throw new VfsError('ENOTDIR', op, abs);
+      requireAccess(cred, cur, X, op, abs);
+      if (name === '.' || name === '') continue;
+      if (name === '..') {
+        cur = cur.parent ?? this.root;
+        continue;
+      }
+      const child: Node | undefined = cur.children.get(name);
+      if (child === undefined) throw new VfsError('ENOENT', op, abs);
+      if (child.kind === 'symlink' && (i < queue.length || follow)) {
+        if (++links.n > MAX_SYMLINKS) throw new VfsError('ELOOP', op, abs);
+        const target = child.target;
+        if (target.startsWith('/')) cur = this.root;
+        queue = [...target.split('/'), ...queue.slice(i)];
+        i = 0;
+        continue;
+      }
+      cur = child;
+    }
+    return cur;
+  }
+
+  /** Security: workspace callers never reach outside the workspace root, even through symlinks. */
+  private confine(cred: Cred, node: Node, op: string, abs: string): void {
+    if (cred.workspace === undefined) return;
+    if (!isWithin(pathOf(node), cred.workspace.root)) throw new VfsError('EACCES', op, abs, 'outside the workspace');
+  }
+
+  /** The directory that holds `abs`'s last component, and that component (validated). */
+  private walkParent(cred: Cred, abs: string, op: string): { dir: DirNode; name: string } {
+    if (abs === '/') throw new VfsError('EBUSY', op, abs, 'the root directory cannot be replaced');
+    const { dir: dirPath, name } = splitParent(abs);
+    validateName(name, op, abs);
+    const dir = this.resolve(cred, dirPath, op, true);
+    if (dir.kind !== 'directory') throw new VfsError('ENOTDIR', op, abs);
+    return { dir, name };
+  }
+
+  /** Like walkParent, creating missing parent directories (mkdir -p) when `parents`. */
+  private walkParentCreating(cred: Cred, abs: string, op: string, parents: boolean): { dir: DirNode; name: string } {
+    if (!parents) return this.walkParent(cred, abs, op);
+    const { dir: dirPath, name } = splitParent(abs);
+    validateName(name, op, abs);
+    const dir = this.ensureDir(cred, dirPath, op);
+    return { dir, name };
+  }
+
+  private ensureDir(cred: Cred, abs: string, op: string): DirNode {
+    try {
+      const n = this.resolve(cred, abs, op, true);
+      if (n.kind !== 'directory') throw new VfsError('ENOTDIR', op, abs);
+      return n;
+    } catch (err) {
+      if (!(err instanceof VfsError) || err.code !== 'ENOENT' || abs === '/') throw err;
+    }
+    const { dir: parentPath, name } = splitParent(abs);
+    validateName(name, op, abs);
+    const parent = this.ensureDir(cred, parentPath, op);
+    const existing = parent.children.get(name);
+    if (existing !== undefined) {
+      // a dangling symlink or a race-free re-check: resolve through it
+      const n = this.resolve(cred, abs, op, true);
+      if (n.kind !== 'directory') throw new VfsError('ENOTDIR', op, abs);
+      return n;
+    }
+    requireAccess(cred, parent, W | X, op, abs);
+    return this.createDir(cred, parent, name, 0o755);
+  }
+
+  // ---------- node creation and removal ----------
+
+  /** New entries belong to the acting user; a setgid parent passes on its group (and dirs its bit). */
+  private ownership(cred: Cred, parent: DirNode): { uid: number; gid: number; inheritSgid: boolean } {
+    const who = actor(cred);
+    const sgid = (parent.mode & S_ISGID) !== 0;
+    return { uid: who.uid, gid: sgid ? parent.gid : who.gid, inheritSgid: sgid };
+  }
+
+  private createDir(cred: Cred, parent: DirNode, name: string, mode: number): DirNode {
+    const own = this.ownership(cred, parent);
+    const d = this.makeDir(own.uid, own.gid, (mode & 0o7777) | (own.inheritSgid ? S_ISGID : 0), parent, name);
+    this.attach(parent, d);
+    return d;
+  }
+
+  private attach(parent: DirNode, child: Node): void {
+    child.parent = parent;
+    parent.children.set(child.name, child);
+    parent.sorted = undefined;
+    const t = nowNs();
+    parent.mtime = t;
+    parent.ctime = t;
+    markDirty(parent);
+    this.journal.inode(child);
+    this.journal.inode(parent);
+  }
+
+  private detach(child: Node): void {
+    const parent = child.parent;
+    if (parent === null) return;
+    parent.children.delete(child.name);
+    parent.sorted = undefined;
+    const t = nowNs();
+    parent.mtime = t;
+    parent.ctime = t;
+    markDirty(parent);
+    this.journal.inode(parent);
+    child.parent = null;
+  }
+
+  /** Frees a detached subtree: its inodes and its blob references. */
+  private destroy(node: Node): number {
+    let n = 1;
+    if (node.kind === 'directory') for (const c of node.children.values()) n += this.destroy(c);
+    if (node.kind === 'file') this.blobs.release(node.blob);
+    this.nodes.delete(node.id);
+    this.journal.inodeRemoved(node.id);
+    return n;
+  }
+
+  private touchNode(node: Node, content: boolean): void {
+    const t = nowNs();
+    node.ctime = t;
+    if (content) node.mtime = t;
+    markDirty(node.parent);
+    this.journal.inode(node);
+  }
+
+  private checkSize(size: number, op: string, abs: string): void {
+    if (size > this.maxFileSize) throw new VfsError('EFBIG', op, abs, `file too large (limit ${this.maxFileSize} bytes)`);
+  }
+
+  // ---------- reading ----------
+
+  /** stat/lstat. Throws ENOENT, ENOTDIR, EACCES (x on a parent), ELOOP. */
+  stat(cred: Cred, abs: string, nofollow = false): Node {
+    return this.resolve(cred, abs, 'stat', !nofollow);
+  }
+
+  /** A directory's entries in name order. Needs r on the directory. */
+  list(cred: Cred, abs: string): { dir: DirNode; entries: Node[] } {
+    const dir = this.resolve(cred, abs, 'scandir', true);
+    if (dir.kind !== 'directory') throw new VfsError('ENOTDIR', 'scandir', abs);
+    requireAccess(cred, dir, R, 'scandir', abs);
+    return { dir, entries: sortedNames(dir).map((n) => dir.children.get(n)!) };
+  }
+
+  /** A file's bytes. Needs r on the file. Throws EISDIR for directories. */
+  read(cred: Cred, abs: string): { node: FileNode; data: Buffer } {
+    const node = this.resolve(cred, abs, 'open', true);
+    if (node.kind === 'directory') throw new VfsError('EISDIR', 'read', abs);
+    if (node.kind !== 'file') throw new VfsError('EINVAL', 'read', abs);
+    requireAccess(cred, node, R, 'open', abs);
+    return { node, data: this.blobs.get(node.blob) };
+  }
+
+  readlink(cred: Cred, abs: string): string {
+    const node = this.resolve(cred, abs, 'readlink', false);
+    if (node.kind !== 'symlink') throw new VfsError('EINVAL', 'readlink', abs, 'not a symbolic link');
+    return node.target;
+  }
+
+  /** access(2): existence (0) or r/w/x bits for the caller. */
+  access(cred: Cred, abs: string, bits: number): Node {
+    const node = this.resolve(cred, abs, 'access', true);
+    if (bits !== 0) requireAccess(cred, node, bits, 'access', abs);
+    return node;
+  }
+
+  // ---------- writing ----------
+
+  /**
+   * Creates or replaces a file's content (following a final symlink, like open(2) with O_CREAT).
+   * New files need w+x on the parent; existing ones need w on the file. Throws EISDIR, EFBIG,
+   * EPRECOND (if_match / if_none_match), EEXIST (exclusive).
+   */
+  write(cred: Cred, abs: string, data: Buffer, opts: WriteOptions = {}, depth = 0): { node: FileNode; created: boolean; path: string } {
+    const op = 'write';
+    if (!opts.append) this.checkSize(data.length, op, abs);
+    const { dir, name } = this.walkParentCreating(cred, abs, op, opts.parents !== false);
+    const existing = dir.children.get(name);
+    if (existing?.kind === 'symlink') {
+      if (depth >= MAX_SYMLINKS) throw new VfsError('ELOOP', op, abs);
+      return this.write(cred, normalize(existing.target, pathOf(dir)), data, opts, depth + 1);
+    }
+    if (existing?.kind === 'directory') throw new VfsError('EISDIR', op, abs);
+    if (opts.ifNoneMatch !== undefined && existing !== undefined && (opts.ifNoneMatch === '*' || opts.ifNoneMatch === existing.blob)) throw new VfsError('EPRECOND', op, abs, 'the file exists (If-None-Match)');
+    if (opts.ifMatch !== undefined && opts.ifMatch !== '*' && existing?.blob !== opts.ifMatch) throw new VfsError('EPRECOND', op, abs, 'the file changed since it was read (If-Match)');
+    if (opts.ifMatch === '*' && existing === undefined) throw new VfsError('EPRECOND', op, abs, 'the file does not exist (If-Match)');
+    if (opts.exclusive && existing !== undefined) throw new VfsError('EEXIST', op, abs);
+    if (existing !== undefined) {
+      requireAccess(cred, existing, W, 'open', abs);
+      const content = opts.append ? Buffer.concat([this.blobs.get(existing.blob), data]) : data;
+      this.checkSize(content.length, op, abs);
+      this.setContent(existing, content);
+      this.emit(pathOf(existing));
+      return { node: existing, created: false, path: pathOf(existing) };
+    }
+    requireAccess(cred, dir, W | X, 'open', abs);
+    const own = this.ownership(cred, dir);
+    const t = nowNs();
+    const id = this.nextId++;
+    const node: FileNode = { id, kind: 'file', mode: (opts.mode ?? 0o644) & 0o7777 & ~S_ISUID, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent: dir, name, blob: this.blobs.put(data), size: data.length };
+    this.nodes.set(id, node);
+    this.attach(dir, node);
+    const p = pathOf(node);
+    this.emit(p);
+    return { node, created: true, path: p };
+  }
+
+  private setContent(node: FileNode, content: Buffer): void {
+    const old = node.blob;
+    node.blob = this.blobs.put(content);
+    node.size = content.length;
+    this.blobs.release(old);
+    this.touchNode(node, true);
+  }
+
+  truncate(cred: Cred, abs: string, size: number): FileNode {
+    const node = this.resolve(cred, abs, 'truncate', true);
+    if (node.kind === 'directory') throw new VfsError('EISDIR', 'truncate', abs);
+    if (node.kind !== 'file') throw new VfsError('EINVAL', 'truncate', abs);
+    requireAccess(cred, node, W, 'truncate', abs);
+    this.checkSize(size, 'truncate', abs);
+    const cur = this.blobs.get(node.blob);
+    if (size === cur.length) return node;
+    const next = size < cur.length ? cur.subarray(0, size) : Buffer.concat([cur, Buffer.alloc(size - cur.length)]);
+    this.setContent(node, next);
+    this.emit(pathOf(node));
+    return node;
+  }
+
+  /** mkdir; with `parents`, mkdir -p (an existing directory is not an error). */
+  mkdir(cred: Cred, abs: string, opts: { parents?: boolean; mode?: number } = {}): { node: DirNode; created: boolean } {
+    const op = 'mkdir';
+    if (opts.parents) {
+      try {
+        const n = this.resolve(cred, abs, op, true);
+        if (n.kind !== 'directory') throw new VfsError('EEXIST', op, abs);
+        return { node: n, created: false };
+      } catch (err) {
+        if (!(err instanceof VfsError) || err.code !== 'ENOENT') throw err;
+      }
+    }
+    const { dir, name } = this.walkParentCreating(cred, abs, op, opts.parents === true);
+    if (dir.children.has(name)) throw new VfsError('EEXIST', op, abs);
+    requireAccess(cred, dir, W | X, op, abs);
+    const node = this.createDir(cred, dir, name, opts.mode ?? 0o755);
+    this.emit(pathOf(node));
+    return { node, created: true };
+  }
+
+  symlink(cred: Cred, target: string, abs: string): LinkNode {
+    const op = 'symlink';
+    if (target === '' || target.includes('\0')) throw new VfsError('EINVAL', op, abs, 'invalid symlink target');
+    if (Buffer.byteLength(target) > 4096) throw new VfsError('ENAMETOOLONG', op, abs);
+    const { dir, name } = this.walkParent(cred, abs, op);
+    if (dir.children.has(name)) throw new VfsError('EEXIST', op, abs);
+    requireAccess(cred, dir, W | X, op, abs);
+    const own = this.ownership(cred, dir);
+    const t = nowNs();
+    const node: LinkNode = { id: this.nextId++, kind: 'symlink', mode: 0o777, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent: dir, name, target };
+    this.nodes.set(node.id, node);
+    this.attach(dir, node);
+    this.emit(pathOf(node));
+    return node;
+  }
+
+  /** Removes a file or symlink. Throws EISDIR for a directory, EACCES per the sticky rules. */
+  unlink(cred: Cred, abs: string): void {
+    const { dir, name } = this.walkParent(cred, abs, 'unlink');
+    const node = dir.children.get(name);
+    if (node === undefined) throw new VfsError('ENOENT', 'unlink', abs);
+    if (node.kind === 'directory') throw new VfsError('EISDIR', 'unlink', abs);
+    requireUnlink(cred, dir, node, 'unlink', abs);
+    const p = pathOf(node);
+    this.detach(node);
+    this.destroy(node);
+    this.emit(p);
+  }
+
+  /** Removes an empty directory. */
+  rmdir(cred: Cred, abs: string): void {
+    const { dir, name } = this.walkParent(cred, abs, 'rmdir');
+    const node = dir.children.get(name);
+    if (node === undefined) throw new VfsError('ENOENT', 'rmdir', abs);
+    if (node.kind !== 'directory') throw new VfsError('ENOTDIR', 'rmdir', abs);
+    if (node.children.size > 0) throw new VfsError('ENOTEMPTY', 'rmdir', abs);
+    this.checkNotJailRoot(cred, node, 'rmdir', abs);
+    requireUnlink(cred, dir, node, 'rmdir', abs);
+    const p = pathOf(node);
+    this.detach(node);
+    this.destroy(node);
+    this.emit(p);
+  }
+
+  private checkNotJailRoot(cred: Cred, node: Node, op: string, abs: string): void {
+    if (cred.workspace !== undefined && pathOf(node) === cred.workspace.root) throw new VfsError('EBUSY', op, abs, 'the workspace root cannot be removed or moved');
+  }
+
+  /**
+   * REST-style delete: a file, symlink or empty directory; with `recursive` a whole subtree,
+   * checked entry by entry first and then removed at once (all-or-nothing).
+   */
+  remove(cred: Cred, abs: string, recursive: boolean): number {
+    const op = recursive ? 'rm -r' : 'rm';
+    const { dir, name } = this.walkParent(cred, abs, op);
+    const node = dir.children.get(name);
+    if (node === undefined) throw new VfsError('ENOENT', op, abs);
+    if (node.kind === 'directory') {
+      this.checkNotJailRoot(cred, node, op, abs);
+      if (!recursive && node.children.size > 0) throw new VfsError('ENOTEMPTY', op, abs);
+      this.checkRemovable(cred, node, abs, op);
+    }
+    requireUnlink(cred, dir, node, op, abs);
+    const p = pathOf(node);
+    this.detach(node);
+    const n = this.destroy(node);
+    this.emit(p);
+    return n;
+  }
+
+  /** Every directory in the subtree must be listable and writable, and every entry removable. */
+  private checkRemovable(cred: Cred, dir: DirNode, abs: string, op: string): void {
+    if (dir.children.size === 0) return;
+    requireAccess(cred, dir, R | W | X, op, abs);
+    for (const [name, child] of dir.children) {
+      const childPath = abs === '/' ? `/${name}` : `${abs}/${name}`;
+      requireUnlink(cred, dir, child, op, childPath);
+      if (child.kind === 'directory') this.checkRemovable(cred, child, childPath, op);
+    }
+  }
+
+  /**
+   * Copies `src` to exactly `dst` (missing parents are created). Directories need `recursive`.
+   * Everything is checked before anything is written (all-or-nothing).
+   */
+  copy(cred: Cred, srcAbs: string, dstAbs: string, opts: { recursive?: boolean; overwrite?: boolean } = {}): number {
+    const op = 'copy';
+    const src = this.resolve(cred, srcAbs, op, true);
+    if (src.kind === 'directory' && !opts.recursive) throw new VfsError('EISDIR', op, srcAbs, 'copying a directory needs recursive');
+    this.checkReadable(cred, src, srcAbs, op);
+    const { dir, name } = this.walkParentCreating(cred, dstAbs, op, true);
+    if (src.kind === 'directory' && isAncestorOrSelf(src, dir)) throw new VfsError('EINVAL', op, dstAbs, 'cannot copy a directory into itself');
+    let size = 0;
+    this.forEachFile(src, (f) => (size = Math.max(size, f.size)));
+    const existing = dir.children.get(name);
+    if (existing !== undefined) {
+      if (opts.overwrite === false) throw new VfsError('EEXIST', op, dstAbs);
+      if (existing.kind === 'directory' || src.kind === 'directory') throw new VfsError(existing.kind === 'directory' ? 'EISDIR' : 'EEXIST', op, dstAbs);
+      if (existing.kind === 'symlink') throw new VfsError('EEXIST', op, dstAbs);
+      requireAccess(cred, existing, W, op, dstAbs);
+      if (src.kind === 'file') {
+        this.setContent(existing, this.blobs.get(src.blob));
+        this.emit(pathOf(existing));
+        return 1;
+      }
+    }
+    requireAccess(cred, dir, W | X, op, dstAbs);
+    const copy = this.cloneInto(cred, src, dir, name);
+    this.emit(pathOf(copy));
+    let n = 0;
+    this.forEachNode(copy, () => n++);
+    return n;
+  }
+
+  private checkReadable(cred: Cred, node: Node, abs: string, op: string): void {
+    if (node.kind === 'file') requireAccess(cred, node, R, op, abs);
+    if (node.kind === 'directory') {
+      requireAccess(cred, node, R | X, op, abs);
+      for (const [name, child] of node.children) this.checkReadable(cred, child, `${abs}/${name}`, op);
+    }
+  }
+
+  private cloneInto(cred: Cred, src: Node, parent: DirNode, name: string): Node {
+    const own = this.ownership(cred, parent);
+    const t = nowNs();
+    const mode = src.mode & 0o777 & ~S_ISUID;
+    let node: Node;
+    if (src.kind === 'file') {
+      this.blobs.ref(src.blob);
+      node = { id: this.nextId++, kind: 'file', mode, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent, name, blob: src.blob, size: src.size };
+    } else if (src.kind === 'symlink') {
+      node = { id: this.nextId++, kind: 'symlink', mode: 0o777, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent, name, target: src.target };
+    } else {
+      const d = this.makeDir(own.uid, own.gid, mode | (own.inheritSgid ? S_ISGID : 0), parent, name);
+      this.attach(parent, d);
+      for (const n of sortedNames(src)) this.cloneInto(cred, src.children.get(n)!, d, n);
+      return d;
+    }
+    this.nodes.set(node.id, node);
+    this.attach(parent, node);
+    return node;
+  }
+
+  /**
+   * rename(2): moves `src` to exactly `dst`, replacing a file, or an empty directory with a
+   * directory. Missing parents of `dst` are created. Throws EINVAL for a move into itself.
+   */
+  move(cred: Cred, srcAbs: string, dstAbs: string, opts: { overwrite?: boolean } = {}): { from: string; to: string } {
+    const op = 'rename';
+    const { dir: sdir, name: sname } = this.walkParent(cred, srcAbs, op);
+    const src = sdir.children.get(sname);
+    if (src === undefined) throw new VfsError('ENOENT', op, srcAbs);
+    this.checkNotJailRoot(cred, src, op, srcAbs);
+    const { dir: ddir, name: dname } = this.walkParentCreating(cred, dstAbs, op, true);
+    if (src.kind === 'directory' && isAncestorOrSelf(src, ddir)) throw new VfsError('EINVAL', op, dstAbs, 'cannot move a directory into itself');
+    const existing = ddir.children.get(dname);
+    if (existing === src) return { from: pathOf(src), to: pathOf(src) };
+    requireUnlink(cred, sdir, src, op, srcAbs);
+    requireAccess(cred, ddir, W | X, op, dstAbs);
+    // moving a directory to a new parent rewrites its '..': POSIX asks for write on it
+    if (src.kind === 'directory' && sdir !== ddir) requireAccess(cred, src, W, op, srcAbs);
+    if (existing !== undefined) {
+      if (opts.overwrite === false) throw new VfsError('EEXIST', op, dstAbs);
+      if (existing.kind === 'directory') {
+        if (src.kind !== 'directory') throw new VfsError('EISDIR', op, dstAbs);
+        if (existing.children.size > 0) throw new VfsError('ENOTEMPTY', op, dstAbs);
+      } else if (src.kind === 'directory') throw new VfsError('ENOTDIR', op, dstAbs);
+      requireUnlink(cred, ddir, existing, op, dstAbs);
+    }
+    const from = pathOf(src);
+    if (existing !== undefined) {
+      this.detach(existing);
+      this.destroy(existing);
+    }
+    this.detach(src);
+    src.name = dname;
+    src.ctime = nowNs();
+    if (src.kind === 'directory') src.treeId = undefined;
+    this.attach(ddir, src);
+    const to = pathOf(src);
+    this.emit(from, to);
+    return { from, to };
+  }
+
+  chmod(cred: Cred, abs: string, mode: number): Node {
+    const node = this.resolve(cred, abs, 'chmod', true);
+    requireChmod(cred, node, 'chmod', abs);
+    let m = mode & 0o7777;
+    // POSIX: setgid on a file is dropped when the caller is not in the file's group
+    const who = actor(cred);
+    if (node.kind !== 'directory' && !isRoot(who) && !who.groups.has(node.gid)) m &= ~S_ISGID;
+    node.mode = m;
+    this.touchNode(node, false);
+    this.emit(pathOf(node));
+    return node;
+  }
+
+  chown(cred: Cred, abs: string, uid: number | undefined, gid: number | undefined, nofollow = false): Node {
+    const node = this.resolve(cred, abs, 'chown', !nofollow);
+    const nu = uid ?? node.uid;
+    const ng = gid ?? node.gid;
+    requireChown(cred, node, nu, ng, 'chown', abs);
+    node.uid = nu;
+    node.gid = ng;
+    if (node.kind === 'file' && !isRoot(actor(cred))) node.mode &= ~(S_ISUID | S_ISGID);
+    this.touchNode(node, false);
+    this.emit(pathOf(node));
+    return node;
+  }
+
+  /** utimens: setting explicit times needs ownership (or root); "now" also allows w on the file. */
+  utimens(cred: Cred, abs: string, atime: bigint | undefined, mtime: bigint | undefined): Node {
+    const node = this.resolve(cred, abs, 'utime', true);
+    const explicit = atime !== undefined || mtime !== undefined;
+    const owner = [cred.user, cred.delegate].every((p) => p === undefined || isRoot(p) || p.uid === node.uid);
+    if (!owner && (explicit || !may(cred, node, W))) throw new VfsError(explicit ? 'EPERM' : 'EACCES', 'utime', abs);
+    const now = nowNs();
+    node.atime = atime ?? now;
+    node.mtime = mtime ?? now;
+    node.ctime = now;
+    this.journal.inode(node);
+    return node;
+  }
+
+  // ---------- restoring snapshots (revert checks permissions before calling these) ----------
+
+  /** Removes a subtree as part of a revert. */
+  revertRemove(node: Node): void {
+    const p = pathOf(node);
+    this.detach(node);
+    this.destroy(node);
+    this.emit(p);
+  }
+
+  revertTouch(node: Node, content: boolean): void {
+    this.touchNode(node, content);
+    this.emit(pathOf(node));
+  }
+
+  revertContent(node: FileNode, blob: string, size: number): void {
+    const old = node.blob;
+    this.blobs.ref(blob);
+    node.blob = blob;
+    node.size = size;
+    this.blobs.release(old);
+    this.touchNode(node, true);
+    this.emit(pathOf(node));
+  }
+
+  /** Creates an entry exactly as a snapshot recorded it (mode and owners included). */
+  revertCreate(parent: DirNode, e: { name: string; kind: 'f' | 'd' | 'l'; mode: number; uid: number; gid: number; ref: string; size: number }): Node {
+    const t = nowNs();
+    const base = { id: this.nextId++, mode: e.mode, uid: e.uid, gid: e.gid, atime: t, mtime: t, ctime: t, btime: t, parent, name: e.name };
+    let node: Node;
+    if (e.kind === 'd') {
+      this.nextId--;
+      node = this.makeDir(e.uid, e.gid, e.mode, parent, e.name);
+    } else if (e.kind === 'f') {
+      this.blobs.ref(e.ref);
+      node = { ...base, kind: 'file', blob: e.ref, size: e.size };
+      this.nodes.set(node.id, node);
+    } else {
+      node = { ...base, kind: 'symlink', target: e.ref };
+      this.nodes.set(node.id, node);
+    }
+    this.attach(parent, node);
+    this.emit(pathOf(node));
+    return node;
+  }
+
+  // ---------- users' homes ----------
+
+  /** Creates /home/<name> (0700, owned by the user) or reclaims an existing one. */
+  ensureHome(user: Principal): void {
+    let home = this.root.children.get('home');
+    if (home === undefined || home.kind !== 'directory') {
+      home = this.makeDir(0, 0, 0o755, this.root, 'home');
+      this.attach(this.root, home);
+    }
+    const existing = home.children.get(user.name);
+    if (existing !== undefined && existing.kind === 'directory') {
+      existing.uid = user.uid;
+      existing.gid = user.gid;
+      existing.mode = 0o700;
+      this.touchNode(existing, false);
+      return;
+    }
+    if (existing !== undefined) {
+      this.detach(existing);
+      this.destroy(existing);
+    }
+    const d = this.makeDir(user.uid, user.gid, 0o700, home, user.name);
+    this.attach(home, d);
+  }
+
+  // ---------- traversal helpers for search and VCS ----------
+
+  forEachNode(node: Node, fn: (n: Node) => void): void {
+    fn(node);
+    if (node.kind === 'directory') for (const c of node.children.values()) this.forEachNode(c, fn);
+  }
+
+  private forEachFile(node: Node, fn: (f: FileNode) => void): void {
+    this.forEachNode(node, (n) => {
+      if (n.kind === 'file') fn(n);
+    });
+  }
+
+  /**
+   * Visits what the credential may see below `dir` in name order: directories it may list and
+   * search, files it may read. Never yields anything from an unreadable place.
+   */
+  *visible(cred: Cred, dir: DirNode, dirPath: string, recursive: boolean): Generator<{ node: Node; path: string; depth: number }> {
+    yield* this.visibleAt(cred, dir, dirPath, recursive, 1);
+  }
+
+  private *visibleAt(cred: Cred, dir: DirNode, dirPath: string, recursive: boolean, depth: number): Generator<{ node: Node; path: string; depth: number }> {
+    if (!may(cred, dir, R | X)) return;
+    for (const name of sortedNames(dir)) {
+      const child = dir.children.get(name);
+      if (child === undefined) continue;
+      const p = dirPath === '/' ? `/${name}` : `${dirPath}/${name}`;
+      yield { node: child, path: p, depth };
+      if (recursive && child.kind === 'directory') yield* this.visibleAt(cred, child, p, recursive, depth + 1);
+    }
+  }
+
+  counts(): { inodes: number; files: number; dirs: number } {
+    let files = 0;
+    let dirs = 0;
+    for (const n of this.nodes.values()) {
+      if (n.kind === 'file') files++;
+      else if (n.kind === 'directory') dirs++;
+    }
+    return { inodes: this.nodes.size, files, dirs };
+  }
+}
+
+export { compareNames };

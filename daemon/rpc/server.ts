@@ -1,0 +1,96 @@
+/**
+ * The daemon's socket server: decodes frames, validates params against the protocol table,
+ * runs handlers (pipelined: replies carry the request id and may come back in any order), and
+ * answers malformed input with an error instead of dying.
+ */
+import net from 'node:net';
+import { toWireError, VfsError, type WireError } from '../errors.js';
+import { encodeFrame, FrameDecoder, FrameError } from './framing.js';
+import { credsSchema, isMethod, methods, type ChangeEvent, type Method, type RequestHeader } from './protocol.js';
+import type { Ctx, Handlers } from '../service.js';
+
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export class RpcServer {
+  readonly server: net.Server;
+  private readonly subscribers = new Set<net.Socket>();
+  private readonly sockets = new Set<net.Socket>();
+
+  constructor(private readonly handlers: Handlers, private readonly log: Logger) {
+    this.server = net.createServer((sock) => this.onConnection(sock));
+  }
+
+  /** Pushes a change event to every subscribed connection. */
+  broadcast(ev: ChangeEvent): void {
+    for (const s of this.subscribers) for (const b of encodeFrame({ event: 'change', data: ev })) s.write(b);
+  }
+
+  closeAll(): void {
+    for (const s of this.sockets) s.destroy();
+  }
+
+  private onConnection(sock: net.Socket): void {
+    this.sockets.add(sock);
+    sock.setNoDelay(true);
+    const decoder = new FrameDecoder();
+    sock.on('data', (chunk: Buffer) => {
+      let frames;
+      try {
+        frames = decoder.push(chunk);
+      } catch (err) {
+        // Lengths we cannot trust: say why and drop this connection only.
+        this.reply(sock, null, { code: 'EPROTO', message: `EPROTO: ${(err as Error).message}` });
+        sock.end();
+        return;
+      }
+      for (const f of frames) void this.dispatch(sock, f.header, f.data);
+    });
+    sock.on('error', () => sock.destroy());
+    sock.on('close', () => {
+      this.sockets.delete(sock);
+      this.subscribers.delete(sock);
+    });
+  }
+
+  private reply(sock: net.Socket, id: number | null, error: WireError | undefined, result?: unknown, data?: Buffer): void {
+    if (sock.destroyed) return;
+    const header = error === undefined ? { id, result } : { id, error };
+    for (const b of encodeFrame(header, error === undefined ? data : undefined)) sock.write(b);
+  }
+
+  private async dispatch(sock: net.Socket, header: unknown, data: Buffer | undefined): Promise<void> {
+    if (header instanceof FrameError || typeof header !== 'object' || header === null) {
+      this.reply(sock, null, { code: 'EPROTO', message: `EPROTO: malformed request: ${header instanceof FrameError ? header.reason : 'not an object'}` });
+      return;
+    }
+    const h = header as Partial<RequestHeader>;
+    const id = typeof h.id === 'number' && Number.isSafeInteger(h.id) ? h.id : null;
+    if (id === null) {
+      this.reply(sock, null, { code: 'EPROTO', message: 'EPROTO: a request needs a numeric id' });
+      return;
+    }
+    const started = process.hrtime.bigint();
+    try {
+      if (!isMethod(h.method)) throw new VfsError('ENOSYS', String(h.method).slice(0, 64), undefined, 'no such method');
+      const method: Method = h.method;
+      const params = methods[method].params.safeParse(h.params ?? {});
+      if (!params.success) throw new VfsError('EINVAL', method, undefined, `invalid params: ${params.error.issues.map((i) => `${i.path.join('.') || 'params'}: ${i.message}`).join('; ')}`);
+      const creds = credsSchema.safeParse(h.creds ?? {});
+      if (!creds.success) throw new VfsError('EINVAL', method, undefined, 'invalid credentials object');
+      const ctx: Ctx = { creds: creds.data, data, subscribe: () => this.subscribers.add(sock) };
+      const handler = this.handlers[method] as (ctx: Ctx, p: unknown) => unknown;
+      const result = await handler(ctx, params.data);
+      this.reply(sock, id, undefined, result, ctx.out);
+    } catch (err) {
+      const wire = toWireError(err);
+      if (wire.code === 'EIO') this.log.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err), method: h.method }, 'internal error');
+      this.reply(sock, id, wire);
+    } finally {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      if (ms > 1000) this.log.info({ method: h.method, ms }, 'slow request');
+    }
+  }
+}

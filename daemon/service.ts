@@ -1,0 +1,536 @@
+/**
+ * The daemon's handlers: one per protocol method. Each authenticates the request's credentials,
+ * resolves paths for that identity (contract §2), calls the synchronous core, and for mutations
+ * waits until the change is durable before answering.
+ */
+import { VfsError } from './errors.js';
+import { actor, isAdminCred, isWheel, requireAdmin, WHEEL_GID, type Cred } from './core/perms.js';
+import { displayPath, resolveFor, normalize } from './core/paths.js';
+import { pathOf, type DirNode, type Node } from './core/inode.js';
+import type { Vfs } from './core/vfs.js';
+import { compilePattern, find, grepFiles, tree, type GrepPool } from './core/search.js';
+import type { AuthPolicy, Registry, UserRow, WorkspaceRow } from './auth/registry.js';
+import type { Vcs, Scope } from './vcs/vcs.js';
+import type { SqliteStore } from './store/sqlite.js';
+import type { TreeEntry } from './store/objects.js';
+import { formatMode, parseMode, type Creds, type DirEntry, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
+
+export const VERSION = '0.1.0';
+
+/** Per-request context: the raw credentials, request bytes in, response bytes out. */
+export interface Ctx {
+  creds: Creds;
+  data: Buffer | undefined;
+  out?: Buffer;
+  subscribe?: () => void;
+}
+
+type Handler<M extends Method> = (ctx: Ctx, p: ParsedParams<M>) => Result<M> | Promise<Result<M>>;
+export type Handlers = { [M in Method]: Handler<M> };
+
+export interface ServiceDeps {
+  vfs: Vfs;
+  registry: Registry;
+  vcs: Vcs;
+  store: SqliteStore;
+  grep: GrepPool;
+  policy: AuthPolicy;
+}
+
+const secs = (ns: bigint): number => Number(ns / 1_000_000_000n);
+
+export function toStat(n: Node): Stat {
+  const s: Stat = {
+    inode_id: n.id,
+    kind: n.kind,
+    size: n.kind === 'file' ? n.size : n.kind === 'symlink' ? Buffer.byteLength(n.target) : n.children.size,
+    mode: formatMode(n.mode),
+    uid: n.uid,
+    gid: n.gid,
+    nlink: n.kind === 'directory' ? 2 + [...n.children.values()].filter((c) => c.kind === 'directory').length : 1,
+    created: secs(n.btime),
+    modified: secs(n.mtime),
+    changed: secs(n.ctime),
+    accessed: secs(n.atime),
+    mtime_ns: n.mtime.toString(),
+    atime_ns: n.atime.toString(),
+    ctime_ns: n.ctime.toString(),
+  };
+  if (n.kind === 'file') s.etag = n.blob;
+  if (n.kind === 'symlink') s.target = n.target;
+  return s;
+}
+
+function toEntry(n: Node): DirEntry {
+  return {
+    name: n.name,
+    is_dir: n.kind === 'directory',
+    is_symlink: n.kind === 'symlink',
+    mode: formatMode(n.mode),
+    uid: n.uid,
+    gid: n.gid,
+    size: n.kind === 'file' ? n.size : n.kind === 'symlink' ? Buffer.byteLength(n.target) : n.children.size,
+    modified: secs(n.mtime),
+    inode_id: n.id,
+    mtime_ns: n.mtime.toString(),
+  };
+}
+
+function entryStat(e: TreeEntry, ts: number, id: number): Stat {
+  const tsNs = (BigInt(ts) * 1_000_000_000n).toString();
+  const s: Stat = { inode_id: id, kind: e.kind === 'd' ? 'directory' : e.kind === 'f' ? 'file' : 'symlink', size: e.size, mode: formatMode(e.mode), uid: e.uid, gid: e.gid, nlink: 1, created: ts, modified: ts, changed: ts, accessed: ts, mtime_ns: tsNs, atime_ns: tsNs, ctime_ns: tsNs };
+  if (e.kind === 'f') s.etag = e.ref;
+  if (e.kind === 'l') s.target = e.ref;
+  return s;
+}
+
+/** A stable pseudo inode number for snapshot entries. */
+function snapshotIno(ref: string, name: string): number {
+  let h = 0x811c9dc5;
+  for (const ch of ref + '/' + name) h = Math.imul(h ^ ch.charCodeAt(0), 16777619) >>> 0;
+  return 0x40000000 + (h & 0x3fffffff);
+}
+
+function parseTime(t: string | number | undefined, op: string): bigint | undefined {
+  if (t === undefined) return undefined;
+  if (typeof t === 'number') {
+    if (!Number.isFinite(t)) throw new VfsError('EINVAL', op, undefined, 'invalid time');
+    return BigInt(Math.round(t * 1_000_000));
+  }
+  if (!/^-?\d{1,22}$/.test(t)) throw new VfsError('EINVAL', op, undefined, 'invalid time');
+  return BigInt(t);
+}
+
+function mode(m: number | string | undefined, op: string): number | undefined {
+  if (m === undefined) return undefined;
+  const v = parseMode(m);
+  if (v === null) throw new VfsError('EINVAL', op, undefined, `invalid mode '${String(m)}' (octal, e.g. 0644)`);
+  return v;
+}
+
+export class Service {
+  readonly startedAt = Date.now();
+
+  constructor(private readonly d: ServiceDeps) {}
+
+  authenticate(creds: Creds): Cred {
+    return this.d.registry.authenticate(creds, this.d.policy);
+  }
+
+  private home(cred: Cred): string {
+    return actor(cred).home;
+  }
+
+  /** The absolute path a caller means (contract §2), confined to its workspace. */
+  private abs(cred: Cred, path: string | undefined, op: string): string {
+    return resolveFor(path ?? '', this.home(cred), op, cred.workspace?.root);
+  }
+
+  private show(cred: Cred, abs: string): string {
+    return displayPath(abs, cred.workspace?.root);
+  }
+
+  private scope(cred: Cred): Scope {
+    return cred.workspace === undefined ? { id: '', root: '/' } : { id: cred.workspace.id, root: cred.workspace.root };
+  }
+
+  private durable(): Promise<void> {
+    return this.d.store.durable();
+  }
+
+  private userRecord(u: UserRow): UserRecord {
+    const p = this.d.registry.principal(u);
+    return { name: u.name, uid: u.uid, gid: u.gid, groups: [...p.groups], home: p.home, is_agent: u.isAgent, is_admin: isWheel(p), has_token: u.tokenHash !== null };
+  }
+
+  private whoami(cred: Cred): WhoAmI {
+    const u = cred.user;
+    const w: WhoAmI = { user: u.name, uid: u.uid, gid: u.gid, groups: [...u.groups], home: this.home(cred), is_agent: u.isAgent, is_admin: isWheel(u) };
+    if (cred.delegate !== undefined) w.on_behalf_of = cred.delegate.name;
+    if (cred.workspace !== undefined) w.workspace = { id: cred.workspace.id, name: cred.workspace.name, root_path: cred.workspace.root };
+    return w;
+  }
+
+  private wsRecord(w: WorkspaceRow): WorkspaceRecord {
+    const owner = this.d.registry.users.get(w.ownerUid);
+    return { id: w.id, name: w.name, root_path: w.root, owner: owner?.name ?? String(w.ownerUid), created: w.created };
+  }
+
+  private noWorkspace(cred: Cred, op: string): void {
+    if (cred.workspace !== undefined) throw new VfsError('EACCES', op, undefined, 'not available to workspace tokens');
+  }
+
+  readonly handlers: Handlers = {
+    // ---------- service ----------
+    'sys.health': () => {
+      const c = this.d.vfs.counts();
+      return { status: 'ok', version: VERSION, uptime: Math.floor((Date.now() - this.startedAt) / 1000), inodes: c.inodes, commits: this.d.vcs.countCommits(), objects: this.d.vfs.blobs.size + this.d.vcs.trees.size + this.d.vcs.countCommits(), needs_bootstrap: this.d.registry.needsBootstrap() };
+    },
+    'sys.ping': () => ({ pong: true, pid: process.pid }),
+    'sys.subscribe': (ctx) => {
+      this.authenticate(ctx.creds);
+      ctx.subscribe?.();
+      return { subscribed: true };
+    },
+    'sys.gc': async (ctx) => {
+      requireAdmin(this.authenticate(ctx.creds), 'gc');
+      const reachable = this.d.vcs.reachableBlobs();
+      for (const id of [...this.d.vfs.blobs.inHistory]) if (!reachable.has(id)) this.d.vfs.blobs.inHistory.delete(id);
+      const removed = this.d.vfs.blobs.sweep();
+      await this.durable();
+      return { removed, kept: this.d.vfs.blobs.size };
+    },
+    'sys.fsck': async (ctx) => {
+      requireAdmin(this.authenticate(ctx.creds), 'fsck');
+      await this.durable();
+      const { Vcs } = await import('./vcs/vcs.js');
+      const r = this.d.store.fsck(Vcs.refsOf);
+      return { ok: r.problems.length === 0, problems: r.problems, objects: r.objects, inodes: r.inodes };
+    },
+
+    // ---------- identity ----------
+    'auth.whoami': (ctx) => this.whoami(this.authenticate(ctx.creds)),
+    'auth.login': (ctx, p) => {
+      if (ctx.creds.origin === 'remote' && !this.d.policy.userAuth) throw new VfsError('EAUTH', 'login', undefined, 'login by name is disabled on this server');
+      const u = this.d.registry.user(p.username);
+      if (u === undefined) throw new VfsError('EAUTH', 'login', undefined, `unknown user '${p.username.slice(0, 64)}'`);
+      return { username: u.name, ...this.whoami({ user: this.d.registry.principal(u) }) };
+    },
+    'auth.bootstrap': async (_ctx, p) => {
+      // Only while no user but root exists; no credentials needed (that is its purpose).
+      if (!this.d.registry.needsBootstrap()) throw new VfsError('EEXIST', 'bootstrap', undefined, 'already bootstrapped: an administrator exists');
+      const u = this.d.registry.addUser(p.username, false);
+      this.d.registry.addMember(u.name, 'wheel');
+      this.d.vfs.ensureHome(this.d.registry.principal(u));
+      const token = this.d.registry.issueToken(u.name);
+      await this.durable();
+      return { username: u.name, uid: u.uid, token };
+    },
+
+    // ---------- admin ----------
+    'admin.userAdd': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      requireAdmin(cred, 'useradd');
+      this.noWorkspace(cred, 'useradd');
+      const u = this.d.registry.addUser(p.name, p.is_agent ?? false);
+      this.d.vfs.ensureHome(this.d.registry.principal(u));
+      await this.durable();
+      return this.userRecord(u);
+    },
+    'admin.userList': (ctx) => {
+      requireAdmin(this.authenticate(ctx.creds), 'users');
+      return { users: [...this.d.registry.users.values()].sort((a, b) => a.uid - b.uid).map((u) => this.userRecord(u)) };
+    },
+    'admin.userDel': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      requireAdmin(cred, 'userdel');
+      this.noWorkspace(cred, 'userdel');
+      this.d.registry.delUser(p.name);
+      await this.durable();
+      return { deleted: p.name };
+    },
+    'admin.token': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      requireAdmin(cred, 'token');
+      this.noWorkspace(cred, 'token');
+      const token = this.d.registry.issueToken(p.name);
+      await this.durable();
+      return { name: p.name, token };
+    },
+    'admin.groupAdd': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      requireAdmin(cred, 'groupadd');
+      this.noWorkspace(cred, 'groupadd');
+      const g = this.d.registry.addGroup(p.name);
+      await this.durable();
+      return { name: g.name, gid: g.gid, members: this.d.registry.groupMembers(g) };
+    },
+    'admin.groupList': (ctx) => {
+      requireAdmin(this.authenticate(ctx.creds), 'groups');
+      return { groups: [...this.d.registry.groups.values()].sort((a, b) => a.gid - b.gid).map((g) => ({ name: g.name, gid: g.gid, members: this.d.registry.groupMembers(g) })) };
+    },
+    'admin.groupMemberAdd': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      requireAdmin(cred, 'usermod');
+      this.noWorkspace(cred, 'usermod');
+      // Security: making someone an administrator is for administrators who are root or wheel themselves (checked above).
+      const g = this.d.registry.addMember(p.user, p.group);
+      await this.durable();
+      return { name: g.name, gid: g.gid, members: this.d.registry.groupMembers(g) };
+    },
+    'admin.groupMemberDel': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      requireAdmin(cred, 'usermod');
+      this.noWorkspace(cred, 'usermod');
+      const g = this.d.registry.delMember(p.user, p.group);
+      await this.durable();
+      return { name: g.name, gid: g.gid, members: this.d.registry.groupMembers(g) };
+    },
+
+    // ---------- workspaces ----------
+    'ws.create': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      this.noWorkspace(cred, 'workspace');
+      if (!p.root_path.startsWith('/')) throw new VfsError('EINVAL', 'workspace', p.root_path, 'root_path must be an absolute path');
+      const root = resolveFor(p.root_path, '/', 'workspace');
+      let node: Node;
+      if (isAdminCred(cred)) node = this.d.vfs.mkdir(cred, root, { parents: true }).node;
+      else {
+        node = this.d.vfs.resolve(cred, root, 'workspace', true);
+        if (node.uid !== actor(cred).uid) throw new VfsError('EACCES', 'workspace', root, 'only the owner of root_path or an administrator may create a workspace there');
+      }
+      if (node.kind !== 'directory') throw new VfsError('ENOTDIR', 'workspace', root);
+      const w = this.d.registry.addWorkspace(p.name, pathOf(node), actor(cred).uid);
+      await this.durable();
+      return this.wsRecord(w);
+    },
+    'ws.list': (ctx) => {
+      const cred = this.authenticate(ctx.creds);
+      const all = [...this.d.registry.workspaces.values()].sort((a, b) => a.created - b.created || a.name.localeCompare(b.name));
+      const mine = cred.workspace !== undefined ? all.filter((w) => w.id === cred.workspace!.id) : isAdminCred(cred) ? all : all.filter((w) => w.ownerUid === actor(cred).uid);
+      return { workspaces: mine.map((w) => this.wsRecord(w)) };
+    },
+    'ws.token': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      this.noWorkspace(cred, 'workspace token');
+      const w = this.d.registry.workspaces.get(p.id);
+      if (w === undefined) throw new VfsError('ENOENT', 'workspace token', undefined, `no such workspace: ${p.id.slice(0, 64)}`);
+      if (!isAdminCred(cred) && w.ownerUid !== actor(cred).uid) throw new VfsError('EACCES', 'workspace token', undefined, 'only the workspace owner or an administrator may issue its tokens');
+      const secret = this.d.registry.issueWorkspaceToken(w.id, p.name, p.agent_token);
+      await this.durable();
+      return { workspace_id: w.id, name: p.name, secret };
+    },
+
+    // ---------- filesystem ----------
+    'fs.resolve': (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      return { path: this.show(cred, this.abs(cred, p.path, 'resolve')) };
+    },
+    'fs.stat': (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const abs = this.abs(cred, p.path, 'stat');
+      return { ...toStat(this.d.vfs.stat(cred, abs, p.nofollow === true)), path: this.show(cred, abs) };
+    },
+    'fs.list': (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const abs = this.abs(cred, p.path, 'scandir');
+      const { entries } = this.d.vfs.list(cred, abs);
+      return { path: this.show(cred, abs), entries: entries.map(toEntry) };
+    },
+    'fs.read': (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const abs = this.abs(cred, p.path, 'open');
+      const { node, data } = this.d.vfs.read(cred, abs);
+      const base = { path: this.show(cred, abs), etag: node.blob, size: node.size };
+      if (p.if_none_match !== undefined && (p.if_none_match === node.blob || p.if_none_match === '*')) return { ...base, not_modified: true };
+      ctx.out = data;
+      return base;
+    },
+    'fs.write': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const abs = this.abs(cred, p.path, 'write');
+      const opts: Parameters<Vfs['write']>[3] = { parents: p.parents !== false };
+      const m = mode(p.mode, 'write');
+      if (m !== undefined) opts.mode = m;
+      if (p.if_match !== undefined) opts.ifMatch = p.if_match;
+      if (p.if_none_match !== undefined) opts.ifNoneMatch = p.if_none_match;
+      if (p.exclusive !== undefined) opts.exclusive = p.exclusive;
+      if (p.append !== undefined) opts.append = p.append;
+      const r = this.d.vfs.write(cred, abs, ctx.data ?? Buffer.alloc(0), opts);
+      await this.durable();
+      return { path: this.show(cred, r.path), size: r.node.size, etag: r.node.blob, created: r.created };
+    },
+    'fs.truncate': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const abs = this.abs(cred, p.path, 'truncate');
+      const n = this.d.vfs.truncate(cred, abs, p.size);
+      await this.durable();
+      return { path: this.show(cred, abs), size: n.size };
+    },
+    'fs.mkdir': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const abs = this.abs(cred, p.path, 'mkdir');
+      const opts: { parents?: boolean; mode?: number } = { parents: p.parents === true };
+      const m = mode(p.mode, 'mkdir');
+      if (m !== undefined) opts.mode = m;
+      const r = this.d.vfs.mkdir(cred, abs, opts);
+      await this.durable();
+      return { path: this.show(cred, abs), created: r.created };
+    },
+    'fs.unlink': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const abs = this.abs(cred, p.path, 'unlink');
+      this.d.vfs.unlink(cred, abs);
+      await this.durable();
+      return { path: this.show(cred, abs) };
+    },
+    'fs.rmdir': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const abs = this.abs(cred, p.path, 'rmdir');
+      this.d.vfs.rmdir(cred, abs);
+      await this.durable();
+      return { path: this.show(cred, abs) };
+    },
+    'fs.delete': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const abs = this.abs(cred, p.path, 'rm');
+      const n = this.d.vfs.remove(cred, abs, p.recursive === true);
+      await this.durable();
+      return { path: this.show(cred, abs), deleted: n };
+    },
+    'fs.copy': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const src = this.abs(cred, p.src, 'copy');
+      const dst = this.abs(cred, p.dst, 'copy');
+      const opts: { recursive?: boolean; overwrite?: boolean } = { recursive: p.recursive === true };
+      if (p.overwrite !== undefined) opts.overwrite = p.overwrite;
+      const n = this.d.vfs.copy(cred, src, dst, opts);
+      await this.durable();
+      return { src: this.show(cred, src), dst: this.show(cred, dst), copied: n };
+    },
+    'fs.move': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const src = this.abs(cred, p.src, 'rename');
+      const dst = this.abs(cred, p.dst, 'rename');
+      const r = this.d.vfs.move(cred, src, dst, p.overwrite === undefined ? {} : { overwrite: p.overwrite });
+      await this.durable();
+      return { src: this.show(cred, r.from), dst: this.show(cred, r.to) };
+    },
+    'fs.symlink': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const abs = this.abs(cred, p.path, 'symlink');
+      this.d.vfs.symlink(cred, p.target, abs);
+      await this.durable();
+      return { path: this.show(cred, abs), target: p.target };
+    },
+    'fs.readlink': (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const abs = this.abs(cred, p.path, 'readlink');
+      return { path: this.show(cred, abs), target: this.d.vfs.readlink(cred, abs) };
+    },
+    'fs.chmod': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const abs = this.abs(cred, p.path, 'chmod');
+      const n = this.d.vfs.chmod(cred, abs, mode(p.mode, 'chmod')!);
+      await this.durable();
+      return { path: this.show(cred, abs), mode: formatMode(n.mode) };
+    },
+    'fs.chown': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const abs = this.abs(cred, p.path, 'chown');
+      const uid = p.owner === undefined || p.owner === '' ? undefined : this.d.registry.uidOf(p.owner);
+      const gid = p.group === undefined || p.group === '' ? undefined : this.d.registry.gidOf(p.group);
+      const n = this.d.vfs.chown(cred, abs, uid, gid, p.nofollow === true);
+      await this.durable();
+      return { path: this.show(cred, abs), uid: n.uid, gid: n.gid };
+    },
+    'fs.utimens': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const abs = this.abs(cred, p.path, 'utime');
+      this.d.vfs.utimens(cred, abs, parseTime(p.atime, 'utime'), parseTime(p.mtime, 'utime'));
+      await this.durable();
+      return { path: this.show(cred, abs) };
+    },
+    'fs.access': (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const abs = this.abs(cred, p.path, 'access');
+      this.d.vfs.access(cred, abs, p.mode);
+      return { path: this.show(cred, abs) };
+    },
+    'fs.statfs': (ctx) => {
+      this.authenticate(ctx.creds);
+      const bsize = 4096;
+      const blocks = 1 << 30;
+      const used = Math.ceil(this.d.vfs.blobs.totalBytes() / bsize);
+      const files = 1 << 30;
+      return { bsize, blocks, bfree: blocks - used, bavail: blocks - used, files, ffree: files - this.d.vfs.nodes.size, namemax: 255 };
+    },
+
+    // ---------- search ----------
+    'search.grep': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const flags = compilePattern(p.pattern, p.ignore_case === true);
+      const abs = this.abs(cred, p.path, 'grep');
+      const files = grepFiles(this.d.vfs, cred, abs, p.recursive === true, (x) => this.show(cred, x));
+      const r = await this.d.grep.run({ pattern: p.pattern, flags, max: p.max_results ?? 10000, files });
+      return { results: r.results, count: r.results.length, truncated: r.truncated };
+    },
+    'search.find': (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const abs = this.abs(cred, p.path, 'find');
+      const results = find(this.d.vfs, cred, abs, p.name, p.type, (x) => this.show(cred, x));
+      return { results, count: results.length };
+    },
+    'search.tree': (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const abs = this.abs(cred, p.path, 'tree');
+      return tree(this.d.vfs, cred, abs, this.show(cred, abs), p.depth);
+    },
+
+    // ---------- version control ----------
+    'vcs.commit': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const r = this.d.vcs.commit(cred, this.scope(cred), p.message);
+      await this.durable();
+      return r;
+    },
+    'vcs.log': (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const scope = this.scope(cred);
+      const opts: { path?: string; limit?: number } = {};
+      if (p.path !== undefined && p.path !== '') opts.path = this.scopeRel(cred, scope, p.path);
+      if (p.limit !== undefined) opts.limit = p.limit;
+      return { commits: this.d.vcs.log(scope, opts) };
+    },
+    'vcs.status': (ctx) => {
+      const cred = this.authenticate(ctx.creds);
+      return this.d.vcs.status(cred, this.scope(cred));
+    },
+    'vcs.diff': (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const scope = this.scope(cred);
+      const opts: { from?: string; to?: string; path?: string } = {};
+      if (p.from !== undefined && p.from !== '') opts.from = p.from;
+      if (p.to !== undefined && p.to !== '') opts.to = p.to;
+      if (p.path !== undefined && p.path !== '') opts.path = this.scopeRel(cred, scope, p.path);
+      return { diff: this.d.vcs.diff(cred, scope, opts) };
+    },
+    'vcs.revert': async (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const r = this.d.vcs.revert(cred, this.scope(cred), p.hash);
+      await this.durable();
+      return r;
+    },
+    'vcs.ls': (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const r = this.d.vcs.snapshotList(cred, this.scope(cred), p.rev, p.path ?? '/');
+      return { path: r.rel, entries: r.entries.map((e) => ({ name: e.name, is_dir: e.kind === 'd', is_symlink: e.kind === 'l', mode: formatMode(e.mode), uid: e.uid, gid: e.gid, size: e.size, modified: r.timestamp, inode_id: snapshotIno(e.ref, e.name), mtime_ns: (BigInt(r.timestamp) * 1_000_000_000n).toString() })) };
+    },
+    'vcs.stat': (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const r = this.d.vcs.snapshotStat(cred, this.scope(cred), p.rev, p.path ?? '/');
+      return { ...entryStat(r.entry, r.timestamp, snapshotIno(r.entry.ref, r.entry.name)), path: r.rel };
+    },
+    'vcs.cat': (ctx, p) => {
+      const cred = this.authenticate(ctx.creds);
+      const r = this.d.vcs.snapshotRead(cred, this.scope(cred), p.rev, p.path);
+      ctx.out = r.data;
+      return { path: r.rel, size: r.data.length, etag: r.entry.ref };
+    },
+  };
+
+  /** A user-written path as a path relative to the VCS scope's root ('/x/y'). */
+  private scopeRel(cred: Cred, scope: Scope, path: string): string {
+    const abs = this.abs(cred, path, 'vcs');
+    if (scope.root === '/') return abs;
+    if (abs === scope.root) return '/';
+    return abs.startsWith(scope.root + '/') ? abs.slice(scope.root.length) : normalize(abs);
+  }
+
+  /** Whether a node lies in a directory the caller may see (used for event filtering by front ends). */
+  static isDir(n: Node): n is DirNode {
+    return n.kind === 'directory';
+  }
+}
+
+export { WHEEL_GID };

@@ -1,0 +1,491 @@
+/**
+ * Version control over the working tree: commits snapshot a scope ('' = the whole filesystem, or a
+ * workspace id for its subtree) as tree objects. Directories cache their tree id and changes clear
+ * the cache up the parent chain, so a commit hashes only the directories that changed.
+ */
+import { createTwoFilesPatch } from 'diff';
+import { VfsError } from '../errors.js';
+import { markDirty, nowNs, pathOf, sortedNames, type DirNode, type Node } from '../core/inode.js';
+import { components } from '../core/paths.js';
+import { may, principalMay, isAdminCred, R, W, X, requireUnlink, requireAccess, type Cred } from '../core/perms.js';
+import type { Vfs } from '../core/vfs.js';
+import type { Store } from '../store/sqlite.js';
+import { decodeCommit, decodeTree, encodeCommit, encodeTree, objectId, shortId, SHORT, type CommitObject, type TreeEntry } from '../store/objects.js';
+import type { CommitRecord, StatusResult } from '../rpc/protocol.js';
+
+export interface Scope {
+  id: string; // '' or a workspace id
+  root: string; // absolute path of the scope's root directory
+}
+
+interface Change {
+  path: string; // relative to the scope root, with a leading '/'
+  kind: 'added' | 'modified' | 'deleted';
+  before?: TreeEntry;
+  after?: TreeEntry;
+}
+
+const EMPTY_TREE_ENTRIES: TreeEntry[] = [];
+
+export class Vcs {
+  readonly trees = new Map<string, TreeEntry[]>();
+  readonly commits = new Map<string, CommitObject>();
+  /** trees written to the store */
+  private readonly persisted = new Set<string>();
+  readonly refs = new Map<string, string>();
+  private readonly emptyTree: string;
+
+  constructor(private readonly vfs: Vfs, private readonly store: Store) {
+    this.emptyTree = objectId('tree', encodeTree([]));
+    this.trees.set(this.emptyTree, []);
+  }
+
+  // ---------- loading ----------
+
+  loadObject(id: string, type: 'tree' | 'commit', data: Buffer): void {
+    if (type === 'tree') {
+      const entries = decodeTree(data);
+      this.trees.set(id, entries);
+      this.persisted.add(id);
+      for (const e of entries) if (e.kind === 'f') this.vfs.blobs.inHistory.add(e.ref);
+    } else this.commits.set(id, decodeCommit(data));
+  }
+
+  /** Object ids a stored object refers to (for fsck). */
+  static refsOf(type: 'blob' | 'tree' | 'commit', data: Buffer): string[] {
+    if (type === 'tree') return decodeTree(data).filter((e) => e.kind !== 'l').map((e) => e.ref);
+    if (type === 'commit') {
+      const c = decodeCommit(data);
+      return c.parent === null ? [c.tree] : [c.tree, c.parent];
+    }
+    return [];
+  }
+
+  // ---------- trees of the working tree ----------
+
+  /** The tree id of a directory, hashing only directories changed since last time. */
+  treeOf(dir: DirNode): string {
+    if (dir.treeId !== undefined && this.trees.has(dir.treeId)) return dir.treeId;
+    const entries: TreeEntry[] = [];
+    for (const name of sortedNames(dir)) {
+      const c = dir.children.get(name)!;
+      const base = { name, mode: c.mode, uid: c.uid, gid: c.gid };
+      if (c.kind === 'file') entries.push({ ...base, kind: 'f', ref: c.blob, size: c.size });
+      else if (c.kind === 'symlink') entries.push({ ...base, kind: 'l', ref: c.target, size: Buffer.byteLength(c.target) });
+      else entries.push({ ...base, kind: 'd', ref: this.treeOf(c), size: 0 });
+    }
+    const id = objectId('tree', encodeTree(entries));
+    if (!this.trees.has(id)) this.trees.set(id, entries);
+    dir.treeId = id;
+    return id;
+  }
+
+  /** Writes a tree and its not-yet-written subtrees to the store; marks their blobs as history. */
+  private persistTree(id: string): void {
+    if (this.persisted.has(id)) return;
+    const entries = this.trees.get(id);
+    if (entries === undefined) throw new VfsError('EIO', 'commit', undefined, `tree ${shortId(id)} is missing`);
+    for (const e of entries) {
+      if (e.kind === 'd') this.persistTree(e.ref);
+      else if (e.kind === 'f') this.vfs.blobs.inHistory.add(e.ref);
+    }
+    this.store.object(id, 'tree', encodeTree(entries));
+    this.persisted.add(id);
+  }
+
+  private scopeDir(scope: Scope): DirNode {
+    let cur: Node = this.vfs.root;
+    for (const name of components(scope.root)) {
+      const next: Node | undefined = cur.kind === 'directory' ? cur.children.get(name) : undefined;
+      if (next === undefined || next.kind !== 'directory') throw new VfsError('ENOENT', 'vcs', scope.root, 'the workspace root no longer exists');
+      cur = next;
+    }
+    if (cur.kind !== 'directory') throw new VfsError('ENOTDIR', 'vcs', scope.root);
+    return cur;
+  }
+
+  head(scope: Scope): string | null {
+    return this.refs.get(scope.id) ?? null;
+  }
+
+  private headTree(scope: Scope): string {
+    const h = this.head(scope);
+    return h === null ? this.emptyTree : this.commits.get(h)!.tree;
+  }
+
+  // ---------- diffs between trees ----------
+
+  private diffTrees(a: string, b: string, prefix: string, out: Change[]): void {
+    if (a === b) return;
+    const ea = this.trees.get(a) ?? EMPTY_TREE_ENTRIES;
+    const eb = this.trees.get(b) ?? EMPTY_TREE_ENTRIES;
+    const mb = new Map(eb.map((e) => [e.name, e]));
+    const ma = new Map(ea.map((e) => [e.name, e]));
+    const names = [...new Set([...ma.keys(), ...mb.keys()])].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+    for (const name of names) {
+      const x = ma.get(name);
+      const y = mb.get(name);
+      const p = `${prefix}/${name}`;
+      if (x !== undefined && y !== undefined && x.kind === 'd' && y.kind === 'd') {
+        if (x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid) out.push({ path: p + '/', kind: 'modified', before: x, after: y });
+        this.diffTrees(x.ref, y.ref, p, out);
+        continue;
+      }
+      if (x !== undefined && (y === undefined || x.kind !== y.kind)) this.pushAll(x, p, 'deleted', out);
+      if (y !== undefined && (x === undefined || x.kind !== y.kind)) this.pushAll(y, p, 'added', out);
+      if (x !== undefined && y !== undefined && x.kind === y.kind && (x.ref !== y.ref || x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid)) out.push({ path: p, kind: 'modified', before: x, after: y });
+    }
+  }
+
+  private pushAll(e: TreeEntry, p: string, kind: 'added' | 'deleted', out: Change[]): void {
+    if (e.kind !== 'd') {
+      out.push(kind === 'added' ? { path: p, kind, after: e } : { path: p, kind, before: e });
+      return;
+    }
+    const entries = this.trees.get(e.ref) ?? [];
+    if (entries.length === 0) out.push(kind === 'added' ? { path: p + '/', kind, after: e } : { path: p + '/', kind, before: e });
+    for (const c of entries) this.pushAll(c, `${p}/${c.name}`, kind, out);
+  }
+
+  // ---------- commit ----------
+
+  /** Snapshots the scope. Cost grows with what changed since the last commit. */
+  commit(cred: Cred, scope: Scope, message: string, extra: { revert_of?: string } = {}): CommitRecord {
+    if (message.trim() === '') throw new VfsError('EINVAL', 'commit', undefined, 'a commit needs a message');
+    const tree = this.treeOf(this.scopeDir(scope));
+    const parent = this.head(scope);
+    const changes: Change[] = [];
+    this.diffTrees(parent === null ? this.emptyTree : this.commits.get(parent)!.tree, tree, '', changes);
+    this.persistTree(tree);
+    const c: CommitObject = { tree, parent, author: cred.user.name, scope: scope.id, root: scope.root, message, timestamp: Math.floor(Date.now() / 1000), changes: changes.length };
+    if (cred.delegate !== undefined) c.on_behalf_of = cred.delegate.name;
+    if (extra.revert_of !== undefined) c.revert_of = extra.revert_of;
+    const payload = encodeCommit(c);
+    const id = objectId('commit', payload);
+    this.commits.set(id, c);
+    this.store.object(id, 'commit', payload);
+    this.refs.set(scope.id, id);
+    this.store.setRef(scope.id, id);
+    return this.record(id, c);
+  }
+
+  record(id: string, c: CommitObject): CommitRecord {
+    const r: CommitRecord = { hash: shortId(id), message: c.message, author: c.author, timestamp: c.timestamp, parent: c.parent === null ? null : shortId(c.parent), changes: c.changes };
+    if (c.on_behalf_of !== undefined) r.on_behalf_of = c.on_behalf_of;
+    if (c.scope !== '') r.workspace = c.scope;
+    return r;
+  }
+
+  /** A commit by unique prefix (4+ hex digits) within the scope's history. */
+  find(scope: Scope, prefix: string): string {
+    const p = prefix.trim().toLowerCase();
+    if (!/^[0-9a-f]{4,64}$/.test(p)) throw new VfsError('EINVAL', 'revert', undefined, 'a commit hash needs at least 4 hex digits');
+    const hits: string[] = [];
+    for (let id = this.head(scope); id !== null; id = this.commits.get(id)?.parent ?? null) if (id.startsWith(p)) hits.push(id);
+    if (hits.length === 0) throw new VfsError('ENOENT', 'revert', undefined, `no commit ${p} in this history`);
+    if (hits.length > 1) throw new VfsError('EINVAL', 'revert', undefined, `commit prefix ${p} is ambiguous`);
+    return hits[0]!;
+  }
+
+  // ---------- log ----------
+
+  log(scope: Scope, opts: { path?: string; limit?: number }): CommitRecord[] {
+    const out: CommitRecord[] = [];
+    const limit = opts.limit ?? Number.MAX_SAFE_INTEGER;
+    for (let id = this.head(scope); id !== null && out.length < limit; ) {
+      const c = this.commits.get(id);
+      if (c === undefined) break;
+      if (opts.path === undefined || this.touches(c, opts.path)) out.push(this.record(id, c));
+      id = c.parent;
+    }
+    return out;
+  }
+
+  /** Whether a commit changed the entry at `rel` (relative to the scope root). */
+  private touches(c: CommitObject, rel: string): boolean {
+    const now = this.entryAt(c.tree, rel);
+    const before = c.parent === null ? undefined : this.entryAt(this.commits.get(c.parent)!.tree, rel);
+    if (now === undefined && before === undefined) return false;
+    if (now === undefined || before === undefined) return true;
+    return now.ref !== before.ref || now.mode !== before.mode || now.kind !== before.kind || now.uid !== before.uid || now.gid !== before.gid;
+  }
+
+  private entryAt(tree: string, rel: string): TreeEntry | undefined {
+    const parts = components(rel);
+    if (parts.length === 0) return { name: '', kind: 'd', mode: 0o755, uid: 0, gid: 0, ref: tree, size: 0 };
+    let entries = this.trees.get(tree);
+    let found: TreeEntry | undefined;
+    for (let i = 0; i < parts.length; i++) {
+      found = entries?.find((e) => e.name === parts[i]);
+      if (found === undefined) return undefined;
+      if (i < parts.length - 1) {
+        if (found.kind !== 'd') return undefined;
+        entries = this.trees.get(found.ref);
+      }
+    }
+    return found;
+  }
+
+  // ---------- status and diff ----------
+
+  private changesSince(scope: Scope, from: string, to: string): Change[] {
+    const out: Change[] = [];
+    this.diffTrees(from, to, '', out);
+    return out;
+  }
+
+  /** Whether the caller may read `rel` (scope-relative) in the working tree, or for a path that is gone, list its nearest existing ancestor. */
+  private visibleNow(cred: Cred, scope: Scope, rel: string): boolean {
+    const abs = joinScope(scope.root, rel.replace(/\/$/, ''));
+    let p = abs;
+    let exact = true;
+    for (;;) {
+      try {
+        const n = this.vfs.resolve(cred, p, 'status', false);
+        if (exact) return n.kind === 'directory' ? may(cred, n, R | X) : n.kind === 'symlink' || may(cred, n, R);
+        return n.kind === 'directory' && may(cred, n, R | X);
+      } catch (err) {
+        if (!(err instanceof VfsError) || err.code !== 'ENOENT' || p === '/') return false;
+      }
+      p = p.slice(0, p.lastIndexOf('/')) || '/';
+      exact = false;
+    }
+  }
+
+  /** Whether the caller could read `rel` as it was in a snapshot (its stored modes and owners). */
+  private visibleIn(cred: Cred, tree: string, rel: string): boolean {
+    if (isAdminCred(cred)) return true;
+    const parts = components(rel.replace(/\/$/, ''));
+    let entries = this.trees.get(tree);
+    for (let i = 0; i < parts.length; i++) {
+      const e = entries?.find((x) => x.name === parts[i]);
+      if (e === undefined) return true; // absent here: nothing to hide
+      const node = { mode: e.mode, uid: e.uid, gid: e.gid, kind: e.kind === 'd' ? 'directory' : e.kind === 'f' ? 'file' : 'symlink' } as Node;
+      const last = i === parts.length - 1;
+      const bits = e.kind === 'd' ? (last ? R | X : X) : e.kind === 'f' ? R : 0;
+      for (const p of cred.delegate === undefined ? [cred.user] : [cred.user, cred.delegate]) if (bits !== 0 && !principalMay(p, node, bits)) return false;
+      if (e.kind !== 'd') return true;
+      entries = this.trees.get(e.ref);
+    }
+    return true;
+  }
+
+  status(cred: Cred, scope: Scope): StatusResult {
+    const head = this.head(scope);
+    const changes = this.changesSince(scope, this.headTree(scope), this.treeOf(this.scopeDir(scope)));
+    const added: string[] = [];
+    const modified: string[] = [];
+    const deleted: string[] = [];
+    for (const c of changes) {
+      if (!this.visibleNow(cred, scope, c.path)) continue;
+      if (c.kind !== 'added' && !this.visibleIn(cred, this.headTree(scope), c.path)) continue;
+      (c.kind === 'added' ? added : c.kind === 'modified' ? modified : deleted).push(c.path);
+    }
+    const lines: string[] = [head === null ? 'No commits yet' : `On commit ${shortId(head)}`];
+    if (added.length + modified.length + deleted.length === 0) lines.push('nothing to commit, working tree clean');
+    else {
+      lines.push('Changes since the last commit:');
+      for (const p of added) lines.push(`\tadded:    ${p}`);
+      for (const p of modified) lines.push(`\tmodified: ${p}`);
+      for (const p of deleted) lines.push(`\tdeleted:  ${p}`);
+    }
+    return { added, modified, deleted, clean: added.length + modified.length + deleted.length === 0, head: head === null ? null : shortId(head), text: lines.join('\n') + '\n' };
+  }
+
+  /** Unified diff between two commits, or a commit and the working tree, optionally one path. */
+  diff(cred: Cred, scope: Scope, opts: { from?: string; to?: string; path?: string }): string {
+    const fromId = opts.from === undefined ? this.head(scope) : this.find(scope, opts.from);
+    const fromTree = fromId === null ? this.emptyTree : this.commits.get(fromId)!.tree;
+    const toWorking = opts.to === undefined;
+    const toTree = toWorking ? this.treeOf(this.scopeDir(scope)) : this.commits.get(this.find(scope, opts.to!))!.tree;
+    const changes = this.changesSince(scope, fromTree, toTree);
+    const filter = opts.path === undefined ? undefined : opts.path.replace(/\/$/, '');
+    const parts: string[] = [];
+    for (const c of changes) {
+      if (filter !== undefined && filter !== '' && c.path !== filter && !c.path.startsWith(filter + '/')) continue;
+      if (c.path.endsWith('/')) continue;
+      if (!this.visibleIn(cred, fromTree, c.path) || !this.visibleIn(cred, toTree, c.path)) continue;
+      if (toWorking && !this.visibleNow(cred, scope, c.path)) continue;
+      const a = c.before === undefined ? '' : this.entryText(c.before);
+      const b = c.after === undefined ? '' : this.entryText(c.after);
+      const label = c.path.slice(1);
+      if (a === b) {
+        parts.push(`diff ${label}\nmode ${c.before?.mode.toString(8) ?? '-'} -> ${c.after?.mode.toString(8) ?? '-'}\n`);
+        continue;
+      }
+      parts.push(createTwoFilesPatch(c.before === undefined ? '/dev/null' : `a/${label}`, c.after === undefined ? '/dev/null' : `b/${label}`, a, b, undefined, undefined, { context: 3 }).replace(/^=+\n/m, ''));
+    }
+    return parts.join('');
+  }
+
+  private entryText(e: TreeEntry): string {
+    if (e.kind === 'l') return `-> ${e.ref}\n`;
+    if (e.kind === 'd') return '';
+    const data = this.vfs.blobs.get(e.ref);
+    if (data.includes(0)) return `Binary content (${data.length} bytes, ${shortId(e.ref)})\n`;
+    return data.toString('utf8');
+  }
+
+  // ---------- revert ----------
+
+  /**
+   * Restores the scope to a commit: uncommitted work is committed first, every change is
+   * permission-checked before anything is applied (all-or-nothing), and the revert is a new commit.
+   */
+  revert(cred: Cred, scope: Scope, prefix: string): { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord } {
+    const target = this.find(scope, prefix);
+    const targetTree = this.commits.get(target)!.tree;
+    const dir = this.scopeDir(scope);
+    let saved: string | null = null;
+    if (this.treeOf(dir) !== this.headTree(scope)) {
+      this.checkRevert(cred, scope, dir, targetTree);
+      saved = this.commit(cred, scope, `save uncommitted changes before revert to ${shortId(target)}`).hash;
+    } else this.checkRevert(cred, scope, dir, targetTree);
+    this.applyTree(dir, targetTree);
+    const commit = this.commit(cred, scope, `revert to ${shortId(target)}`, { revert_of: target });
+    return { hash: commit.hash, reverted_to: shortId(target), saved, commit };
+  }
+
+  /** Security: a non-admin may revert only entries they could change by hand. */
+  private checkRevert(cred: Cred, scope: Scope, dir: DirNode, targetTree: string): void {
+    if (isAdminCred(cred)) return;
+    const changes: Change[] = [];
+    this.diffTrees(this.treeOf(dir), targetTree, '', changes);
+    for (const c of changes) {
+      const rel = c.path.replace(/\/$/, '');
+      const abs = joinScope(scope.root, rel);
+      const parentAbs = abs.slice(0, abs.lastIndexOf('/')) || '/';
+      const existing = this.lookupQuiet(abs);
+      if (c.kind === 'modified' && existing !== undefined) {
+        requireAccess(cred, existing, W, 'revert', abs);
+        continue;
+      }
+      const parent = this.nearestDir(parentAbs);
+      if (existing !== undefined && parent === existing.parent && parent !== null) requireUnlink(cred, parent, existing, 'revert', abs);
+      else if (parent !== null) requireAccess(cred, parent, W | X, 'revert', abs);
+    }
+  }
+
+  private lookupQuiet(abs: string): Node | undefined {
+    let cur: Node = this.vfs.root;
+    for (const name of components(abs)) {
+      if (cur.kind !== 'directory') return undefined;
+      const n: Node | undefined = cur.children.get(name);
+      if (n === undefined) return undefined;
+      cur = n;
+    }
+    return cur;
+  }
+
+  private nearestDir(abs: string): DirNode | null {
+    let p = abs;
+    for (;;) {
+      const n = this.lookupQuiet(p);
+      if (n !== undefined && n.kind === 'directory') return n;
+      if (p === '/') return null;
+      p = p.slice(0, p.lastIndexOf('/')) || '/';
+    }
+  }
+
+  /** Makes `dir`'s contents equal to `tree`, touching only what differs. */
+  private applyTree(dir: DirNode, tree: string): void {
+    if (dir.treeId === tree) return;
+    const entries = this.trees.get(tree) ?? [];
+    const want = new Map(entries.map((e) => [e.name, e]));
+    for (const [name, child] of [...dir.children]) {
+      const e = want.get(name);
+      if (e === undefined || kindOf(e) !== child.kind) this.vfs.revertRemove(child);
+    }
+    for (const e of entries) {
+      const cur = dir.children.get(e.name);
+      if (cur === undefined) {
+        this.materialize(dir, e);
+        continue;
+      }
+      if (cur.mode !== e.mode || cur.uid !== e.uid || cur.gid !== e.gid) {
+        cur.mode = e.mode;
+        cur.uid = e.uid;
+        cur.gid = e.gid;
+        this.vfs.revertTouch(cur, false);
+      }
+      if (cur.kind === 'file' && cur.blob !== e.ref) this.vfs.revertContent(cur, e.ref, e.size);
+      else if (cur.kind === 'symlink' && cur.target !== e.ref) {
+        cur.target = e.ref;
+        this.vfs.revertTouch(cur, true);
+      } else if (cur.kind === 'directory') this.applyTree(cur, e.ref);
+    }
+    markDirty(dir);
+  }
+
+  private materialize(parent: DirNode, e: TreeEntry): void {
+    const node = this.vfs.revertCreate(parent, e);
+    if (node.kind === 'directory') for (const c of this.trees.get(e.ref) ?? []) this.materialize(node, c);
+  }
+
+  // ---------- snapshot views (.history) ----------
+
+  private snapshotEntry(cred: Cred, scope: Scope, rev: string, path: string): { entry: TreeEntry; commit: CommitObject; rel: string } {
+    const id = this.find(scope, rev);
+    const commit = this.commits.get(id)!;
+    const rel = '/' + components(path.startsWith('/') ? path : '/' + path).join('/');
+    const entry = this.entryAt(commit.tree, rel);
+    if (entry === undefined) throw new VfsError('ENOENT', 'history', rel);
+    if (!this.visibleIn(cred, commit.tree, rel)) throw new VfsError('EACCES', 'history', rel);
+    return { entry, commit, rel };
+  }
+
+  snapshotStat(cred: Cred, scope: Scope, rev: string, path: string): { entry: TreeEntry; timestamp: number; rel: string } {
+    const { entry, commit, rel } = this.snapshotEntry(cred, scope, rev, path);
+    return { entry, timestamp: commit.timestamp, rel };
+  }
+
+  snapshotList(cred: Cred, scope: Scope, rev: string, path: string): { entries: TreeEntry[]; timestamp: number; rel: string } {
+    const { entry, commit, rel } = this.snapshotEntry(cred, scope, rev, path);
+    if (entry.kind !== 'd') throw new VfsError('ENOTDIR', 'history', rel);
+    return { entries: this.trees.get(entry.ref) ?? [], timestamp: commit.timestamp, rel };
+  }
+
+  snapshotRead(cred: Cred, scope: Scope, rev: string, path: string): { data: Buffer; entry: TreeEntry; rel: string } {
+    const { entry, rel } = this.snapshotEntry(cred, scope, rev, path);
+    if (entry.kind === 'd') throw new VfsError('EISDIR', 'history', rel);
+    if (entry.kind === 'l') throw new VfsError('EINVAL', 'history', rel, 'a symbolic link');
+    return { data: this.vfs.blobs.get(entry.ref), entry, rel };
+  }
+
+  // ---------- gc ----------
+
+  /** Blob ids reachable from any commit. */
+  reachableBlobs(): Set<string> {
+    const seen = new Set<string>();
+    const blobs = new Set<string>();
+    const walk = (t: string): void => {
+      if (seen.has(t)) return;
+      seen.add(t);
+      for (const e of this.trees.get(t) ?? []) {
+        if (e.kind === 'd') walk(e.ref);
+        else if (e.kind === 'f') blobs.add(e.ref);
+      }
+    };
+    for (const c of this.commits.values()) walk(c.tree);
+    return blobs;
+  }
+
+  countCommits(): number {
+    return this.commits.size;
+  }
+
+  nowNs(): bigint {
+    return nowNs();
+  }
+}
+
+export function joinScope(root: string, rel: string): string {
+  if (rel === '' || rel === '/') return root;
+  return root === '/' ? rel : root + rel;
+}
+
+function kindOf(e: TreeEntry): Node['kind'] {
+  return e.kind === 'd' ? 'directory' : e.kind === 'f' ? 'file' : 'symlink';
+}
+
+export { SHORT, pathOf };
