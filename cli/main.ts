@@ -5,6 +5,8 @@
  */
 import { Command, CommanderError } from 'commander';
 import { registerCommands } from './commands/index.js';
+import { errorLine, describeError } from './errors.js';
+import { addIdentityOptions } from './identity.js';
 
 const VERSION = '0.1.0';
 
@@ -13,7 +15,14 @@ export function buildProgram(): Command {
     .description('A versioned markdown filesystem for people and AI agents')
     .version(VERSION)
     .exitOverride()
-    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+    // Program options only before the subcommand, so `mount --user` keeps its own option.
+    .enablePositionalOptions()
+    .configureOutput({
+      writeErr: (s) => process.stderr.write(s),
+      // Usage errors in the same one-line form as every other error: `mdvfs: <message> (EUSAGE)`.
+      outputError: (s, write) => write(`mdvfs: ${s.replace(/^error: /, '').trimEnd()} (EUSAGE)\n`),
+    });
+  addIdentityOptions(program);
 
   program
     .command('daemon')
@@ -72,9 +81,8 @@ async function main(): Promise<void> {
       process.exitCode = err.exitCode === 0 ? 0 : 2;
       return;
     }
-    const e = err as { code?: string; message?: string };
-    process.stderr.write(`mdvfs: ${e.message ?? String(err)}\n`);
-    process.exitCode = 1;
+    process.stderr.write(errorLine(err));
+    process.exitCode = describeError(err).exitCode;
   }
 }
 

@@ -1,0 +1,98 @@
+/** Version control commands: commit, log, status, diff, revert. */
+import type { Command } from 'commander';
+import type { CommitRecord } from '../../daemon/rpc/protocol.js';
+import type { CommandHost } from '../context.js';
+import { UsageError } from '../errors.js';
+import { isoTime } from '../format.js';
+
+function positiveInt(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`not a positive number: '${v}'`);
+  return n;
+}
+
+function author(c: CommitRecord): string {
+  return c.on_behalf_of === undefined ? c.author : `${c.author} (on behalf of ${c.on_behalf_of})`;
+}
+
+export function registerVcsCommands(program: Command, host: CommandHost): void {
+  host.action(
+    program
+      .command('commit')
+      .description('record the current state of the tree as a commit')
+      .requiredOption('-m, --message <message>', 'commit message'),
+    async (ctx, cmd) => {
+      const { message } = cmd.opts<{ message: string }>();
+      const c = await ctx.caller.call('vcs.commit', { message });
+      ctx.out.write(`[${c.hash}] ${c.message.split('\n')[0] ?? ''}\n ${c.changes} change${c.changes === 1 ? '' : 's'}\n`);
+    },
+  );
+
+  host.action(
+    program
+      .command('log')
+      .description('show commits, newest first')
+      .option('--path <path>', 'only commits that touched this path')
+      .option('-n, --max-count <n>', 'show at most n commits', positiveInt)
+      .option('--oneline', 'one line per commit')
+      .option('--json', 'print the log as JSON'),
+    async (ctx, cmd) => {
+      const o = cmd.opts<{ path?: string; maxCount?: number; oneline?: boolean; json?: boolean }>();
+      const r = await ctx.caller.call('vcs.log', { ...(o.path !== undefined ? { path: ctx.path(o.path) } : {}), ...(o.maxCount !== undefined ? { limit: o.maxCount } : {}) });
+      if (o.json) {
+        ctx.out.write(`${JSON.stringify(r)}\n`);
+        return;
+      }
+      r.commits.forEach((c, i) => {
+        if (o.oneline) {
+          ctx.out.write(`${c.hash} ${c.message.split('\n')[0] ?? ''}\n`);
+          return;
+        }
+        const body = c.message.split('\n').map((l) => `    ${l}`).join('\n');
+        ctx.out.write(`${i === 0 ? '' : '\n'}commit ${c.hash}\nAuthor: ${author(c)}\nDate:   ${isoTime(c.timestamp)}\n\n${body}\n`);
+      });
+    },
+  );
+
+  host.action(
+    program.command('status').description('show what changed since the last commit').option('--json', 'print the status as JSON'),
+    async (ctx, cmd) => {
+      const r = await ctx.caller.call('vcs.status', {});
+      if (cmd.opts<{ json?: boolean }>().json) {
+        ctx.out.write(`${JSON.stringify(r)}\n`);
+        return;
+      }
+      const text = typeof r.text === 'string' ? r.text : [...r.added.map((p) => `added:    ${p}`), ...r.modified.map((p) => `modified: ${p}`), ...r.deleted.map((p) => `deleted:  ${p}`)].join('\n');
+      if (text !== '') ctx.out.write(text.endsWith('\n') ? text : `${text}\n`);
+    },
+  );
+
+  host.action(
+    program
+      .command('diff')
+      .description('unified diff between commits (default: HEAD against the working tree)')
+      .argument('[from]', 'commit (default: HEAD)')
+      .argument('[to]', 'commit (default: the working tree)')
+      .option('--path <path>', 'limit the diff to this path'),
+    async (ctx, cmd) => {
+      const [from, to] = cmd.processedArgs as [string | undefined, string | undefined];
+      const o = cmd.opts<{ path?: string }>();
+      const r = await ctx.caller.call('vcs.diff', {
+        ...(from !== undefined ? { from } : {}),
+        ...(to !== undefined ? { to } : {}),
+        ...(o.path !== undefined ? { path: ctx.path(o.path) } : {}),
+      });
+      if (r.diff !== '') ctx.out.write(r.diff.endsWith('\n') ? r.diff : `${r.diff}\n`);
+    },
+  );
+
+  host.action(
+    program.command('revert').description('restore the tree of a commit, recorded as a new commit').argument('<hash>', 'commit hash (a unique prefix of 4+ digits)'),
+    async (ctx, cmd) => {
+      const [hash] = cmd.processedArgs as [string];
+      const r = await ctx.caller.call('vcs.revert', { hash });
+      if (r.saved) ctx.out.write(`saved uncommitted changes as ${r.saved}\n`);
+      ctx.out.write(`reverted to ${r.reverted_to} as [${r.commit?.hash ?? r.hash}]\n`);
+    },
+  );
+}

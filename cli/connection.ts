@@ -1,0 +1,23 @@
+/** Opens the caller a CLI invocation uses: the local daemon (started on demand) or a REST server. */
+import { connectDaemon } from '../daemon/rpc/connect.js';
+import type { Caller } from '../daemon/rpc/client.js';
+import type { Creds } from '../daemon/rpc/protocol.js';
+import { CliError } from './errors.js';
+import { RestCaller } from './rest-caller.js';
+
+export interface Connection {
+  caller: Caller;
+  remote: boolean;
+  close(): void;
+}
+
+export async function openConnection(creds: Creds, url?: string): Promise<Connection> {
+  if (url !== undefined) return { caller: new RestCaller(url, creds), remote: true, close: () => undefined };
+  let client;
+  try {
+    client = await connectDaemon();
+  } catch (err) {
+    throw new CliError('ECONNREFUSED', `cannot reach the daemon: ${(err as Error).message}`);
+  }
+  return { caller: client.as(creds), remote: false, close: () => client.close() };
+}

@@ -1,0 +1,307 @@
+/**
+ * `--url`: the CLI's commands run against a remote REST server instead of the local daemon.
+ * This adapter speaks the daemon client's `Caller` interface and maps each method the CLI uses
+ * onto the REST routes of the contract and DESIGN.md §5, so every command is written once.
+ */
+import { VfsError, isErrorCode, type ErrorCode } from '../daemon/errors.js';
+import type { Caller, CallOptions, Reply } from '../daemon/rpc/client.js';
+import type { Creds, Method, Params, Result } from '../daemon/rpc/protocol.js';
+
+type P = Record<string, unknown>;
+
+interface HttpReply {
+  status: number;
+  headers: Headers;
+  body: Buffer;
+}
+
+const STATUS_CODES: Record<number, ErrorCode> = {
+  400: 'EINVAL',
+  401: 'EAUTH',
+  403: 'EACCES',
+  404: 'ENOENT',
+  405: 'EMETHOD',
+  409: 'EEXIST',
+  412: 'EPRECOND',
+  413: 'EFBIG',
+};
+
+function str(p: P, key: string): string {
+  const v = p[key];
+  return typeof v === 'string' ? v : '';
+}
+
+function opt(p: P, key: string): string | undefined {
+  const v = p[key];
+  return v === undefined || v === null ? undefined : String(v);
+}
+
+/**
+ * A path as a URL suffix: `/fs/notes/a.md` is the relative `notes/a.md` and `/fs//srv/a.md` the
+ * absolute `/srv/a.md` (DESIGN.md §5). URL parsers collapse `..` segments, so relative paths are
+ * normalised here and a relative path that climbs above the home directory is refused.
+ */
+export function urlPath(prefix: string, path: string): string {
+  let p = path;
+  if (!p.startsWith('/')) {
+    const parts: string[] = [];
+    for (const seg of p.split('/')) {
+      if (seg === '' || seg === '.') continue;
+      if (seg === '..') {
+        if (parts.length === 0 || parts[parts.length - 1] === '~') {
+          throw new VfsError('EINVAL', 'url', path, 'a relative path above the home directory must be written as an absolute path with --url');
+        }
+        parts.pop();
+      } else parts.push(seg);
+    }
+    p = parts.join('/');
+  }
+  return `${prefix}/${p.split('/').map(encodeURIComponent).join('/')}`;
+}
+
+function query(p: Record<string, string | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(p)) if (v !== undefined) q.set(k, v);
+  const s = q.toString();
+  return s === '' ? '' : `?${s}`;
+}
+
+function json(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8')) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function isListing(v: unknown): boolean {
+  const o = v as { path?: unknown; entries?: unknown } | null;
+  return typeof o === 'object' && o !== null && typeof o.path === 'string' && Array.isArray(o.entries);
+}
+
+export class RestCaller implements Caller {
+  constructor(
+    private readonly base: string,
+    readonly creds: Creds,
+  ) {}
+
+  call<M extends Method>(method: M, params: Params<M>, opts?: CallOptions): Promise<Result<M>> {
+    return this.request(method, params, opts).then((r) => r.result);
+  }
+
+  async request<M extends Method>(method: M, params: Params<M>, opts?: CallOptions): Promise<Reply<M>> {
+    const r = await this.dispatch(method, params as P, opts?.data);
+    return { result: r.result as Result<M>, data: r.data ?? Buffer.alloc(0) };
+  }
+
+  private async http(method: string, path: string, init: { body?: Buffer | string; json?: unknown; headers?: Record<string, string> } = {}, op = method): Promise<HttpReply> {
+    const headers: Record<string, string> = { ...init.headers };
+    if (this.creds.authorization !== undefined) headers.authorization = this.creds.authorization;
+    if (this.creds.workspace !== undefined) headers['x-service-workspace'] = this.creds.workspace;
+    if (this.creds.onBehalfOf !== undefined) headers['x-service-on-behalf-of'] = this.creds.onBehalfOf;
+    let body: Buffer | string | undefined = init.body;
+    if (init.json !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(init.json);
+    }
+    let res: Response;
+    try {
+      res = await fetch(`${this.base}${path}`, { method, headers, body });
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      throw new VfsError('EIO', op, undefined, `cannot reach ${this.base}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+    }
+    const buf = Buffer.from(await res.arrayBuffer());
+    if (res.status >= 400) {
+      const e = json(buf) as { error?: unknown; code?: unknown } | undefined;
+      const code: ErrorCode = isErrorCode(e?.code) ? e.code : (STATUS_CODES[res.status] ?? 'EIO');
+      const message = typeof e?.error === 'string' ? e.error : `HTTP ${res.status}`;
+      throw VfsError.fromWire({ code, message: message.startsWith(`${code}:`) ? message : `${code}: ${message}` });
+    }
+    return { status: res.status, headers: res.headers, body: buf };
+  }
+
+  private async getJson(path: string, op: string): Promise<unknown> {
+    const r = await this.http('GET', path, {}, op);
+    return json(r.body);
+  }
+
+  private async sendJson(method: string, path: string, body: unknown, op: string): Promise<unknown> {
+    const r = await this.http(method, path, { json: body }, op);
+    return json(r.body) ?? {};
+  }
+
+  private async stat(path: string, op: string): Promise<P> {
+    return (await this.getJson(`${urlPath('/fs', path)}?stat=true`, op)) as P;
+  }
+
+  private async dispatch(method: Method, p: P, data: Buffer | undefined): Promise<{ result: unknown; data?: Buffer }> {
+    const fs = (key = 'path') => urlPath('/fs', str(p, key));
+    switch (method) {
+      case 'sys.health':
+        return { result: await this.getJson('/health', method) };
+      case 'auth.whoami':
+        return { result: await this.getJson('/auth/whoami', method) };
+      case 'auth.login':
+        return { result: await this.sendJson('POST', '/auth/login', { username: str(p, 'username') }, method) };
+      case 'auth.bootstrap':
+        return { result: await this.sendJson('POST', '/auth/bootstrap', { username: str(p, 'username') }, method) };
+
+      case 'admin.userAdd':
+        return { result: await this.sendJson('POST', '/admin/users', { name: str(p, 'name'), is_agent: p.is_agent === true }, method) };
+      case 'admin.userList': {
+        const r = await this.getJson('/admin/users', method);
+        return { result: Array.isArray(r) ? { users: r } : r };
+      }
+      case 'admin.userDel':
+        return { result: await this.sendJson('DELETE', `/admin/users/${encodeURIComponent(str(p, 'name'))}`, undefined, method) };
+      case 'admin.token':
+        return { result: await this.sendJson('POST', `/admin/users/${encodeURIComponent(str(p, 'name'))}/tokens`, undefined, method) };
+      case 'admin.groupAdd':
+        return { result: await this.sendJson('POST', '/admin/groups', { name: str(p, 'name') }, method) };
+      case 'admin.groupList': {
+        const r = await this.getJson('/admin/groups', method);
+        return { result: Array.isArray(r) ? { groups: r } : r };
+      }
+      case 'admin.groupMemberAdd':
+      case 'admin.groupMemberDel':
+        return {
+          result: await this.sendJson(
+            method === 'admin.groupMemberAdd' ? 'POST' : 'DELETE',
+            `/admin/users/${encodeURIComponent(str(p, 'user'))}/groups/${encodeURIComponent(str(p, 'group'))}`,
+            undefined,
+            method,
+          ),
+        };
+
+      case 'ws.create':
+        return { result: await this.sendJson('POST', '/workspaces', { name: str(p, 'name'), root_path: str(p, 'root_path') }, method) };
+      case 'ws.list': {
+        const r = await this.getJson('/workspaces', method);
+        return { result: Array.isArray(r) ? { workspaces: r } : r };
+      }
+      case 'ws.token':
+        return {
+          result: await this.sendJson('POST', `/workspaces/${encodeURIComponent(str(p, 'id'))}/tokens`, { name: str(p, 'name'), agent_token: str(p, 'agent_token') }, method),
+        };
+
+      case 'fs.stat':
+        return { result: await this.getJson(`${fs()}${query({ stat: 'true', nofollow: p.nofollow === true ? 'true' : undefined })}`, method) };
+      case 'fs.readlink': {
+        const st = await this.getJson(`${fs()}${query({ stat: 'true', nofollow: 'true' })}`, method);
+        const target = (st as { target?: unknown } | undefined)?.target;
+        if (typeof target !== 'string') throw new VfsError('EINVAL', 'readlink', str(p, 'path'));
+        return { result: { path: str(p, 'path'), target } };
+      }
+      case 'fs.list': {
+        const r = await this.http('GET', fs(), {}, method);
+        const v = (r.headers.get('content-type') ?? '').includes('json') ? json(r.body) : undefined;
+        if (!isListing(v)) throw new VfsError('ENOTDIR', 'scandir', str(p, 'path'));
+        return { result: v };
+      }
+      case 'fs.read': {
+        const r = await this.http('GET', fs(), {}, method);
+        // A directory answers with its JSON listing; a file named *.json answers with JSON too, so look closer.
+        if ((r.headers.get('content-type') ?? '').includes('json') && isListing(json(r.body))) {
+          const st = await this.stat(str(p, 'path'), method);
+          if (st.kind === 'directory') throw new VfsError('EISDIR', 'read', str(p, 'path'));
+        }
+        return { result: { path: str(p, 'path'), etag: r.headers.get('etag') ?? '', size: r.body.length }, data: r.body };
+      }
+      case 'fs.write': {
+        if (p.append === true) throw new VfsError('ENOTSUP', 'write', str(p, 'path'), 'appending is not available over --url');
+        const headers: Record<string, string> = { 'content-type': 'application/octet-stream' };
+        const ifMatch = opt(p, 'if_match');
+        const ifNone = opt(p, 'if_none_match') ?? (p.exclusive === true ? '*' : undefined);
+        if (ifMatch !== undefined) headers['if-match'] = ifMatch;
+        if (ifNone !== undefined) headers['if-none-match'] = ifNone;
+        const r = await this.http('PUT', fs(), { body: data ?? Buffer.alloc(0), headers }, method);
+        return { result: { created: false, ...((json(r.body) as P | undefined) ?? { path: str(p, 'path'), size: data?.length ?? 0, etag: '' }) } };
+      }
+      case 'fs.mkdir': {
+        const path = str(p, 'path');
+        if (p.parents !== true) {
+          // REST creates directories like mkdir -p; check first so plain mkdir keeps its errors.
+          const exists = await this.stat(path, method).then(
+            () => true,
+            (e: unknown) => {
+              if (e instanceof VfsError && e.code === 'ENOENT') return false;
+              throw e;
+            },
+          );
+          if (exists) throw new VfsError('EEXIST', 'mkdir', path);
+          const parent = path.replace(/\/+$/, '').replace(/\/[^/]*$/, '');
+          if (parent !== path.replace(/\/+$/, '') && parent !== '') {
+            const st = await this.stat(parent, method);
+            if (st.kind !== 'directory') throw new VfsError('ENOTDIR', 'mkdir', path);
+          } else if (!path.startsWith('/') && path.includes('/')) await this.stat(parent, method);
+        }
+        await this.http('PUT', fs(), { headers: { 'x-service-type': 'directory' } }, method);
+        return { result: { path, created: true } };
+      }
+      case 'fs.symlink':
+        await this.http('PUT', fs(), { body: str(p, 'target'), headers: { 'x-service-type': 'symlink' } }, method);
+        return { result: { path: str(p, 'path'), target: str(p, 'target') } };
+      case 'fs.unlink': {
+        const st = await this.getJson(`${fs()}${query({ stat: 'true', nofollow: 'true' })}`, method);
+        if ((st as P | undefined)?.kind === 'directory') throw new VfsError('EISDIR', 'unlink', str(p, 'path'));
+        await this.http('DELETE', fs(), {}, method);
+        return { result: { path: str(p, 'path') } };
+      }
+      case 'fs.rmdir':
+      case 'fs.delete': {
+        const r = await this.http('DELETE', `${fs()}${query({ recursive: p.recursive === true ? 'true' : undefined })}`, {}, method);
+        return { result: { path: str(p, 'path'), deleted: 0, ...((json(r.body) as P | undefined) ?? {}) } };
+      }
+      case 'fs.copy':
+      case 'fs.move': {
+        const op = method === 'fs.copy' ? 'copy' : 'move';
+        const q = query({ op, dst: str(p, 'dst'), recursive: p.recursive === true ? 'true' : undefined, overwrite: p.overwrite === true ? 'true' : undefined });
+        const r = await this.http('POST', `${fs('src')}${q}`, {}, method);
+        return { result: { src: str(p, 'src'), dst: str(p, 'dst'), copied: 0, ...((json(r.body) as P | undefined) ?? {}) } };
+      }
+      case 'fs.chmod':
+        return { result: await this.sendJson('POST', urlPath('/admin/chmod', str(p, 'path')), { mode: p.mode }, method) };
+      case 'fs.chown':
+        return { result: await this.sendJson('POST', urlPath('/admin/chown', str(p, 'path')), { owner: p.owner, group: p.group }, method) };
+
+      case 'search.grep':
+        return {
+          result: await this.getJson(
+            `/search/grep${query({
+              pattern: str(p, 'pattern'),
+              path: opt(p, 'path'),
+              recursive: p.recursive === true ? 'true' : undefined,
+              ignore_case: p.ignore_case === true ? 'true' : undefined,
+              max_results: opt(p, 'max_results'),
+            })}`,
+            method,
+          ),
+        };
+      case 'search.find':
+        return { result: await this.getJson(`/search/find${query({ path: opt(p, 'path'), name: opt(p, 'name'), type: opt(p, 'type') })}`, method) };
+      case 'search.tree': {
+        const path = opt(p, 'path');
+        const r = await this.http('GET', `${path === undefined || path === '' ? '/tree' : urlPath('/tree', path)}${query({ depth: opt(p, 'depth') })}`, {}, method);
+        return { result: { text: r.body.toString('utf8'), directories: 0, files: 0 } };
+      }
+
+      case 'vcs.commit':
+        return { result: await this.sendJson('POST', '/vcs/commit', { message: str(p, 'message') }, method) };
+      case 'vcs.log':
+        return { result: await this.getJson(`/vcs/log${query({ path: opt(p, 'path'), limit: opt(p, 'limit') })}`, method) };
+      case 'vcs.status':
+        return { result: await this.getJson('/vcs/status?format=json', method) };
+      case 'vcs.diff': {
+        const r = await this.http('GET', `/vcs/diff${query({ from: opt(p, 'from'), to: opt(p, 'to'), path: opt(p, 'path') })}`, {}, method);
+        const v = (r.headers.get('content-type') ?? '').includes('json') ? (json(r.body) as { diff?: unknown } | undefined) : undefined;
+        return { result: { diff: typeof v?.diff === 'string' ? v.diff : r.body.toString('utf8') } };
+      }
+      case 'vcs.revert':
+        return { result: await this.sendJson('POST', '/vcs/revert', { hash: str(p, 'hash') }, method) };
+
+      default:
+        throw new VfsError('ENOTSUP', method, undefined, `${method} is not available over --url; use the local daemon`);
+    }
+  }
+}

@@ -1,0 +1,363 @@
+/**
+ * `mdvfs shell`: an interactive prompt (`alice@mdvfs:~/notes $ `) over the same commands as the
+ * CLI, with a per-session working directory, pipes between built-ins, `>`/`>>` into files,
+ * history and tab completion. Relative paths are resolved here against the session's cwd and
+ * sent to the daemon as absolute paths; the daemon still checks every permission.
+ */
+import path from 'node:path';
+import readline from 'node:readline';
+import { Command, CommanderError } from 'commander';
+import type { Caller } from '../daemon/rpc/client.js';
+import type { Creds } from '../daemon/rpc/protocol.js';
+import { registerAll } from './commands/index.js';
+import { registerShellBuiltins, type ShellState } from './commands/shell-builtins.js';
+import { openConnection, type Connection } from './connection.js';
+import type { CmdContext, CommandHost, Output } from './context.js';
+import { reporter } from './context.js';
+import { describeError, errorLine } from './errors.js';
+import { resolveIdentity, type IdentityOptions } from './identity.js';
+import { parseLine, type Pipeline } from './shell-parse.js';
+
+interface StageIo {
+  input: Buffer | undefined;
+  out: Output;
+  err: Output;
+}
+
+/** Collects a stage's output for the next stage of a pipeline. */
+class Collector implements Output {
+  readonly chunks: Buffer[] = [];
+  write(chunk: string | Uint8Array): void {
+    this.chunks.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : Buffer.from(chunk));
+  }
+  bytes(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+}
+
+/** The terminal's stdout, remembering whether the last byte was a newline (the prompt needs a fresh line). */
+class Terminal implements Output {
+  atLineStart = true;
+  write(chunk: string | Uint8Array): void {
+    if (chunk.length === 0) return;
+    process.stdout.write(chunk);
+    const last = typeof chunk === 'string' ? chunk.charCodeAt(chunk.length - 1) : chunk[chunk.length - 1];
+    this.atLineStart = last === 10;
+  }
+}
+
+export class ShellSession implements ShellState {
+  cwd = '/';
+  home = '/';
+  previousCwd: string | undefined;
+  user = 'root';
+  exitRequested: number | undefined;
+  lastStatus = 0;
+  readonly terminal = new Terminal();
+  rl: readline.Interface | undefined;
+
+  constructor(
+    public caller: Caller,
+    readonly remote: boolean,
+  ) {}
+
+  /** Resolves a path the way a shell user means it: against the cwd, with `~` and `~user`. */
+  resolve(p: string): string {
+    if (p === '~' || p.startsWith('~/')) return path.posix.resolve(this.home, `.${p.slice(1)}`);
+    const m = /^~([a-z_][a-z0-9_.-]*)(\/.*)?$/.exec(p);
+    if (m) return path.posix.resolve(`/home/${m[1] ?? ''}`, `.${m[2] ?? ''}`);
+    return path.posix.resolve(this.cwd, p);
+  }
+
+  /** `~/notes` for paths under the home directory, the absolute path otherwise. */
+  displayCwd(): string {
+    if (this.home !== '/' && (this.cwd === this.home || this.cwd.startsWith(`${this.home}/`))) return `~${this.cwd.slice(this.home.length)}`;
+    return this.cwd;
+  }
+
+  prompt(): string {
+    return `${this.user}@mdvfs:${this.displayCwd()} $ `;
+  }
+
+  history(): string[] {
+    // readline keeps history newest first.
+    const h = (this.rl as unknown as { history?: string[] } | undefined)?.history ?? [];
+    return [...h].reverse();
+  }
+
+  /** Learns who we are and where home is; the cwd starts there when it exists. */
+  async identify(): Promise<void> {
+    const w = await this.caller.call('auth.whoami', {});
+    this.user = w.user;
+    this.home = w.workspace !== undefined || w.uid === 0 ? '/' : w.home;
+    this.cwd = '/';
+    try {
+      const st = await this.caller.call('fs.stat', { path: this.home });
+      if (st.kind === 'directory') this.cwd = this.home;
+    } catch {
+      // A home that is missing or unreadable leaves us at '/', like login(1) does.
+    }
+  }
+
+  private context(io: StageIo, setStatus: (c: number) => void, name: string): CmdContext {
+    let exitCode = 0;
+    const set = (c: number) => {
+      exitCode = Math.max(exitCode, c);
+      setStatus(exitCode);
+    };
+    return {
+      caller: this.caller,
+      out: io.out,
+      err: io.err,
+      interactive: true,
+      remote: this.remote,
+      input: () => Promise.resolve(io.input),
+      path: (p) => this.resolve(p),
+      here: this.cwd,
+      report: reporter(io.err, name, set),
+      get exitCode() {
+        return exitCode;
+      },
+      set exitCode(c: number) {
+        set(c);
+      },
+    };
+  }
+
+  /** A fresh parser for one stage: commander keeps option values between parses, so never reuse one. */
+  private program(io: StageIo, setStatus: (c: number) => void): Command {
+    const program = new Command('')
+      .exitOverride()
+      .helpCommand('help [command]', 'show help for a command')
+      .configureOutput({
+        writeOut: (s) => io.out.write(s),
+        writeErr: (s) => io.err.write(s),
+        outputError: (s, write) => write(`${s.replace(/^error: /, '').trimEnd()} (EUSAGE)\n`),
+      });
+    const host: CommandHost = {
+      interactive: true,
+      action: (cmd, fn) =>
+        cmd.action(async (...args: unknown[]) => {
+          const self = args[args.length - 1] as Command;
+          await fn(this.context(io, setStatus, self.name()), self);
+        }),
+    };
+    registerAll(program, host);
+    registerShellBuiltins(program, host, this);
+    return program;
+  }
+
+  /** Runs one stage; returns its exit status. */
+  async runStage(argv: string[], io: StageIo): Promise<number> {
+    let status = 0;
+    const setStatus = (c: number) => {
+      status = Math.max(status, c);
+    };
+    try {
+      await this.program(io, setStatus).parseAsync(argv, { from: 'user' });
+    } catch (err) {
+      if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
+      io.err.write(errorLine(err, argv[0] ?? 'mdvfs'));
+      return describeError(err).exitCode;
+    }
+    return status;
+  }
+
+  async runPipeline(p: Pipeline): Promise<number> {
+    let input: Buffer | undefined;
+    let status = 0;
+    const errOut: Output = { write: (c) => process.stderr.write(c) };
+    for (const [i, argv] of p.stages.entries()) {
+      const last = i === p.stages.length - 1;
+      const collector = new Collector();
+      const out: Output = last && !p.redirect ? this.terminal : collector;
+      status = await this.runStage(argv, { input, out, err: errOut });
+      if (this.exitRequested !== undefined) return status;
+      input = collector.bytes();
+    }
+    if (p.redirect && input !== undefined) {
+      try {
+        await this.caller.call('fs.write', { path: this.resolve(p.redirect.path), ...(p.redirect.append ? { append: true } : {}) }, { data: input });
+      } catch (err) {
+        errOut.write(errorLine(err, 'mdvfs'));
+        return 1;
+      }
+    }
+    return status;
+  }
+
+  async runLine(line: string): Promise<void> {
+    let pipelines: Pipeline[];
+    try {
+      pipelines = parseLine(line);
+    } catch (err) {
+      process.stderr.write(errorLine(err, 'mdvfs'));
+      this.lastStatus = 2;
+      return;
+    }
+    for (const p of pipelines) {
+      this.lastStatus = await this.runPipeline(p);
+      if (this.exitRequested !== undefined) return;
+    }
+  }
+
+  /** Tab completion: command names first, then paths via fs.list. */
+  complete(line: string, commandNames: string[], cb: (err: null, result: [string[], string]) => void): void {
+    const segment = line.slice(Math.max(line.lastIndexOf('|'), line.lastIndexOf(';')) + 1);
+    const words = segment.replace(/^\s+/, '').split(/\s+/);
+    const word = words[words.length - 1] ?? '';
+    if (words.length <= 1) {
+      const hits = commandNames.filter((c) => c.startsWith(word)).sort();
+      cb(null, [hits.length === 1 ? [`${hits[0] ?? ''} `] : hits, word]);
+      return;
+    }
+    const slash = word.lastIndexOf('/');
+    const dirPart = slash < 0 ? '' : word.slice(0, slash + 1);
+    const base = slash < 0 ? word : word.slice(slash + 1);
+    const dir = dirPart === '' ? this.cwd : this.resolve(dirPart);
+    this.caller.call('fs.list', { path: dir }).then(
+      (listing) => {
+        const hits = listing.entries
+          .filter((e) => e.name.startsWith(base) && (base.startsWith('.') || !e.name.startsWith('.')))
+          .map((e) => `${dirPart}${e.name}${e.is_dir ? '/' : ''}`);
+        const only = hits[0];
+        cb(null, [hits.length === 1 && only !== undefined && !only.endsWith('/') ? [`${only} `] : hits, word]);
+      },
+      () => cb(null, [[], word]),
+    );
+  }
+}
+
+function ask(rl: readline.Interface, question: string): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const onClose = () => resolve(undefined);
+    rl.once('close', onClose);
+    rl.question(question, (answer) => {
+      rl.off('close', onClose);
+      resolve(answer.trim());
+    });
+  });
+}
+
+/**
+ * First run: no user but root exists. Offers to create the first admin and prints its token once;
+ * the session then continues as that admin.
+ */
+async function offerBootstrap(session: ShellSession, rl: readline.Interface, creds: Creds, conn: Connection, url: string | undefined): Promise<void> {
+  const health = await session.caller.call('sys.health', {}).catch(() => undefined);
+  if (!health?.needs_bootstrap) return;
+  process.stdout.write('This filesystem has no users yet.\n');
+  const yes = await ask(rl, 'Create the first admin user now? [Y/n] ');
+  if (yes === undefined || /^n/i.test(yes)) {
+    process.stdout.write('Continuing as root.\n');
+    return;
+  }
+  for (;;) {
+    const name = await ask(rl, 'Admin user name: ');
+    if (name === undefined || name === '') {
+      process.stdout.write('Continuing as root.\n');
+      return;
+    }
+    try {
+      const r = await session.caller.call('auth.bootstrap', { username: name });
+      process.stdout.write(`Created admin ${r.username} (uid ${r.uid}).\nAPI token (shown once; keep it somewhere safe):\n${r.token}\n`);
+      const next: Creds = { ...creds, authorization: `Bearer ${r.token}` };
+      const reopened = url === undefined ? await openConnection(next) : await openConnection(next, url);
+      conn.close();
+      Object.assign(conn, reopened);
+      session.caller = reopened.caller;
+      return;
+    } catch (err) {
+      process.stderr.write(errorLine(err, 'mdvfs'));
+    }
+  }
+}
+
+/** Runs the interactive shell until Ctrl-D or `exit`; returns the exit status. */
+export async function runShell(identity: IdentityOptions): Promise<number> {
+  const { creds, url } = resolveIdentity(identity);
+  const conn = await openConnection(creds, url);
+  const session = new ShellSession(conn.caller, conn.remote);
+  const tty = process.stdin.isTTY === true;
+  const names = (() => {
+    const probe = new Command('');
+    const host: CommandHost = { interactive: true, action: (cmd) => cmd };
+    registerAll(probe, host);
+    registerShellBuiltins(probe, host, session);
+    return [...probe.commands.map((c) => c.name()), 'help'];
+  })();
+  const rl = readline.createInterface({
+    input: process.stdin,
+    output: process.stdout,
+    terminal: tty,
+    historySize: 1000,
+    removeHistoryDuplicates: true,
+    completer: (line: string, cb: (err: null, result: [string[], string]) => void) => session.complete(line, names, cb),
+  });
+  session.rl = rl;
+  try {
+    if (tty && creds.authorization === undefined) await offerBootstrap(session, rl, creds, conn, url);
+    await session.identify();
+  } catch (err) {
+    process.stderr.write(errorLine(err, 'mdvfs'));
+    rl.close();
+    conn.close();
+    return 1;
+  }
+  if (tty) process.stdout.write(`mdvfs shell: type 'help' for commands, Ctrl-D to leave.\n`);
+
+  return new Promise<number>((resolve) => {
+    const pending: string[] = [];
+    let busy = false;
+    let closed = false;
+    let finished = false;
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      conn.close();
+      resolve(session.exitRequested ?? 0);
+    };
+    const showPrompt = () => {
+      if (!tty) {
+        rl.resume();
+        return;
+      }
+      if (!session.terminal.atLineStart) session.terminal.write('\n');
+      rl.setPrompt(session.prompt());
+      rl.prompt();
+    };
+    const pump = async () => {
+      if (busy) return;
+      busy = true;
+      rl.pause();
+      while (pending.length > 0 && session.exitRequested === undefined) {
+        const line = pending.shift() as string;
+        await session.runLine(line);
+      }
+      busy = false;
+      if (session.exitRequested !== undefined) {
+        rl.close();
+        finish();
+      } else if (closed) finish();
+      else showPrompt();
+    };
+    rl.on('line', (line) => {
+      pending.push(line);
+      void pump();
+    });
+    rl.on('SIGINT', () => {
+      // Ctrl-C abandons the line being typed and keeps the shell, like bash.
+      rl.write(null, { ctrl: true, name: 'e' });
+      rl.write(null, { ctrl: true, name: 'u' });
+      process.stdout.write('^C\n');
+      session.terminal.atLineStart = true;
+      showPrompt();
+    });
+    rl.on('close', () => {
+      closed = true;
+      if (tty && session.exitRequested === undefined) process.stdout.write('\n');
+      if (!busy) finish();
+    });
+    showPrompt();
+  });
+}
