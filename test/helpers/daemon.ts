@@ -6,6 +6,7 @@
  *   await p.alice.call('fs.write', { path: 'a.md' }, { data: Buffer.from('x') });
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,6 +16,8 @@ import { socketPathFor } from '../../daemon/rpc/connect.js';
 
 export const ROOT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = path.join(ROOT_DIR, 'dist', 'cli', 'main.js');
+/** The daemon's own entry point: the same `runDaemon` as `mdvfs daemon`, without loading the whole CLI. */
+export const DAEMON_ENTRY = path.join(ROOT_DIR, 'dist', 'daemon', 'main.js');
 
 interface Teardown {
   teardown(fn: () => void | Promise<void>): void;
@@ -49,12 +52,12 @@ async function waitForSocket(sock: string, proc: ChildProcess, err: () => string
   }
 }
 
-/** Starts `node dist/cli/main.js daemon` on a fresh data dir; stops it and removes the dir at teardown. */
+/** Starts the daemon (`dist/daemon/main.js`, what `mdvfs daemon` runs) on a fresh data dir; stops it and removes the dir at teardown. */
 export async function spawnDaemon(t: Teardown, extraEnv: NodeJS.ProcessEnv = {}, dataDir = tempDir()): Promise<TestDaemon> {
   const env = { ...process.env, SERVICE_DATA_DIR: dataDir, ...extraEnv };
   let errText = '';
   const start = () => {
-    const p = spawn(process.execPath, [CLI, 'daemon'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const p = spawn(process.execPath, [DAEMON_ENTRY], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     p.stderr!.on('data', (b: Buffer) => (errText += b.toString()));
     return p;
   };
@@ -132,3 +135,34 @@ export async function readText(c: Caller, p: string): Promise<string> {
 export function cleanup(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
 }
+
+/**
+ * Everything observable about a subtree, as root sees it: every entry's stat (mode, owners, size,
+ * times, content etag, link target) in name order. Two equal snapshots mean nothing changed.
+ */
+export async function treeSnapshot(root: Caller, dir = '/'): Promise<string> {
+  const out: string[] = [];
+  const walk = async (p: string): Promise<void> => {
+    const l = await root.call('fs.list', { path: p });
+    for (const e of l.entries) {
+      const child = p === '/' ? `/${e.name}` : `${p}/${e.name}`;
+      const s = await root.call('fs.stat', { path: child, nofollow: true });
+      out.push(JSON.stringify([child, s.kind, s.mode, s.uid, s.gid, s.size, s.etag ?? null, s.target ?? null, s.mtime_ns, s.ctime_ns, s.inode_id]));
+      if (e.is_dir) await walk(child);
+    }
+  };
+  const top = await root.call('fs.stat', { path: dir, nofollow: true });
+  out.push(JSON.stringify([dir, top.kind, top.mode, top.uid, top.gid, top.mtime_ns, top.ctime_ns]));
+  if (top.kind === 'directory') await walk(dir);
+  return out.join('\n');
+}
+
+/** Users, groups and workspaces as root sees them. */
+export async function authSnapshot(root: Caller): Promise<string> {
+  const u = await root.call('admin.userList', {});
+  const g = await root.call('admin.groupList', {});
+  const w = await root.call('ws.list', {});
+  return JSON.stringify([u, g, w]);
+}
+
+export const sha256 = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
