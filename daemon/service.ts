@@ -47,7 +47,8 @@ export function toStat(n: Node): Stat {
     mode: formatMode(n.mode),
     uid: n.uid,
     gid: n.gid,
-    nlink: n.kind === 'directory' ? 2 + [...n.children.values()].filter((c) => c.kind === 'directory').length : 1,
+    // 1 for directories means "not counted" (as on btrfs): find's leaf optimisation stays off, stat stays O(1)
+    nlink: 1,
     created: secs(n.btime),
     modified: secs(n.mtime),
     changed: secs(n.ctime),

@@ -73,7 +73,7 @@ export class Registry {
     this.putUser({ uid: 0, name: 'root', gid: 0, isAgent: false, tokenHash: null, created: now() });
     this.putGroup({ gid: 0, name: 'root', members: new Set() });
     this.putGroup({ gid: WHEEL_GID, name: 'wheel', members: new Set([ROOT_UID]) });
-    this.dirty = true;
+    this.touched();
   }
 
   // ---------- loading ----------
@@ -124,11 +124,29 @@ export class Registry {
     return g.gid;
   }
 
+  private principals = new Map<number, Principal>();
+  private principalsAt = -1;
+  private version = 0;
+
   /** The principal of a user: primary group first, then supplementary groups in gid order. */
   principal(u: UserRow): Principal {
+    if (this.principalsAt !== this.version) {
+      this.principals.clear();
+      this.principalsAt = this.version;
+    }
+    const cached = this.principals.get(u.uid);
+    if (cached !== undefined && cached.name === u.name) return cached;
     const groups = new Set<number>([u.gid]);
     for (const g of [...this.groups.values()].sort((a, b) => a.gid - b.gid)) if (g.members.has(u.uid)) groups.add(g.gid);
-    return { uid: u.uid, gid: u.gid, groups, name: u.name, home: u.uid === ROOT_UID ? '/' : `/home/${u.name}`, isAgent: u.isAgent };
+    const p: Principal = { uid: u.uid, gid: u.gid, groups, name: u.name, home: u.uid === ROOT_UID ? '/' : `/home/${u.name}`, isAgent: u.isAgent };
+    this.principals.set(u.uid, p);
+    return p;
+  }
+
+  /** Marks the registry changed: persisted in the next batch, cached principals rebuilt. */
+  private touched(): void {
+    this.dirty = true;
+    this.version++;
   }
 
   rootPrincipal(): Principal {
@@ -206,7 +224,7 @@ export class Registry {
     this.putGroup({ gid, name, members: new Set() });
     const u: UserRow = { uid: this.nextUid++, name, gid, isAgent, tokenHash: null, created: now() };
     this.putUser(u);
-    this.dirty = true;
+    this.touched();
     return u;
   }
 
@@ -224,7 +242,7 @@ export class Registry {
       this.groupByName.delete(personal.name);
     }
     for (const [h, t] of this.wsTokens) if (t.agentUid === u.uid) this.wsTokens.delete(h);
-    this.dirty = true;
+    this.touched();
     return u;
   }
 
@@ -236,7 +254,7 @@ export class Registry {
     const token = newSecret('mdvfs_');
     u.tokenHash = hashSecret(token);
     this.userByToken.set(u.tokenHash, u);
-    this.dirty = true;
+    this.touched();
     return token;
   }
 
@@ -244,7 +262,7 @@ export class Registry {
     this.checkNewName(name, 'groupadd');
     const g: GroupRow = { gid: this.nextGid++, name, members: new Set() };
     this.putGroup(g);
-    this.dirty = true;
+    this.touched();
     return g;
   }
 
@@ -254,7 +272,7 @@ export class Registry {
     const g = this.groupByName.get(groupName);
     if (g === undefined) throw new VfsError('ENOENT', 'usermod', undefined, `no such group: ${groupName}`);
     g.members.add(u.uid);
-    this.dirty = true;
+    this.touched();
     return g;
   }
 
@@ -266,7 +284,7 @@ export class Registry {
     if (u.gid === g.gid) throw new VfsError('EINVAL', 'usermod', undefined, 'a user cannot leave their primary group');
     if (u.uid === ROOT_UID && g.gid === WHEEL_GID) throw new VfsError('EPERM', 'usermod', undefined, 'root stays in wheel');
     g.members.delete(u.uid);
-    this.dirty = true;
+    this.touched();
     return g;
   }
 
@@ -280,7 +298,7 @@ export class Registry {
     if (name.trim() === '' || name.length > 200) throw new VfsError('EINVAL', 'workspace', undefined, 'a workspace needs a name of 1 to 200 characters');
     const w: WorkspaceRow = { id: randomUUID(), name, root, ownerUid, created: now() };
     this.workspaces.set(w.id, w);
-    this.dirty = true;
+    this.touched();
     return w;
   }
 
@@ -297,7 +315,7 @@ export class Registry {
     if (!agent.isAgent) throw new VfsError('EINVAL', 'workspace token', undefined, 'agent_token must belong to an agent user');
     const secret = newSecret('mdvfsws_');
     this.wsTokens.set(hashSecret(secret), { hash: hashSecret(secret), workspaceId: w.id, name, agentUid: agent.uid, created: now() });
-    this.dirty = true;
+    this.touched();
     return secret;
   }
 }
