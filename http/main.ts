@@ -1,4 +1,74 @@
-/** `mdvfs http`: the HTTP sidecar alone (implemented in the REST issue). */
+/**
+ * `mdvfs http`: the HTTP sidecar (REST + MCP) for the daemon of SERVICE_DATA_DIR.
+ * Standalone it starts a background daemon when none runs; under `mdvfs serve` (an IPC channel
+ * to the parent) it only connects, because serve owns the daemon. If the daemon connection closes
+ * the sidecar exits non-zero, and serve restarts it.
+ */
+import type { AddressInfo } from 'node:net';
+import type { DaemonClient } from '../daemon/rpc/client.js';
+import { connectDaemon, defaultDataDir } from '../daemon/rpc/connect.js';
+import { createApp, stderrLog } from './app.js';
+import { formatListen, maxFileSizeFromEnv, parseListen, type ListeningMessage } from './listen.js';
+
+async function connectUnderServe(dataDir: string): Promise<DaemonClient> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      return await connectDaemon({ dataDir, spawn: false });
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
 export async function runHttp(): Promise<void> {
-  throw new Error('mdvfs http is not implemented yet');
+  const dataDir = defaultDataDir();
+  const listen = parseListen(process.env.SERVICE_LISTEN);
+  const maxFileSize = maxFileSizeFromEnv();
+  const underServe = typeof process.send === 'function';
+  const client = underServe ? await connectUnderServe(dataDir) : await connectDaemon({ dataDir });
+
+  let stopping = false;
+  client.on('close', () => {
+    if (stopping) return;
+    stderrLog({ level: 'error', msg: 'connection to the daemon closed; exiting' });
+    process.exit(1);
+  });
+
+  const app = createApp(client, { listen: formatListen(listen), maxFileSize });
+  const server = app.listen(listen.port, listen.host);
+  server.on('error', (err: NodeJS.ErrnoException) => {
+    process.stderr.write(`mdvfs http: cannot listen on ${formatListen(listen)}: ${err.code ?? err.message}\n`);
+    process.exit(1);
+  });
+  server.on('listening', () => {
+    const addr = server.address() as AddressInfo;
+    if (underServe) {
+      const msg: ListeningMessage = { type: 'listening', host: listen.host, port: addr.port };
+      process.send?.(msg);
+    } else {
+      process.stderr.write(`mdvfs: http listening on http://${formatListen({ host: listen.host, port: addr.port })} (data: ${dataDir})\n`);
+    }
+  });
+
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    server.close(() => {
+      client.close();
+      process.exit(0);
+    });
+    server.closeIdleConnections();
+    // In-flight requests get a moment to finish; their writes are acknowledged by the daemon either way.
+    setTimeout(() => {
+      server.closeAllConnections();
+      client.close();
+      process.exit(0);
+    }, 2000).unref();
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  // Under serve: if serve itself dies (even by SIGKILL), the IPC channel closes and we stop too.
+  if (underServe) process.on('disconnect', stop);
 }

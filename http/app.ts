@@ -1,0 +1,115 @@
+/**
+ * The REST app: CORS, request log, the routes of the contract, MCP at /mcp, JSON errors.
+ * Every route is one call into the daemon with the caller's raw credentials; the daemon
+ * authenticates and checks permissions.
+ */
+import { randomUUID } from 'node:crypto';
+import express, { type Express, type RequestHandler } from 'express';
+import type { DaemonClient } from '../daemon/rpc/client.js';
+import { mountMcp } from '../mcp/http.js';
+import { errorHandler, notFound } from './errors.js';
+import { openApiDocument } from './openapi.js';
+import { Registrar, sendJson, type RouteContext } from './request.js';
+import { registerAdmin } from './routes/admin.js';
+import { registerAuth } from './routes/auth.js';
+import { registerFs } from './routes/fs.js';
+import { registerSearch } from './routes/search.js';
+import { registerVcs } from './routes/vcs.js';
+import { registerWorkspaces } from './routes/workspaces.js';
+
+export interface AppOptions {
+  /** host:port the server listens on (for MCP's Host check and the OpenAPI server URL). */
+  listen: string;
+  /** SERVICE_MAX_FILE_SIZE (bytes). */
+  maxFileSize?: number;
+  /** One structured line per call; defaults to JSON on stderr. */
+  log?: (fields: Record<string, unknown>) => void;
+}
+
+export const DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024;
+
+export function stderrLog(fields: Record<string, unknown>): void {
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'info', ...fields })}\n`);
+}
+
+const ALLOW_HEADERS = 'Authorization, Content-Type, X-Service-Type, X-Service-Workspace, X-Service-On-Behalf-Of, If-Match, If-None-Match, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, X-Request-Id';
+const EXPOSE_HEADERS = 'ETag, X-Request-Id, Mcp-Session-Id, Allow';
+
+/** Permissive CORS (the contract's hosted deployment); preflights answer 204 on any path. */
+const cors: RequestHandler = (req, res, next) => {
+  res.setHeader('Access-Control-Allow-Origin', '*');
+  res.setHeader('Access-Control-Expose-Headers', EXPOSE_HEADERS);
+  if (req.method === 'OPTIONS') {
+    res.setHeader('Access-Control-Allow-Methods', 'GET, HEAD, PUT, POST, DELETE, OPTIONS');
+    res.setHeader('Access-Control-Allow-Headers', ALLOW_HEADERS);
+    res.setHeader('Access-Control-Max-Age', '600');
+    res.status(204).end();
+    return;
+  }
+  next();
+};
+
+/**
+ * A request id (the client's X-Request-Id if it is sane, else a UUID) and one log line when the
+ * response is done. Security: never logs headers, so Authorization values cannot leak.
+ */
+function requestLog(log: (fields: Record<string, unknown>) => void): RequestHandler {
+  return (req, res, next) => {
+    const given = req.get('x-request-id');
+    const reqId = given !== undefined && /^[\w.:-]{1,100}$/.test(given) ? given : randomUUID();
+    res.locals.reqId = reqId;
+    res.setHeader('X-Request-Id', reqId);
+    const start = process.hrtime.bigint();
+    res.once('close', () => {
+      const fields: Record<string, unknown> = {
+        req_id: reqId,
+        method: req.method,
+        path: req.originalUrl.length > 2000 ? `${req.originalUrl.slice(0, 2000)}…` : req.originalUrl,
+        status: res.statusCode,
+        ms: Number(process.hrtime.bigint() - start) / 1e6,
+        bytes: Number(res.getHeader('content-length') ?? 0),
+      };
+      if (res.locals.errorCode !== undefined) fields.code = res.locals.errorCode;
+      if (!res.writableFinished) fields.aborted = true;
+      log(fields);
+    });
+    next();
+  };
+}
+
+/** The express app for one daemon connection. */
+export function createApp(client: DaemonClient, opts: AppOptions): Express {
+  const log = opts.log ?? stderrLog;
+  const ctx: RouteContext = { client, maxFileSize: opts.maxFileSize ?? DEFAULT_MAX_FILE_SIZE };
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false); // ETags are the daemon's content ids, set by the fs routes
+  app.set('query parser', 'simple');
+
+  app.use(requestLog(log));
+  app.use(cors);
+  app.use((_req, res, next) => {
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    next();
+  });
+
+  const router = express.Router({ caseSensitive: true, strict: false });
+  const r = new Registrar(router);
+  registerAuth(r, ctx);
+  registerAdmin(r, ctx);
+  registerWorkspaces(r, ctx);
+  registerFs(r, ctx);
+  registerSearch(r, ctx);
+  registerVcs(r, ctx);
+  r.add('get', '/openapi.json', async (req, res) => {
+    sendJson(res, openApiDocument(`${req.protocol}://${req.get('host') ?? opts.listen}`));
+  });
+  r.addMethodNotAllowed();
+  app.use(router);
+
+  mountMcp(app, client, { listen: opts.listen });
+
+  app.use(notFound);
+  app.use(errorHandler(log));
+  return app;
+}

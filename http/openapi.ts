@@ -1,0 +1,157 @@
+/**
+ * The OpenAPI 3.1 description served at `/openapi.json`. Every operation names the express route
+ * that serves it (`x-express-path`), and a test checks both directions: every registered route is
+ * described and every described operation is registered.
+ */
+
+type Json = Record<string, unknown>;
+
+const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: Json, description = 'success'): Json => ({ description, content: { 'application/json': { schema } } });
+const text = (description: string, type = 'text/plain'): Json => ({ description, content: { [type]: { schema: { type: 'string' } } } });
+const errors = (...statuses: number[]): Json =>
+  Object.fromEntries(statuses.map((s) => [String(s), { $ref: `#/components/responses/E${s}` }]));
+const q = (name: string, description: string, schema: Json = { type: 'string' }, required = false): Json => ({ name, in: 'query', required, description, schema });
+const p = (name: string, description: string): Json => ({ name, in: 'path', required: true, description, schema: { type: 'string' } });
+const body = (properties: Json, required: string[]): Json => ({
+  required: true,
+  content: { 'application/json': { schema: { type: 'object', properties, required, additionalProperties: true } } },
+});
+const bool = { type: 'boolean' };
+const str = { type: 'string' };
+const int = { type: 'integer' };
+
+interface Op {
+  method: 'get' | 'post' | 'put' | 'delete';
+  /** The express route path that serves this operation. */
+  express: string;
+  /** The OpenAPI path(s): a wildcard route is described once for the home (`/fs/`) and once with `{path}`. */
+  paths: string[];
+  spec: Json;
+}
+
+const fsPathParam = p('path', 'File path; may contain `/`. `notes/a.md` is relative to the caller\'s home; a leading `/` (written `//` or `%2F` after the prefix) makes it absolute.');
+const common = [400, 401, 403, 404, 500];
+
+const ops: Op[] = [
+  { method: 'get', express: '/health', paths: ['/health'], spec: { summary: 'Service health (no credentials needed)', security: [], responses: { '200': json(ref('Health')), ...errors(500) } } },
+  { method: 'post', express: '/auth/login', paths: ['/auth/login'], spec: { summary: 'Check a user name and return its identity (groups are gids, primary first)', requestBody: body({ username: str }, ['username']), responses: { '200': json(ref('WhoAmI')), ...errors(400, 401, 404, 500) } } },
+  { method: 'get', express: '/auth/whoami', paths: ['/auth/whoami'], spec: { summary: 'The authenticated caller', responses: { '200': json(ref('WhoAmI')), ...errors(401, 403, 500) } } },
+  { method: 'post', express: '/auth/bootstrap', paths: ['/auth/bootstrap'], spec: { summary: 'Create the first admin (wheel) user and return its token; only while no user but root exists', requestBody: body({ username: str }, ['username']), responses: { '200': json({ type: 'object', properties: { username: str, uid: int, token: str } }), ...errors(400, 401, 409, 500) } } },
+
+  { method: 'get', express: '/admin/users', paths: ['/admin/users'], spec: { summary: 'List users (never tokens)', responses: { '200': json({ type: 'object', properties: { users: { type: 'array', items: ref('User') } } }), ...errors(401, 403, 500) } } },
+  { method: 'post', express: '/admin/users', paths: ['/admin/users'], spec: { summary: 'Create a user or agent', requestBody: body({ name: str, is_agent: bool }, ['name']), responses: { '200': json(ref('User')), ...errors(400, 401, 403, 409, 500) } } },
+  { method: 'delete', express: '/admin/users/:name', paths: ['/admin/users/{name}'], spec: { summary: 'Delete a user', parameters: [p('name', 'user name')], responses: { '200': json({ type: 'object', properties: { deleted: str } }), ...errors(400, 401, 403, 404, 500) } } },
+  { method: 'post', express: '/admin/users/:name/tokens', paths: ['/admin/users/{name}/tokens'], spec: { summary: 'Issue or regenerate the user\'s token; the raw token is shown only in this response', parameters: [p('name', 'user name')], responses: { '200': json({ type: 'object', properties: { name: str, token: str } }), ...errors(400, 401, 403, 404, 500) } } },
+  { method: 'get', express: '/admin/groups', paths: ['/admin/groups'], spec: { summary: 'List groups', responses: { '200': json({ type: 'object', properties: { groups: { type: 'array', items: ref('Group') } } }), ...errors(401, 403, 500) } } },
+  { method: 'post', express: '/admin/groups', paths: ['/admin/groups'], spec: { summary: 'Create a group', requestBody: body({ name: str }, ['name']), responses: { '200': json(ref('Group')), ...errors(400, 401, 403, 409, 500) } } },
+  { method: 'post', express: '/admin/users/:name/groups/:group', paths: ['/admin/users/{name}/groups/{group}'], spec: { summary: 'Add a user to a group', parameters: [p('name', 'user name'), p('group', 'group name')], responses: { '200': json(ref('Group')), ...errors(400, 401, 403, 404, 500) } } },
+  { method: 'delete', express: '/admin/users/:name/groups/:group', paths: ['/admin/users/{name}/groups/{group}'], spec: { summary: 'Remove a user from a group', parameters: [p('name', 'user name'), p('group', 'group name')], responses: { '200': json(ref('Group')), ...errors(400, 401, 403, 404, 500) } } },
+  { method: 'post', express: '/admin/chmod{/*path}', paths: ['/admin/chmod/{path}'], spec: { summary: 'chmod (owner, wheel or root)', parameters: [fsPathParam], requestBody: body({ mode: { type: 'string', pattern: '^[0-7]{1,4}$' } }, ['mode']), responses: { '200': json({ type: 'object', properties: { path: str, mode: str } }), ...errors(...common) } } },
+  { method: 'post', express: '/admin/chown{/*path}', paths: ['/admin/chown/{path}'], spec: { summary: 'chown (only root gives files to another user; owners may chgrp to their own groups)', parameters: [fsPathParam], requestBody: body({ owner: str, group: str }, []), responses: { '200': json({ type: 'object', properties: { path: str, uid: int, gid: int } }), ...errors(...common) } } },
+
+  { method: 'get', express: '/workspaces', paths: ['/workspaces'], spec: { summary: 'List workspaces', responses: { '200': json({ type: 'object', properties: { workspaces: { type: 'array', items: ref('Workspace') } } }), ...errors(401, 403, 500) } } },
+  { method: 'post', express: '/workspaces', paths: ['/workspaces'], spec: { summary: 'Create a workspace rooted at an absolute path', requestBody: body({ name: str, root_path: str }, ['name', 'root_path']), responses: { '200': json(ref('Workspace')), ...errors(...common, 409) } } },
+  { method: 'post', express: '/workspaces/:id/tokens', paths: ['/workspaces/{id}/tokens'], spec: { summary: 'Issue a workspace secret against an existing agent token; use it as `Bearer <secret>` with `X-Service-Workspace: <id>`', parameters: [p('id', 'workspace UUID')], requestBody: body({ name: str, agent_token: str }, ['name', 'agent_token']), responses: { '200': json({ type: 'object', properties: { workspace_id: str, name: str, secret: str } }), ...errors(...common) } } },
+
+  {
+    method: 'get', express: '/fs{/*path}', paths: ['/fs/', '/fs/{path}'],
+    spec: {
+      summary: 'Read a file (raw bytes, ETag), list a directory (JSON), or stat (`?stat=true`)',
+      parameters: [q('stat', 'answer the stat record instead of the content', bool), q('nofollow', 'with stat: do not follow a final symlink', bool), { name: 'If-None-Match', in: 'header', required: false, schema: str, description: 'ETag; a match answers 304' }],
+      responses: {
+        '200': { description: 'file content, listing or stat record', headers: { ETag: { schema: str } }, content: { 'text/markdown': { schema: str }, 'text/plain': { schema: str }, 'application/octet-stream': { schema: { type: 'string', format: 'binary' } }, 'application/json': { schema: { oneOf: [ref('Listing'), ref('Stat')] } } } },
+        '304': { description: 'not modified' },
+        ...errors(...common),
+      },
+    },
+  },
+  {
+    method: 'put', express: '/fs{/*path}', paths: ['/fs/{path}'],
+    spec: {
+      summary: 'Write a file (raw body, any content type; parents created), or mkdir -p with `X-Service-Type: directory`, or a symlink with `X-Service-Type: symlink` (body = target)',
+      parameters: [
+        { name: 'X-Service-Type', in: 'header', required: false, schema: { type: 'string', enum: ['file', 'directory', 'symlink'] } },
+        { name: 'If-Match', in: 'header', required: false, schema: str, description: 'write only if the current ETag matches (else 412)' },
+        { name: 'If-None-Match', in: 'header', required: false, schema: { type: 'string', enum: ['*'] }, description: 'create only (else 412)' },
+        q('mode', 'octal mode for a new file or directory', { type: 'string', pattern: '^[0-7]{1,4}$' }),
+      ],
+      requestBody: { required: false, content: { '*/*': { schema: { type: 'string', format: 'binary' } } } },
+      responses: { '200': json({ oneOf: [ref('WriteResult'), { type: 'object', properties: { path: str, created: bool } }, { type: 'object', properties: { path: str, target: str } }] }), ...errors(...common, 409, 412, 413) },
+    },
+  },
+  { method: 'delete', express: '/fs{/*path}', paths: ['/fs/{path}'], spec: { summary: 'Delete a file, an empty directory, or a subtree with `?recursive=true` (all-or-nothing)', parameters: [q('recursive', 'delete a non-empty directory', bool)], responses: { '200': json({ type: 'object', properties: { path: str, deleted: int } }), ...errors(...common, 409) } } },
+  { method: 'post', express: '/fs{/*path}', paths: ['/fs/{path}'], spec: { summary: 'Copy or move: `?op=copy|move&dst=<path>`', parameters: [q('op', 'copy or move', { type: 'string', enum: ['copy', 'move'] }, true), q('dst', 'destination path (resolved like the source)', str, true), q('overwrite', 'replace an existing destination', bool), q('recursive', 'copy: include subdirectories (default true)', bool)], responses: { '200': json({ type: 'object', properties: { src: str, dst: str } }), ...errors(...common, 409) } } },
+
+  { method: 'get', express: '/search/grep', paths: ['/search/grep'], spec: { summary: 'Regex search over file contents (JavaScript RegExp; bounded in time)', parameters: [q('pattern', 'regular expression', str, true), q('path', 'file or directory (default home)'), q('recursive', 'include subdirectories', bool), q('ignore_case', 'case-insensitive', bool), q('max_results', 'stop after this many matches', int)], responses: { '200': json(ref('GrepResult')), ...errors(...common) } } },
+  { method: 'get', express: '/search/find', paths: ['/search/find'], spec: { summary: 'Find by name (glob)', parameters: [q('path', 'directory to search (default home)'), q('name', 'glob on the entry name, e.g. `*.md`'), q('type', 'f, d or l', { type: 'string', enum: ['f', 'd', 'l'] })], responses: { '200': json({ type: 'object', properties: { results: { type: 'array', items: str }, count: int } }), ...errors(...common) } } },
+  { method: 'get', express: '/tree{/*path}', paths: ['/tree', '/tree/{path}'], spec: { summary: 'Directory tree like the Unix `tree` command', parameters: [q('depth', 'maximum depth', int), q('format', 'text (default) or json', { type: 'string', enum: ['text', 'json'] })], responses: { '200': text('tree view'), ...errors(...common) } } },
+
+  { method: 'post', express: '/vcs/commit', paths: ['/vcs/commit'], spec: { summary: 'Commit the working tree', requestBody: body({ message: str }, ['message']), responses: { '200': json(ref('Commit')), ...errors(400, 401, 403, 500) } } },
+  { method: 'get', express: '/vcs/log', paths: ['/vcs/log'], spec: { summary: 'Commits, newest first', parameters: [q('path', 'only commits touching this path'), q('limit', 'at most this many', int)], responses: { '200': json({ type: 'object', properties: { commits: { type: 'array', items: ref('Commit') } } }), ...errors(400, 401, 403, 500) } } },
+  { method: 'post', express: '/vcs/revert', paths: ['/vcs/revert'], spec: { summary: 'Restore a commit\'s snapshot as a new commit (uncommitted changes are committed first)', requestBody: body({ hash: str }, ['hash']), responses: { '200': json({ type: 'object', properties: { hash: str, reverted_to: str, saved: { type: ['string', 'null'] }, commit: ref('Commit') } }), ...errors(...common, 409) } } },
+  { method: 'get', express: '/vcs/status', paths: ['/vcs/status'], spec: { summary: 'Changes since the last commit (plain text; `?format=json` for JSON)', parameters: [q('format', 'text or json', { type: 'string', enum: ['text', 'json'] })], responses: { '200': { description: 'status', content: { 'text/plain': { schema: str }, 'application/json': { schema: ref('Status') } } }, ...errors(400, 401, 403, 500) } } },
+  { method: 'get', express: '/vcs/diff', paths: ['/vcs/diff'], spec: { summary: 'Unified diff between commits or against the working tree', parameters: [q('from', 'commit prefix (default HEAD)'), q('to', 'commit prefix (default the working tree)'), q('path', 'limit to this path'), q('format', 'text or json', { type: 'string', enum: ['text', 'json'] })], responses: { '200': text('unified diff', 'text/x-diff'), ...errors(...common) } } },
+
+  { method: 'get', express: '/openapi.json', paths: ['/openapi.json'], spec: { summary: 'This document', security: [], responses: { '200': json({ type: 'object' }) } } },
+];
+
+const schemas: Json = {
+  Error: { type: 'object', required: ['error', 'code'], properties: { error: str, code: { type: 'string', description: 'ENOENT, EACCES, EEXIST, EINVAL, EAUTH, ...' } } },
+  Health: { type: 'object', properties: { status: str, version: str, uptime: { type: 'number' }, inodes: int, commits: int, objects: int, needs_bootstrap: bool } },
+  WhoAmI: { type: 'object', properties: { user: str, username: str, uid: int, gid: int, groups: { type: 'array', items: int, description: 'gids, primary first' }, home: str, is_agent: bool, is_admin: bool, on_behalf_of: str, workspace: ref('Workspace') } },
+  User: { type: 'object', properties: { name: str, uid: int, gid: int, groups: { type: 'array', items: int }, home: str, is_agent: bool, is_admin: bool, has_token: bool } },
+  Group: { type: 'object', properties: { name: str, gid: int, members: { type: 'array', items: str } } },
+  Workspace: { type: 'object', properties: { id: { type: 'string', format: 'uuid' }, name: str, root_path: str, owner: str, created: int } },
+  DirEntry: { type: 'object', properties: { name: str, is_dir: bool, is_symlink: bool, mode: { type: 'string', pattern: '^[0-7]{4}$' }, uid: int, gid: int, size: int, modified: int } },
+  Listing: { type: 'object', properties: { path: str, entries: { type: 'array', items: ref('DirEntry') } } },
+  Stat: { type: 'object', properties: { path: str, inode_id: int, kind: { type: 'string', enum: ['file', 'directory', 'symlink'] }, size: int, mode: str, uid: int, gid: int, created: int, modified: int, etag: str, target: str } },
+  WriteResult: { type: 'object', properties: { path: str, size: int, etag: str } },
+  GrepResult: { type: 'object', properties: { results: { type: 'array', items: { type: 'object', properties: { file: str, line_num: int, line: str } } }, count: int, truncated: bool } },
+  Commit: { type: 'object', properties: { hash: str, message: str, author: str, on_behalf_of: str, timestamp: int, parent: { type: ['string', 'null'] }, changes: int } },
+  Status: { type: 'object', properties: { added: { type: 'array', items: str }, modified: { type: 'array', items: str }, deleted: { type: 'array', items: str }, clean: bool, head: { type: ['string', 'null'] }, text: str } },
+};
+
+const responses: Json = Object.fromEntries(
+  [
+    [400, 'bad request (EINVAL, ENOTDIR, EISDIR, ...)'],
+    [401, 'missing or invalid credentials (EAUTH)'],
+    [403, 'permission denied (EACCES, EPERM)'],
+    [404, 'not found (ENOENT)'],
+    [409, 'conflict (EEXIST, ENOTEMPTY)'],
+    [412, 'precondition failed (EPRECOND)'],
+    [413, 'body too large (EFBIG)'],
+    [500, 'internal error (EIO)'],
+  ].map(([s, d]) => [`E${s}`, { description: d, content: { 'application/json': { schema: ref('Error') } } }]),
+);
+
+/** Builds the document; `server` is the base URL shown in it. */
+export function openApiDocument(server?: string): Json {
+  const paths: Record<string, Record<string, Json>> = {};
+  for (const op of ops) {
+    for (const path of op.paths) {
+      const item = (paths[path] ??= {});
+      const parameters = [...(path.includes('{path}') && !op.express.startsWith('/admin/') ? [fsPathParam] : []), ...((op.spec.parameters as Json[] | undefined) ?? [])];
+      item[op.method] = { ...op.spec, operationId: `${op.method}${path.replace(/[^a-zA-Z]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`, ...(parameters.length ? { parameters } : {}), 'x-express-path': op.express };
+    }
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'mdvfs',
+      version: '0.1.0',
+      description: 'A versioned markdown filesystem: files, Unix permissions, users and agents, commits, search, workspaces. Errors are JSON `{error, code}`. The MCP endpoint lives at `/mcp` (streamable HTTP) and is described by MCP itself.',
+    },
+    ...(server ? { servers: [{ url: server }] } : {}),
+    security: [{}, { user: [] }, { bearer: [] }],
+    paths,
+    components: {
+      schemas,
+      responses,
+      securitySchemes: {
+        user: { type: 'apiKey', in: 'header', name: 'Authorization', description: '`User <name>` (disabled by SERVICE_USER_AUTH=off)' },
+        bearer: { type: 'http', scheme: 'bearer', description: 'an API token; with `X-Service-Workspace: <uuid>`, a workspace secret' },
+      },
+    },
+  };
+}
