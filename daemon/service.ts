@@ -165,7 +165,7 @@ export class Service {
     // ---------- service ----------
     'sys.health': () => {
       const c = this.d.vfs.counts();
-      return { status: 'ok', version: VERSION, uptime: Math.floor((Date.now() - this.startedAt) / 1000), inodes: c.inodes, commits: this.d.vcs.countCommits(), objects: this.d.vfs.blobs.size + this.d.vcs.trees.size + this.d.vcs.countCommits(), needs_bootstrap: this.d.registry.needsBootstrap() };
+      return { status: 'ok', version: VERSION, uptime: Math.floor((Date.now() - this.startedAt) / 1000), inodes: c.inodes, commits: this.d.vcs.countCommits(), objects: this.d.vfs.blobs.size + this.d.vcs.countTrees() + this.d.vcs.countCommits(), needs_bootstrap: this.d.registry.needsBootstrap() };
     },
     'sys.ping': () => ({ pong: true, pid: process.pid }),
     'sys.subscribe': (ctx) => {
@@ -175,6 +175,7 @@ export class Service {
     },
     'sys.gc': async (ctx) => {
       requireAdmin(this.authenticate(ctx.creds), 'gc');
+      this.d.vcs.pruneTrees();
       const reachable = this.d.vcs.reachableBlobs();
       for (const id of [...this.d.vfs.blobs.inHistory]) if (!reachable.has(id)) this.d.vfs.blobs.inHistory.delete(id);
       const removed = this.d.vfs.blobs.sweep();

@@ -474,6 +474,25 @@ export class Vcs {
     return this.commits.size;
   }
 
+  /** Trees in the store; the in-memory map also caches trees of uncommitted working-tree states. */
+  countTrees(): number {
+    return this.persisted.size;
+  }
+
+  /**
+   * Drops cached trees that no commit holds (status and diff hash the working tree, and those
+   * states are garbage once it changes). A directory whose cached id is dropped re-hashes itself.
+   */
+  pruneTrees(): number {
+    let n = 0;
+    for (const id of [...this.trees.keys()]) {
+      if (id === this.emptyTree || this.persisted.has(id)) continue;
+      this.trees.delete(id);
+      n++;
+    }
+    return n;
+  }
+
   nowNs(): bigint {
     return nowNs();
   }
