@@ -1,0 +1,85 @@
+/**
+ * The mount acts as one principal and the daemon decides what it may do. Mounted as bob: alice's
+ * private files and read-only directories refuse him with EACCES, his own files appear owned by the
+ * local user running the mount. Bad credentials never produce a mount.
+ */
+import t from 'tap';
+import { mount, mountFailure, startDaemon } from '../helpers/fuse.js';
+
+const d = await startDaemon(t);
+const root = d.client;
+const alice = await root.call('admin.userAdd', { name: 'alice' });
+const bob = await root.call('admin.userAdd', { name: 'bob' });
+const asAlice = root.as({ authorization: 'User alice' });
+await asAlice.call('fs.write', { path: '/home/alice/private.md' }, { data: Buffer.from('secret\n') });
+await root.call('fs.mkdir', { path: '/shared', mode: '0755' });
+await root.call('fs.write', { path: '/shared/readme.md', mode: '0644' }, { data: Buffer.from('read me\n') });
+const localUid = process.getuid!();
+
+void t.test('mounted as bob', async (t) => {
+  const m = await mount(t, d, ['--user', 'bob']);
+
+  const cat = await m.sh('cat home/alice/private.md');
+  t.not(cat.code, 0, "reading alice's private file fails");
+  t.match(cat.stderr, /Permission denied/, 'with EACCES');
+  t.match((await m.sh('ls home/alice')).stderr, /Permission denied/, "listing alice's home fails with EACCES");
+
+  t.equal((await m.sh('cat shared/readme.md')).stdout, 'read me\n', 'a world-readable file reads fine');
+  const create = await m.sh('echo x > shared/new.md');
+  t.match(create.stderr, /Permission denied/, 'creating a file in a read-only directory fails with EACCES');
+  const append = await m.sh('echo x >> shared/readme.md');
+  t.match(append.stderr, /Permission denied/, "appending to root's 0644 file fails with EACCES");
+  t.match((await m.sh('mkdir shared/sub')).stderr, /Permission denied/);
+  t.match((await m.sh('rm shared/readme.md')).stderr, /Permission denied/);
+  t.match((await m.sh('mv shared/readme.md shared/moved.md')).stderr, /Permission denied/);
+  t.match((await m.sh('chmod 777 shared/readme.md')).stderr, /Operation not permitted|Permission denied/);
+  t.equal((await root.request('fs.read', { path: '/shared/readme.md' })).data.toString(), 'read me\n', 'nothing changed');
+  await t.rejects(root.call('fs.stat', { path: '/shared/new.md' }), { code: 'ENOENT' });
+
+  const mine = await m.sh('echo mine > home/bob/mine.md && stat -c "%u %g %a" home/bob/mine.md');
+  t.equal(mine.code, 0, 'bob writes in his home');
+  t.equal(mine.stdout, `${localUid} ${process.getgid!()} 644\n`, "bob's file appears owned by the local user");
+  const st = await root.call('fs.stat', { path: '/home/bob/mine.md' });
+  t.equal(st.uid, bob.uid, 'the daemon records bob as the owner');
+  t.equal((await m.sh('stat -c %u home/alice')).stdout, `${alice.uid}\n`, "alice's home shows alice's uid");
+  t.equal((await m.sh('test -w home/bob/mine.md && ! test -w shared/readme.md && echo ok')).stdout, 'ok\n', 'access(2) answers for bob');
+});
+
+void t.test('mounted with a token', async (t) => {
+  const { token } = await root.call('admin.token', { name: 'bob' });
+  const m = await mount(t, d, ['--token', token]);
+  t.notMatch(m.stderr(), token, 'the token is not logged');
+  t.match((await m.sh('cat home/alice/private.md')).stderr, /Permission denied/);
+  t.equal((await m.sh('echo t > home/bob/t.md')).code, 0);
+  t.equal((await root.call('fs.stat', { path: '/home/bob/t.md' })).uid, bob.uid);
+});
+
+void t.test('mounted as root on behalf of alice', async (t) => {
+  const m = await mount(t, d, ['--on-behalf-of', 'alice']);
+  t.equal((await m.sh('cat home/alice/private.md')).stdout, 'secret\n');
+  t.equal((await m.sh('echo new > home/alice/delegated.md')).code, 0);
+  t.equal((await root.call('fs.stat', { path: '/home/alice/delegated.md' })).uid, alice.uid, 'new files belong to the delegate');
+  t.match((await m.sh('ls home/bob')).stderr, /Permission denied/, 'and the delegate must be allowed too');
+});
+
+void t.test('read-only mount', async (t) => {
+  const m = await mount(t, d, ['--read-only']);
+  t.equal((await m.sh('cat shared/readme.md')).stdout, 'read me\n');
+  t.match((await m.sh('echo x > shared/ro.md')).stderr, /Read-only file system/);
+  t.match((await m.sh('echo x >> shared/readme.md')).stderr, /Read-only file system/);
+  t.match((await m.sh('rm shared/readme.md')).stderr, /Read-only file system/);
+  t.match((await m.sh('mkdir ro-dir')).stderr, /Read-only file system/);
+});
+
+void t.test('bad credentials: no mount, exit 1, a clear message', async (t) => {
+  const user = await mountFailure(t, d, ['--user', 'nosuchuser']);
+  t.equal(user.code, 1);
+  t.match(user.stderr, /cannot mount as user nosuchuser/);
+  const token = await mountFailure(t, d, ['--token', 'mdvfs_not_a_real_token']);
+  t.equal(token.code, 1);
+  t.match(token.stderr, /cannot mount as the given token/);
+  t.notMatch(token.stderr, /mdvfs_not_a_real_token/, 'the token is not echoed');
+  const both = await mountFailure(t, d, ['--user', 'bob', '--token', 'x']);
+  t.equal(both.code, 1);
+  t.match(both.stderr, /either --user or --token/);
+});

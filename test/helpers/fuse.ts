@@ -1,0 +1,168 @@
+/**
+ * Helpers for the FUSE tests: a real daemon (`node dist/cli/main.js daemon`) on a temp data dir, a root
+ * connection to it for setup, real mounts (`node dist/cli/main.js mount`, a child process, so this test
+ * process may touch the mountpoint however it likes), and real programs run through bash.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { connectSocket, type DaemonClient } from '../../daemon/rpc/client.js';
+import { socketPathFor } from '../../daemon/rpc/connect.js';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const CLI = path.join(ROOT, 'dist', 'cli', 'main.js');
+
+export interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+export function tempDir(t: Teardown, prefix = 'mdvfs-fuse-'): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export interface Daemon {
+  dataDir: string;
+  /** Root connection (setup, and the "other side" of coherence checks). */
+  client: DaemonClient;
+  proc: ChildProcess;
+}
+
+/** Starts the daemon for a fresh data dir and connects to it as root. */
+export async function startDaemon(t: Teardown, env: Record<string, string> = {}): Promise<Daemon> {
+  const dataDir = tempDir(t, 'mdvfs-fuse-data-');
+  const proc = spawn(process.execPath, [CLI, 'daemon'], {
+    env: { ...process.env, ...env, SERVICE_DATA_DIR: dataDir },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let err = '';
+  proc.stderr!.setEncoding('utf8');
+  proc.stderr!.on('data', (s: string) => {
+    err += s;
+  });
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  t.teardown(async () => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 10000);
+    await exited;
+    clearTimeout(timer);
+  });
+  const sock = socketPathFor(dataDir);
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    try {
+      const client = await connectSocket(sock);
+      t.teardown(() => client.close());
+      return { dataDir, client, proc };
+    } catch (e) {
+      if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`daemon did not start (${String(e)}); stderr:\n${err}`);
+      await sleep(50);
+    }
+  }
+}
+
+export interface ShResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a bash command line (async, never blocking this process), with a generous safety timeout. */
+export function sh(cmd: string, cwd: string, env: Record<string, string> = {}): Promise<ShResult> {
+  return new Promise((resolve) => {
+    execFile('bash', ['-c', cmd], { cwd, env: { ...process.env, ...env }, timeout: 120000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+export interface Mount {
+  dir: string;
+  proc: ChildProcess;
+  stderr(): string;
+  /** Runs a command with the mountpoint as working directory. */
+  sh(cmd: string): Promise<ShResult>;
+  /** Stops the mount with SIGTERM; resolves with its exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export function isMounted(dir: string): boolean {
+  const table = readFileSync('/proc/self/mountinfo', 'utf8');
+  return table.split('\n').some((l) => l.split(' ')[4] === dir);
+}
+
+/** Mounts the daemon's tree at a fresh temp dir with `mdvfs mount` and waits until it serves. */
+export async function mount(t: Teardown, d: { dataDir: string }, args: string[] = []): Promise<Mount> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-mnt-'));
+  const proc = spawn(process.execPath, [CLI, 'mount', dir, ...args], {
+    env: { ...process.env, SERVICE_DATA_DIR: d.dataDir },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let err = '';
+  proc.stderr!.setEncoding('utf8');
+  proc.stderr!.on('data', (s: string) => {
+    err += s;
+  });
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 15000);
+    const code = await exited;
+    clearTimeout(timer);
+    return code;
+  };
+  t.teardown(async () => {
+    await stop();
+    // auto_unmount cleans up after a killed mount; make sure before removing the (then empty) dir.
+    if (isMounted(dir)) await sh(`fusermount -uz '${dir}'`, '/');
+    try {
+      rmdirSync(dir); // never recursive: if it were still mounted, this must not delete the tree
+    } catch {
+      // left behind: harmless
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`mount did not come up within 30 s; stderr:\n${err}`)), 30000);
+    const check = (): void => {
+      if (/mounted .* at /.test(err)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    proc.stderr!.on('data', check);
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`mount exited (${code}) before mounting; stderr:\n${err}`));
+    });
+    check();
+  });
+  return { dir, proc, stderr: () => err, sh: (cmd) => sh(cmd, dir), stop };
+}
+
+/** Runs a mount that is expected to fail; resolves with its exit code and stderr. */
+export function mountFailure(t: Teardown, d: { dataDir: string }, args: string[]): Promise<{ code: number | null; stderr: string }> {
+  const dir = tempDir(t, 'mdvfs-mnt-bad-');
+  return new Promise((resolve) => {
+    execFile(process.execPath, [CLI, 'mount', dir, ...args], { env: { ...process.env, SERVICE_DATA_DIR: d.dataDir }, timeout: 30000 }, (err, _out, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr });
+    });
+  });
+}
+
+/** Polls `fn` until it returns true (or `limitMs` passes); returns whether it did. */
+export async function eventually(fn: () => boolean | Promise<boolean>, limitMs = 5000, everyMs = 50): Promise<boolean> {
+  const end = Date.now() + limitMs;
+  for (;;) {
+    if (await fn()) return true;
+    if (Date.now() > end) return false;
+    await sleep(everyMs);
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
