@@ -482,7 +482,7 @@ export class Service {
       const opts: { path?: string; limit?: number } = {};
       if (p.path !== undefined && p.path !== '') opts.path = this.scopeRel(cred, scope, p.path);
       if (p.limit !== undefined) opts.limit = p.limit;
-      return { commits: this.d.vcs.log(scope, opts) };
+      return { commits: this.d.vcs.log(scope, opts, cred) };
     },
     'vcs.status': (ctx) => {
       const cred = this.authenticate(ctx.creds);

@@ -189,7 +189,9 @@ export class Vcs {
 
   // ---------- log ----------
 
-  log(scope: Scope, opts: { path?: string; limit?: number }): CommitRecord[] {
+  log(scope: Scope, opts: { path?: string; limit?: number }, cred?: Cred): CommitRecord[] {
+    // Security: a path's history would tell whether a file exists where the caller cannot look.
+    if (opts.path !== undefined && cred !== undefined && !this.visibleNow(cred, scope, opts.path)) throw new VfsError('EACCES', 'log', opts.path);
     const out: CommitRecord[] = [];
     const limit = opts.limit ?? Number.MAX_SAFE_INTEGER;
     for (let id = this.head(scope); id !== null && out.length < limit; ) {
