@@ -1,0 +1,119 @@
+/**
+ * Status, diff, grep, find and tree show each persona only what it may read; revert needs write
+ * permission on everything it would change and is all-or-nothing.
+ */
+import t from 'tap';
+import { makePersonas, readText, text } from '../helpers/daemon.js';
+import { quickDaemon } from './lib.js';
+
+t.test('status, diff, grep, find and tree never leak alice\'s private files to bob', async (t) => {
+  const d = await quickDaemon(t);
+  const p = await makePersonas(d.client);
+  await p.root.call('fs.mkdir', { path: '/srv/pub', parents: true, mode: '1777' });
+  await p.alice.call('fs.write', { path: 'private/doomed.md' }, text('needle doomed\n'));
+  await p.alice.call('fs.write', { path: 'private/kept.md' }, text('needle kept v1\n'));
+  await p.root.call('vcs.commit', { message: 'base' });
+
+  // after the commit: alice adds, modifies and deletes in her 0700 home, and adds in public
+  await p.alice.call('fs.write', { path: 'private/secret-plan.md' }, text('needle private\n'));
+  await p.alice.call('fs.write', { path: 'private/kept.md' }, text('needle kept v2\n'));
+  await p.alice.call('fs.unlink', { path: 'private/doomed.md' });
+  await p.alice.call('fs.write', { path: '/srv/pub/shared.md' }, text('needle shared\n'));
+  await p.alice.call('fs.write', { path: '/srv/pub/locked.md', mode: '0600' }, text('needle locked\n'));
+
+  const bob = await p.bob.call('vcs.status', {});
+  t.same([bob.added, bob.modified, bob.deleted], [['/srv/pub/shared.md'], [], []], 'bob sees only what he may read');
+  t.notMatch(bob.text, /alice|locked/);
+  const admin = await p.admin.call('vcs.status', {});
+  t.same(
+    [admin.added, admin.modified, admin.deleted],
+    [['/home/alice/private/secret-plan.md', '/srv/pub/locked.md', '/srv/pub/shared.md'], ['/home/alice/private/kept.md'], ['/home/alice/private/doomed.md']],
+    'wheel sees everything',
+  );
+  const alice = await p.alice.call('vcs.status', {});
+  t.same(alice.added, ['/home/alice/private/secret-plan.md', '/srv/pub/locked.md', '/srv/pub/shared.md'], 'alice sees her own');
+
+  const bobDiff = (await p.bob.call('vcs.diff', {})).diff;
+  t.match(bobDiff, /needle shared/);
+  t.notMatch(bobDiff, /private|locked|doomed|kept/, 'bob\'s diff has neither names nor content of alice\'s files');
+  t.match((await p.admin.call('vcs.diff', {})).diff, /needle private/);
+  await t.rejects(p.bob.request('vcs.cat', { rev: bob.head!, path: '/home/alice/private/kept.md' }), { code: 'EACCES' }, 'old content is as private as current');
+
+  // a path's history is no existence oracle: existing and missing private paths answer alike
+  await t.rejects(p.bob.call('vcs.log', { path: '/home/alice/private/kept.md' }), { code: 'EACCES' });
+  await t.rejects(p.bob.call('vcs.log', { path: '/home/alice/private/no-such.md' }), { code: 'EACCES' });
+  t.equal((await p.admin.call('vcs.log', { path: '/home/alice/private/kept.md' })).commits.length, 1);
+  t.equal((await p.bob.call('vcs.log', {})).commits.length, 1, 'the whole log is open to every caller');
+
+  const bobGrep = await p.bob.call('search.grep', { pattern: 'needle', path: '/', recursive: true });
+  t.same(bobGrep.results.map((r) => r.file), ['/srv/pub/shared.md'], 'grep skips what bob cannot read');
+  const adminGrep = await p.admin.call('search.grep', { pattern: 'needle', path: '/', recursive: true });
+  t.same(adminGrep.results.map((r) => r.file), ['/home/alice/private/kept.md', '/home/alice/private/secret-plan.md', '/srv/pub/locked.md', '/srv/pub/shared.md']);
+  await t.rejects(p.bob.call('search.grep', { pattern: 'needle', path: '/home/alice', recursive: true }), { code: 'EACCES' });
+  await t.rejects(p.bob.call('search.grep', { pattern: 'needle', path: '/srv/pub/locked.md' }), { code: 'EACCES' });
+
+  const bobFind = (await p.bob.call('search.find', { path: '/', name: '*.md' })).results;
+  t.notOk(bobFind.some((f) => f.startsWith('/home/alice/')), 'find never walks into alice\'s home');
+  t.ok(bobFind.includes('/srv/pub/shared.md'));
+  const adminFind = (await p.admin.call('search.find', { path: '/', name: '*.md' })).results;
+  t.ok(adminFind.includes('/home/alice/private/secret-plan.md'), 'wheel finds everything');
+  await t.rejects(p.bob.call('search.find', { path: '/home/alice', name: '*' }), { code: 'EACCES' });
+
+  const bobTree = (await p.bob.call('search.tree', { path: '/' })).text;
+  t.match(bobTree, /shared\.md/);
+  t.notMatch(bobTree, /secret-plan|kept\.md|private/, 'tree shows alice\'s home but not inside it');
+  t.match((await p.admin.call('search.tree', { path: '/' })).text, /secret-plan\.md/);
+  await t.rejects(p.bob.call('search.tree', { path: '/home/alice' }), { code: 'EACCES' });
+
+  // a delegate sees the intersection: the agent acting for bob cannot see alice's files either
+  const agentForBob = d.client.as({ authorization: `Bearer ${p.tokens.agent}`, onBehalfOf: 'bob' });
+  const viaAgent = await agentForBob.call('search.grep', { pattern: 'needle', path: '/', recursive: true });
+  t.notOk(viaAgent.results.some((r) => r.file.startsWith('/home/alice/')));
+  t.notOk((await agentForBob.call('vcs.status', {})).text.includes('alice'));
+});
+
+t.test('revert needs write permission on every entry it changes, all-or-nothing', async (t) => {
+  const d = await quickDaemon(t);
+  const p = await makePersonas(d.client);
+  await p.root.call('fs.mkdir', { path: '/srv/pub', parents: true, mode: '1777' });
+  await p.root.call('fs.mkdir', { path: '/srv/rootonly', parents: true });
+  await p.alice.call('fs.write', { path: '/srv/pub/alice.md' }, text('alice v1\n'));
+  await p.bob.call('fs.write', { path: '/srv/pub/bob.md' }, text('bob v1\n'));
+  const c1 = await p.bob.call('vcs.commit', { message: 'v1' });
+  t.equal(c1.author, 'bob', 'any caller may commit');
+
+  await p.alice.call('fs.write', { path: '/srv/pub/alice.md' }, text('alice v2\n'));
+  await p.bob.call('fs.write', { path: '/srv/pub/bob.md' }, text('bob v2\n'));
+  const c2 = await p.alice.call('vcs.commit', { message: 'v2' });
+  await p.bob.call('fs.write', { path: '/srv/pub/bob.md' }, text('bob v3 uncommitted\n'));
+  const before = (await p.root.call('vcs.log', {})).commits.map((c) => c.hash);
+
+  await t.rejects(p.bob.call('vcs.revert', { hash: c1.hash }), { code: 'EACCES' }, 'bob may not rewrite alice\'s file');
+  t.equal(await readText(p.root, '/srv/pub/alice.md'), 'alice v2\n', 'nothing changed: not alice\'s file');
+  t.equal(await readText(p.root, '/srv/pub/bob.md'), 'bob v3 uncommitted\n', 'nothing changed: not even bob\'s own file');
+  t.same((await p.root.call('vcs.log', {})).commits.map((c) => c.hash), before, 'no auto-save commit, no revert commit');
+  t.same((await p.root.call('vcs.status', {})).modified, ['/srv/pub/bob.md']);
+
+  // a later addition in a directory bob cannot write: removing it needs w on that directory
+  await p.root.call('fs.write', { path: '/srv/rootonly/r.md' }, text('root\n'));
+  const c3 = await p.root.call('vcs.commit', { message: 'root adds' });
+  await p.bob.call('fs.write', { path: '/srv/pub/bob.md' }, text('bob v4\n'));
+  const c4 = await p.bob.call('vcs.commit', { message: 'bob v4' });
+  await t.rejects(p.bob.call('vcs.revert', { hash: c2.hash }), { code: 'EACCES' }, 'bob may not delete root\'s file');
+  t.same((await p.root.call('fs.list', { path: '/srv/rootonly' })).entries.map((e) => e.name), ['r.md']);
+  t.equal(await readText(p.root, '/srv/pub/bob.md'), 'bob v4\n');
+
+  // where every change is his own, bob may revert
+  const own = await p.bob.call('vcs.revert', { hash: c3.hash });
+  t.equal(own.reverted_to, c3.hash);
+  t.equal(own.commit.author, 'bob');
+  t.equal(await readText(p.root, '/srv/pub/bob.md'), 'bob v3 uncommitted\n');
+
+  // wheel may revert anything; a carol who owns nothing here may not
+  await t.rejects(p.carol.call('vcs.revert', { hash: c4.hash }), { code: 'EACCES' });
+  const byAdmin = await p.admin.call('vcs.revert', { hash: c1.hash });
+  t.equal(byAdmin.saved, null);
+  t.equal(await readText(p.root, '/srv/pub/alice.md'), 'alice v1\n');
+  t.equal(await readText(p.root, '/srv/pub/bob.md'), 'bob v1\n');
+  t.same((await p.root.call('fs.list', { path: '/srv/rootonly' })).entries.map((e) => e.name), []);
+});
