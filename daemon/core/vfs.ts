@@ -458,6 +458,7 @@ export class Vfs {
     const src = this.resolve(cred, srcAbs, op, true);
     if (src.kind === 'directory' && !opts.recursive) throw new VfsError('EISDIR', op, srcAbs, 'copying a directory needs recursive');
     this.checkReadable(cred, src, srcAbs, op);
+    if (src.kind === 'directory') this.refuseInsideSelf(cred, src, dstAbs, op, dstAbs);
     const { dir, name } = this.walkParentCreating(cred, dstAbs, op, true);
     if (src.kind === 'directory' && isAncestorOrSelf(src, dir)) throw new VfsError('EINVAL', op, dstAbs, 'cannot copy a directory into itself');
     let size = 0;
@@ -480,6 +481,24 @@ export class Vfs {
     let n = 0;
     this.forEachNode(copy, () => n++);
     return n;
+  }
+
+  /**
+   * EINVAL when `from` (or its deepest existing ancestor) lies inside the directory `src`: checked
+   * before missing parents of the destination are created, so a refused copy/move changes nothing.
+   */
+  private refuseInsideSelf(cred: Cred, src: DirNode, from: string, op: string, dstAbs: string): void {
+    for (let p = from; ; p = splitParent(p).dir) {
+      let n: Node;
+      try {
+        n = this.resolve(cred, p, op, true);
+      } catch (err) {
+        if (err instanceof VfsError && err.code === 'ENOENT' && p !== '/') continue;
+        return; // the regular walk reports other errors
+      }
+      if (isAncestorOrSelf(src, n)) throw new VfsError('EINVAL', op, dstAbs, `cannot ${op === 'copy' ? 'copy' : 'move'} a directory into itself`);
+      return;
+    }
   }
 
   private checkReadable(cred: Cred, node: Node, abs: string, op: string): void {
@@ -521,6 +540,7 @@ export class Vfs {
     const src = sdir.children.get(sname);
     if (src === undefined) throw new VfsError('ENOENT', op, srcAbs);
     this.checkNotJailRoot(cred, src, op, srcAbs);
+    if (src.kind === 'directory') this.refuseInsideSelf(cred, src, splitParent(dstAbs).dir, op, dstAbs);
     const { dir: ddir, name: dname } = this.walkParentCreating(cred, dstAbs, op, true);
     if (src.kind === 'directory' && isAncestorOrSelf(src, ddir)) throw new VfsError('EINVAL', op, dstAbs, 'cannot move a directory into itself');
     const existing = ddir.children.get(dname);
