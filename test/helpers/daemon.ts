@@ -166,3 +166,9 @@ export async function authSnapshot(root: Caller): Promise<string> {
 }
 
 export const sha256 = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
+
+/** The etag the daemon gives content: SHA-256 over `blob <length>\0<bytes>` (git's object scheme). */
+export function blobId(content: Buffer | string): string {
+  const b = typeof content === 'string' ? Buffer.from(content) : content;
+  return createHash('sha256').update(`blob ${b.length}\0`).update(b).digest('hex');
+}
