@@ -9,11 +9,8 @@
  *
  * stdout carries the protocol and nothing else; every log line goes to stderr.
  */
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { connectDaemon, defaultDataDir } from '../daemon/rpc/connect.js';
 import type { Creds } from '../daemon/rpc/protocol.js';
-import { ChangeFeed } from './resources.js';
-import { createMcpServer } from './server.js';
 
 // Security/protocol: a stray console.log from any module would corrupt the JSON-RPC stream.
 console.log = console.error;
@@ -47,6 +44,9 @@ async function main(): Promise<void> {
   } catch (err) {
     fail((err as Error).message);
   }
+  // The SDK loads while the daemon checks the identity (it dominates startup time).
+  const modules = Promise.all([import('@modelcontextprotocol/sdk/server/stdio.js'), import('./resources.js'), import('./server.js')]);
+  modules.catch(() => undefined);
   const dataDir = defaultDataDir();
   const client = await connectDaemon({ dataDir }).catch((err: unknown) => fail(`cannot reach the daemon for ${dataDir}: ${(err as Error).message}`));
   const caller = client.as(creds);
@@ -57,6 +57,7 @@ async function main(): Promise<void> {
     fail(`cannot act as ${who}${creds.onBehalfOf ? ` on behalf of '${creds.onBehalfOf}'` : ''}: ${(err as Error).message}`);
   });
 
+  const [{ StdioServerTransport }, { ChangeFeed }, { createMcpServer }] = await modules;
   const feed = new ChangeFeed(() => connectDaemon({ dataDir, spawn: false }));
   const server = createMcpServer({ callerFor: () => caller, feed });
   const transport = new StdioServerTransport();

@@ -17,8 +17,10 @@ import { connectSocket, type DaemonClient } from '../../daemon/rpc/client.js';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const CLI = path.join(ROOT, 'dist', 'cli', 'main.js');
-export const MCP_STDIO = path.join(ROOT, 'dist', 'mcp', 'stdio.js');
+// MDVFS_TEST_DIST lets a developer test a private build while others rebuild dist/.
+const DIST = process.env.MDVFS_TEST_DIST ?? path.join(ROOT, 'dist');
+export const CLI = path.join(DIST, 'cli', 'main.js');
+export const MCP_STDIO = path.join(DIST, 'mcp', 'stdio.js');
 export const INSPECTOR = path.join(ROOT, 'node_modules', '.bin', 'mcp-inspector');
 
 export const TOOL_NAMES = [
