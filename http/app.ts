@@ -66,7 +66,7 @@ function requestLog(log: (fields: Record<string, unknown>) => void): RequestHand
         method: req.method,
         path: req.originalUrl.length > 2000 ? `${req.originalUrl.slice(0, 2000)}…` : req.originalUrl,
         status: res.statusCode,
-        ms: Number(process.hrtime.bigint() - start) / 1e6,
+        ms: Math.round(Number(process.hrtime.bigint() - start) / 1e3) / 1e3,
         bytes: Number(res.getHeader('content-length') ?? 0),
       };
       if (res.locals.errorCode !== undefined) fields.code = res.locals.errorCode;
