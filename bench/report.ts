@@ -161,7 +161,7 @@ export function renderMarkdown(res: Results): string {
   if (notMet.length > 0) out.push('');
   if (notRun.length > 0) {
     out.push('## Comparisons that did not run', '');
-    for (const { area, row } of notRun) out.push(`- ${area} — ${row.name}: ${row.note ?? ''}`);
+    for (const { area, row } of notRun) out.push(`- ${row.name === area ? area : `${area} — ${row.name}`}: ${row.note ?? ''}`);
     out.push('');
   }
   out.push('## Profiling', '');
@@ -184,7 +184,7 @@ export function renderSvg(res: Results): string {
   const items: ({ kind: 'head'; text: string } | { kind: 'row'; row: BenchRow })[] = [];
   for (const mod of res.modules) {
     for (const t of mod.tables) {
-      const rows = t.rows.filter((r) => r.ratio !== null || r.met === null);
+      const rows = t.rows.filter((r) => r.ratio !== null || r.note?.startsWith('not run') === true || r.note?.startsWith('error') === true);
       if (rows.length === 0) continue;
       items.push({ kind: 'head', text: t.title });
       for (const r of rows) items.push({ kind: 'row', row: r });

@@ -6,7 +6,7 @@
  *   return { title, rows: [compareRow({ name: 'x', unit: 'ms', better: 'lower', ...p, target: 10 })] };
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -185,6 +185,14 @@ export function killProc(p: ChildProcess, signal: NodeJS.Signals = 'SIGTERM', gr
   });
 }
 
+/**
+ * Extra node flags for the daemons and servers the benchmarks start, from MDVFS_BENCH_NODE_ARGS
+ * (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`; node refuses --cpu-prof in NODE_OPTIONS).
+ */
+export function benchNodeArgs(): string[] {
+  return (process.env.MDVFS_BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+}
+
 /** Resident memory of a live process in KiB (VmRSS from /proc/<pid>/status). */
 export function rssKiB(pid: number): number {
   const m = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -204,7 +212,7 @@ export interface DaemonProc {
 /** Spawns `node dist/cli/main.js daemon` for `dataDir` (no wait). */
 export function spawnDaemonProc(dataDir: string, env: NodeJS.ProcessEnv = {}): { proc: ChildProcess; stderr: () => string } {
   let err = '';
-  const proc = spawn(process.execPath, [CLI, 'daemon'], { env: { ...process.env, SERVICE_DATA_DIR: dataDir, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(process.execPath, [...benchNodeArgs(), CLI, 'daemon'], { env: { ...process.env, SERVICE_DATA_DIR: dataDir, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   proc.stderr!.on('data', (b: Buffer) => {
     err += b.toString();
     if (err.length > 20000) err = err.slice(-10000);
@@ -304,7 +312,7 @@ export function httpStatus(port: number, p = '/health'): Promise<number> {
 export async function startServe(dataDir: string, env: NodeJS.ProcessEnv = {}): Promise<ServeProc> {
   const port = await freePort();
   let err = '';
-  const proc = spawn(process.execPath, [CLI, 'serve'], {
+  const proc = spawn(process.execPath, [...benchNodeArgs(), CLI, 'serve'], {
     env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: `127.0.0.1:${port}`, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -329,11 +337,24 @@ export async function startServe(dataDir: string, env: NodeJS.ProcessEnv = {}): 
  */
 export async function buildStore(count: number, size = 1024): Promise<string> {
   const dataDir = path.join(shmDir('mdvfs-bench-store-'), 'data');
+  // The harness shares built stores between its module processes (MDVFS_BENCH_CACHE, on tmpfs).
+  const cacheRoot = process.env.MDVFS_BENCH_CACHE;
+  const cached = cacheRoot === undefined ? undefined : path.join(cacheRoot, `store-${count}-${size}`);
+  if (cached !== undefined && existsSync(path.join(cached, '.complete'))) {
+    cpSync(cached, dataDir, { recursive: true });
+    rmSync(path.join(dataDir, '.complete'), { force: true });
+    return dataDir;
+  }
   const d = await startDaemonProc(dataDir, { SERVICE_FSYNC: 'off' });
   try {
     await populate(d.client, '/bench', count, size);
   } finally {
     await d.stop('SIGTERM');
+  }
+  if (cached !== undefined) {
+    rmSync(cached, { recursive: true, force: true });
+    cpSync(dataDir, cached, { recursive: true });
+    writeFileSync(path.join(cached, '.complete'), '');
   }
   return dataDir;
 }
