@@ -83,6 +83,22 @@ export function servePids(servePid: number): { daemon?: number; http?: number } 
   return r;
 }
 
+/** Daemons (from any starter) serving `dataDir`, found by their environment. */
+export function daemonPidsFor(dataDir: string): number[] {
+  const out: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const env = readFileSync(`/proc/${d}/environ`, 'utf8').split('\0');
+      if (!env.includes(`SERVICE_DATA_DIR=${dataDir}`)) continue;
+      if (/daemon/.test(cmdline(Number(d)))) out.push(Number(d));
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return out;
+}
+
 export interface StartOptions {
   dataDir?: string;
   port?: number;

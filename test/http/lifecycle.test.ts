@@ -1,4 +1,4 @@
-// `mdvfs serve` as a whole: clean shutdown, restart keeps everything, the sidecar is restarted,
+// `mdvfs serve` as a whole: clean shutdown, restart keeps everything,
 // SIGKILL of every process during a write burst loses no acknowledged write, hosted auth modes.
 import t from 'tap';
 import { alive, client, request, servePids, startService, tempDataDir, until } from '../helpers/http.js';
@@ -44,21 +44,6 @@ t.test('SIGTERM stops cleanly and a restart keeps everything', async (t) => {
   t.equal((await request(svc2, 'GET', '/fs/kept.md', { auth: `Bearer ${secret}`, workspace: ws.id })).text, 'kept in a workspace\n', 'workspaces and their secrets survive');
   const exit2 = await svc2.stop('SIGINT');
   t.same(exit2, { code: 0, signal: null }, 'serve exits 0 on SIGINT');
-});
-
-t.test('the sidecar is restarted when it dies', async (t) => {
-  const svc = await startService(t);
-  const root = client(svc);
-  await root.put('/fs/x.md', 'x');
-  const before = servePids(svc.proc.pid!);
-  process.kill(before.http!, 'SIGKILL');
-  await until(async () => {
-    const now = servePids(svc.proc.pid!);
-    return now.http !== undefined && now.http !== before.http && (await root.get('/health')).status === 200;
-  }, 'a new sidecar');
-  t.equal((await root.get('/fs/x.md')).text, 'x', 'same port, same data');
-  t.equal(servePids(svc.proc.pid!).daemon, before.daemon, 'the daemon kept running');
-  t.match(svc.stderr(), /sidecar exited/);
 });
 
 t.test('SIGKILL of the whole service during a write burst loses no acknowledged write', async (t) => {

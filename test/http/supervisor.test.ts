@@ -1,0 +1,61 @@
+// `mdvfs serve` supervises its two processes; `mdvfs http` also runs alone.
+import { spawn } from 'node:child_process';
+import t from 'tap';
+import { CLI, alive, client, daemonPidsFor, servePids, startService, tempDataDir, until } from '../helpers/http.js';
+
+t.test('the sidecar is restarted when it dies', async (t) => {
+  const svc = await startService(t);
+  const root = client(svc);
+  await root.put('/fs/x.md', 'x');
+  const before = servePids(svc.proc.pid!);
+  process.kill(before.http!, 'SIGKILL');
+  await until(async () => {
+    const now = servePids(svc.proc.pid!);
+    return now.http !== undefined && now.http !== before.http && (await root.get('/health')).status === 200;
+  }, 'a new sidecar');
+  t.equal((await root.get('/fs/x.md')).text, 'x', 'same port, same data');
+  t.equal(servePids(svc.proc.pid!).daemon, before.daemon, 'the daemon kept running');
+  t.match(svc.stderr(), /sidecar exited/);
+});
+
+t.test('the daemon is restarted when it dies, and the sidecar reconnects', async (t) => {
+  const svc = await startService(t);
+  const root = client(svc);
+  t.equal((await root.put('/fs/kept.md', 'kept')).status, 200);
+  const before = servePids(svc.proc.pid!);
+  process.kill(before.daemon!, 'SIGKILL');
+  await until(async () => {
+    const now = servePids(svc.proc.pid!);
+    return now.daemon !== undefined && now.daemon !== before.daemon && (await root.get('/fs/kept.md')).status === 200;
+  }, 'a new daemon behind the same address');
+  t.equal((await root.get('/fs/kept.md')).text, 'kept', 'the acknowledged write survived');
+  t.equal((await root.put('/fs/after.md', 'after')).status, 200, 'writes work again');
+  t.match(svc.stderr(), /daemon exited/);
+  const exit = await svc.stop('SIGTERM');
+  t.same(exit, { code: 0, signal: null });
+  await until(() => daemonPidsFor(svc.dataDir).every((p) => !alive(p)), 'the restarted daemon to stop too');
+  t.pass('no daemon left behind');
+});
+
+t.test('mdvfs http alone starts a background daemon and exits when it goes away', async (t) => {
+  const dataDir = tempDataDir(t);
+  const proc = spawn(process.execPath, [CLI, 'http'], { env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: '127.0.0.1:0' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  proc.stderr!.on('data', (b: Buffer) => {
+    err += b.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  t.teardown(() => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    for (const pid of daemonPidsFor(dataDir)) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  });
+  await until(() => /listening on http:\/\/127\.0\.0\.1:\d+/.test(err), `mdvfs http to listen (${err})`, 60000);
+  const port = Number(/listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(err)![1]);
+  const c = client({ port });
+  t.equal((await c.put('/fs/alone.md', 'alone')).status, 200);
+  t.equal((await c.get('/fs/alone.md')).text, 'alone');
+  const daemons = daemonPidsFor(dataDir);
+  t.equal(daemons.length, 1, 'one background daemon for the data dir');
+  process.kill(daemons[0]!, 'SIGTERM');
+  t.not(await exited, 0, 'the sidecar exits non-zero when its daemon connection closes');
+});
