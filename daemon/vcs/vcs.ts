@@ -7,7 +7,7 @@ import { createTwoFilesPatch } from 'diff';
 import { VfsError } from '../errors.js';
 import { markDirty, nowNs, pathOf, sortedNames, type DirNode, type Node } from '../core/inode.js';
 import { components } from '../core/paths.js';
-import { may, principalMay, isAdminCred, R, W, X, requireUnlink, requireAccess, type Cred } from '../core/perms.js';
+import { may, principalMay, isAdminCred, R, W, X, requireUnlink, requireAccess, requireChmod, requireChown, type Cred } from '../core/perms.js';
 import type { Vfs } from '../core/vfs.js';
 import type { Store } from '../store/sqlite.js';
 import { decodeCommit, decodeTree, encodeCommit, encodeTree, objectId, shortId, SHORT, type CommitObject, type TreeEntry } from '../store/objects.js';
@@ -353,18 +353,50 @@ export class Vcs {
     if (isAdminCred(cred)) return;
     const changes: Change[] = [];
     this.diffTrees(this.treeOf(dir), targetTree, '', changes);
-    for (const c of changes) {
-      const rel = c.path.replace(/\/$/, '');
-      const abs = joinScope(scope.root, rel);
-      const parentAbs = abs.slice(0, abs.lastIndexOf('/')) || '/';
-      const existing = this.lookupQuiet(abs);
-      if (c.kind === 'modified' && existing !== undefined) {
-        requireAccess(cred, existing, W, 'revert', abs);
-        continue;
+    try {
+      for (const c of changes) {
+        const rel = c.path.replace(/\/$/, '');
+        const abs = joinScope(scope.root, rel);
+        const parentAbs = abs.slice(0, abs.lastIndexOf('/')) || '/';
+        const existing = this.lookupQuiet(abs);
+        if (c.kind === 'modified' && existing !== undefined && c.after !== undefined) {
+          this.checkModify(cred, existing, c.after, abs);
+          continue;
+        }
+        if (c.kind === 'added') {
+          const parent = this.nearestDir(parentAbs);
+          if (parent !== null) requireAccess(cred, parent, W | X, 'revert', abs);
+        } else if (existing !== undefined) this.checkRemove(cred, dir, existing, rel, targetTree);
       }
-      const parent = this.nearestDir(parentAbs);
-      if (existing !== undefined && parent === existing.parent && parent !== null) requireUnlink(cred, parent, existing, 'revert', abs);
-      else if (parent !== null) requireAccess(cred, parent, W | X, 'revert', abs);
+    } catch (err) {
+      // One answer for a denied revert, whichever rule denied it (chmod and chown say EPERM).
+      if (err instanceof VfsError && err.code === 'EPERM') throw new VfsError('EACCES', 'revert', err.path, err.message);
+      throw err;
+    }
+  }
+
+  /** Changing an entry in place: content needs w, a link target needs replacing the link, attributes need chmod/chown rights. */
+  private checkModify(cred: Cred, node: Node, want: TreeEntry, abs: string): void {
+    if (node.kind === 'file' && node.blob !== want.ref) requireAccess(cred, node, W, 'revert', abs);
+    // a symlink's target cannot be written, only replaced (its 0777 mode grants nothing)
+    if (node.kind === 'symlink' && node.target !== want.ref && node.parent !== null) requireUnlink(cred, node.parent, node, 'revert', abs);
+    if (node.mode !== want.mode) requireChmod(cred, node, 'revert', abs);
+    if (node.uid !== want.uid || node.gid !== want.gid) requireChown(cred, node, want.uid, want.gid, 'revert', abs);
+  }
+
+  /** Removing an entry also removes each ancestor the target lacks: every one needs unlink rights in its parent, like `rm -r`. */
+  private checkRemove(cred: Cred, scopeDir: DirNode, node: Node, rel: string, targetTree: string): void {
+    let n = node;
+    let r = rel;
+    for (;;) {
+      const parent = n.parent;
+      if (parent === null) return;
+      requireUnlink(cred, parent, n, 'revert', pathOf(n));
+      if (parent === scopeDir) return;
+      r = r.slice(0, r.lastIndexOf('/'));
+      const kept = this.entryAt(targetTree, r);
+      if (kept !== undefined && kept.kind === 'd') return;
+      n = parent;
     }
   }
 
