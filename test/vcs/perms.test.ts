@@ -117,3 +117,46 @@ t.test('revert needs write permission on every entry it changes, all-or-nothing'
   t.equal(await readText(p.root, '/srv/pub/bob.md'), 'bob v1\n');
   t.same((await p.root.call('fs.list', { path: '/srv/rootonly' })).entries.map((e) => e.name), []);
 });
+
+t.test('revert cannot do what the caller could not do by hand', async (t) => {
+  const d = await quickDaemon(t);
+  const p = await makePersonas(d.client);
+  await p.root.call('fs.mkdir', { path: '/srv/pub', parents: true, mode: '1777' });
+  await p.root.call('fs.mkdir', { path: '/srv/r', parents: true });
+  await p.alice.call('fs.write', { path: '/srv/pub/team.md', mode: '0666' }, text('team\n'));
+  await p.alice.call('fs.symlink', { target: 'team.md', path: '/srv/pub/alice-link' });
+  const c1 = await p.root.call('vcs.commit', { message: 'c1' });
+
+  // alice tightens her file to the team and points her link elsewhere
+  await p.alice.call('fs.chown', { path: '/srv/pub/team.md', group: 'team' });
+  await p.alice.call('fs.chmod', { path: '/srv/pub/team.md', mode: '0660' });
+  await p.alice.call('fs.unlink', { path: '/srv/pub/alice-link' });
+  await p.alice.call('fs.symlink', { target: '/srv/r', path: '/srv/pub/alice-link' });
+  const c2 = await p.root.call('vcs.commit', { message: 'c2' });
+  t.equal(c2.changes, 2);
+
+  // bob may write the file (group team) but may not chmod or chgrp it, nor replace alice's link
+  await p.bob.call('fs.write', { path: '/srv/pub/team.md' }, text('team, edited by bob\n'));
+  await t.rejects(p.bob.call('fs.chmod', { path: '/srv/pub/team.md', mode: '0666' }), { code: 'EPERM' }, 'by hand: no');
+  await t.rejects(p.bob.call('vcs.revert', { hash: c1.hash }), { code: 'EACCES' }, 'by revert: no either');
+  t.equal((await p.root.call('fs.stat', { path: '/srv/pub/team.md' })).mode, '0660', 'mode unchanged');
+  t.equal((await p.root.call('fs.readlink', { path: '/srv/pub/alice-link' })).target, '/srv/r', 'link unchanged');
+  t.equal((await p.root.call('vcs.log', {})).commits[0]!.hash, c2.hash, 'nothing committed');
+
+  // a directory bob may not remove by hand (in root's /srv/r), holding a file he may remove
+  const c3 = await p.root.call('vcs.commit', { message: 'c3: bob edit' });
+  await p.root.call('fs.mkdir', { path: '/srv/r/open', mode: '0777' });
+  await p.bob.call('fs.write', { path: '/srv/r/open/bob.md' }, text('bob\n'));
+  await t.rejects(p.bob.call('vcs.revert', { hash: c3.hash }), { code: 'EACCES' }, 'revert may not remove it');
+  t.same((await p.root.call('fs.list', { path: '/srv/r/open' })).entries.map((e) => e.name), ['bob.md']);
+  await p.bob.call('fs.unlink', { path: '/srv/r/open/bob.md' });
+  await t.rejects(p.bob.call('fs.rmdir', { path: '/srv/r/open' }), { code: 'EACCES' }, 'by hand he may empty it but not remove it');
+
+  // what alice may do by hand, she may revert (root's directory gone, the rest is hers)
+  await t.rejects(p.alice.call('vcs.revert', { hash: c1.hash }), { code: 'EACCES' }, 'not while root\'s directory is in the way');
+  await p.root.call('fs.rmdir', { path: '/srv/r/open' });
+  const back = await p.alice.call('vcs.revert', { hash: c1.hash });
+  t.equal(back.reverted_to, c1.hash);
+  t.equal((await p.root.call('fs.stat', { path: '/srv/pub/team.md' })).mode, '0666');
+  t.equal((await p.root.call('fs.readlink', { path: '/srv/pub/alice-link' })).target, 'team.md');
+});
