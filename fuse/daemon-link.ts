@@ -5,12 +5,13 @@
  */
 import { connectDaemon } from '../daemon/rpc/connect.js';
 import type { CallOptions, Caller, DaemonClient, Reply } from '../daemon/rpc/client.js';
-import type { Creds, Method, Params, Result } from '../daemon/rpc/protocol.js';
+import type { ChangeEvent, Creds, Method, Params, Result } from '../daemon/rpc/protocol.js';
 
 export class DaemonLink implements Caller {
   private client: DaemonClient | null;
   private caller: Caller;
   private connecting: Promise<Caller> | null = null;
+  private changeHandler: ((ev: ChangeEvent) => void) | null = null;
 
   private constructor(
     private readonly dataDir: string,
@@ -34,6 +35,15 @@ export class DaemonLink implements Caller {
     return this.reconnect().then((c) => c.request(method, params, opts));
   }
 
+  /**
+   * Calls `handler` with every change the daemon reports (on this connection and after reconnects).
+   * Also called with `{paths: []}` after a reconnect: anything cached may be stale then.
+   */
+  async onChange(handler: (ev: ChangeEvent) => void): Promise<void> {
+    this.changeHandler = handler;
+    if (this.client) await this.subscribe(this.client);
+  }
+
   close(): void {
     this.client?.close();
     this.client = null;
@@ -41,7 +51,13 @@ export class DaemonLink implements Caller {
 
   private bind(client: DaemonClient): Caller {
     client.on('socket-error', (err: Error) => process.stderr.write(`mdvfs mount: daemon connection: ${err.message}\n`));
+    client.on('event', (ev: ChangeEvent) => this.changeHandler?.(ev));
     return client.as(this.creds);
+  }
+
+  private async subscribe(client: DaemonClient): Promise<void> {
+    // The connection's own identity (local root) subscribes: the events only serve cache invalidation.
+    await client.call('sys.subscribe', {});
   }
 
   private reconnect(): Promise<Caller> {
@@ -50,6 +66,10 @@ export class DaemonLink implements Caller {
         process.stderr.write('mdvfs mount: reconnected to the daemon\n');
         this.client = client;
         this.caller = this.bind(client);
+        if (this.changeHandler) {
+          this.changeHandler({ kind: 'change', paths: [] });
+          void this.subscribe(client).catch((err: Error) => process.stderr.write(`mdvfs mount: cannot subscribe to changes: ${err.message}\n`));
+        }
         return this.caller;
       })
       .finally(() => {

@@ -109,7 +109,14 @@ const require = createRequire(import.meta.url);
 
 /** Loads the binding lazily, so that `mdvfs umount` and type imports never need libfuse. */
 export function loadFuse(): FuseClass {
-  return require('@cocalc/fuse-native') as FuseClass;
+  try {
+    return require('@cocalc/fuse-native') as FuseClass;
+  } catch (err) {
+    const why = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    throw new Error(
+      `FUSE support is not available (${why}). Install libfuse2, libfuse-dev, pkg-config and fuse3 (Debian/Ubuntu), then run npm install again so @cocalc/fuse-native is built.`,
+    );
+  }
 }
 
 // Open flags (Linux values) as the binding passes them to `open`.

@@ -9,6 +9,8 @@
  */
 import { VfsError } from '../daemon/errors.js';
 import type { Caller } from '../daemon/rpc/client.js';
+import type { ChangeEvent } from '../daemon/rpc/protocol.js';
+import { AttrCache, childPath } from './attr-cache.js';
 import { entryToFuseStat, toFuseStat, type OwnerMap } from './attrs.js';
 import { O_ACCMODE, O_RDONLY, O_TRUNC, O_WRONLY, type FuseStat, type FuseStatfs } from './fuse-native.js';
 import { HISTORY_DIR, HistoryView, isHistoryPath } from './history.js';
@@ -28,6 +30,7 @@ export interface MountFsOptions {
 export class MountFs {
   readonly files = new OpenFiles();
   private readonly cache = new ContentCache();
+  private readonly attrs = new AttrCache();
   private readonly history: HistoryView;
 
   constructor(
@@ -37,11 +40,21 @@ export class MountFs {
     this.history = new HistoryView(rpc, opts.owners);
   }
 
+  /** A change reported by the daemon (any front end): cached attributes of those paths are stale. */
+  onChange(ev: ChangeEvent): void {
+    if (ev.paths.length === 0) this.attrs.clear();
+    for (const p of ev.paths) this.attrs.invalidate(p);
+  }
+
   // ---------- attributes and directories ----------
 
   async getattr(path: string): Promise<FuseStat> {
     if (isHistoryPath(path)) return this.history.getattr(path);
-    const st = toFuseStat(await this.rpc.call('fs.stat', { path, nofollow: true }), this.opts.owners);
+    let st = this.attrs.get(path);
+    if (!st) {
+      st = toFuseStat(await this.rpc.call('fs.stat', { path, nofollow: true }), this.opts.owners);
+      this.attrs.set(path, { ...st });
+    }
     // An open file's buffer is the truth for size (the kernel caps reads at the size we report).
     const open = this.files.file(path);
     if (open && !open.orphaned) {
@@ -63,7 +76,11 @@ export class MountFs {
       // `.history` is reachable by name but never listed, so `ls`, `find` and `grep -r` skip it.
       if (path === '/' && `/${e.name}` === HISTORY_DIR) continue;
       names.push(e.name);
-      stats.push(entryToFuseStat(e, this.opts.owners));
+      const st = entryToFuseStat(e, this.opts.owners);
+      stats.push(st);
+      // The lookups that follow a listing (ls -l, grep -r, find) are answered from it. Directories are
+      // left out: their link count and size come only from a full stat.
+      if (!e.is_dir) this.attrs.set(childPath(path, e.name), { ...st });
     }
     return { names, stats };
   }
@@ -107,7 +124,13 @@ export class MountFs {
 
   async create(path: string, mode: number): Promise<number> {
     this.writable(path, 'create');
-    const r = await this.rpc.call('fs.write', { path, mode: mode & 0o7777, parents: false, exclusive: true }, { data: Buffer.alloc(0) });
+    this.attrs.invalidate(path);
+    // The kernel asks for the new file's attributes right after creating it: ask in the same round trip.
+    const [r, st] = await Promise.all([
+      this.rpc.call('fs.write', { path, mode: mode & 0o7777, parents: false, exclusive: true }, { data: Buffer.alloc(0) }),
+      this.rpc.call('fs.stat', { path, nofollow: true }).catch(() => null),
+    ]);
+    if (st && st.kind === 'file' && st.etag === r.etag) this.attrs.set(path, toFuseStat(st, this.opts.owners));
     const file = this.files.adopt(new OpenFile(path, FileBuffer.empty()));
     file.etag = r.etag;
     return this.files.open({ kind: 'file', file, writable: true });
@@ -129,6 +152,7 @@ export class MountFs {
 
   async truncate(path: string, size: number): Promise<void> {
     this.writable(path, 'truncate');
+    this.attrs.invalidate(path);
     const open = this.files.file(path);
     if (!open) {
       await this.rpc.call('fs.truncate', { path, size });
@@ -175,17 +199,23 @@ export class MountFs {
 
   async mkdir(path: string, mode: number): Promise<void> {
     this.writable(path, 'mkdir');
+    this.attrs.invalidate(path);
     await this.rpc.call('fs.mkdir', { path, mode: mode & 0o7777, parents: false });
+    this.attrs.invalidate(path);
   }
 
   async rmdir(path: string): Promise<void> {
     this.writable(path, 'rmdir');
+    this.attrs.invalidateTree(path);
     await this.rpc.call('fs.rmdir', { path });
+    this.attrs.invalidateTree(path);
   }
 
   async unlink(path: string): Promise<void> {
     this.writable(path, 'unlink');
+    this.attrs.invalidate(path);
     await this.rpc.call('fs.unlink', { path });
+    this.attrs.invalidate(path);
     this.files.unlink(path);
     this.cache.delete(path);
   }
@@ -193,7 +223,11 @@ export class MountFs {
   async rename(src: string, dst: string): Promise<void> {
     this.writable(src, 'rename');
     this.writable(dst, 'rename');
+    this.attrs.invalidateTree(src);
+    this.attrs.invalidateTree(dst);
     await this.rpc.call('fs.move', { src, dst, overwrite: true });
+    this.attrs.invalidateTree(src);
+    this.attrs.invalidateTree(dst);
     this.files.rename(src, dst);
     this.cache.delete(src);
     this.cache.delete(dst);
@@ -201,7 +235,9 @@ export class MountFs {
 
   async symlink(target: string, path: string): Promise<void> {
     this.writable(path, 'symlink');
+    this.attrs.invalidate(path);
     await this.rpc.call('fs.symlink', { target, path });
+    this.attrs.invalidate(path);
   }
 
   async link(src: string, dst: string): Promise<void> {
@@ -214,16 +250,20 @@ export class MountFs {
 
   async chmod(path: string, mode: number): Promise<void> {
     this.writable(path, 'chmod');
+    this.attrs.invalidate(path);
     await this.rpc.call('fs.chmod', { path, mode: mode & 0o7777 });
+    this.attrs.invalidate(path);
   }
 
   async chown(path: string, uid: number, gid: number): Promise<void> {
     this.writable(path, 'chown');
+    this.attrs.invalidate(path);
     const owner = this.opts.owners.uidIn(uid);
     const group = this.opts.owners.gidIn(gid);
     if (owner === undefined && group === undefined) return;
     // The kernel resolved symlinks already: the path names the inode to change.
     await this.rpc.call('fs.chown', { path, owner, group, nofollow: true });
+    this.attrs.invalidate(path);
   }
 
   /**
@@ -232,11 +272,13 @@ export class MountFs {
    */
   async utimens(path: string, atimeMs: number, _mtimeMs: number): Promise<void> {
     this.writable(path, 'utimens');
+    this.attrs.invalidate(path);
     // A pending write would otherwise overwrite the times when it is flushed (cp -p sets times before close).
     const open = this.files.file(path);
     if (open) await this.flushFile(open);
     const t = atimeMs < 2000 ? {} : { atime: atimeMs, mtime: atimeMs };
     await this.rpc.call('fs.utimens', { path, ...t });
+    this.attrs.invalidate(path);
   }
 
   // ---------- helpers ----------
@@ -303,8 +345,10 @@ export class MountFs {
       const path = file.path;
       const data = file.data.view();
       file.dirty = false;
+      this.attrs.invalidate(path);
       try {
         const r = await this.rpc.call('fs.write', { path, parents: false }, { data });
+        this.attrs.invalidate(path);
         file.etag = r.etag;
         if (file.path === path) this.cache.set(path, r.etag, data);
       } catch (err) {

@@ -71,6 +71,7 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
 
   const owners = new OwnerMap(who.uid, who.gid, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
   const mfs = new MountFs(link, { readOnly: opts.readOnly === true, owners });
+  await link.onChange((ev) => mfs.onChange(ev));
   const Fuse = loadFuse();
   const fuse = new Fuse(mnt, createOps(mfs), {
     fsname: FSNAME,

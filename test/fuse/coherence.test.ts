@@ -6,7 +6,13 @@
  */
 import { spawn } from 'node:child_process';
 import t from 'tap';
-import { CLI, eventually, isMounted, mount, sh, sleep, startDaemon } from '../helpers/fuse.js';
+import { CLI, eventually, fuseUnavailable, isMounted, mount, sh, sleep, startDaemon } from '../helpers/fuse.js';
+
+const unavailable = fuseUnavailable();
+if (unavailable !== null) {
+  t.plan(0, `skipped: ${unavailable}`);
+  process.exit(0);
+}
 
 const d = await startDaemon(t);
 const root = d.client;

@@ -4,7 +4,13 @@
  * local user running the mount. Bad credentials never produce a mount.
  */
 import t from 'tap';
-import { mount, mountFailure, startDaemon } from '../helpers/fuse.js';
+import { fuseUnavailable, mount, mountFailure, startDaemon } from '../helpers/fuse.js';
+
+const unavailable = fuseUnavailable();
+if (unavailable !== null) {
+  t.plan(0, `skipped: ${unavailable}`);
+  process.exit(0);
+}
 
 const d = await startDaemon(t);
 const root = d.client;

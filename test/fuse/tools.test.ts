@@ -4,7 +4,13 @@
  * only agreeing with its own caches.
  */
 import t, { type Test } from 'tap';
-import { mount, sh, startDaemon, tempDir } from '../helpers/fuse.js';
+import { fuseUnavailable, mount, sh, startDaemon, tempDir } from '../helpers/fuse.js';
+
+const unavailable = fuseUnavailable();
+if (unavailable !== null) {
+  t.plan(0, `skipped: ${unavailable}`);
+  process.exit(0);
+}
 
 const d = await startDaemon(t);
 const m = await mount(t, d);

@@ -4,7 +4,8 @@
  * process may touch the mountpoint however it likes), and real programs run through bash.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +23,24 @@ export function tempDir(t: Teardown, prefix = 'mdvfs-fuse-'): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
+}
+
+/** Why real mounts cannot run on this machine, or null when they can (tests skip with this reason). */
+export function fuseUnavailable(): string | null {
+  if (!existsSync('/dev/fuse')) return 'no /dev/fuse on this machine';
+  if (typeof process.getuid === 'function' && process.getuid() !== 0) {
+    try {
+      accessSync('/dev/fuse', constants.R_OK | constants.W_OK);
+    } catch {
+      return '/dev/fuse is not accessible to this user (the mount tests run as root)';
+    }
+  }
+  try {
+    createRequire(import.meta.url)('@cocalc/fuse-native');
+  } catch (err) {
+    return `the FUSE binding @cocalc/fuse-native does not load: ${(err as Error).message.split('\n')[0]}`;
+  }
+  return null;
 }
 
 export interface Daemon {
