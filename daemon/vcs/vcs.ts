@@ -5,7 +5,7 @@
  */
 import { createTwoFilesPatch } from 'diff';
 import { VfsError } from '../errors.js';
-import { markDirty, nowNs, pathOf, sortedNames, type DirNode, type Node } from '../core/inode.js';
+import { compareNames, markDirty, nowNs, pathOf, sortedNames, type DirNode, type Node } from '../core/inode.js';
 import { components } from '../core/paths.js';
 import { may, principalMay, isAdminCred, R, W, X, requireUnlink, requireAccess, requireChmod, requireChown, type Cred } from '../core/perms.js';
 import type { Vfs } from '../core/vfs.js';
@@ -32,6 +32,8 @@ export class Vcs {
   readonly commits = new Map<string, CommitObject>();
   /** trees written to the store */
   private readonly persisted = new Set<string>();
+  /** payloads of trees hashed but not yet written, so a commit does not serialise them twice */
+  private readonly encoded = new Map<string, Buffer>();
   readonly refs = new Map<string, string>();
   private readonly emptyTree: string;
 
@@ -66,16 +68,22 @@ export class Vcs {
   /** The tree id of a directory, hashing only directories changed since last time. */
   treeOf(dir: DirNode): string {
     if (dir.treeId !== undefined && this.trees.has(dir.treeId)) return dir.treeId;
-    const entries: TreeEntry[] = [];
-    for (const name of sortedNames(dir)) {
+    const names = sortedNames(dir);
+    const entries: TreeEntry[] = new Array<TreeEntry>(names.length);
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i]!;
       const c = dir.children.get(name)!;
-      const base = { name, mode: c.mode, uid: c.uid, gid: c.gid };
-      if (c.kind === 'file') entries.push({ ...base, kind: 'f', ref: c.blob, size: c.size });
-      else if (c.kind === 'symlink') entries.push({ ...base, kind: 'l', ref: c.target, size: Buffer.byteLength(c.target) });
-      else entries.push({ ...base, kind: 'd', ref: this.treeOf(c), size: 0 });
+      // one object shape for every entry (no spreads): this loop runs over whole directories
+      if (c.kind === 'file') entries[i] = { name, kind: 'f', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.blob, size: c.size };
+      else if (c.kind === 'symlink') entries[i] = { name, kind: 'l', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.target, size: Buffer.byteLength(c.target) };
+      else entries[i] = { name, kind: 'd', mode: c.mode, uid: c.uid, gid: c.gid, ref: this.treeOf(c), size: 0 };
     }
-    const id = objectId('tree', encodeTree(entries));
-    if (!this.trees.has(id)) this.trees.set(id, entries);
+    const payload = encodeTree(entries);
+    const id = objectId('tree', payload);
+    if (!this.trees.has(id)) {
+      this.trees.set(id, entries);
+      if (!this.persisted.has(id)) this.encoded.set(id, payload);
+    }
     dir.treeId = id;
     return id;
   }
@@ -89,7 +97,8 @@ export class Vcs {
       if (e.kind === 'd') this.persistTree(e.ref);
       else if (e.kind === 'f') this.vfs.blobs.inHistory.add(e.ref);
     }
-    this.store.object(id, 'tree', encodeTree(entries));
+    this.store.object(id, 'tree', this.encoded.get(id) ?? encodeTree(entries));
+    this.encoded.delete(id);
     this.persisted.add(id);
   }
 
@@ -119,13 +128,15 @@ export class Vcs {
     if (a === b) return;
     const ea = this.trees.get(a) ?? EMPTY_TREE_ENTRIES;
     const eb = this.trees.get(b) ?? EMPTY_TREE_ENTRIES;
-    const mb = new Map(eb.map((e) => [e.name, e]));
-    const ma = new Map(ea.map((e) => [e.name, e]));
-    const names = [...new Set([...ma.keys(), ...mb.keys()])].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
-    for (const name of names) {
-      const x = ma.get(name);
-      const y = mb.get(name);
-      const p = `${prefix}/${name}`;
+    // Both lists are sorted by name: walk them side by side (a commit's cost is one pass per changed directory).
+    let i = 0;
+    let j = 0;
+    while (i < ea.length || j < eb.length) {
+      const cmp = i >= ea.length ? 1 : j >= eb.length ? -1 : compareNames(ea[i]!.name, eb[j]!.name);
+      const x = cmp <= 0 ? ea[i++] : undefined;
+      const y = cmp >= 0 ? eb[j++] : undefined;
+      if (x !== undefined && y !== undefined && x.ref === y.ref && x.kind === y.kind && x.mode === y.mode && x.uid === y.uid && x.gid === y.gid) continue;
+      const p = `${prefix}/${(x ?? y)!.name}`;
       if (x !== undefined && y !== undefined && x.kind === 'd' && y.kind === 'd') {
         if (x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid) out.push({ path: p + '/', kind: 'modified', before: x, after: y });
         this.diffTrees(x.ref, y.ref, p, out);
@@ -522,6 +533,7 @@ export class Vcs {
     for (const id of [...this.trees.keys()]) {
       if (id === this.emptyTree || this.persisted.has(id)) continue;
       this.trees.delete(id);
+      this.encoded.delete(id);
       n++;
     }
     return n;
