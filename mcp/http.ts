@@ -142,7 +142,6 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
   const router = express.Router();
   router.use('/mcp', hostCheck(opts.listen));
   router.use('/mcp', (req, res, next) => {
-    res.append('Access-Control-Expose-Headers', 'Mcp-Session-Id');
     json(req, res, (err?: unknown) => {
       if (err === undefined) return next();
       const e = err as { type?: string; status?: number };
