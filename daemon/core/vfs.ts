@@ -154,16 +154,22 @@ export class Vfs {
     return { dir, name };
   }
 
-  /** Like walkParent, creating missing parent directories (mkdir -p) when `parents`. */
-  private walkParentCreating(cred: Cred, abs: string, op: string, parents: boolean): { dir: DirNode; name: string } {
-    if (!parents) return this.walkParent(cred, abs, op);
+  /**
+   * Like walkParent, creating missing parent directories (mkdir -p) when `parents`. `fresh` says
+   * the returned directory was created by this very call: creating in it needs no further check.
+   * Why: with delegation it belongs to the delegate, and the caller (who passed the w+x check on
+   * its parent, as did the delegate) would otherwise be locked out of a directory it just made.
+   */
+  private walkParentCreating(cred: Cred, abs: string, op: string, parents: boolean): { dir: DirNode; name: string; fresh: boolean } {
+    if (!parents) return { ...this.walkParent(cred, abs, op), fresh: false };
     const { dir: dirPath, name } = splitParent(abs);
     validateName(name, op, abs);
-    const dir = this.ensureDir(cred, dirPath, op);
-    return { dir, name };
+    const fresh = new Set<DirNode>();
+    const dir = this.ensureDir(cred, dirPath, op, fresh);
+    return { dir, name, fresh: fresh.has(dir) };
   }
 
-  private ensureDir(cred: Cred, abs: string, op: string): DirNode {
+  private ensureDir(cred: Cred, abs: string, op: string, fresh: Set<DirNode>): DirNode {
     try {
       const n = this.resolve(cred, abs, op, true);
       if (n.kind !== 'directory') throw new VfsError('ENOTDIR', op, abs);
@@ -173,7 +179,7 @@ export class Vfs {
     }
     const { dir: parentPath, name } = splitParent(abs);
     validateName(name, op, abs);
-    const parent = this.ensureDir(cred, parentPath, op);
+    const parent = this.ensureDir(cred, parentPath, op, fresh);
     const existing = parent.children.get(name);
     if (existing !== undefined) {
       // a dangling symlink or a race-free re-check: resolve through it
@@ -181,8 +187,10 @@ export class Vfs {
       if (n.kind !== 'directory') throw new VfsError('ENOTDIR', op, abs);
       return n;
     }
-    requireAccess(cred, parent, W | X, op, abs);
-    return this.createDir(cred, parent, name, 0o755);
+    if (!fresh.has(parent)) requireAccess(cred, parent, W | X, op, abs);
+    const d = this.createDir(cred, parent, name, 0o755);
+    fresh.add(d);
+    return d;
   }
 
   // ---------- node creation and removal ----------
@@ -295,7 +303,7 @@ export class Vfs {
   write(cred: Cred, abs: string, data: Buffer, opts: WriteOptions = {}, depth = 0): { node: FileNode; created: boolean; path: string } {
     const op = 'write';
     if (!opts.append) this.checkSize(data.length, op, abs);
-    const { dir, name } = this.walkParentCreating(cred, abs, op, opts.parents !== false);
+    const { dir, name, fresh } = this.walkParentCreating(cred, abs, op, opts.parents !== false);
     const existing = dir.children.get(name);
     if (existing?.kind === 'symlink') {
       if (depth >= MAX_SYMLINKS) throw new VfsError('ELOOP', op, abs);
@@ -314,7 +322,7 @@ export class Vfs {
       this.emit(pathOf(existing));
       return { node: existing, created: false, path: pathOf(existing) };
     }
-    requireAccess(cred, dir, W | X, 'open', abs);
+    if (!fresh) requireAccess(cred, dir, W | X, 'open', abs);
     const own = this.ownership(cred, dir);
     const t = nowNs();
     const id = this.nextId++;
@@ -360,9 +368,9 @@ export class Vfs {
         if (!(err instanceof VfsError) || err.code !== 'ENOENT') throw err;
       }
     }
-    const { dir, name } = this.walkParentCreating(cred, abs, op, opts.parents === true);
+    const { dir, name, fresh } = this.walkParentCreating(cred, abs, op, opts.parents === true);
     if (dir.children.has(name)) throw new VfsError('EEXIST', op, abs);
-    requireAccess(cred, dir, W | X, op, abs);
+    if (!fresh) requireAccess(cred, dir, W | X, op, abs);
     const node = this.createDir(cred, dir, name, opts.mode ?? 0o755);
     this.emit(pathOf(node));
     return { node, created: true };
@@ -459,7 +467,7 @@ export class Vfs {
     if (src.kind === 'directory' && !opts.recursive) throw new VfsError('EISDIR', op, srcAbs, 'copying a directory needs recursive');
     this.checkReadable(cred, src, srcAbs, op);
     if (src.kind === 'directory') this.refuseInsideSelf(cred, src, dstAbs, op, dstAbs);
-    const { dir, name } = this.walkParentCreating(cred, dstAbs, op, true);
+    const { dir, name, fresh } = this.walkParentCreating(cred, dstAbs, op, true);
     if (src.kind === 'directory' && isAncestorOrSelf(src, dir)) throw new VfsError('EINVAL', op, dstAbs, 'cannot copy a directory into itself');
     let size = 0;
     this.forEachFile(src, (f) => (size = Math.max(size, f.size)));
@@ -475,7 +483,7 @@ export class Vfs {
         return 1;
       }
     }
-    requireAccess(cred, dir, W | X, op, dstAbs);
+    if (!fresh) requireAccess(cred, dir, W | X, op, dstAbs);
     const copy = this.cloneInto(cred, src, dir, name);
     this.emit(pathOf(copy));
     let n = 0;
@@ -541,12 +549,12 @@ export class Vfs {
     if (src === undefined) throw new VfsError('ENOENT', op, srcAbs);
     this.checkNotJailRoot(cred, src, op, srcAbs);
     if (src.kind === 'directory') this.refuseInsideSelf(cred, src, splitParent(dstAbs).dir, op, dstAbs);
-    const { dir: ddir, name: dname } = this.walkParentCreating(cred, dstAbs, op, true);
+    const { dir: ddir, name: dname, fresh } = this.walkParentCreating(cred, dstAbs, op, true);
     if (src.kind === 'directory' && isAncestorOrSelf(src, ddir)) throw new VfsError('EINVAL', op, dstAbs, 'cannot move a directory into itself');
     const existing = ddir.children.get(dname);
     if (existing === src) return { from: pathOf(src), to: pathOf(src) };
     requireUnlink(cred, sdir, src, op, srcAbs);
-    requireAccess(cred, ddir, W | X, op, dstAbs);
+    if (!fresh) requireAccess(cred, ddir, W | X, op, dstAbs);
     // moving a directory to a new parent rewrites its '..': POSIX asks for write on it
     if (src.kind === 'directory' && sdir !== ddir) requireAccess(cred, src, W, op, srcAbs);
     if (existing !== undefined) {
