@@ -491,6 +491,14 @@ export class Vfs {
     return n;
   }
 
+  private isExistingDir(cred: Cred, abs: string, op: string): boolean {
+    try {
+      return this.resolve(cred, abs, op, true).kind === 'directory';
+    } catch {
+      return false;
+    }
+  }
+
   /**
    * EINVAL when `from` (or its deepest existing ancestor) lies inside the directory `src`: checked
    * before missing parents of the destination are created, so a refused copy/move changes nothing.
@@ -549,6 +557,11 @@ export class Vfs {
     if (src === undefined) throw new VfsError('ENOENT', op, srcAbs);
     this.checkNotJailRoot(cred, src, op, srcAbs);
     if (src.kind === 'directory') this.refuseInsideSelf(cred, src, splitParent(dstAbs).dir, op, dstAbs);
+    if (!this.isExistingDir(cred, splitParent(dstAbs).dir, op)) {
+      // Missing parents of dst will be created: check the source side first, so a refused move changes nothing.
+      requireUnlink(cred, sdir, src, op, srcAbs);
+      if (src.kind === 'directory') requireAccess(cred, src, W, op, srcAbs);
+    }
     const { dir: ddir, name: dname, fresh } = this.walkParentCreating(cred, dstAbs, op, true);
     if (src.kind === 'directory' && isAncestorOrSelf(src, ddir)) throw new VfsError('EINVAL', op, dstAbs, 'cannot move a directory into itself');
     const existing = ddir.children.get(dname);
