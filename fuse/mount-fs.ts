@@ -57,7 +57,7 @@ export class MountFs {
     }
     // An open file's buffer is the truth for size (the kernel caps reads at the size we report).
     const open = this.files.file(path);
-    if (open && !open.orphaned) {
+    if (open?.data && !open.orphaned) {
       st.size = open.data.size;
       st.blocks = Math.ceil(st.size / 512);
       if (open.dirty) st.mtime = open.mtimeMs;
@@ -113,10 +113,9 @@ export class MountFs {
     if (this.opts.readOnly && (writable || truncate)) throw new VfsError('EROFS', 'open', path);
     const file = await this.load(path, flags, truncate);
     const fd = this.files.open({ kind: 'file', file, writable });
-    if (truncate && file.data.size > 0) {
-      file.data.truncate(0);
-      file.touch();
-    } else if (truncate && file.etag === undefined) {
+    // Empty content the daemon may not have yet (an old non-empty one, or a file never sent) is a change.
+    if (truncate && (!file.data || file.data.size > 0 || file.etag === undefined)) {
+      file.data = FileBuffer.empty();
       file.touch();
     }
     return fd;
@@ -138,14 +137,14 @@ export class MountFs {
 
   async read(fd: number, buf: Buffer, len: number, pos: number): Promise<number> {
     const h = this.handle(fd, 'read');
-    return h.kind === 'snapshot' ? copyOut(h.data, buf, len, pos) : h.file.data.read(buf, len, pos);
+    return h.kind === 'snapshot' ? copyOut(h.data, buf, len, pos) : (await this.content(h.file)).read(buf, len, pos);
   }
 
   async write(fd: number, buf: Buffer, len: number, pos: number): Promise<number> {
     const h = this.handle(fd, 'write');
     if (h.kind !== 'file' || !h.writable) throw new VfsError('EROFS', 'write', HISTORY_DIR);
     if (pos + len > MAX_BUFFER) throw new VfsError('EFBIG', 'write', h.file.path);
-    h.file.data.write(buf, len, pos);
+    (await this.content(h.file)).write(buf, len, pos);
     h.file.touch();
     return len;
   }
@@ -160,7 +159,7 @@ export class MountFs {
     }
     // Another descriptor holds the file: change its buffer, and publish at once as truncate(2) would.
     await this.rpc.call('fs.access', { path, mode: W_OK });
-    open.data.truncate(size);
+    (await this.content(open)).truncate(size);
     open.touch();
     await this.flushFile(open);
   }
@@ -169,7 +168,7 @@ export class MountFs {
     const h = this.handle(fd, 'ftruncate');
     if (h.kind !== 'file') throw new VfsError('EROFS', 'ftruncate', HISTORY_DIR);
     if (!h.writable) await this.rpc.call('fs.access', { path: h.file.path, mode: W_OK });
-    h.file.data.truncate(size);
+    (await this.content(h.file)).truncate(size);
     h.file.touch();
   }
 
@@ -316,18 +315,18 @@ export class MountFs {
       this.rpc.request('fs.read', known ? { path, if_none_match: known.etag } : { path }),
       mode & W_OK ? this.rpc.call('fs.access', { path, mode: W_OK }) : undefined,
     ]);
-    let { result, data } = reply;
-    let current = this.files.file(path);
+    const { result, data } = reply;
+    const current = this.files.file(path);
     if (current?.dirty) return current;
+    let content: FileBuffer | null;
     if (result.not_modified) {
       if (current && current.etag === result.etag) return current;
-      if (known?.data) data = known.data;
-      else ({ result, data } = await this.rpc.request('fs.read', { path }));
-      current = this.files.file(path);
-      if (current?.dirty) return current;
+      // Unchanged since we last saw it: reuse the bytes we kept, or fetch them on the first read.
+      content = known?.data ? new FileBuffer(known.data, true) : null;
+    } else {
+      content = new FileBuffer(data, true);
+      this.cache.set(path, result.etag, data);
     }
-    const content = new FileBuffer(data, true);
-    this.cache.set(path, result.etag, data);
     if (current) {
       // Open but clean, and changed outside the mount since: take the new content.
       current.data = content;
@@ -339,9 +338,31 @@ export class MountFs {
     return this.files.adopt(file);
   }
 
+  /**
+   * A file's bytes, fetched on first use. Opening an unchanged large file costs no transfer: the
+   * kernel often serves its reads from the page cache (auto_cache) and never asks.
+   */
+  private content(file: OpenFile): Promise<FileBuffer> {
+    if (file.data) return Promise.resolve(file.data);
+    file.loading ??= this.rpc
+      .request('fs.read', { path: file.path })
+      .then(({ result, data }) => {
+        if (!file.data) {
+          file.data = new FileBuffer(data, true);
+          file.etag = result.etag;
+        }
+        this.cache.set(file.path, result.etag, data);
+        return file.data;
+      })
+      .finally(() => {
+        file.loading = null;
+      });
+    return file.loading;
+  }
+
   private flushFile(file: OpenFile): Promise<void> {
     return file.serialize(async () => {
-      if (!file.dirty || file.orphaned) return;
+      if (!file.dirty || file.orphaned || !file.data) return;
       const path = file.path;
       const data = file.data.view();
       file.dirty = false;

@@ -81,11 +81,14 @@ export class OpenFile {
   /** Content id of what the daemon holds, when known. */
   etag: string | undefined;
   mtimeMs = Date.now();
+  /** The fetch of `data` while it runs (content is fetched on the first read, see MountFs.content). */
+  loading: Promise<FileBuffer> | null = null;
   private chain: Promise<unknown> = Promise.resolve();
 
+  /** `data` is null while the content is known (by etag) but not fetched yet. */
   constructor(
     public path: string,
-    public data: FileBuffer,
+    public data: FileBuffer | null,
   ) {}
 
   /** Runs `fn` after every earlier serialized step of this file (flushes must not overtake each other). */
@@ -182,17 +185,20 @@ export class OpenFiles {
 /**
  * Recently read or written file contents by path, with their etag. Opening a file asks the daemon for
  * it with `if_none_match`, so an unchanged file costs a permission check and no content transfer.
+ * Large files are remembered by etag only: when unchanged, their bytes are fetched only if the kernel
+ * asks for a page it does not already hold.
  */
 export class ContentCache {
-  private readonly entries = new Map<string, { etag: string; data: Buffer }>();
+  private readonly entries = new Map<string, { etag: string; data: Buffer | undefined }>();
   private bytes = 0;
 
   constructor(
     private readonly maxBytes = 128 * 1024 * 1024,
     private readonly maxEntry = 8 * 1024 * 1024,
+    private readonly maxCount = 100000,
   ) {}
 
-  get(path: string): { etag: string; data: Buffer } | undefined {
+  get(path: string): { etag: string; data: Buffer | undefined } | undefined {
     const e = this.entries.get(path);
     if (e) {
       // Map order is the LRU order.
@@ -204,13 +210,13 @@ export class ContentCache {
 
   set(path: string, etag: string, data: Buffer): void {
     this.delete(path);
-    if (data.length > this.maxEntry) return;
-    this.entries.set(path, { etag, data });
-    this.bytes += data.length;
+    const kept = data.length > this.maxEntry ? undefined : data;
+    this.entries.set(path, { etag, data: kept });
+    this.bytes += kept?.length ?? 0;
     for (const [p, e] of this.entries) {
-      if (this.bytes <= this.maxBytes) break;
+      if (this.bytes <= this.maxBytes && this.entries.size <= this.maxCount) break;
       this.entries.delete(p);
-      this.bytes -= e.data.length;
+      this.bytes -= e.data?.length ?? 0;
     }
   }
 
@@ -218,6 +224,6 @@ export class ContentCache {
     const e = this.entries.get(path);
     if (!e) return;
     this.entries.delete(path);
-    this.bytes -= e.data.length;
+    this.bytes -= e.data?.length ?? 0;
   }
 }

@@ -1,0 +1,177 @@
+/**
+ * The FUSE mount against tmpfs (/dev/shm, the kernel's own in-memory filesystem) and against bindfs
+ * (a C passthrough FUSE filesystem from Debian, the baseline for what any FUSE layer costs), in the same
+ * run, with the same shell workloads:
+ *
+ * - create N small markdown files (bash `printf > file`, 1,000 per directory);
+ * - read them all (`find -exec cat {} +`);
+ * - `grep -r` cold (after the kernel's 1 s attribute/entry timeouts expired) and warm (repeated at once);
+ * - `ls -lR` with expired caches (metadata only);
+ * - `rm -rf`;
+ * - a 64 MiB sequential write and read (`dd bs=1M`).
+ *
+ * The daemon keeps its data dir on tmpfs with the default SERVICE_FSYNC=full (fsync is nearly free
+ * there), so the rows compare filesystem paths, not disks. Times include starting the shell.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmdirSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+import type { BenchOptions, BenchRow, BenchTable } from './types.js';
+import { CLI, compareRow, errorRow, exited, killProc, log, median, onCleanup, shmDir, sleep, startDaemonProc, timeMs } from './util.js';
+
+/** Longer than the kernel's attribute and entry timeouts (1 s) of both FUSE filesystems. */
+const CACHE_EXPIRY_MS = 1100;
+
+function sh(cmd: string, cwd = '/'): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile('bash', ['-c', cmd], { cwd, maxBuffer: 16 * 1024 * 1024, timeout: 600000 }, (err, _out, stderr) => (err ? reject(new Error(`${cmd.slice(0, 80)}: ${stderr || err.message}`)) : resolve()));
+  });
+}
+
+function fuseDir(prefix: string): string {
+  // A mountpoint is never removed recursively: if it were still mounted, that would delete through it.
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  onCleanup(async () => {
+    await sh(`fusermount -uz '${dir}' 2>/dev/null || true`);
+    try {
+      rmdirSync(dir);
+    } catch {
+      // still busy: harmless
+    }
+  });
+  return dir;
+}
+
+async function mountMdvfs(dataDir: string): Promise<string> {
+  const dir = fuseDir('mdvfs-bench-mnt-');
+  const proc = spawn(process.execPath, [CLI, 'mount', dir], { env: { ...process.env, SERVICE_DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'pipe'] });
+  onCleanup(() => killProc(proc, 'SIGTERM', 10000));
+  let err = '';
+  proc.stderr!.on('data', (b: Buffer) => (err += b.toString()));
+  const deadline = Date.now() + 30000;
+  while (!/mounted .* at /.test(err)) {
+    if (exited(proc) || Date.now() > deadline) throw new Error(`mdvfs mount did not come up: ${err.slice(-300)}`);
+    await sleep(20);
+  }
+  return dir;
+}
+
+async function mountBindfs(): Promise<string> {
+  const src = shmDir('mdvfs-bench-bindsrc-');
+  const dir = fuseDir('mdvfs-bench-bindfs-');
+  await sh(`bindfs '${src}' '${dir}'`);
+  return dir;
+}
+
+interface Target {
+  name: 'mdvfs' | 'tmpfs' | 'bindfs';
+  dir: string;
+}
+
+type Op = 'create' | 'read all' | 'grep -r cold' | 'grep -r warm' | 'ls -lR' | 'rm -rf';
+const OPS: Op[] = ['create', 'read all', 'grep -r cold', 'grep -r warm', 'ls -lR', 'rm -rf'];
+
+/** One pass of the small-file workload; milliseconds per operation. */
+async function smallFiles(dir: string, n: number): Promise<Record<Op, number>> {
+  const dirs = Math.ceil(n / 1000);
+  const set = path.join(dir, 'set');
+  const create = `for ((k=0;k<${dirs};k++)); do mkdir -p ${set}/d$k; for ((i=0;i<1000 && k*1000+i<${n};i++)); do printf '# Note %d\\n\\nSome text about topic %d.\\nneedle-%d\\n' $i $k $((k*1000+i)) > ${set}/d$k/n$i.md; done; done`;
+  const r = {} as Record<Op, number>;
+  r.create = await timeMs(() => sh(create));
+  r['read all'] = await timeMs(() => sh(`find ${set} -type f -exec cat {} + > /dev/null`));
+  await sleep(CACHE_EXPIRY_MS);
+  r['grep -r cold'] = await timeMs(() => sh(`grep -r needle-${n - 1} ${set} > /dev/null`));
+  r['grep -r warm'] = await timeMs(() => sh(`grep -r needle-${n - 1} ${set} > /dev/null`));
+  await sleep(CACHE_EXPIRY_MS);
+  r['ls -lR'] = await timeMs(() => sh(`ls -lR ${set} > /dev/null`));
+  r['rm -rf'] = await timeMs(() => sh(`rm -rf ${set}`));
+  return r;
+}
+
+/** 64 MiB sequential write then read; MB/s each. */
+async function bigFile(dir: string, src: string, mib: number): Promise<{ write: number; read: number }> {
+  const f = path.join(dir, 'big.bin');
+  const mb = (mib * 1024 * 1024) / 1e6;
+  const w = await timeMs(() => sh(`dd if=${src} of=${f} bs=1M status=none`));
+  const r = await timeMs(() => sh(`dd if=${f} of=/dev/null bs=1M status=none`));
+  await sh(`rm -f ${f}`);
+  return { write: mb / (w / 1000), read: mb / (r / 1000) };
+}
+
+const VS_TMPFS_TARGET: Partial<Record<Op, number>> = { create: 0.1, 'grep -r warm': 1 / 3 };
+const METADATA_OPS: Op[] = ['create', 'ls -lR', 'rm -rf'];
+
+export async function benchFuse(opts: BenchOptions): Promise<BenchTable[]> {
+  const tmpfsTitle = 'FUSE mount vs tmpfs (ratio = tmpfs time / mount time)';
+  const bindfsTitle = 'FUSE mount vs bindfs, a C passthrough FUSE (ratio = bindfs time / mount time)';
+  const tmpfsRows: BenchRow[] = [];
+  const bindfsRows: BenchRow[] = [];
+  try {
+    if (!existsSync('/dev/fuse')) throw new Error('no /dev/fuse');
+    // --quick must fit in its budget on a busy 2-core machine: fewer files, a smaller big file.
+    const sizes = opts.quick ? [300] : [1000, 10000];
+    const reps = opts.quick ? 1 : 3;
+    const BIG_MIB = opts.quick ? 16 : 64;
+    const note = opts.quick ? 'quick mode: 300 files / 16 MiB, one repetition' : undefined;
+    const d = await startDaemonProc(path.join(shmDir('mdvfs-bench-fuse-'), 'data'), { SERVICE_MAX_FILE_SIZE: String(2 * BIG_MIB * 1024 * 1024) });
+    onCleanup(() => d.stop('SIGTERM'));
+    const targets: Target[] = [
+      { name: 'mdvfs', dir: await mountMdvfs(d.dataDir) },
+      { name: 'tmpfs', dir: shmDir('mdvfs-bench-tmpfs-') },
+    ];
+    let bindfsError: unknown = null;
+    try {
+      targets.push({ name: 'bindfs', dir: await mountBindfs() });
+    } catch (err) {
+      bindfsError = err;
+    }
+    for (const n of sizes) {
+      const runs = new Map<string, Record<Op, number>[]>();
+      for (let rep = 0; rep < reps; rep++) {
+        // Alternate the order so drift in machine load hits every target alike.
+        const order = rep % 2 === 0 ? targets : [...targets].reverse();
+        for (const t of order) {
+          log(`fuse: ${n} files on ${t.name} (rep ${rep + 1}/${reps})`);
+          const r = await smallFiles(t.dir, n);
+          runs.set(t.name, [...(runs.get(t.name) ?? []), r]);
+        }
+      }
+      const med = (name: string, op: Op): number => median((runs.get(name) ?? []).map((r) => r[op]));
+      const label = `${n.toLocaleString('en')} files`;
+      for (const op of OPS) {
+        const target = VS_TMPFS_TARGET[op];
+        tmpfsRows.push(compareRow({ ...(note !== undefined ? { note } : {}), name: `${label}: ${op}`, unit: 'ms', better: 'lower', ours: med('mdvfs', op), baseline: med('tmpfs', op), ...(target !== undefined ? { target, targetText: `≥ ${target === 0.1 ? '0.1 (within 10×)' : '0.33 (within 3×)'}` } : {}) }));
+        if (bindfsError === null) {
+          const metadata = METADATA_OPS.includes(op);
+          bindfsRows.push(compareRow({ ...(note !== undefined ? { note } : {}), name: `${label}: ${op}`, unit: 'ms', better: 'lower', ours: med('mdvfs', op), baseline: med('bindfs', op), ...(metadata ? { target: 1, targetText: '≥ 1 (metadata-heavy)' } : {}) }));
+        }
+      }
+    }
+    const src = path.join(shmDir('mdvfs-bench-src-'), 'big.src');
+    writeFileSync(src, randomBytes(BIG_MIB * 1024 * 1024));
+    const big = new Map<string, { write: number; read: number }[]>();
+    for (let rep = 0; rep < reps; rep++) {
+      for (const t of rep % 2 === 0 ? targets : [...targets].reverse()) {
+        log(`fuse: ${BIG_MIB} MiB on ${t.name} (rep ${rep + 1})`);
+        big.set(t.name, [...(big.get(t.name) ?? []), await bigFile(t.dir, src, BIG_MIB)]);
+      }
+    }
+    const bmed = (name: string, k: 'write' | 'read'): number => median((big.get(name) ?? []).map((r) => r[k]));
+    tmpfsRows.push(compareRow({ ...(note !== undefined ? { note } : {}), name: `${BIG_MIB} MiB sequential write`, unit: 'MB/s', better: 'higher', ours: bmed('mdvfs', 'write'), baseline: bmed('tmpfs', 'write') }));
+    tmpfsRows.push(compareRow({ ...(note !== undefined ? { note } : {}), name: `${BIG_MIB} MiB sequential read`, unit: 'MB/s', better: 'higher', ours: bmed('mdvfs', 'read'), baseline: bmed('tmpfs', 'read'), target: 0.5 }));
+    if (bindfsError === null) {
+      bindfsRows.push(compareRow({ ...(note !== undefined ? { note } : {}), name: `${BIG_MIB} MiB sequential write`, unit: 'MB/s', better: 'higher', ours: bmed('mdvfs', 'write'), baseline: bmed('bindfs', 'write') }));
+      bindfsRows.push(compareRow({ ...(note !== undefined ? { note } : {}), name: `${BIG_MIB} MiB sequential read`, unit: 'MB/s', better: 'higher', ours: bmed('mdvfs', 'read'), baseline: bmed('bindfs', 'read') }));
+    } else {
+      bindfsRows.push(errorRow('bindfs baseline', bindfsError));
+    }
+  } catch (err) {
+    tmpfsRows.push(errorRow('FUSE mount', err));
+  }
+  return [
+    { title: tmpfsTitle, rows: tmpfsRows },
+    { title: bindfsTitle, rows: bindfsRows },
+  ];
+}
