@@ -196,10 +196,13 @@ export async function runImport(ctx: CmdContext, hostDir: string, opts: { to?: s
   let copied = false;
   const drain = (): void => {
     if (draining || !copied) return;
-    draining = (async () => {
+    const run = async () => {
+      // The first await comes before any bookkeeping, so `draining` is set before this can clear it.
+      await Promise.resolve();
       for (let job = queue.shift(); job; job = queue.shift()) await job();
       draining = undefined;
-    })();
+    };
+    draining = run();
   };
   if (opts.watch) {
     const { watch } = await import('chokidar');

@@ -1,0 +1,127 @@
+/** `mdvfs shell` driven through a real pseudo-terminal (node-pty), the way a person types. */
+import t from 'tap';
+import { cliEnv, spawnShell } from '../helpers/cli.js';
+
+const UP = '\x1b[A';
+const CTRL_C = '\x03';
+const CTRL_D = '\x04';
+
+t.test('first run: create the first admin, then work in the shell', async (t) => {
+  const cli = await cliEnv(t);
+  const sh = await spawnShell(t, cli.env);
+
+  await sh.expect('Create the first admin user now? [Y/n] ');
+  sh.mark();
+  sh.write('y\r');
+  await sh.expect('Admin user name: ');
+  sh.mark();
+  sh.write('alice\r');
+  const shown = await sh.expect('alice@mdvfs:~ $ ');
+  const token = /API token \(shown once[^\n]*\n(\S+)\n/.exec(shown)?.[1];
+  t.ok(token, 'the token is printed once');
+  const who = await cli.run(['whoami', '-v', '--token', token ?? '']);
+  t.match(who.stdout, /^user: alice \(admin\)\n/, 'the token belongs to the new admin');
+  t.notMatch(sh.screen().slice(sh.screen().indexOf(token ?? '') + 1), new RegExp(token ?? 'x'), 'the token is not shown again');
+
+  const run = async (line: string, expectText: string | RegExp, prompt = '$ ') => {
+    sh.mark();
+    sh.write(`${line}\r`);
+    await sh.expect(expectText);
+    await sh.expect(new RegExp(`${prompt.replace(/[$~/]/g, '\\$&')}$`));
+    return sh.sinceMark();
+  };
+
+  await run('mkdir notes', 'alice@mdvfs:~ $ ');
+  await run("echo 'alpha x' > notes/alpha.md", 'alice@mdvfs:~ $ ');
+  await run('write notes/beta.md "beta x" ; echo "gamma" >> notes/beta.md', 'alice@mdvfs:~ $ ');
+
+  let out = await run('cd notes', 'alice@mdvfs:~/notes $ ');
+  t.match(out, /alice@mdvfs:~\/notes \$ $/, 'the prompt shows the new cwd');
+  out = await run('pwd', '/home/alice/notes\n');
+  t.match(out, /^pwd\n\/home\/alice\/notes\nalice@mdvfs:~\/notes \$ $/);
+
+  out = await run('cat alpha.md beta.md | grep x | wc -l', /\n2\n/);
+  t.match(out, /wc -l\n2\nalice@mdvfs:~\/notes \$ $/, 'a pipeline between built-ins');
+  out = await run('cat beta.md | head -n 1', /\nbeta x\n/);
+  t.notMatch(out, /gamma/);
+
+  // Tab completion of a command name and of a path.
+  sh.mark();
+  sh.write('wh\t');
+  await sh.expect('whoami ');
+  sh.write('\r');
+  await sh.expect(/\nalice\n/);
+  sh.mark();
+  sh.write('cat be\t');
+  await sh.expect('cat beta.md');
+  sh.write('\r');
+  out = await sh.expect(/beta x\ngamma\n.*\$ $/);
+  sh.mark();
+  sh.write('cd ../no\t');
+  await sh.expect('cd ../notes/');
+  sh.write('\r');
+  await sh.expect(/alice@mdvfs:~\/notes \$ $/);
+
+  // History recall: the up arrow brings back the last line.
+  await run('echo recall-me', /\nrecall-me\n/);
+  sh.mark();
+  sh.write(UP);
+  await sh.expect('echo recall-me');
+  sh.write('\r');
+  out = await sh.expect(/\nrecall-me\n.*\$ $/);
+  t.pass('history recall runs the previous command again');
+
+  // Ctrl-C abandons the line being typed and keeps the shell usable.
+  sh.mark();
+  sh.write('cat should-not-run.md');
+  await sh.expect('should-not-run');
+  sh.write(CTRL_C);
+  await sh.expect('^C');
+  out = await run('pwd', '/home/alice/notes\n');
+  t.notMatch(sh.screen(), /ENOENT/, 'the interrupted line never ran');
+
+  // Errors are reported and the shell goes on.
+  out = await run('cat missing.md', /cat: .*\(ENOENT\)\n/);
+  out = await run('ls', 'alpha.md\nbeta.md\n');
+
+  // Ctrl-D leaves with status 0.
+  sh.write(CTRL_D);
+  const exit = await sh.exited;
+  t.equal(exit.exitCode, 0);
+  const cat = await cli.run(['cat', '/home/alice/notes/beta.md']);
+  t.equal(cat.stdout, 'beta x\ngamma\n', 'what the shell wrote is in the filesystem');
+});
+
+t.test('an existing user: no admin offer, cd errors, exit status', async (t) => {
+  const cli = await cliEnv(t);
+  await cli.run(['useradd', 'admin']);
+  await cli.run(['useradd', 'bob']);
+  await cli.run(['write', '/home/bob/todo.md', 'one']);
+  await cli.run(['chown', 'bob', '/home/bob/todo.md']);
+  const sh = await spawnShell(t, cli.env, ['--user', 'bob']);
+  await sh.expect('bob@mdvfs:~ $ ');
+  t.notMatch(sh.screen(), /first admin/);
+  sh.mark();
+  sh.write('cd /home/admin\r');
+  await sh.expect(/\(EACCES\)\n/);
+  await sh.expect('bob@mdvfs:~ $ ');
+  sh.mark();
+  sh.write('cd todo.md\r');
+  await sh.expect(/\(ENOTDIR\)\n/);
+  sh.mark();
+  sh.write('cd /\r');
+  await sh.expect('bob@mdvfs:/ $ ');
+  sh.mark();
+  sh.write('cat ~/todo.md | wc -c\r');
+  await sh.expect(/\n4\n/);
+  sh.mark();
+  sh.write('ls --bogus\r');
+  await sh.expect(/unknown option '--bogus' \(EUSAGE\)\n/);
+  sh.mark();
+  sh.write('help\r');
+  await sh.expect(/grep.*\n/);
+  sh.mark();
+  sh.write('exit 3\r');
+  const exit = await sh.exited;
+  t.equal(exit.exitCode, 3);
+});
