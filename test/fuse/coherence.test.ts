@@ -6,6 +6,8 @@
  */
 import { spawn } from 'node:child_process';
 import t from 'tap';
+import { connectSocket } from '../../daemon/rpc/client.js';
+import { socketPathFor } from '../../daemon/rpc/connect.js';
 import { CLI, eventually, fuseUnavailable, isMounted, mount, sh, sleep, startDaemon } from '../helpers/fuse.js';
 
 const unavailable = fuseUnavailable();
@@ -131,4 +133,28 @@ void t.test('SIGKILL leaves no dead mountpoint (auto_unmount)', async (t) => {
   m4.proc.kill('SIGKILL');
   t.ok(await eventually(() => !isMounted(m4.dir), 10000), 'the mount disappears');
   t.equal((await sh('ls', m4.dir)).code, 0, 'the directory is usable again');
+});
+
+// Last: it stops the daemon this file's other tests use.
+void t.test('the mount reconnects when its daemon restarts', async (t) => {
+  await write('/restart/before.md', 'before\n');
+  const gone = new Promise((resolve) => d.proc.once('exit', resolve));
+  d.proc.kill('SIGTERM');
+  await gone;
+  // The mount starts a new daemon for its data dir (like every front end) and carries on.
+  const r = await m.sh('cat restart/before.md && echo after > restart/after.md');
+  t.equal(r.code, 0, r.stderr);
+  t.equal(r.stdout, 'before\n', 'data written before the restart is there');
+  const c = await connectSocket(socketPathFor(d.dataDir));
+  const { pid } = await c.call('sys.ping', {});
+  t.teardown(() => {
+    try {
+      process.kill(pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+  });
+  t.equal((await c.request('fs.read', { path: '/restart/after.md' })).data.toString(), 'after\n', 'and a write after it reached the new daemon');
+  c.close();
+  t.match(m.stderr(), /reconnected to the daemon/);
 });
