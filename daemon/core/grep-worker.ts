@@ -4,6 +4,7 @@
  */
 import { parentPort } from 'node:worker_threads';
 
+/** What the daemon asks for: the files to search, in order, with their contents. */
 export interface GrepJob {
   pattern: string;
   flags: string;
@@ -11,51 +12,65 @@ export interface GrepJob {
   files: { path: string; id: string; buf: SharedArrayBuffer; len: number }[];
 }
 
+/**
+ * What crosses to the worker. Contents are content-addressed and immutable, so each one is sent to
+ * a worker once and later jobs name it by id. New contents travel packed in one transferred buffer
+ * (`fresh`: ids, byte lengths, data): posting thousands of separate buffers costs more than the
+ * search. `reset` drops everything the worker holds (the pool bounds what each worker holds).
+ */
+export interface WireJob {
+  pattern: string;
+  flags: string;
+  max: number;
+  reset: boolean;
+  paths: string[];
+  ids: string[];
+  fresh: { ids: string[]; lens: number[]; data: ArrayBuffer };
+}
+
 export interface GrepReply {
   results: { file: string; line_num: number; line: string }[];
   truncated: boolean;
 }
 
-// Decoded contents by blob id, so repeated searches skip UTF-8 decoding.
+// Decoded contents by id, as sent by the pool, so repeated searches skip copying and decoding.
 const cache = new Map<string, string>();
-let cached = 0;
-const CACHE_LIMIT = 512 * 1024 * 1024;
 
-function text(id: string, buf: SharedArrayBuffer, len: number): string {
-  let s = cache.get(id);
-  if (s === undefined) {
-    s = Buffer.from(buf, 0, len).toString('utf8');
-    if (cached + s.length > CACHE_LIMIT) {
-      cache.clear();
-      cached = 0;
-    }
-    cache.set(id, s);
-    cached += s.length;
-  }
+function text(id: string): string {
+  const s = cache.get(id);
+  if (s === undefined) throw new Error(`grep worker: content ${id.slice(0, 12)} was never sent`);
   return s;
 }
 
-function run(job: GrepJob): GrepReply {
+function run(job: WireJob): GrepReply {
   const line = new RegExp(job.pattern, job.flags);
   // A cheap whole-file pre-test: most files of a selective search do not match at all.
   const whole = new RegExp(job.pattern, job.flags + 'm');
   const results: GrepReply['results'] = [];
-  for (const f of job.files) {
-    const s = text(f.id, f.buf, f.len);
+  for (let k = 0; k < job.ids.length; k++) {
+    const s = text(job.ids[k]!);
     if (!whole.test(s)) continue;
     const lines = s.split('\n');
     if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
     for (let i = 0; i < lines.length; i++) {
       if (line.test(lines[i]!)) {
         if (results.length >= job.max) return { results, truncated: true };
-        results.push({ file: f.path, line_num: i + 1, line: lines[i]! });
+        results.push({ file: job.paths[k]!, line_num: i + 1, line: lines[i]! });
       }
     }
   }
   return { results, truncated: false };
 }
 
-parentPort?.on('message', (job: GrepJob) => {
+parentPort?.on('message', (job: WireJob) => {
+  // Register what was sent before anything can fail, so the pool's record of it stays true.
+  if (job.reset) cache.clear();
+  let off = 0;
+  for (let k = 0; k < job.fresh.ids.length; k++) {
+    const len = job.fresh.lens[k]!;
+    cache.set(job.fresh.ids[k]!, Buffer.from(job.fresh.data, off, len).toString('utf8'));
+    off += len;
+  }
   try {
     parentPort!.postMessage({ ok: run(job) });
   } catch (err) {

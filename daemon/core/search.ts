@@ -10,7 +10,7 @@ import { VfsError } from '../errors.js';
 import { sortedNames, type DirNode, type Node } from './inode.js';
 import { may, R, X, type Cred } from './perms.js';
 import type { Vfs } from './vfs.js';
-import type { GrepJob, GrepReply } from './grep-worker.js';
+import type { GrepJob, GrepReply, WireJob } from './grep-worker.js';
 
 export interface GrepOptions {
   pattern: string;
@@ -19,11 +19,16 @@ export interface GrepOptions {
   maxResults: number;
 }
 
+/** Content bytes the pool lets each worker hold before it starts it afresh. */
+const WORKER_CACHE_BYTES = 256 * 1024 * 1024;
+
 /** A small pool of grep workers; a job over its time bound kills its worker (ETIMEDOUT). */
 export class GrepPool {
   private idle: Worker[] = [];
   private busy = 0;
   private queue: (() => void)[] = [];
+  /** per worker: the contents it already holds (mirrors the worker's maps; it never evicts on its own) */
+  private readonly sent = new WeakMap<Worker, { ids: Set<string>; bytes: number }>();
 
   constructor(private readonly size: number, private readonly timeoutMs: number) {}
 
@@ -34,6 +39,39 @@ export class GrepPool {
     const w = new Worker(file, { execArgv: process.execArgv });
     w.unref();
     return w;
+  }
+
+  private wire(worker: Worker, job: GrepJob): WireJob {
+    let st = this.sent.get(worker);
+    if (st === undefined) this.sent.set(worker, (st = { ids: new Set(), bytes: 0 }));
+    const reset = st.bytes > WORKER_CACHE_BYTES;
+    if (reset) {
+      st.ids.clear();
+      st.bytes = 0;
+    }
+    const n = job.files.length;
+    const paths = new Array<string>(n);
+    const ids = new Array<string>(n);
+    const fresh: GrepJob['files'] = [];
+    let freshBytes = 0;
+    for (let i = 0; i < n; i++) {
+      const f = job.files[i]!;
+      paths[i] = f.path;
+      ids[i] = f.id;
+      if (!st.ids.has(f.id)) {
+        st.ids.add(f.id);
+        st.bytes += f.len;
+        fresh.push(f);
+        freshBytes += f.len;
+      }
+    }
+    const data = new Uint8Array(freshBytes);
+    let off = 0;
+    for (const f of fresh) {
+      data.set(new Uint8Array(f.buf, 0, f.len), off);
+      off += f.len;
+    }
+    return { pattern: job.pattern, flags: job.flags, max: job.max, reset, paths, ids, fresh: { ids: fresh.map((f) => f.id), lens: fresh.map((f) => f.len), data: data.buffer } };
   }
 
   async run(job: GrepJob): Promise<GrepReply> {
@@ -55,6 +93,7 @@ export class GrepPool {
         };
         const onError = (err: Error) => {
           cleanup();
+          void worker.terminate();
           reject(new VfsError('EIO', 'grep', undefined, err.message));
         };
         const cleanup = () => {
@@ -64,7 +103,8 @@ export class GrepPool {
         };
         worker.on('message', onMessage);
         worker.on('error', onError);
-        worker.postMessage(job);
+        const msg = this.wire(worker, job);
+        worker.postMessage(msg, [msg.fresh.data]);
       });
     } finally {
       this.busy--;
