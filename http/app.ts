@@ -103,7 +103,7 @@ export function createApp(client: DaemonClient, opts: AppOptions): Express {
   app.use(cors);
 
   const router = express.Router({ caseSensitive: true, strict: false });
-  const r = new Registrar(router);
+  const r = new Registrar(router, client);
   registerAuth(r, ctx);
   registerAdmin(r, ctx);
   registerWorkspaces(r, ctx);

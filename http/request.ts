@@ -5,6 +5,7 @@
 import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { Caller, DaemonClient } from '../daemon/rpc/client.js';
 import type { Creds } from '../daemon/rpc/protocol.js';
+import { VfsError } from '../daemon/errors.js';
 import { httpError, methodNotAllowed } from './errors.js';
 
 export type Verb = 'get' | 'post' | 'put' | 'delete';
@@ -21,14 +22,22 @@ export type Handler = (req: Request, res: Response) => Promise<void>;
 export class Registrar {
   readonly routes: { method: Verb; path: string }[] = [];
 
-  constructor(private readonly router: Router) {}
+  constructor(
+    private readonly router: Router,
+    /** The daemon client, for rewriting workspace error messages (see confineMessage). */
+    private readonly client: DaemonClient,
+  ) {}
 
   add(method: Verb, path: string, ...handlers: [...RequestHandler[], Handler]): void {
     this.routes.push({ method, path });
     const last = handlers[handlers.length - 1] as Handler;
     const middleware = handlers.slice(0, -1) as RequestHandler[];
     // Express 5 forwards rejected promises to the error handler.
-    this.router[method](path, ...middleware, (req: Request, res: Response) => last(req, res));
+    this.router[method](path, ...middleware, (req: Request, res: Response) =>
+      last(req, res).catch(async (err: unknown) => {
+        throw await confineMessage(this.client, req, err);
+      }),
+    );
   }
 
   /** After every route: the same paths with any other method answer 405 (OPTIONS is CORS's). */
@@ -37,6 +46,26 @@ export class Registrar {
     for (const r of this.routes) byPath.set(r.path, [...(byPath.get(r.path) ?? []), r.method.toUpperCase()]);
     for (const [path, methods] of byPath) this.router.all(path, methodNotAllowed(methods));
   }
+}
+
+/**
+ * Security: inside a workspace, results show workspace paths, but the daemon's error messages
+ * still name the real absolute path (`open '/proj/ws/x.md'`), which would reveal root_path. Until
+ * the daemon maps them itself, rewrite `'<root_path>/x'` to `'/x'` for workspace callers. Only
+ * error responses of workspace requests pay the extra whoami.
+ */
+async function confineMessage(client: DaemonClient, req: Request, err: unknown): Promise<unknown> {
+  if (!(err instanceof VfsError) || req.get('x-service-workspace') === undefined || err.code === 'EAUTH') return err;
+  let root: string | undefined;
+  try {
+    root = (await client.as(credsOf(req)).call('auth.whoami', {})).workspace?.root_path;
+  } catch {
+    return err;
+  }
+  if (root === undefined || root === '/' || !err.message.includes(`'${root}`)) return err;
+  const rewritten = new VfsError(err.code, err.op, err.path);
+  rewritten.message = err.message.split(`'${root}'`).join("'/'").split(`'${root}/`).join("'/");
+  return rewritten;
 }
 
 /** The caller's raw credentials, exactly as sent; the daemon authenticates them. */

@@ -27,6 +27,10 @@ t.test('/ is the workspace root and paths are shown relative to it', async (t) =
   t.equal(put.status, 200, put.text);
   t.notMatch(put.json.path, /^\/proj\//, 'responses show workspace paths');
   t.equal((await root.get('/fs//proj/ws/new.md')).text, 'new', 'the file landed under root_path');
+  const missing = await w.get('/fs/missing.md');
+  t.equal(missing.status, 404);
+  t.notMatch(missing.json.error, /\/proj\/ws/, 'error messages do not reveal root_path either');
+  t.match(missing.json.error, /'\/missing\.md'/);
   const who = await w.get('/auth/whoami');
   t.equal(who.json.user, 'bot');
   t.equal(who.json.workspace.id, ws.id);
