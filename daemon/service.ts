@@ -127,6 +127,17 @@ export class Service {
     return resolveFor(path ?? '', this.home(cred), op, cred.workspace?.root);
   }
 
+  /**
+   * A path naming an entry to create, remove or rename. Its last component as written may not be
+   * `.` or `..`: lexical normalisation would otherwise turn `a/..` into `a`'s parent (so a delete
+   * of `notes/..` would remove the home) and `new/.` into a file named `new`.
+   */
+  private entryAbs(cred: Cred, path: string, op: string): string {
+    const last = path.replace(/\/+$/, '').split('/').pop();
+    if (last === '.' || last === '..') throw new VfsError('EINVAL', op, path.slice(0, 256), `'${last}' cannot name an entry`);
+    return this.abs(cred, path, op);
+  }
+
   private show(cred: Cred, abs: string): string {
     return displayPath(abs, cred.workspace?.root);
   }
@@ -330,7 +341,7 @@ export class Service {
     },
     'fs.write': async (ctx, p) => {
       const cred = this.authenticate(ctx.creds);
-      const abs = this.abs(cred, p.path, 'write');
+      const abs = this.entryAbs(cred, p.path, 'write');
       const opts: Parameters<Vfs['write']>[3] = { parents: p.parents !== false };
       const m = mode(p.mode, 'write');
       if (m !== undefined) opts.mode = m;
@@ -351,7 +362,7 @@ export class Service {
     },
     'fs.mkdir': async (ctx, p) => {
       const cred = this.authenticate(ctx.creds);
-      const abs = this.abs(cred, p.path, 'mkdir');
+      const abs = this.entryAbs(cred, p.path, 'mkdir');
       const opts: { parents?: boolean; mode?: number } = { parents: p.parents === true };
       const m = mode(p.mode, 'mkdir');
       if (m !== undefined) opts.mode = m;
@@ -361,21 +372,21 @@ export class Service {
     },
     'fs.unlink': async (ctx, p) => {
       const cred = this.authenticate(ctx.creds);
-      const abs = this.abs(cred, p.path, 'unlink');
+      const abs = this.entryAbs(cred, p.path, 'unlink');
       this.d.vfs.unlink(cred, abs);
       await this.durable();
       return { path: this.show(cred, abs) };
     },
     'fs.rmdir': async (ctx, p) => {
       const cred = this.authenticate(ctx.creds);
-      const abs = this.abs(cred, p.path, 'rmdir');
+      const abs = this.entryAbs(cred, p.path, 'rmdir');
       this.d.vfs.rmdir(cred, abs);
       await this.durable();
       return { path: this.show(cred, abs) };
     },
     'fs.delete': async (ctx, p) => {
       const cred = this.authenticate(ctx.creds);
-      const abs = this.abs(cred, p.path, 'rm');
+      const abs = this.entryAbs(cred, p.path, 'rm');
       const n = this.d.vfs.remove(cred, abs, p.recursive === true);
       await this.durable();
       return { path: this.show(cred, abs), deleted: n };
@@ -383,7 +394,7 @@ export class Service {
     'fs.copy': async (ctx, p) => {
       const cred = this.authenticate(ctx.creds);
       const src = this.abs(cred, p.src, 'copy');
-      const dst = this.abs(cred, p.dst, 'copy');
+      const dst = this.entryAbs(cred, p.dst, 'copy');
       const opts: { recursive?: boolean; overwrite?: boolean } = { recursive: p.recursive === true };
       if (p.overwrite !== undefined) opts.overwrite = p.overwrite;
       const n = this.d.vfs.copy(cred, src, dst, opts);
@@ -392,15 +403,15 @@ export class Service {
     },
     'fs.move': async (ctx, p) => {
       const cred = this.authenticate(ctx.creds);
-      const src = this.abs(cred, p.src, 'rename');
-      const dst = this.abs(cred, p.dst, 'rename');
+      const src = this.entryAbs(cred, p.src, 'rename');
+      const dst = this.entryAbs(cred, p.dst, 'rename');
       const r = this.d.vfs.move(cred, src, dst, p.overwrite === undefined ? {} : { overwrite: p.overwrite });
       await this.durable();
       return { src: this.show(cred, r.from), dst: this.show(cred, r.to) };
     },
     'fs.symlink': async (ctx, p) => {
       const cred = this.authenticate(ctx.creds);
-      const abs = this.abs(cred, p.path, 'symlink');
+      const abs = this.entryAbs(cred, p.path, 'symlink');
       this.d.vfs.symlink(cred, p.target, abs);
       await this.durable();
       return { path: this.show(cred, abs), target: p.target };
