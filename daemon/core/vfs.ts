@@ -491,11 +491,12 @@ export class Vfs {
     return n;
   }
 
-  private isExistingDir(cred: Cred, abs: string, op: string): boolean {
+  private isMissing(cred: Cred, abs: string, op: string): boolean {
     try {
-      return this.resolve(cred, abs, op, true).kind === 'directory';
-    } catch {
+      this.resolve(cred, abs, op, true);
       return false;
+    } catch (err) {
+      return err instanceof VfsError && err.code === 'ENOENT';
     }
   }
 
@@ -557,7 +558,7 @@ export class Vfs {
     if (src === undefined) throw new VfsError('ENOENT', op, srcAbs);
     this.checkNotJailRoot(cred, src, op, srcAbs);
     if (src.kind === 'directory') this.refuseInsideSelf(cred, src, splitParent(dstAbs).dir, op, dstAbs);
-    if (!this.isExistingDir(cred, splitParent(dstAbs).dir, op)) {
+    if (this.isMissing(cred, splitParent(dstAbs).dir, op)) {
       // Missing parents of dst will be created: check the source side first, so a refused move changes nothing.
       requireUnlink(cred, sdir, src, op, srcAbs);
       if (src.kind === 'directory') requireAccess(cred, src, W, op, srcAbs);
