@@ -10,7 +10,7 @@
 import { VfsError } from '../daemon/errors.js';
 import type { Caller } from '../daemon/rpc/client.js';
 import type { ChangeEvent } from '../daemon/rpc/protocol.js';
-import { AttrCache, childPath } from './attr-cache.js';
+import { ATTR_TTL_MS, AttrCache, childPath } from './attr-cache.js';
 import { entryToFuseStat, toFuseStat, type OwnerMap } from './attrs.js';
 import { O_ACCMODE, O_RDONLY, O_TRUNC, O_WRONLY, type FuseStat, type FuseStatfs } from './fuse-native.js';
 import { HISTORY_DIR, HistoryView, isHistoryPath } from './history.js';
@@ -31,6 +31,8 @@ export class MountFs {
   readonly files = new OpenFiles();
   private readonly cache = new ContentCache();
   private readonly attrs = new AttrCache();
+  /** Counts the daemon's change events: cached content checks made before the last one are not trusted. */
+  private changeEpoch = 0;
   private readonly history: HistoryView;
 
   constructor(
@@ -42,6 +44,7 @@ export class MountFs {
 
   /** A change reported by the daemon (any front end): cached attributes of those paths are stale. */
   onChange(ev: ChangeEvent): void {
+    this.changeEpoch++;
     if (ev.paths.length === 0) this.attrs.clear();
     for (const p of ev.paths) this.attrs.invalidate(p);
   }
@@ -309,6 +312,17 @@ export class MountFs {
       await this.rpc.call('fs.access', { path, mode });
       return this.files.adopt(new OpenFile(path, FileBuffer.empty()));
     }
+    const epoch = this.changeEpoch;
+    if (!open && !(mode & W_OK)) {
+      // Re-reading what the daemon confirmed less than a second ago, with no change anywhere since
+      // (grep -r, builds, editors re-opening): as fresh as the kernel's caches, without a round trip.
+      const c = this.cache.fresh(path, epoch, ATTR_TTL_MS);
+      if (c) {
+        const file = new OpenFile(path, c.data ? new FileBuffer(c.data, true) : null);
+        file.etag = c.etag;
+        return this.files.adopt(file);
+      }
+    }
     // Reading checks read access; a writer also needs write access (write-only files are not supported).
     const known = open?.etag !== undefined ? { etag: open.etag, data: undefined } : this.cache.get(path);
     const [reply] = await Promise.all([
@@ -320,12 +334,13 @@ export class MountFs {
     if (current?.dirty) return current;
     let content: FileBuffer | null;
     if (result.not_modified) {
+      this.cache.confirm(path, result.etag, epoch);
       if (current && current.etag === result.etag) return current;
       // Unchanged since we last saw it: reuse the bytes we kept, or fetch them on the first read.
       content = known?.data ? new FileBuffer(known.data, true) : null;
     } else {
       content = new FileBuffer(data, true);
-      this.cache.set(path, result.etag, data);
+      this.cache.set(path, result.etag, data, epoch);
     }
     if (current) {
       // Open but clean, and changed outside the mount since: take the new content.
@@ -344,6 +359,7 @@ export class MountFs {
    */
   private content(file: OpenFile): Promise<FileBuffer> {
     if (file.data) return Promise.resolve(file.data);
+    const epoch = this.changeEpoch;
     file.loading ??= this.rpc
       .request('fs.read', { path: file.path })
       .then(({ result, data }) => {
@@ -351,7 +367,7 @@ export class MountFs {
           file.data = new FileBuffer(data, true);
           file.etag = result.etag;
         }
-        this.cache.set(file.path, result.etag, data);
+        this.cache.set(file.path, result.etag, data, epoch);
         return file.data;
       })
       .finally(() => {
@@ -365,13 +381,14 @@ export class MountFs {
       if (!file.dirty || file.orphaned || !file.data) return;
       const path = file.path;
       const data = file.data.view();
+      const epoch = this.changeEpoch;
       file.dirty = false;
       this.attrs.invalidate(path);
       try {
         const r = await this.rpc.call('fs.write', { path, parents: false }, { data });
         this.attrs.invalidate(path);
         file.etag = r.etag;
-        if (file.path === path) this.cache.set(path, r.etag, data);
+        if (file.path === path) this.cache.set(path, r.etag, data, epoch);
       } catch (err) {
         file.dirty = true;
         throw err;

@@ -188,8 +188,16 @@ export class OpenFiles {
  * Large files are remembered by etag only: when unchanged, their bytes are fetched only if the kernel
  * asks for a page it does not already hold.
  */
+interface Cached {
+  etag: string;
+  data: Buffer | undefined;
+  /** When the daemon last confirmed this etag (and the principal's read access), and the change epoch then. */
+  checkedAt: number;
+  epoch: number;
+}
+
 export class ContentCache {
-  private readonly entries = new Map<string, { etag: string; data: Buffer | undefined }>();
+  private readonly entries = new Map<string, Cached>();
   private bytes = 0;
 
   constructor(
@@ -198,7 +206,7 @@ export class ContentCache {
     private readonly maxCount = 100000,
   ) {}
 
-  get(path: string): { etag: string; data: Buffer | undefined } | undefined {
+  get(path: string): Cached | undefined {
     const e = this.entries.get(path);
     if (e) {
       // Map order is the LRU order.
@@ -208,10 +216,27 @@ export class ContentCache {
     return e;
   }
 
-  set(path: string, etag: string, data: Buffer): void {
+  /**
+   * The entry if the daemon confirmed it less than `maxAgeMs` ago and no change was reported anywhere
+   * since (`epoch` counts the daemon's change events): then it is as fresh as the kernel's own caches.
+   */
+  fresh(path: string, epoch: number, maxAgeMs: number): Cached | undefined {
+    const e = this.entries.get(path);
+    return e && e.epoch === epoch && Date.now() - e.checkedAt < maxAgeMs ? e : undefined;
+  }
+
+  /** The daemon answered "not modified" for this etag. */
+  confirm(path: string, etag: string, epoch: number): void {
+    const e = this.entries.get(path);
+    if (!e || e.etag !== etag) return;
+    e.checkedAt = Date.now();
+    e.epoch = epoch;
+  }
+
+  set(path: string, etag: string, data: Buffer, epoch: number): void {
     this.delete(path);
     const kept = data.length > this.maxEntry ? undefined : data;
-    this.entries.set(path, { etag, data: kept });
+    this.entries.set(path, { etag, data: kept, checkedAt: Date.now(), epoch });
     this.bytes += kept?.length ?? 0;
     for (const [p, e] of this.entries) {
       if (this.bytes <= this.maxBytes && this.entries.size <= this.maxCount) break;
