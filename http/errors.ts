@@ -64,3 +64,15 @@ export function methodNotAllowed(allowed: string[]): RequestHandler {
     sendError(res, 'EMETHOD', `EMETHOD: ${req.method} is not allowed on ${req.path} (allowed: ${allow})`);
   };
 }
+
+/**
+ * Requests node:http rejects before express sees them (header block over 16 KiB, a malformed
+ * request line): answered with the same JSON shape instead of Node's empty 400/431, then closed.
+ */
+export function clientErrorResponse(err: NodeJS.ErrnoException): Buffer {
+  const detail = err.code === 'HPE_HEADER_OVERFLOW' ? 'request line or headers too large' : 'malformed HTTP request';
+  const code: ErrorCode = 'EINVAL';
+  const body = JSON.stringify({ error: `${code}: ${detail}`, code });
+  const status = ERRORS[code].http;
+  return Buffer.from(`HTTP/1.1 ${status} Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nAccess-Control-Allow-Origin: *\r\nConnection: close\r\n\r\n${body}`);
+}

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { DaemonClient } from '../daemon/rpc/client.js';
 import { connectDaemon, defaultDataDir } from '../daemon/rpc/connect.js';
 import { createApp, stderrLog } from './app.js';
+import { clientErrorResponse } from './errors.js';
 import { formatListen, maxFileSizeFromEnv, parseListen, type ListeningMessage } from './listen.js';
 
 async function connectUnderServe(dataDir: string): Promise<DaemonClient> {
@@ -41,6 +42,10 @@ export async function runHttp(): Promise<void> {
   server.on('error', (err: NodeJS.ErrnoException) => {
     process.stderr.write(`mdvfs http: cannot listen on ${formatListen(listen)}: ${err.code ?? err.message}\n`);
     process.exit(1);
+  });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (socket.writable && err.code?.startsWith('HPE_')) socket.end(clientErrorResponse(err));
+    else socket.destroy();
   });
   server.on('listening', () => {
     const addr = server.address() as AddressInfo;

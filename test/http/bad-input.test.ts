@@ -131,6 +131,21 @@ t.test('hostile regex', async (t) => {
   t.equal((await alice.get('/fs/a.md')).text, 'a', 'and still reading');
 });
 
+t.test('requests node:http rejects still get JSON errors', async (t) => {
+  await expect4xx(t, 'a 20 kB request line', await alice.get(`/fs/${'a'.repeat(20000)}`), 400, 'EINVAL');
+  const raw = await new Promise<string>((resolve, reject) => {
+    import('node:net').then(({ default: net }) => {
+      const sock = net.connect(svc.port, '127.0.0.1', () => sock.write('NOT HTTP AT ALL\r\n\r\n'));
+      let out = '';
+      sock.on('data', (b: Buffer) => (out += b.toString()));
+      sock.on('close', () => resolve(out));
+      sock.on('error', reject);
+    }, reject);
+  });
+  t.match(raw, /^HTTP\/1\.1 400 /, 'a malformed request gets 400');
+  t.match(raw, /"code":"EINVAL"/, 'with a JSON body');
+});
+
 t.test('bad credentials headers', async (t) => {
   await expect4xx(t, 'User with no name', await request(svc, 'GET', '/fs/', { auth: 'User ' }), 401, 'EAUTH');
   await expect4xx(t, 'User that does not exist', await request(svc, 'GET', '/fs/', { auth: 'User ghost' }), 401, 'EAUTH');
