@@ -31,6 +31,10 @@ void t.test('mounted as bob', async (t) => {
   t.match((await m.sh('ls home/alice')).stderr, /Permission denied/, "listing alice's home fails with EACCES");
 
   t.equal((await m.sh('cat shared/readme.md')).stdout, 'read me\n', 'a world-readable file reads fine');
+  await root.call('fs.chmod', { path: '/shared/readme.md', mode: '0600' });
+  t.match((await m.sh('cat shared/readme.md')).stderr, /Permission denied/, 'a chmod through the daemon takes effect at once');
+  await root.call('fs.chmod', { path: '/shared/readme.md', mode: '0644' });
+  t.equal((await m.sh('cat shared/readme.md')).stdout, 'read me\n');
   const create = await m.sh('echo x > shared/new.md');
   t.match(create.stderr, /Permission denied/, 'creating a file in a read-only directory fails with EACCES');
   const append = await m.sh('echo x >> shared/readme.md');
