@@ -145,9 +145,12 @@ async function main(): Promise<void> {
   // Built stores shared by the modules (see buildStore), on tmpfs, removed at the end.
   const cacheDir = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir(), 'mdvfs-bench-cache-'));
   process.on('exit', () => rmSync(cacheDir, { recursive: true, force: true }));
+  // Time a module leaves unused carries over to the next ones (the total still caps the run).
+  let carryS = 0;
   for (const spec of selected) {
     const left = totalBudgetS - (Date.now() - t0) / 1000;
-    const budget = Math.min((quick ? spec.quickBudgetS : spec.fullBudgetS) * factor, Math.max(0, left));
+    const own = (quick ? spec.quickBudgetS : spec.fullBudgetS) * factor;
+    const budget = Math.min(own + carryS, Math.max(0, left));
     if (budget < 3) {
       modules.push({ key: spec.key, seconds: 0, tables: [failedTable(spec, 'not run: the run had used its time budget')] });
       continue;
@@ -156,6 +159,7 @@ async function main(): Promise<void> {
     const r = await runModule(spec, quick, profile, budget, cacheDir);
     process.stderr.write(`bench: ${spec.key} done in ${r.seconds.toFixed(1)} s\n`);
     modules.push(r);
+    carryS = Math.max(0, budget - r.seconds);
   }
   const extra = [...(quick ? ['--quick'] : []), ...(factor !== 1 ? [`--budget-factor ${factor}`] : []), ...(only ? [`--only ${only.join(',')}`] : [])];
   const command = `npm run bench${extra.length > 0 ? ` -- ${extra.join(' ')}` : ''}`;

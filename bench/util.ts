@@ -217,7 +217,8 @@ export function spawnDaemonProc(dataDir: string, env: NodeJS.ProcessEnv = {}): {
     err += b.toString();
     if (err.length > 20000) err = err.slice(-10000);
   });
-  onCleanup(() => killProc(proc, 'SIGKILL', 1000));
+  // SIGTERM first: a daemon run with --cpu-prof writes its profile only on a clean exit.
+  onCleanup(() => killProc(proc, 'SIGTERM', 3000));
   return { proc, stderr: () => err };
 }
 
