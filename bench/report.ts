@@ -182,6 +182,29 @@ export const ANALYSIS: Analysis[] = [
       'keep the written buffer as the cached content after release (it is the same bytes the daemon stored, same etag) so a read after write needs no fetch; keep_cache on ' +
       'unchanged files; stream large files in ranges instead of one whole-file read.',
   },
+  {
+    module: 'mcp',
+    row: /read_file|write_file|search_files/,
+    reason:
+      'one call at a time, mdvfs-mcp is latency-bound: in a profile of 1,500 read_file calls (530 calls/s on the loaded machine) the stdio server was 47% idle. Each call crosses ' +
+      'two processes (client → stdio → mdvfs-mcp → Unix socket → daemon and back) where the reference server makes a few syscalls on tmpfs; the SDK\'s JSON-RPC work (zod ' +
+      'parsing, serializeMessage, the stdout write: `writeUtf8String` 4.9%) is the same on both sides. Our own visible cost is `writeBuffer` 7.1%, all from `DaemonClient.send` ' +
+      'writing each frame in 2–3 syscalls. read_file also returns the file twice (text content and structuredContent), doubling what is serialised. Search is the daemon\'s ' +
+      'grep over every file\'s contents, against a name-only glob on the other side.',
+    fix:
+      'one syscall per frame on the socket (cork); skip re-validating the daemon\'s results against the output schema on the hot tools; for large files, return the text ' +
+      'once (structuredContent without the content, or the reverse when the client does not ask for structured output). A 2× target over a server that reads tmpfs ' +
+      'directly needs the hop to be nearly free, which a separate daemon process cannot give at c=1; batching concurrent calls would help clients that pipeline.',
+    profile: [
+      'mdvfs-mcp (stdio server), 1,500 × read_file of 1 KiB (node --cpu-prof):',
+      ' 47.4%  (idle)',
+      '  7.1%  writeBuffer      ← daemon/rpc/client.js send() (114 of 114 samples)',
+      '  4.9%  writeUtf8String  ← SDK server/stdio.js send (stdout)',
+      '  2.4%  (garbage collector)',
+      '  1.2%  serializeMessage (SDK)',
+      '  0.8%  zod parse (SDK schemas)',
+    ],
+  },
 ];
 
 // ---------- markdown ----------
@@ -354,30 +377,7 @@ export function summarizeProfile(file: string, top = 15): string[] {
     byFn.set(key, (byFn.get(key) ?? 0) + (n.hitCount ?? 0));
   }
   const ms = (prof.endTime - prof.startTime) / 1000;
-  const lines = [`${path.basename(file)}: ${ms.toFixed(0)} ms, ${totalHits} samples`  {
-    module: 'mcp',
-    row: /read_file|write_file|search_files/,
-    reason:
-      'one call at a time, mdvfs-mcp is latency-bound: in a profile of 1,500 read_file calls (530 calls/s on the loaded machine) the stdio server was 47% idle. Each call crosses ' +
-      'two processes (client → stdio → mdvfs-mcp → Unix socket → daemon and back) where the reference server makes a few syscalls on tmpfs; the SDK\'s JSON-RPC work (zod ' +
-      'parsing, serializeMessage, the stdout write: `writeUtf8String` 4.9%) is the same on both sides. Our own visible cost is `writeBuffer` 7.1%, all from `DaemonClient.send` ' +
-      'writing each frame in 2–3 syscalls. read_file also returns the file twice (text content and structuredContent), doubling what is serialised. Search is the daemon\'s ' +
-      'grep over every file\'s contents, against a name-only glob on the other side.',
-    fix:
-      'one syscall per frame on the socket (cork); skip re-validating the daemon\'s results against the output schema on the hot tools; for large files, return the text ' +
-      'once (structuredContent without the content, or the reverse when the client does not ask for structured output). A 2× target over a server that reads tmpfs ' +
-      'directly needs the hop to be nearly free, which a separate daemon process cannot give at c=1; batching concurrent calls would help clients that pipeline.',
-    profile: [
-      'mdvfs-mcp (stdio server), 1,500 × read_file of 1 KiB (node --cpu-prof):',
-      ' 47.4%  (idle)',
-      '  7.1%  writeBuffer      ← daemon/rpc/client.js send() (114 of 114 samples)',
-      '  4.9%  writeUtf8String  ← SDK server/stdio.js send (stdout)',
-      '  2.4%  (garbage collector)',
-      '  1.2%  serializeMessage (SDK)',
-      '  0.8%  zod parse (SDK schemas)',
-    ],
-  },
-];
+  const lines = [`${path.basename(file)}: ${ms.toFixed(0)} ms, ${totalHits} samples`];
   for (const [k, v] of [...byFn.entries()].sort((a, b) => b[1] - a[1]).slice(0, top)) lines.push(`${((v / totalHits) * 100).toFixed(1).padStart(5)}%  ${k}`);
   return lines;
 }
