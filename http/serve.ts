@@ -86,6 +86,7 @@ export async function runServe(): Promise<void> {
   };
 
   let sidecarBackoff = 200;
+  let failedBeforeListening = 0;
   const startSidecar = (): void => {
     const started = Date.now();
     const child = spawn(process.execPath, [...process.execArgv, cli, 'http'], {
@@ -106,6 +107,12 @@ export async function runServe(): Promise<void> {
     child.once('exit', (code, signal) => {
       if (stopping || sidecar !== child) return;
       sidecar = null;
+      // A sidecar that never got to listen (port taken, bad address) will not do better next time.
+      if (!announced && ++failedBeforeListening >= 3) {
+        say(`the http sidecar could not start (${signal ?? code}, 3 times); stopping`);
+        void shutdown(1);
+        return;
+      }
       sidecarBackoff = Date.now() - started > 10_000 ? 200 : Math.min(sidecarBackoff * 2, 5000);
       say(`http sidecar exited (${signal ?? code}); restarting in ${sidecarBackoff} ms`);
       setTimeout(() => {

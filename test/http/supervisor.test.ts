@@ -1,5 +1,6 @@
 // `mdvfs serve` supervises its two processes; `mdvfs http` also runs alone.
 import { spawn } from 'node:child_process';
+import net from 'node:net';
 import t from 'tap';
 import { CLI, alive, client, daemonPidsFor, servePids, startService, tempDataDir, until } from '../helpers/http.js';
 
@@ -58,4 +59,26 @@ t.test('mdvfs http alone starts a background daemon and exits when it goes away'
   t.equal(daemons.length, 1, 'one background daemon for the data dir');
   process.kill(daemons[0]!, 'SIGTERM');
   t.not(await exited, 0, 'the sidecar exits non-zero when its daemon connection closes');
+});
+
+t.test('serve gives up with a clear error when its address is taken', async (t) => {
+  const blocker = net.createServer();
+  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => blocker.close());
+  const port = (blocker.address() as net.AddressInfo).port;
+  const dataDir = tempDataDir(t);
+  const proc = spawn(process.execPath, [CLI, 'serve'], { env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: `127.0.0.1:${port}` }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  proc.stderr!.on('data', (b: Buffer) => {
+    err += b.toString();
+  });
+  t.teardown(() => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    for (const pid of daemonPidsFor(dataDir)) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  });
+  const code = await new Promise<number | null>((resolve) => proc.once('exit', (c) => resolve(c)));
+  t.equal(code, 1, 'serve exits 1');
+  t.match(err, /EADDRINUSE/, 'and says why');
+  await until(() => daemonPidsFor(dataDir).every((p) => !alive(p)), 'its daemon to stop');
+  t.pass('its daemon was stopped');
 });
