@@ -48,8 +48,9 @@ export function credsFor(opts: MountOptions): Creds {
 }
 
 export async function runMount(dir: string, opts: MountOptions): Promise<void> {
-  const mnt = path.resolve(dir);
   const creds = credsFor(opts);
+  // The kernel's mount table names the real path: watching it for an outside unmount needs the same.
+  const mnt = await fsp.realpath(path.resolve(dir)).catch(() => path.resolve(dir));
   const st = await fsp.stat(mnt).catch((err: NodeJS.ErrnoException) => {
     // A mountpoint left behind by a killed mount answers ENOTCONN: `force` below clears it.
     if (err.code === 'ENOTCONN') return null;
@@ -83,7 +84,12 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
     // A flush of a large file can take a while; a daemon that never answers still fails the call.
     timeout: 120_000,
   });
-  await new Promise<void>((resolve, reject) => fuse.mount((err) => (err ? reject(new Error(`cannot mount at ${mnt}: ${err.message}`)) : resolve())));
+  try {
+    await new Promise<void>((resolve, reject) => fuse.mount((err) => (err ? reject(new Error(`cannot mount at ${mnt}: ${err.message}`)) : resolve())));
+  } catch (err) {
+    link.close(); // or the open socket would keep this failed process alive
+    throw err;
+  }
   const delegate = who.on_behalf_of ? ` on behalf of ${who.on_behalf_of}` : '';
   process.stderr.write(`mdvfs: mounted ${dataDir} at ${mnt} as ${who.user}${delegate}${opts.readOnly ? ' (read-only)' : ''}\n`);
 
@@ -122,12 +128,19 @@ async function shutdown(fuse: FuseInstance, mfs: MountFs, link: DaemonLink, unmo
 /** Resolves when `mnt` no longer appears in this namespace's mount table (read from /proc, never the mount). */
 async function watchMountTable(mnt: string, done: () => boolean): Promise<void> {
   const escaped = mnt.replace(/[ \t\n\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
-  while (!done()) {
+  let seen = false;
+  for (let round = 0; !done(); round++) {
     await sleep(1000);
     const table = await fsp.readFile('/proc/self/mountinfo', 'utf8').catch(() => null);
-    if (table === null) continue;
+    if (table === null) return new Promise(() => undefined); // no /proc: rely on signals alone
     const mounted = table.split('\n').some((line) => line.split(' ')[4] === escaped && line.includes(' - fuse'));
-    if (!mounted) return;
+    if (mounted) seen = true;
+    else if (seen) return;
+    else if (round >= 5) {
+      // Never found under that name: do not guess, keep serving until a signal arrives.
+      process.stderr.write(`mdvfs: ${mnt} not found in /proc/self/mountinfo; stop the mount with Ctrl-C or SIGTERM\n`);
+      return new Promise(() => undefined);
+    }
   }
 }
 
