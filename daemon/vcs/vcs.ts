@@ -314,6 +314,9 @@ export class Vcs {
     const changes = this.changesSince(scope, fromTree, toTree);
     const filter = opts.path === undefined ? undefined : opts.path.replace(/\/$/, '');
     const parts: string[] = [];
+    // The diff runs on the event loop and Myers' algorithm is O(N·D): two large unrelated versions
+    // would stall every client for minutes. Past a time budget a file's diff becomes a whole replacement.
+    const deadline = Date.now() + DIFF_BUDGET_MS;
     for (const c of changes) {
       if (filter !== undefined && filter !== '' && c.path !== filter && !c.path.startsWith(filter + '/')) continue;
       if (c.path.endsWith('/')) continue;
@@ -326,7 +329,10 @@ export class Vcs {
         parts.push(`diff ${label}\nmode ${c.before?.mode.toString(8) ?? '-'} -> ${c.after?.mode.toString(8) ?? '-'}\n`);
         continue;
       }
-      parts.push(createTwoFilesPatch(c.before === undefined ? '/dev/null' : `a/${label}`, c.after === undefined ? '/dev/null' : `b/${label}`, a, b, undefined, undefined, { context: 3 }).replace(/^=+\n/m, ''));
+      const oldName = c.before === undefined ? '/dev/null' : `a/${label}`;
+      const newName = c.after === undefined ? '/dev/null' : `b/${label}`;
+      const patch = createTwoFilesPatch(oldName, newName, a, b, undefined, undefined, { context: 3, timeout: Math.max(DIFF_MIN_MS, deadline - Date.now()) });
+      parts.push(patch === undefined ? wholeReplacement(oldName, newName, a, b) : patch.replace(/^=+\n/m, ''));
     }
     return parts.join('');
   }
@@ -542,6 +548,24 @@ export class Vcs {
   nowNs(): bigint {
     return nowNs();
   }
+}
+
+/** Time a diff request may spend finding minimal diffs, and the least any one file gets. */
+const DIFF_BUDGET_MS = 1000;
+const DIFF_MIN_MS = 5;
+
+/** A unified diff that removes every old line and adds every new one (valid, not minimal). */
+function wholeReplacement(oldName: string, newName: string, a: string, b: string): string {
+  const lines = (s: string): string[] => (s === '' ? [] : (s.endsWith('\n') ? s.slice(0, -1) : s).split('\n'));
+  const la = lines(a);
+  const lb = lines(b);
+  const range = (n: number) => (n === 0 ? '0,0' : `1,${n}`);
+  const out = [`--- ${oldName}`, `+++ ${newName}`, `@@ -${range(la.length)} +${range(lb.length)} @@`];
+  for (const l of la) out.push('-' + l);
+  if (a !== '' && !a.endsWith('\n')) out.push('\\ No newline at end of file');
+  for (const l of lb) out.push('+' + l);
+  if (b !== '' && !b.endsWith('\n')) out.push('\\ No newline at end of file');
+  return out.join('\n') + '\n';
 }
 
 export function joinScope(root: string, rel: string): string {
