@@ -199,3 +199,24 @@ t.test('diff gives exact unified text between commits and against the working tr
   t.equal(reverse, ['--- a/srv/d/fresh.md', '+++ /dev/null', '@@ -1,2 +0,0 @@', '-hello', '-world', ''].join('\n'), 'reversed direction');
   t.equal((await r.call('vcs.diff', { from: c1.hash })).diff.startsWith('--- a/srv/d/doc.md\n'), true, 'from a commit to the working tree');
 });
+
+t.test('a diff of two large unrelated versions ends as a whole replacement instead of stalling the daemon', async (t) => {
+  const d = await quickDaemon(t);
+  const r = d.client.as({});
+  const lines = (seed: number) => {
+    let x = seed;
+    return Array.from({ length: 20000 }, () => {
+      x = (x * 1103515245 + 12345) & 0x7fffffff;
+      return `line ${x}`;
+    });
+  };
+  const a = lines(1);
+  const b = lines(2);
+  await r.call('fs.write', { path: '/srv/big.md' }, text(a.join('\n') + '\n'));
+  const c1 = await r.call('vcs.commit', { message: 'a' });
+  await r.call('fs.write', { path: '/srv/big.md' }, text(b.join('\n'))); // and no final newline
+  // Myers' diff of these takes minutes; past its time budget the daemon answers a valid full replacement
+  const expected = ['--- a/srv/big.md', '+++ b/srv/big.md', '@@ -1,20000 +1,20000 @@', ...a.map((l) => '-' + l), ...b.map((l) => '+' + l), '\\ No newline at end of file', ''].join('\n');
+  t.equal((await r.call('vcs.diff', { from: c1.hash, path: '/srv/big.md' })).diff, expected);
+  t.equal((await r.call('fs.stat', { path: '/srv/big.md' })).kind, 'file', 'still serving');
+});
