@@ -9,7 +9,8 @@
  *
  * Options: --quick, --only core,writes (comma list of keys), --no-write (print, do not write docs),
  * --profile (run each module's child with --cpu-prof into bench/results/profiles/<key>/),
- * --budget-factor 2 (stretch the per-module time budgets on a loaded machine).
+ * --budget-factor 2 (stretch the per-module time budgets on a loaded machine),
+ * --render-only (rewrite docs/benchmarks.{md,svg} from bench/results/latest.json).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -130,6 +131,13 @@ async function main(): Promise<void> {
   if (child !== undefined) {
     await runChild(child, quick, argValue(args, '--out') ?? path.join(os.tmpdir(), `mdvfs-bench-${child}.json`));
     process.exit(0);
+  }
+  if (args.includes('--render-only')) {
+    // Re-renders docs from the last results (after editing the findings in report.ts), measuring nothing.
+    const results = JSON.parse(readFileSync(path.join(ROOT_DIR, 'bench', 'results', 'latest.json'), 'utf8')) as Results;
+    writeFileSync(path.join(ROOT_DIR, 'docs', 'benchmarks.svg'), renderSvg(results));
+    writeFileSync(path.join(ROOT_DIR, 'docs', 'benchmarks.md'), renderMarkdown(results));
+    return;
   }
   const only = argValue(args, '--only')?.split(',').filter(Boolean);
   const profile = args.includes('--profile');
