@@ -8,16 +8,17 @@
  * the harness itself never fails because a comparison did.
  *
  * Options: --quick, --only core,writes (comma list of keys), --no-write (print, do not write docs),
- * --profile (run each module's child with --cpu-prof into bench/results/profiles/<key>/),
+ * --profile (run each module's process, and the daemons and servers it starts through bench/util.ts, with
+ *   --cpu-prof into $TMPDIR/mdvfs-bench-profiles/<key>/, and print each profile's top self times),
  * --budget-factor 2 (stretch the per-module time budgets on a loaded machine),
  * --render-only (rewrite docs/benchmarks.{md,svg} from bench/results/latest.json).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { collectMeta, renderMarkdown, renderSvg, type ModuleResult, type Results } from './report.js';
+import { collectMeta, renderMarkdown, renderSvg, summarizeProfile, type ModuleResult, type Results } from './report.js';
 import type { BenchFn, BenchTable } from './types.js';
 import { ROOT_DIR, runCleanups } from './util.js';
 
@@ -83,15 +84,18 @@ function runModule(spec: ModuleSpec, quick: boolean, profile: boolean, budgetS: 
   const out = path.join(os.tmpdir(), `mdvfs-bench-${process.pid}-${spec.key}.json`);
   rmSync(out, { force: true });
   const nodeArgs = ['--import', 'tsx'];
+  const env: NodeJS.ProcessEnv = { ...process.env, MDVFS_BENCH_CACHE: cacheDir };
+  const profDir = path.join(os.tmpdir(), 'mdvfs-bench-profiles', spec.key);
   if (profile) {
-    const dir = path.join(ROOT_DIR, 'bench', 'results', 'profiles', spec.key);
-    mkdirSync(dir, { recursive: true });
-    nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${dir}`);
+    rmSync(profDir, { recursive: true, force: true });
+    mkdirSync(profDir, { recursive: true });
+    nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${profDir}`);
+    env.MDVFS_BENCH_NODE_ARGS = `--cpu-prof --cpu-prof-dir=${profDir}`;
   }
   const args = [...nodeArgs, path.join(ROOT_DIR, 'bench', 'run.ts'), '--child', spec.key, '--out', out, ...(quick ? ['--quick'] : [])];
   return new Promise((resolve) => {
     // detached: the module gets its own process group, which we can kill as a whole.
-    const child = spawn(process.execPath, args, { cwd: ROOT_DIR, detached: true, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, MDVFS_BENCH_CACHE: cacheDir } });
+    const child = spawn(process.execPath, args, { cwd: ROOT_DIR, detached: true, stdio: ['ignore', 'inherit', 'inherit'], env });
     let timedOut = false;
     const killGroup = (sig: NodeJS.Signals): void => {
       try {
@@ -119,6 +123,15 @@ function runModule(spec: ModuleSpec, quick: boolean, profile: boolean, budgetS: 
         if (r.error !== undefined) process.stderr.write(`bench ${spec.key}: ${r.error}\n`);
       }
       rmSync(out, { force: true });
+      if (profile && existsSync(profDir)) {
+        for (const f of readdirSync(profDir).filter((x) => x.endsWith('.cpuprofile'))) {
+          try {
+            process.stderr.write(`${summarizeProfile(path.join(profDir, f), 12).join('\n')}\n\n`);
+          } catch {
+            // a profile cut short by a kill: skip it
+          }
+        }
+      }
       resolve({ key: spec.key, seconds, tables });
     });
   });
