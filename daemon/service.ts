@@ -468,10 +468,10 @@ export class Service {
       const r = await this.d.grep.run({ pattern: p.pattern, flags, max: p.max_results ?? 10000, files });
       return { results: r.results, count: r.results.length, truncated: r.truncated };
     },
-    'search.find': (ctx, p) => {
+    'search.find': async (ctx, p) => {
       const cred = this.authenticate(ctx.creds);
       const abs = this.abs(cred, p.path, 'find');
-      const results = find(this.d.vfs, cred, abs, p.name, p.type, (x) => this.show(cred, x));
+      const results = await find(this.d.vfs, this.d.grep, cred, abs, p.name, p.type, (x) => this.show(cred, x));
       return { results, count: results.length };
     },
     'search.tree': (ctx, p) => {

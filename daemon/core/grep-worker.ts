@@ -28,6 +28,18 @@ export interface WireJob {
   fresh: { ids: string[]; lens: number[]; data: ArrayBuffer };
 }
 
+/** find: which of `subjects` a compiled glob matches (globs backtrack too: `*a*a*a*b`). */
+export interface MatchJob {
+  kind: 'match';
+  source: string;
+  flags: string;
+  subjects: string[];
+}
+
+export interface MatchReply {
+  indices: number[];
+}
+
 export interface GrepReply {
   results: { file: string; line_num: number; line: string }[];
   truncated: boolean;
@@ -62,7 +74,22 @@ function run(job: WireJob): GrepReply {
   return { results, truncated: false };
 }
 
-parentPort?.on('message', (job: WireJob) => {
+function match(job: MatchJob): MatchReply {
+  const re = new RegExp(job.source, job.flags);
+  const indices: number[] = [];
+  for (let i = 0; i < job.subjects.length; i++) if (re.test(job.subjects[i]!)) indices.push(i);
+  return { indices };
+}
+
+parentPort?.on('message', (job: WireJob | MatchJob) => {
+  if ('kind' in job) {
+    try {
+      parentPort!.postMessage({ ok: match(job) });
+    } catch (err) {
+      parentPort!.postMessage({ error: (err as Error).message });
+    }
+    return;
+  }
   // Register what was sent before anything can fail, so the pool's record of it stays true.
   if (job.reset) cache.clear();
   let off = 0;

@@ -10,7 +10,7 @@ import { VfsError } from '../errors.js';
 import { sortedNames, type DirNode, type Node } from './inode.js';
 import { may, R, X, type Cred } from './perms.js';
 import type { Vfs } from './vfs.js';
-import type { GrepJob, GrepReply, WireJob } from './grep-worker.js';
+import type { GrepJob, GrepReply, MatchJob, MatchReply, WireJob } from './grep-worker.js';
 
 export interface GrepOptions {
   pattern: string;
@@ -74,27 +74,41 @@ export class GrepPool {
     return { pattern: job.pattern, flags: job.flags, max: job.max, reset, paths, ids, fresh: { ids: fresh.map((f) => f.id), lens: fresh.map((f) => f.len), data: data.buffer } };
   }
 
-  async run(job: GrepJob): Promise<GrepReply> {
+  run(job: GrepJob): Promise<GrepReply> {
+    return this.exec<GrepReply>('grep', 'pattern', (w) => {
+      const msg = this.wire(w, job);
+      w.postMessage(msg, [msg.fresh.data]);
+    });
+  }
+
+  /** The indices of `subjects` that `re` matches, under the same time bound as grep. */
+  async match(re: RegExp, subjects: string[], op: string): Promise<number[]> {
+    if (subjects.length === 0) return [];
+    const job: MatchJob = { kind: 'match', source: re.source, flags: re.flags, subjects };
+    return (await this.exec<MatchReply>(op, 'glob', (w) => w.postMessage(job))).indices;
+  }
+
+  private async exec<R>(op: string, what: string, post: (w: Worker) => void): Promise<R> {
     if (this.busy >= this.size) await new Promise<void>((r) => this.queue.push(r));
     this.busy++;
     const worker = this.idle.pop() ?? this.spawn();
     try {
-      return await new Promise<GrepReply>((resolve, reject) => {
+      return await new Promise<R>((resolve, reject) => {
         const timer = setTimeout(() => {
           cleanup();
           void worker.terminate();
-          reject(new VfsError('ETIMEDOUT', 'grep', undefined, `the pattern took longer than ${this.timeoutMs} ms (catastrophic backtracking?); simplify it`));
+          reject(new VfsError('ETIMEDOUT', op, undefined, `the ${what} took longer than ${this.timeoutMs} ms (catastrophic backtracking?); simplify it`));
         }, this.timeoutMs);
-        const onMessage = (m: { ok?: GrepReply; error?: string }) => {
+        const onMessage = (m: { ok?: R; error?: string }) => {
           cleanup();
           this.idle.push(worker);
           if (m.ok !== undefined) resolve(m.ok);
-          else reject(new VfsError('EINVAL', 'grep', undefined, m.error ?? 'grep failed'));
+          else reject(new VfsError('EINVAL', op, undefined, m.error ?? `${op} failed`));
         };
         const onError = (err: Error) => {
           cleanup();
           void worker.terminate();
-          reject(new VfsError('EIO', 'grep', undefined, err.message));
+          reject(new VfsError('EIO', op, undefined, err.message));
         };
         const cleanup = () => {
           clearTimeout(timer);
@@ -103,8 +117,7 @@ export class GrepPool {
         };
         worker.on('message', onMessage);
         worker.on('error', onError);
-        const msg = this.wire(worker, job);
-        worker.postMessage(msg, [msg.fresh.data]);
+        post(worker);
       });
     } finally {
       this.busy--;
@@ -155,28 +168,35 @@ export function grepFiles(vfs: Vfs, cred: Cred, abs: string, recursive: boolean,
   return files;
 }
 
-/** find: names matching a glob (picomatch, `*` and `?` within a name; `**` over paths). */
-export function find(vfs: Vfs, cred: Cred, abs: string, name: string | undefined, type: 'f' | 'd' | 'l' | undefined, display: (p: string) => string): string[] {
+/**
+ * find: names matching a glob (picomatch, `*` and `?` within a name; `**` over paths). The tree is
+ * walked here; the compiled glob runs in the worker pool under the grep time bound, because a glob
+ * such as `*a*a*a*a*a*a*b` backtracks like a hostile regex.
+ */
+export async function find(vfs: Vfs, pool: GrepPool, cred: Cred, abs: string, name: string | undefined, type: 'f' | 'd' | 'l' | undefined, display: (p: string) => string): Promise<string[]> {
   const start = vfs.resolve(cred, abs, 'find', true);
-  let test: (name: string, rel: string) => boolean = () => true;
-  if (name !== undefined && name !== '') {
-    const byPath = name.includes('/');
-    const m = picomatch(name, { dot: true, nocase: false });
-    test = byPath ? (_n, rel) => m(rel) : (n) => m(n);
-  }
   const kindOk = (n: Node) => type === undefined || (type === 'f' && n.kind === 'file') || (type === 'd' && n.kind === 'directory') || (type === 'l' && n.kind === 'symlink');
-  const out: string[] = [];
+  const paths: string[] = [];
+  const subjects: string[] = [];
+  const byPath = name !== undefined && name.includes('/');
   if (start.kind !== 'directory') {
     const base = abs.slice(abs.lastIndexOf('/') + 1);
-    if (kindOk(start) && test(base, base)) out.push(display(abs));
-    return out;
+    if (kindOk(start)) {
+      paths.push(abs);
+      subjects.push(base);
+    }
+  } else {
+    if (!may(cred, start, R | X)) throw new VfsError('EACCES', 'find', abs);
+    const prefix = abs === '/' ? 1 : abs.length + 1;
+    for (const { node, path: p } of vfs.visible(cred, start, abs, true)) {
+      if (!kindOk(node)) continue;
+      paths.push(p);
+      subjects.push(byPath ? p.slice(prefix) : node.name);
+    }
   }
-  if (!may(cred, start, R | X)) throw new VfsError('EACCES', 'find', abs);
-  const prefix = abs === '/' ? 1 : abs.length + 1;
-  for (const { node, path: p } of vfs.visible(cred, start, abs, true)) {
-    if (kindOk(node) && test(node.name, p.slice(prefix))) out.push(display(p));
-  }
-  return out;
+  if (name === undefined || name === '') return paths.map(display);
+  const re = picomatch.makeRe(name, { dot: true, nocase: false });
+  return (await pool.match(re, subjects, 'find')).map((i) => display(paths[i]!));
 }
 
 /** Text like the Unix `tree` command; unreadable directories are shown but not opened. */
