@@ -52,3 +52,19 @@ t.test('hostile regex (a+)+$ on a 50k-character line', async (t) => {
   for (const x of await Promise.all(two)) t.equal(x.ok ? 'ok' : x.error.code, 'ETIMEDOUT');
   t.same((await r.call('search.grep', { pattern: 'needle', path: '/srv/h/ok.md' })).count, 1, 'still serving after both');
 });
+
+t.test('a hostile glob in find is bounded the same way', async (t) => {
+  const d = await quickDaemon(t, { SERVICE_REGEX_TIMEOUT_MS: '1500' });
+  const r = d.client.as({});
+  // picomatch compiles `*a*a…*b` to nested lazy quantifiers: polynomial backtracking on a long name
+  await r.call('fs.write', { path: `/srv/g/${'a'.repeat(200)}` }, text('x'));
+  await r.call('fs.write', { path: '/srv/g/ok.md' }, text('x'));
+  let done = false;
+  const hostile = settle(r.call('search.find', { path: '/srv/g', name: `${'*a'.repeat(10)}*b` })).then((x) => ((done = true), x));
+  t.equal((await r.call('fs.stat', { path: '/srv/g/ok.md' })).kind, 'file');
+  t.same((await r.call('search.find', { path: '/srv/g', name: '*.md' })).results, ['/srv/g/ok.md'], 'a simple find is served meanwhile');
+  t.equal(done, false, 'both answered while the hostile find was still running');
+  const h = await hostile;
+  t.equal(h.ok ? 'ok' : h.error.code, 'ETIMEDOUT');
+  t.same((await r.call('search.find', { path: '/srv/g', name: 'a*' })).count, 1, 'still serving');
+});
