@@ -7,7 +7,7 @@ import t from 'tap';
 import { ANALYSIS, renderMarkdown, renderSvg, type Results } from '../../bench/report.js';
 import { compareRow, errorRow, median, paired, percentile, targetValue } from '../../bench/util.js';
 
-t.test('median and percentile', async (t) => {
+void t.test('median and percentile', async (t) => {
   t.equal(median([5, 1, 3]), 3);
   t.equal(median([4, 1, 3, 2]), 2.5);
   t.ok(Number.isNaN(median([])));
@@ -17,7 +17,7 @@ t.test('median and percentile', async (t) => {
   t.equal(percentile([7], 99), 7);
 });
 
-t.test('paired runs a warm-up, at least 5 repetitions, and alternates which side goes first', async (t) => {
+void t.test('paired runs a warm-up, at least 5 repetitions, and alternates which side goes first', async (t) => {
   const order: string[] = [];
   let o = 0;
   let b = 0;
@@ -41,7 +41,7 @@ t.test('paired runs a warm-up, at least 5 repetitions, and alternates which side
   t.equal(r.baseline, 40);
 });
 
-t.test('rows: ratio oriented so that higher is better, target met or not', async (t) => {
+void t.test('rows: ratio oriented so that higher is better, target met or not', async (t) => {
   const faster = compareRow({ name: 'x', unit: 'ms', better: 'lower', ours: 10, baseline: 200, target: 10 });
   t.equal(faster.ratio, 20);
   t.equal(faster.met, true);
@@ -59,7 +59,7 @@ t.test('rows: ratio oriented so that higher is better, target met or not', async
   t.ok(Number.isNaN(targetValue('—')));
 });
 
-t.test('the report lists every row, the unmet targets with their finding, and what did not run', async (t) => {
+void t.test('the report lists every row, the unmet targets with their finding, and what did not run', async (t) => {
   const restFinding = ANALYSIS.find((a) => a.module === 'rest' && a.row.test('GET 4 KiB, c=32: mdvfs vs bare express'));
   t.ok(restFinding, 'the REST c=32 rows have a finding');
   const res: Results = {
