@@ -11,6 +11,7 @@
  */
 import { connectDaemon, defaultDataDir } from '../daemon/rpc/connect.js';
 import type { Creds } from '../daemon/rpc/protocol.js';
+import { ReconnectingCaller } from './daemon-link.js';
 
 // Security/protocol: a stray console.log from any module would corrupt the JSON-RPC stream.
 console.log = console.error;
@@ -49,11 +50,11 @@ async function main(): Promise<void> {
   modules.catch(() => undefined);
   const dataDir = defaultDataDir();
   const client = await connectDaemon({ dataDir }).catch((err: unknown) => fail(`cannot reach the daemon for ${dataDir}: ${(err as Error).message}`));
-  const caller = client.as(creds);
+  const caller = new ReconnectingCaller(creds, dataDir, client);
 
   const who = creds.authorization?.startsWith('Bearer ') ? 'the token in SERVICE_TOKEN' : creds.authorization ? `user '${process.env.SERVICE_AS_USER?.trim()}'` : 'root';
   const me = await caller.call('auth.whoami', {}).catch((err: unknown) => {
-    client.close();
+    caller.close();
     fail(`cannot act as ${who}${creds.onBehalfOf ? ` on behalf of '${creds.onBehalfOf}'` : ''}: ${(err as Error).message}`);
   });
 
@@ -68,21 +69,53 @@ async function main(): Promise<void> {
     stopping = true;
     feed.close();
     void server.close().finally(() => {
-      client.close();
-      process.exit(code);
+      caller.close();
+      // exit only once every response written so far has left through the pipe
+      process.stdout.write('', () => process.exit(code));
     });
   };
+
+  // Requests still being answered when stdin closes: a client may write its last requests and
+  // close stdin at once, and still expects the answers.
+  let inFlight = 0;
+  let inputEnded = false;
+  const maybeStop = (): void => {
+    if (inputEnded && inFlight === 0) stop(0);
+  };
+
   // The client going away (stdin closed) ends the server, as for every stdio MCP server.
-  process.stdin.on('end', () => stop(0));
-  process.stdin.on('close', () => stop(0));
+  const onInputEnd = (): void => {
+    inputEnded = true;
+    maybeStop();
+    setTimeout(() => stop(0), 30_000).unref(); // a stuck request must not keep an orphan alive
+  };
+  process.stdin.on('end', onInputEnd);
+  process.stdin.on('close', onInputEnd);
   process.on('SIGINT', () => stop(0));
   process.on('SIGTERM', () => stop(0));
+  // A daemon restart (e.g. `mdvfs serve` restarted) is not the end of the session: the next call
+  // reconnects, and the subscription feed reconnects by itself.
   client.on('close', () => {
-    if (!stopping) process.stderr.write('mdvfs-mcp: the daemon connection closed\n');
-    stop(1);
+    if (!stopping) process.stderr.write('mdvfs-mcp: the daemon connection closed; reconnecting on the next call\n');
   });
 
   await server.connect(transport);
+  const onmessage = transport.onmessage;
+  transport.onmessage = (msg) => {
+    if ('method' in msg && 'id' in msg) inFlight++;
+    onmessage?.(msg);
+  };
+  const send = transport.send.bind(transport);
+  transport.send = async (msg) => {
+    try {
+      await send(msg);
+    } finally {
+      if (('result' in msg || 'error' in msg) && 'id' in msg) {
+        inFlight--;
+        maybeStop();
+      }
+    }
+  };
   const as = me.on_behalf_of === undefined ? me.user : `${me.user} on behalf of ${me.on_behalf_of}`;
   process.stderr.write(`mdvfs-mcp: serving ${dataDir} as ${as}${me.workspace ? ` in workspace ${me.workspace.name}` : ''}\n`);
 }

@@ -14,7 +14,7 @@ const { client: bob } = await httpClient(t, svc, { authorization: 'User bob' });
 await call(alice, 'write_file', { path: 'secret.md', content: 'alice only' });
 await call(bob, 'write_file', { path: 'bob.md', content: 'bob only' });
 
-t.test('permission denials are isError results with EACCES', async (t) => {
+void t.test('permission denials are isError results with EACCES', async (t) => {
   const read = await call(bob, 'read_file', { path: '/home/alice/secret.md' });
   t.equal(read.isError, true);
   t.equal(errorCode(read), 'EACCES');
@@ -32,7 +32,7 @@ t.test('permission denials are isError results with EACCES', async (t) => {
   t.equal(text(await call(alice, 'read_file', { path: 'secret.md' })), 'alice only', 'the file is intact');
 });
 
-t.test('delegation: the delegate\'s home, intersection of both identities\' rights', async (t) => {
+void t.test('delegation: the delegate\'s home, intersection of both identities\' rights', async (t) => {
   // bot may enter alice's home through alice's group; alice's home is group-writable
   await daemon.call('admin.groupMemberAdd', { user: 'bot', group: 'alice' });
   await daemon.call('fs.chmod', { path: '/home/alice', mode: '0770' });
@@ -68,7 +68,7 @@ t.test('delegation: the delegate\'s home, intersection of both identities\' righ
   t.ok(r.json?.error, 'with a JSON-RPC error body');
 });
 
-t.test('workspace tokens are confined to the workspace', async (t) => {
+void t.test('workspace tokens are confined to the workspace', async (t) => {
   await daemon.call('fs.mkdir', { path: '/projects/ws1/docs', parents: true });
   await daemon.call('fs.chown', { path: '/projects/ws1', owner: 'bot' });
   await daemon.call('fs.chown', { path: '/projects/ws1/docs', owner: 'bot' });
@@ -97,7 +97,7 @@ t.test('workspace tokens are confined to the workspace', async (t) => {
   t.equal(wrongWs.status, 401, 'a secret with the wrong workspace id is refused');
 });
 
-t.test('the credential-switch attack is refused', async (t) => {
+void t.test('the credential-switch attack is refused', async (t) => {
   const { transport } = await httpClient(t, svc, { authorization: 'User alice' });
   const sid = transport.sessionId!;
   t.ok(sid);
@@ -127,7 +127,7 @@ t.test('the credential-switch attack is refused', async (t) => {
   t.match(ok.text, /alice only/);
 });
 
-t.test('every request is authenticated', async (t) => {
+void t.test('every request is authenticated', async (t) => {
   const unknown = await rawMcp(svc, 'POST', INIT, { authorization: 'User mallory' });
   t.equal(unknown.status, 401);
   t.equal(unknown.json.error.data.code, 'EAUTH');
@@ -149,7 +149,7 @@ t.test('every request is authenticated', async (t) => {
   t.equal(stale.status, 401);
 });
 
-t.test('SERVICE_ANONYMOUS=deny: no credentials is 401, as in REST', async (t) => {
+void t.test('SERVICE_ANONYMOUS=deny: no credentials is 401, as in REST', async (t) => {
   const strict = await startServe(t, { env: { SERVICE_ANONYMOUS: 'deny' } });
   const r = await rawMcp(strict, 'POST', INIT);
   t.equal(r.status, 401);
@@ -162,7 +162,7 @@ t.test('SERVICE_ANONYMOUS=deny: no credentials is 401, as in REST', async (t) =>
   t.equal(ok.status, 200);
 });
 
-t.test('DNS-rebinding protection: the Host header must be a loopback name', async (t) => {
+void t.test('DNS-rebinding protection: the Host header must be a loopback name', async (t) => {
   const withHost = (host: string): Promise<number> =>
     new Promise((resolve, reject) => {
       const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
@@ -191,7 +191,7 @@ t.test('DNS-rebinding protection: the Host header must be a loopback name', asyn
   t.equal(await withHost(`[::1]:${svc.port}`), 200);
 });
 
-t.test('resources: listed and read with the caller\'s permissions', async (t) => {
+void t.test('resources: listed and read with the caller\'s permissions', async (t) => {
   const { resources } = await alice.listResources();
   const uris = resources.map((r) => r.uri);
   t.ok(uris.includes('mdvfs:///home/alice/secret.md'));
@@ -210,7 +210,7 @@ t.test('resources: listed and read with the caller\'s permissions', async (t) =>
   t.equal(templates.resourceTemplates[0]?.uriTemplate, 'mdvfs://{+path}');
 });
 
-t.test('resource subscriptions: updates for readable files only', async (t) => {
+void t.test('resource subscriptions: updates for readable files only', async (t) => {
   await daemon.call('fs.write', { path: '/shared/watched.md' }, { data: Buffer.from('v1') });
   await daemon.call('fs.write', { path: '/shared/revoked.md' }, { data: Buffer.from('v1') });
   const { client: watcher } = await httpClient(t, svc, { authorization: 'User bob' });

@@ -6,7 +6,7 @@ const cast = await withCast(t);
 const { svc } = cast;
 const { client: alice } = await httpClient(t, svc, { authorization: 'User alice' });
 
-t.test('lists the 11 tools with schemas and annotations', async (t) => {
+void t.test('lists the 11 tools with schemas and annotations', async (t) => {
   const { tools } = await alice.listTools();
   t.same(tools.map((x) => x.name).sort(), [...TOOL_NAMES].sort());
   for (const tool of tools) {
@@ -24,7 +24,7 @@ t.test('lists the 11 tools with schemas and annotations', async (t) => {
   t.same(byName.get('move_file')?.inputSchema.required?.sort(), ['destination', 'source']);
 });
 
-t.test('write_file and read_file: relative paths land in the caller\'s home', async (t) => {
+void t.test('write_file and read_file: relative paths land in the caller\'s home', async (t) => {
   const w = data(await call(alice, 'write_file', { path: 'notes/today.md', content: '# Today\nbuy milk\n' }));
   t.equal(w.path, '/home/alice/notes/today.md');
   t.equal(w.created, true);
@@ -41,7 +41,7 @@ t.test('write_file and read_file: relative paths land in the caller\'s home', as
   t.equal(st.uid, me.uid, 'owned by alice');
 });
 
-t.test('write_file with expected_etag is optimistic locking', async (t) => {
+void t.test('write_file with expected_etag is optimistic locking', async (t) => {
   const first = data(await call(alice, 'write_file', { path: 'lock.md', content: 'v1' }));
   const second = data(await call(alice, 'write_file', { path: 'lock.md', content: 'v2', expected_etag: first.etag }));
   t.not(second.etag, first.etag);
@@ -52,7 +52,7 @@ t.test('write_file with expected_etag is optimistic locking', async (t) => {
   t.equal(text(await call(alice, 'read_file', { path: 'lock.md' })), 'v2');
 });
 
-t.test('create_directory, list_directory, move_file, delete_file', async (t) => {
+void t.test('create_directory, list_directory, move_file, delete_file', async (t) => {
   const d = data(await call(alice, 'create_directory', { path: 'proj/a/b' }));
   t.equal(d.path, '/home/alice/proj/a/b');
   t.equal(data(await call(alice, 'create_directory', { path: 'proj/a/b' })).created, false, 'mkdir -p is idempotent');
@@ -89,7 +89,7 @@ t.test('create_directory, list_directory, move_file, delete_file', async (t) => 
   t.equal(data(await call(alice, 'delete_file', { path: 'gone.md' })).path, '/home/alice/gone.md');
 });
 
-t.test('search_files and find_files', async (t) => {
+void t.test('search_files and find_files', async (t) => {
   await call(alice, 'write_file', { path: 'kb/one.md', content: 'alpha\nTODO: write more\n' });
   await call(alice, 'write_file', { path: 'kb/deep/two.md', content: 'todo lower\nbeta\n' });
   await call(alice, 'write_file', { path: 'kb/deep/three.txt', content: 'nothing\n' });
@@ -113,7 +113,7 @@ t.test('search_files and find_files', async (t) => {
   t.notOk(dirs.results.includes('/home/alice/kb/one.md'));
 });
 
-t.test('commit, get_history, revert', async (t) => {
+void t.test('commit, get_history, revert', async (t) => {
   await call(alice, 'write_file', { path: 'vc/doc.md', content: 'version 1' });
   const c1 = data(await call(alice, 'commit', { message: 'first version' }));
   t.match(c1.hash, /^[0-9a-f]{12}$/);
@@ -136,7 +136,7 @@ t.test('commit, get_history, revert', async (t) => {
   t.equal(unknown.isError, true);
 });
 
-t.test('errors are isError results with the daemon\'s message and code', async (t) => {
+void t.test('errors are isError results with the daemon\'s message and code', async (t) => {
   const r = await call(alice, 'read_file', { path: 'no/such/file.md' });
   t.equal(r.isError, true);
   t.equal(errorCode(r), 'ENOENT');
@@ -146,7 +146,7 @@ t.test('errors are isError results with the daemon\'s message and code', async (
   t.equal(errorCode(dir), 'EISDIR');
 });
 
-t.test('invalid arguments are schema errors, and the server keeps serving', async (t) => {
+void t.test('invalid arguments are schema errors, and the server keeps serving', async (t) => {
   const missing = await call(alice, 'read_file', {});
   t.equal(missing.isError, true);
   t.match(text(missing), /Input validation error/);
@@ -161,7 +161,7 @@ t.test('invalid arguments are schema errors, and the server keeps serving', asyn
   t.equal(data(await call(alice, 'list_directory', {})).path, '/home/alice', 'still serving');
 });
 
-t.test('stateless: requests without Mcp-Session-Id work', async (t) => {
+void t.test('stateless: requests without Mcp-Session-Id work', async (t) => {
   const list = await rawMcp(svc, 'POST', { jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} }, { authorization: 'User alice' });
   t.equal(list.status, 200);
   t.equal(list.headers['mcp-session-id'], undefined, 'no session was created');
@@ -180,13 +180,13 @@ t.test('stateless: requests without Mcp-Session-Id work', async (t) => {
   t.match(init.headers['mcp-session-id'], /^[0-9a-f-]{36}$/, 'initialize starts a session');
 });
 
-t.test('malformed JSON is a JSON-RPC parse error', async (t) => {
+void t.test('malformed JSON is a JSON-RPC parse error', async (t) => {
   const r = await rawMcp(svc, 'POST', '{"jsonrpc":', { authorization: 'User alice' });
   t.equal(r.status, 400);
   t.equal(r.json.error.code, -32700);
 });
 
-t.test('DELETE ends a session', async (t) => {
+void t.test('DELETE ends a session', async (t) => {
   const { client, transport } = await httpClient(t, svc, { authorization: 'User alice' });
   const sid = transport.sessionId;
   t.ok(sid);

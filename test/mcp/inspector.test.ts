@@ -14,7 +14,7 @@ async function inspector(args: string[], env: Record<string, string> = {}): Prom
 }
 
 // Each Inspector run spawns two node processes, so the list and the call run side by side.
-t.test('Streamable HTTP: tools/list and tools/call', async (t) => {
+void t.test('Streamable HTTP: tools/list and tools/call', async (t) => {
   const [list, res] = (await Promise.all([
     inspector([svc.url.href, '--transport', 'http', '--method', 'tools/list']),
     inspector([svc.url.href, '--transport', 'http', '--method', 'tools/call', '--tool-name', 'write_file', '--tool-arg', 'path=/tmp-inspector.md', '--tool-arg', 'content=from the inspector']),
@@ -25,7 +25,7 @@ t.test('Streamable HTTP: tools/list and tools/call', async (t) => {
   t.equal(data.toString(), 'from the inspector');
 });
 
-t.test('stdio: tools/list and tools/call as a user', async (t) => {
+void t.test('stdio: tools/list and tools/call as a user', async (t) => {
   const stdio = ['-e', 'SERVICE_AS_USER=alice', process.execPath, MCP_STDIO];
   const [list, res] = (await Promise.all([
     inspector([...stdio, '--method', 'tools/list']),

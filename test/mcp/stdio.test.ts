@@ -8,7 +8,7 @@ const cast = await withCast(t);
 const { svc, daemon } = cast;
 const dataDir = svc.dataDir;
 
-t.test('as SERVICE_AS_USER: every tool, paths in the user\'s home', async (t) => {
+void t.test('as SERVICE_AS_USER: every tool, paths in the user\'s home', async (t) => {
   const { client: alice } = await stdioClient(t, dataDir, { SERVICE_AS_USER: 'alice' });
   const { tools } = await alice.listTools();
   t.same(tools.map((x) => x.name).sort(), [...TOOL_NAMES].sort());
@@ -38,7 +38,7 @@ t.test('as SERVICE_AS_USER: every tool, paths in the user\'s home', async (t) =>
   t.equal(data(await call(alice, 'list_directory', {})).path, '/home/alice', 'still serving');
 });
 
-t.test('stdio and REST see the same data', async (t) => {
+void t.test('stdio and REST see the same data', async (t) => {
   const { client: bob } = await stdioClient(t, dataDir, { SERVICE_AS_USER: 'bob' });
   await call(bob, 'write_file', { path: 'shared-view.md', content: 'written over stdio' });
   const rest = await fetch(`${svc.base}/fs/shared-view.md`, { headers: { Authorization: 'User bob' } });
@@ -49,7 +49,7 @@ t.test('stdio and REST see the same data', async (t) => {
   t.equal(text(await call(bob, 'read_file', { path: 'from-rest.md' })), 'written over REST');
 });
 
-t.test('SERVICE_TOKEN and SERVICE_ON_BEHALF_OF', async (t) => {
+void t.test('SERVICE_TOKEN and SERVICE_ON_BEHALF_OF', async (t) => {
   await daemon.call('admin.groupMemberAdd', { user: 'bot', group: 'alice' });
   await daemon.call('fs.chmod', { path: '/home/alice', mode: '0770' });
   const { client: bot } = await stdioClient(t, dataDir, { SERVICE_TOKEN: cast.botToken });
@@ -60,13 +60,13 @@ t.test('SERVICE_TOKEN and SERVICE_ON_BEHALF_OF', async (t) => {
   t.equal(errorCode(await call(delegated, 'read_file', { path: 'notes/a.md' })), 'EACCES', 'intersection: bot lacks read');
 });
 
-t.test('no identity variables: root (local, trusted)', async (t) => {
+void t.test('no identity variables: root (local, trusted)', async (t) => {
   const { client: root } = await stdioClient(t, dataDir);
   t.equal(data(await call(root, 'list_directory', {})).path, '/');
   t.equal(text(await call(root, 'read_file', { path: '/home/alice/notes/a.md' })), '# A\nfind me\n');
 });
 
-t.test('an unknown user or a bad token is an error, never root', async (t) => {
+void t.test('an unknown user or a bad token is an error, never root', async (t) => {
   const unknown = await runStdio(dataDir, { SERVICE_AS_USER: 'mallory' });
   t.equal(unknown.code, 1);
   t.equal(unknown.stdout, '', 'nothing on stdout');
@@ -84,18 +84,24 @@ t.test('an unknown user or a bad token is an error, never root', async (t) => {
   t.equal(badDelegate.code, 1, 'a user who may not delegate is refused at startup');
 });
 
-t.test('stdout carries only JSON-RPC', async (t) => {
+void t.test('stdout carries only JSON-RPC', async (t) => {
   const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
   const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} });
-  const r = await runStdio(dataDir, { SERVICE_AS_USER: 'alice' }, `${init}\n${list}\n`);
+  const read = JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'list_directory', arguments: {} } });
+  // stdin closes right after the last request: every answer must still arrive
+  const r = await runStdio(dataDir, { SERVICE_AS_USER: 'alice' }, `${init}\n${list}\n${read}\n`);
   t.equal(r.code, 0, 'exits when stdin closes');
   const lines = r.stdout.split('\n').filter((l) => l !== '');
-  t.equal(lines.length, 2);
+  t.same(
+    lines.map((l) => JSON.parse(l).id),
+    [1, 2, 3],
+  );
+  t.equal(JSON.parse(lines[2]!).result.structuredContent.path, '/home/alice');
   for (const l of lines) t.equal(JSON.parse(l).jsonrpc, '2.0');
   t.match(r.stderr, /serving .* as alice/);
 });
 
-t.test('resource subscriptions over stdio', async (t) => {
+void t.test('resource subscriptions over stdio', async (t) => {
   const { client: alice } = await stdioClient(t, dataDir, { SERVICE_AS_USER: 'alice' });
   const seen: string[] = [];
   alice.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
@@ -110,19 +116,43 @@ t.test('resource subscriptions over stdio', async (t) => {
   t.equal(((await alice.readResource({ uri })).contents[0] as { text: string }).text, 'changed over REST');
 });
 
-t.test('mdvfs-mcp starts a daemon when none runs', async (t) => {
-  const { tempDir } = await import('../helpers/mcp.js');
+void t.test('mdvfs-mcp starts a daemon when none runs, and outlives a daemon restart', async (t) => {
+  const { tempDir, rootDaemon } = await import('../helpers/mcp.js');
   const fresh = tempDir(t);
-  const { client: root } = await stdioClient(t, fresh);
-  t.equal(data(await call(root, 'write_file', { path: '/hello.md', content: 'hi' })).path, '/hello.md');
-  // stop the daemon it started (found by its pid), so nothing outlives the test
-  const { pid } = await (await import('../helpers/mcp.js')).rootDaemon(t, fresh).then((c) => c.call('sys.ping', {}));
+  const daemonPids = new Set<number>();
+  // stop every daemon it started (found by pid), so nothing outlives the test
   t.teardown(() => {
-    try {
-      process.kill(pid, 'SIGTERM');
-    } catch {
-      // already gone
+    for (const pid of daemonPids) {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
     }
   });
-  t.ok(pid > 0);
+  const pingPid = async (): Promise<number> => {
+    const c = await rootDaemon(t, fresh);
+    const { pid } = await c.call('sys.ping', {});
+    c.close();
+    daemonPids.add(pid);
+    return pid;
+  };
+  const { client: root } = await stdioClient(t, fresh);
+  t.equal(data(await call(root, 'write_file', { path: '/hello.md', content: 'hi' })).path, '/hello.md');
+  const first = await pingPid();
+  t.ok(first > 0, 'a daemon runs for the fresh data dir');
+
+  process.kill(first, 'SIGTERM');
+  await until(() => {
+    try {
+      process.kill(first, 0);
+      return false;
+    } catch {
+      return true;
+    }
+  }, 'the daemon to exit');
+  // the first call after the restart may fail (its connection is gone); a later one reconnects
+  await until(async () => !(await call(root, 'read_file', { path: '/hello.md' })).isError, 'a call after the daemon restart');
+  t.equal(text(await call(root, 'read_file', { path: '/hello.md' })), 'hi', 'the data survived, the session too');
+  t.not(await pingPid(), first, 'a new daemon serves the data dir');
 });
