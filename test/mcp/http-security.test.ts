@@ -11,6 +11,7 @@ const { svc, daemon } = cast;
 const { client: alice } = await httpClient(t, svc, { authorization: 'User alice' });
 const { client: bob } = await httpClient(t, svc, { authorization: 'User bob' });
 
+let workspace: { id: string; secret: string } | undefined;
 await call(alice, 'write_file', { path: 'secret.md', content: 'alice only' });
 await call(bob, 'write_file', { path: 'bob.md', content: 'bob only' });
 
@@ -75,6 +76,7 @@ void t.test('workspace tokens are confined to the workspace', async (t) => {
   await daemon.call('fs.write', { path: '/projects/outside.md' }, { data: Buffer.from('outside') });
   const ws = await daemon.call('ws.create', { name: 'ws1', root_path: '/projects/ws1' });
   const { secret } = await daemon.call('ws.token', { id: ws.id, name: 'mcp', agent_token: cast.botToken });
+  workspace = { id: ws.id, secret };
 
   const { client: wsc } = await httpClient(t, svc, { authorization: `Bearer ${secret}`, workspace: ws.id });
   const w = data(await call(wsc, 'write_file', { path: 'docs/plan.md', content: 'the plan' }));
@@ -243,4 +245,30 @@ void t.test('resource subscriptions: updates for readable files only', async (t)
 
   await watcher.unsubscribeResource({ uri: 'mdvfs:///shared/watched.md' });
   t.pass('unsubscribed');
+});
+
+void t.test('resource subscriptions inside a workspace use workspace paths', async (t) => {
+  if (!workspace) return t.fail('the workspace subtest did not run');
+  const { client: wsc } = await httpClient(t, svc, { authorization: `Bearer ${workspace.secret}`, workspace: workspace.id });
+  const { resources } = await wsc.listResources();
+  t.ok(
+    resources.some((r) => r.uri === 'mdvfs:///docs/plan.md'),
+    'listed with its workspace path',
+  );
+  const seen: string[] = [];
+  const { ResourceUpdatedNotificationSchema } = await import('@modelcontextprotocol/sdk/types.js');
+  wsc.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+    seen.push(n.params.uri);
+  });
+  await wsc.subscribeResource({ uri: 'mdvfs:///docs/plan.md' });
+  const { until } = await import('../helpers/mcp.js');
+  let n = 0;
+  // a change made outside the workspace view (root, global path) reaches the workspace subscriber
+  await until(async () => {
+    await daemon.call('fs.write', { path: '/projects/ws1/docs/plan.md' }, { data: Buffer.from(`plan v${++n}`) });
+    await new Promise((r) => setTimeout(r, 100));
+    return seen.includes('mdvfs:///docs/plan.md');
+  }, 'a workspace resource update');
+  const r = await wsc.readResource({ uri: 'mdvfs:///docs/plan.md' });
+  t.match((r.contents[0] as { text: string }).text, /^plan v\d+$/);
 });
