@@ -44,6 +44,24 @@ function daemonEntry(): string {
   return path.join(path.dirname(here), '..', `main${ext}`);
 }
 
+/**
+ * Node flags for the background daemon. From dist/ none; from TS sources only the parent's loader
+ * flags. Why not all of process.execArgv: a client run as `node -e '<code>'` (or -p, --test,
+ * --inspect...) would make the "daemon" run that code again, which starts another, and so on.
+ */
+function daemonArgs(entry: string): string[] {
+  if (!entry.endsWith('.ts')) return [entry];
+  const keep: string[] = [];
+  const argv = process.execArgv;
+  const withValue = new Set(['--import', '--loader', '--experimental-loader', '--require', '-r', '--conditions', '-C']);
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--enable-source-maps' || /^--(import|loader|experimental-loader|require|conditions)=/.test(a)) keep.push(a);
+    else if (withValue.has(a) && i + 1 < argv.length) keep.push(a, argv[++i]!);
+  }
+  return [...keep, entry];
+}
+
 /** Connects to the data dir's daemon, starting one in the background if needed. */
 export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonClient> {
   const dataDir = path.resolve(opts.dataDir ?? defaultDataDir());
@@ -55,7 +73,7 @@ export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonCl
   }
   mkdirSync(dataDir, { recursive: true });
   const logFd = openSync(path.join(dataDir, 'daemon.log'), 'a');
-  const child = spawn(process.execPath, [...process.execArgv, daemonEntry()], {
+  const child = spawn(process.execPath, daemonArgs(daemonEntry()), {
     detached: true,
     stdio: ['ignore', logFd, logFd],
     env: { ...process.env, SERVICE_DATA_DIR: dataDir },
