@@ -3,6 +3,9 @@
  * This adapter speaks the daemon client's `Caller` interface and maps each method the CLI uses
  * onto the REST routes of the contract and DESIGN.md §5, so every command is written once.
  */
+import http from 'node:http';
+import https from 'node:https';
+import { posix } from 'node:path';
 import { VfsError, isErrorCode, type ErrorCode } from '../daemon/errors.js';
 import type { Caller, CallOptions, Reply } from '../daemon/rpc/client.js';
 import type { Creds, Method, Params, Result } from '../daemon/rpc/protocol.js';
@@ -11,8 +14,36 @@ type P = Record<string, unknown>;
 
 interface HttpReply {
   status: number;
-  headers: Headers;
+  headers: { get(name: string): string | null };
   body: Buffer;
+}
+
+/**
+ * One request without keep-alive: a pooled idle socket would hold a one-shot CLI process open
+ * until the server's keep-alive timeout (seconds), and node:http loads faster than fetch.
+ */
+function send(url: string, method: string, headers: Record<string, string>, body: Buffer | string | undefined): Promise<HttpReply> {
+  const u = new URL(url);
+  const mod = u.protocol === 'https:' ? https : http;
+  const payload = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
+  if (payload !== undefined) headers['content-length'] = String(payload.length);
+  return new Promise((resolve, reject) => {
+    const req = mod.request(u, { method, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const h = res.headers;
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: { get: (name) => { const v = h[name.toLowerCase()]; return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v; } },
+          body: Buffer.concat(chunks),
+        });
+      });
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
 }
 
 const STATUS_CODES: Record<number, ErrorCode> = {
@@ -43,7 +74,8 @@ function opt(p: P, key: string): string | undefined {
  */
 export function urlPath(prefix: string, path: string): string {
   let p = path;
-  if (!p.startsWith('/')) {
+  if (p.startsWith('/')) p = posix.normalize(p);
+  else {
     const parts: string[] = [];
     for (const seg of p.split('/')) {
       if (seg === '' || seg === '.') continue;
@@ -104,21 +136,21 @@ export class RestCaller implements Caller {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(init.json);
     }
-    let res: Response;
+    let res: HttpReply;
     try {
-      res = await fetch(`${this.base}${path}`, { method, headers, body });
+      res = await send(`${this.base}${path}`, method, headers, body);
     } catch (err) {
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      throw new VfsError('EIO', op, undefined, `cannot reach ${this.base}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+      const e = err as NodeJS.ErrnoException;
+      throw new VfsError('EIO', op, undefined, `cannot reach ${this.base}: ${e.code ?? e.message}`);
     }
-    const buf = Buffer.from(await res.arrayBuffer());
+    const buf = res.body;
     if (res.status >= 400) {
       const e = json(buf) as { error?: unknown; code?: unknown } | undefined;
       const code: ErrorCode = isErrorCode(e?.code) ? e.code : (STATUS_CODES[res.status] ?? 'EIO');
       const message = typeof e?.error === 'string' ? e.error : `HTTP ${res.status}`;
       throw VfsError.fromWire({ code, message: message.startsWith(`${code}:`) ? message : `${code}: ${message}` });
     }
-    return { status: res.status, headers: res.headers, body: buf };
+    return res;
   }
 
   private async getJson(path: string, op: string): Promise<unknown> {
