@@ -59,6 +59,11 @@ function failedTable(spec: ModuleSpec, note: string): BenchTable {
 // ---------- child: run one module ----------
 
 async function runChild(key: string, quick: boolean, out: string): Promise<void> {
+  // Over budget, the harness sends SIGTERM to the module's process group: undo what util.ts set up
+  // (temp dirs, servers) before going; SIGKILL follows 3 s later.
+  process.once('SIGTERM', () => {
+    void runCleanups().finally(() => process.exit(143));
+  });
   const spec = MODULES.find((m) => m.key === key);
   let result: { tables: BenchTable[]; error?: string };
   try {
