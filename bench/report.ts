@@ -100,15 +100,17 @@ export const ANALYSIS: Analysis[] = [
   {
     module: 'rest',
     row: /^(GET|PUT) .*c=32/,
-    title: 'REST at c=32: the sidecar is saturated, partly by per-frame socket writes',
+    title: 'REST at c=32: the HTTP sidecar is the saturated process, not the daemon',
     reason:
-      'at c=32 the HTTP sidecar is the saturated process (about 89% busy) while the daemon is about 90% idle, durable PUTs included (group commit absorbs the fsyncs). ' +
-      'In the sidecar, 13.5% of self time is `writeBuffer` called from `DaemonClient.send` (daemon/rpc/client.ts): every request frame leaves as 2–3 separate `socket.write` calls ' +
-      '(length prefix, JSON header, data), i.e. 2–3 write(2) syscalls per request; 11% is `writev` of the HTTP response (which the express baseline pays too); the rest is express ' +
-      'routing plus our middleware. The baseline is one process on the server core; mdvfs is two (sidecar + daemon) sharing it, on a 2-core machine that also runs the load generator.',
+      'during the c=32 runs the sidecar was about 89% busy while the daemon was about 90% idle, durable PUTs included (group commit absorbs the fsyncs); over its socket ' +
+      'alone the daemon answered about 46,000 reads/s with 32 in flight in the same session, far above any REST rate here. The sidecar does all of express\'s work ' +
+      '(which is the whole baseline) plus our middleware (CORS headers, request id, the JSON log line, the route wrapper) plus one IPC round trip per request: 13.5% of ' +
+      'its self time is `writeBuffer` from `DaemonClient.send` (each frame leaves as 2–3 `socket.write` calls) and 11% the `writev` of the HTTP response. It shares ' +
+      'the server core with the daemon and, on this 2-core machine, with the load generator. An experiment that merged each frame\'s writes into one syscall (cork) ' +
+      'changed socket throughput by less than the noise (±3%), so those syscalls are the price of the hop rather than waste.',
     fix:
-      'send each frame with one syscall (cork/uncork around the writes in `DaemonClient.send`, `RpcServer.reply` and `broadcast`, or one Buffer when the data is small); ' +
-      'keep the per-request log line off the hot path (already batched per tick); serve hot small-file GETs from a sidecar cache invalidated by the daemon\'s change events.',
+      'take work off the sidecar\'s per-request path (profile its middleware chain; answer GETs of unchanged small files from a sidecar cache validated by the daemon\'s ' +
+      'change events, which skips the hop), or offer running the HTTP server inside the daemon process for single-node deployments.',
     profile: [
       'sidecar (mdvfs http), PUT 4 KiB c=32, 5 s of autocannon — node --cpu-prof, top self time:',
       ' 13.5%  writeBuffer   ← all 365 samples under daemon/rpc/client.js send() socket.write',
@@ -128,7 +130,7 @@ export const ANALYSIS: Analysis[] = [
       '(HTTP → sidecar → Unix socket → daemon and back) where the baseline makes one, and on a loaded 2-core machine every hop waits for a scheduler slot. The sidecar\'s busiest ' +
       'native frame is again `writeBuffer` (6.7%) from the per-frame socket writes.',
     fix:
-      'one write per frame (see c=32); for single-machine deployments, an option to run the HTTP server inside the daemon process (no socket hop), or a sidecar-side ' +
+      'for single-machine deployments, an option to run the HTTP server inside the daemon process (no socket hop), or a sidecar-side ' +
       'read cache keyed by etag and invalidated by change events so that GETs of unchanged files skip the hop.',
   },
   {
@@ -141,7 +143,7 @@ export const ANALYSIS: Analysis[] = [
       'socket and back, so latency per request dominates. In the daemon 11% of self time is `writeBuffer` from `RpcServer.reply` (280 samples) and `broadcast` (113): each reply and each ' +
       'change event to the subscribers goes out as 2–3 write(2) calls.',
     fix:
-      'one syscall per frame (cork) and change events coalesced per tick in the daemon; answer the getattr/lookup that follow a create from the attributes the create reply ' +
+      'coalesce change events per tick in the daemon (each mutation now sends one frame to every subscriber); answer the getattr/lookup that follow a create from the attributes the create reply ' +
       'already carries; send write+flush+release of a small file as one daemon call.',
     profile: [
       'daemon while a shell creates 1,000 files through the mount (node --cpu-prof):',
@@ -165,7 +167,7 @@ export const ANALYSIS: Analysis[] = [
       'copy by etag)"), so every file costs FUSE open + release hops plus one daemon round trip even when nothing changed. tmpfs needs none of these.',
     fix:
       'trust the mount\'s content cache for a path until a change event for it arrives (the mount already subscribes to them for coherence), so a warm open needs no daemon ' +
-      'round trip; set keep_cache on such opens so the kernel page cache serves the reads; one write per frame on the socket.',
+      'round trip; set keep_cache on such opens so the kernel page cache serves the reads.',
     profile: [
       'mount process during 5 × warm grep -r (1,000 files) + 5 × dd read of 8 MiB (node --cpu-prof):',
       ' 67.8%  (idle)',
@@ -199,7 +201,7 @@ export const ANALYSIS: Analysis[] = [
       'writing each frame in 2–3 syscalls. read_file also returns the file twice (text content and structuredContent), doubling what is serialised. Search is the daemon\'s ' +
       'grep over every file\'s contents, against a name-only glob on the other side.',
     fix:
-      'one syscall per frame on the socket (cork); skip re-validating the daemon\'s results against the output schema on the hot tools; for large files, return the text ' +
+      'skip re-validating the daemon\'s results against the output schema on the hot tools; for large files, return the text ' +
       'once (structuredContent without the content, or the reverse when the client does not ask for structured output). A 2× target over a server that reads tmpfs ' +
       'directly needs the hop to be nearly free, which a separate daemon process cannot give at c=1; batching concurrent calls would help clients that pipeline.',
     profile: [
