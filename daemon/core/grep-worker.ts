@@ -61,7 +61,8 @@ function run(job: WireJob): GrepReply {
   const results: GrepReply['results'] = [];
   for (let k = 0; k < job.ids.length; k++) {
     const s = text(job.ids[k]!);
-    if (!whole.test(s)) continue;
+    // an empty file has no lines (GNU grep finds nothing in it, not even with ^$)
+    if (s === '' || !whole.test(s)) continue;
     const lines = s.split('\n');
     if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
     for (let i = 0; i < lines.length; i++) {
