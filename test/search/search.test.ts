@@ -72,6 +72,13 @@ t.test('grep', async (t) => {
   t.same((await r.call('search.grep', { pattern: 'c\\u00f6d', path: '/srv/s/z.md' })).results.length, 1, 'JavaScript regex syntax, Unicode');
   t.same((await r.call('search.grep', { pattern: 'Alpha', path: '/srv/s/link' })).results.map((m) => m.line_num), [1], 'a symlink to a file is followed');
   t.same((await r.call('search.grep', { pattern: 'absent-word', path: '/srv/s', recursive: true })).results, []);
+  await r.call('fs.write', { path: '/srv/e/empty.md' }, text(''));
+  await r.call('fs.write', { path: '/srv/e/blank.md' }, text('x\n\ny\n'));
+  t.same(
+    (await r.call('search.grep', { pattern: '^$', path: '/srv/e' })).results,
+    [{ file: '/srv/e/blank.md', line_num: 2, line: '' }],
+    'an empty file has no lines; the final newline does not make one',
+  );
 
   for (const pattern of ['(unclosed', '[z-a]', '*x', '']) await t.rejects(r.call('search.grep', { pattern, path: '/srv/s' }), { code: 'EINVAL' }, `invalid pattern ${JSON.stringify(pattern)}`);
   await t.rejects(r.call('search.grep', { pattern: 'x', path: '/srv/nope' }), { code: 'ENOENT' });
