@@ -3,9 +3,9 @@
  * resolves paths for that identity (contract §2), calls the synchronous core, and for mutations
  * waits until the change is durable before answering.
  */
-import { VfsError } from './errors.js';
+import { VfsError, type WireError } from './errors.js';
 import { actor, isAdminCred, isWheel, requireAdmin, WHEEL_GID, type Cred } from './core/perms.js';
-import { displayPath, resolveFor, normalize } from './core/paths.js';
+import { displayPath, isWithin, resolveFor, normalize } from './core/paths.js';
 import { pathOf, type DirNode, type Node } from './core/inode.js';
 import type { Vfs } from './core/vfs.js';
 import { compilePattern, find, grepFiles, tree, type GrepPool } from './core/search.js';
@@ -23,6 +23,8 @@ export interface Ctx {
   data: Buffer | undefined;
   out?: Buffer;
   subscribe?: () => void;
+  /** Set for workspace callers: rewrites real paths in an error to workspace paths. */
+  mapError?: (w: WireError) => WireError;
 }
 
 type Handler<M extends Method> = (ctx: Ctx, p: ParsedParams<M>) => Result<M> | Promise<Result<M>>;
@@ -92,6 +94,17 @@ function snapshotIno(ref: string, name: string): number {
   return 0x40000000 + (h & 0x3fffffff);
 }
 
+/**
+ * Security: a workspace caller never sees the real location of its workspace, in errors either.
+ */
+export function scrubPaths(w: WireError, jail: string): WireError {
+  if (jail === '/') return w;
+  const message = w.message.replace(/'(\/[^']*)'/g, (_m, p: string) => (isWithin(p, jail) ? `'${displayPath(p, jail)}'` : `'(outside the workspace)'`));
+  const out: WireError = { code: w.code, message };
+  if (w.path !== undefined) out.path = displayPath(w.path, jail);
+  return out;
+}
+
 function parseTime(t: string | number | undefined, op: string): bigint | undefined {
   if (t === undefined) return undefined;
   if (typeof t === 'number') {
@@ -116,6 +129,14 @@ export class Service {
 
   authenticate(creds: Creds): Cred {
     return this.d.registry.authenticate(creds, this.d.policy);
+  }
+
+  /** Authenticates a request; for workspace callers, errors will show workspace paths only. */
+  private auth(ctx: Ctx): Cred {
+    const cred = this.authenticate(ctx.creds);
+    const jail = cred.workspace?.root;
+    if (jail !== undefined) ctx.mapError = (w) => scrubPaths(w, jail);
+    return cred;
   }
 
   private home(cred: Cred): string {
@@ -180,12 +201,12 @@ export class Service {
     },
     'sys.ping': () => ({ pong: true, pid: process.pid }),
     'sys.subscribe': (ctx) => {
-      this.authenticate(ctx.creds);
+      this.auth(ctx);
       ctx.subscribe?.();
       return { subscribed: true };
     },
     'sys.gc': async (ctx) => {
-      requireAdmin(this.authenticate(ctx.creds), 'gc');
+      requireAdmin(this.auth(ctx), 'gc');
       this.d.vcs.pruneTrees();
       const reachable = this.d.vcs.reachableBlobs();
       for (const id of [...this.d.vfs.blobs.inHistory]) if (!reachable.has(id)) this.d.vfs.blobs.inHistory.delete(id);
@@ -194,7 +215,7 @@ export class Service {
       return { removed, kept: this.d.vfs.blobs.size };
     },
     'sys.fsck': async (ctx) => {
-      requireAdmin(this.authenticate(ctx.creds), 'fsck');
+      requireAdmin(this.auth(ctx), 'fsck');
       await this.durable();
       const { Vcs } = await import('./vcs/vcs.js');
       const r = this.d.store.fsck(Vcs.refsOf);
@@ -202,7 +223,7 @@ export class Service {
     },
 
     // ---------- identity ----------
-    'auth.whoami': (ctx) => this.whoami(this.authenticate(ctx.creds)),
+    'auth.whoami': (ctx) => this.whoami(this.auth(ctx)),
     'auth.login': (ctx, p) => {
       if (ctx.creds.origin === 'remote' && !this.d.policy.userAuth) throw new VfsError('EAUTH', 'login', undefined, 'login by name is disabled on this server');
       const u = this.d.registry.user(p.username);
@@ -222,7 +243,7 @@ export class Service {
 
     // ---------- admin ----------
     'admin.userAdd': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       requireAdmin(cred, 'useradd');
       this.noWorkspace(cred, 'useradd');
       const u = this.d.registry.addUser(p.name, p.is_agent ?? false);
@@ -231,11 +252,11 @@ export class Service {
       return this.userRecord(u);
     },
     'admin.userList': (ctx) => {
-      requireAdmin(this.authenticate(ctx.creds), 'users');
+      requireAdmin(this.auth(ctx), 'users');
       return { users: [...this.d.registry.users.values()].sort((a, b) => a.uid - b.uid).map((u) => this.userRecord(u)) };
     },
     'admin.userDel': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       requireAdmin(cred, 'userdel');
       this.noWorkspace(cred, 'userdel');
       this.d.registry.delUser(p.name);
@@ -243,7 +264,7 @@ export class Service {
       return { deleted: p.name };
     },
     'admin.token': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       requireAdmin(cred, 'token');
       this.noWorkspace(cred, 'token');
       const token = this.d.registry.issueToken(p.name);
@@ -251,7 +272,7 @@ export class Service {
       return { name: p.name, token };
     },
     'admin.groupAdd': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       requireAdmin(cred, 'groupadd');
       this.noWorkspace(cred, 'groupadd');
       const g = this.d.registry.addGroup(p.name);
@@ -259,11 +280,11 @@ export class Service {
       return { name: g.name, gid: g.gid, members: this.d.registry.groupMembers(g) };
     },
     'admin.groupList': (ctx) => {
-      requireAdmin(this.authenticate(ctx.creds), 'groups');
+      requireAdmin(this.auth(ctx), 'groups');
       return { groups: [...this.d.registry.groups.values()].sort((a, b) => a.gid - b.gid).map((g) => ({ name: g.name, gid: g.gid, members: this.d.registry.groupMembers(g) })) };
     },
     'admin.groupMemberAdd': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       requireAdmin(cred, 'usermod');
       this.noWorkspace(cred, 'usermod');
       // Security: making someone an administrator is for administrators who are root or wheel themselves (checked above).
@@ -272,7 +293,7 @@ export class Service {
       return { name: g.name, gid: g.gid, members: this.d.registry.groupMembers(g) };
     },
     'admin.groupMemberDel': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       requireAdmin(cred, 'usermod');
       this.noWorkspace(cred, 'usermod');
       const g = this.d.registry.delMember(p.user, p.group);
@@ -282,7 +303,7 @@ export class Service {
 
     // ---------- workspaces ----------
     'ws.create': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       this.noWorkspace(cred, 'workspace');
       if (!p.root_path.startsWith('/')) throw new VfsError('EINVAL', 'workspace', p.root_path, 'root_path must be an absolute path');
       const root = resolveFor(p.root_path, '/', 'workspace');
@@ -298,13 +319,13 @@ export class Service {
       return this.wsRecord(w);
     },
     'ws.list': (ctx) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const all = [...this.d.registry.workspaces.values()].sort((a, b) => a.created - b.created || a.name.localeCompare(b.name));
       const mine = cred.workspace !== undefined ? all.filter((w) => w.id === cred.workspace!.id) : isAdminCred(cred) ? all : all.filter((w) => w.ownerUid === actor(cred).uid);
       return { workspaces: mine.map((w) => this.wsRecord(w)) };
     },
     'ws.token': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       this.noWorkspace(cred, 'workspace token');
       const w = this.d.registry.workspaces.get(p.id);
       if (w === undefined) throw new VfsError('ENOENT', 'workspace token', undefined, `no such workspace: ${p.id.slice(0, 64)}`);
@@ -316,22 +337,22 @@ export class Service {
 
     // ---------- filesystem ----------
     'fs.resolve': (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       return { path: this.show(cred, this.abs(cred, p.path, 'resolve')) };
     },
     'fs.stat': (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const abs = this.abs(cred, p.path, 'stat');
       return { ...toStat(this.d.vfs.stat(cred, abs, p.nofollow === true)), path: this.show(cred, abs) };
     },
     'fs.list': (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const abs = this.abs(cred, p.path, 'scandir');
       const { entries } = this.d.vfs.list(cred, abs);
       return { path: this.show(cred, abs), entries: entries.map(toEntry) };
     },
     'fs.read': (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const abs = this.abs(cred, p.path, 'open');
       const { node, data } = this.d.vfs.read(cred, abs);
       const base = { path: this.show(cred, abs), etag: node.blob, size: node.size };
@@ -340,7 +361,7 @@ export class Service {
       return base;
     },
     'fs.write': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const abs = this.entryAbs(cred, p.path, 'write');
       const opts: Parameters<Vfs['write']>[3] = { parents: p.parents !== false };
       const m = mode(p.mode, 'write');
@@ -354,14 +375,14 @@ export class Service {
       return { path: this.show(cred, r.path), size: r.node.size, etag: r.node.blob, created: r.created };
     },
     'fs.truncate': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const abs = this.abs(cred, p.path, 'truncate');
       const n = this.d.vfs.truncate(cred, abs, p.size);
       await this.durable();
       return { path: this.show(cred, abs), size: n.size };
     },
     'fs.mkdir': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const abs = this.entryAbs(cred, p.path, 'mkdir');
       const opts: { parents?: boolean; mode?: number } = { parents: p.parents === true };
       const m = mode(p.mode, 'mkdir');
@@ -371,28 +392,28 @@ export class Service {
       return { path: this.show(cred, abs), created: r.created };
     },
     'fs.unlink': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const abs = this.entryAbs(cred, p.path, 'unlink');
       this.d.vfs.unlink(cred, abs);
       await this.durable();
       return { path: this.show(cred, abs) };
     },
     'fs.rmdir': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const abs = this.entryAbs(cred, p.path, 'rmdir');
       this.d.vfs.rmdir(cred, abs);
       await this.durable();
       return { path: this.show(cred, abs) };
     },
     'fs.delete': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const abs = this.entryAbs(cred, p.path, 'rm');
       const n = this.d.vfs.remove(cred, abs, p.recursive === true);
       await this.durable();
       return { path: this.show(cred, abs), deleted: n };
     },
     'fs.copy': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const src = this.abs(cred, p.src, 'copy');
       const dst = this.entryAbs(cred, p.dst, 'copy');
       const opts: { recursive?: boolean; overwrite?: boolean } = { recursive: p.recursive === true };
@@ -402,7 +423,7 @@ export class Service {
       return { src: this.show(cred, src), dst: this.show(cred, dst), copied: n };
     },
     'fs.move': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const src = this.entryAbs(cred, p.src, 'rename');
       const dst = this.entryAbs(cred, p.dst, 'rename');
       const r = this.d.vfs.move(cred, src, dst, p.overwrite === undefined ? {} : { overwrite: p.overwrite });
@@ -410,26 +431,26 @@ export class Service {
       return { src: this.show(cred, r.from), dst: this.show(cred, r.to) };
     },
     'fs.symlink': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const abs = this.entryAbs(cred, p.path, 'symlink');
       this.d.vfs.symlink(cred, p.target, abs);
       await this.durable();
       return { path: this.show(cred, abs), target: p.target };
     },
     'fs.readlink': (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const abs = this.abs(cred, p.path, 'readlink');
       return { path: this.show(cred, abs), target: this.d.vfs.readlink(cred, abs) };
     },
     'fs.chmod': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const abs = this.abs(cred, p.path, 'chmod');
       const n = this.d.vfs.chmod(cred, abs, mode(p.mode, 'chmod')!);
       await this.durable();
       return { path: this.show(cred, abs), mode: formatMode(n.mode) };
     },
     'fs.chown': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const abs = this.abs(cred, p.path, 'chown');
       const uid = p.owner === undefined || p.owner === '' ? undefined : this.d.registry.uidOf(p.owner);
       const gid = p.group === undefined || p.group === '' ? undefined : this.d.registry.gidOf(p.group);
@@ -438,20 +459,20 @@ export class Service {
       return { path: this.show(cred, abs), uid: n.uid, gid: n.gid };
     },
     'fs.utimens': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const abs = this.abs(cred, p.path, 'utime');
       this.d.vfs.utimens(cred, abs, parseTime(p.atime, 'utime'), parseTime(p.mtime, 'utime'));
       await this.durable();
       return { path: this.show(cred, abs) };
     },
     'fs.access': (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const abs = this.abs(cred, p.path, 'access');
       this.d.vfs.access(cred, abs, p.mode);
       return { path: this.show(cred, abs) };
     },
     'fs.statfs': (ctx) => {
-      this.authenticate(ctx.creds);
+      this.auth(ctx);
       const bsize = 4096;
       const blocks = 1 << 30;
       const used = Math.ceil(this.d.vfs.blobs.totalBytes() / bsize);
@@ -461,7 +482,7 @@ export class Service {
 
     // ---------- search ----------
     'search.grep': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const flags = compilePattern(p.pattern, p.ignore_case === true);
       const abs = this.abs(cred, p.path, 'grep');
       const files = grepFiles(this.d.vfs, cred, abs, p.recursive === true, (x) => this.show(cred, x));
@@ -469,26 +490,26 @@ export class Service {
       return { results: r.results, count: r.results.length, truncated: r.truncated };
     },
     'search.find': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const abs = this.abs(cred, p.path, 'find');
       const results = await find(this.d.vfs, this.d.grep, cred, abs, p.name, p.type, (x) => this.show(cred, x));
       return { results, count: results.length };
     },
     'search.tree': (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const abs = this.abs(cred, p.path, 'tree');
       return tree(this.d.vfs, cred, abs, this.show(cred, abs), p.depth);
     },
 
     // ---------- version control ----------
     'vcs.commit': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const r = this.d.vcs.commit(cred, this.scope(cred), p.message);
       await this.durable();
       return r;
     },
     'vcs.log': (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const scope = this.scope(cred);
       const opts: { path?: string; limit?: number } = {};
       if (p.path !== undefined && p.path !== '') opts.path = this.scopeRel(cred, scope, p.path);
@@ -496,11 +517,11 @@ export class Service {
       return { commits: this.d.vcs.log(scope, opts, cred) };
     },
     'vcs.status': (ctx) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       return this.d.vcs.status(cred, this.scope(cred));
     },
     'vcs.diff': (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const scope = this.scope(cred);
       const opts: { from?: string; to?: string; path?: string } = {};
       if (p.from !== undefined && p.from !== '') opts.from = p.from;
@@ -509,23 +530,23 @@ export class Service {
       return { diff: this.d.vcs.diff(cred, scope, opts) };
     },
     'vcs.revert': async (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const r = this.d.vcs.revert(cred, this.scope(cred), p.hash);
       await this.durable();
       return r;
     },
     'vcs.ls': (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const r = this.d.vcs.snapshotList(cred, this.scope(cred), p.rev, p.path ?? '/');
       return { path: r.rel, entries: r.entries.map((e) => ({ name: e.name, is_dir: e.kind === 'd', is_symlink: e.kind === 'l', mode: formatMode(e.mode), uid: e.uid, gid: e.gid, size: e.size, modified: r.timestamp, inode_id: snapshotIno(e.ref, e.name), mtime_ns: (BigInt(r.timestamp) * 1_000_000_000n).toString() })) };
     },
     'vcs.stat': (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const r = this.d.vcs.snapshotStat(cred, this.scope(cred), p.rev, p.path ?? '/');
       return { ...entryStat(r.entry, r.timestamp, snapshotIno(r.entry.ref, r.entry.name)), path: r.rel };
     },
     'vcs.cat': (ctx, p) => {
-      const cred = this.authenticate(ctx.creds);
+      const cred = this.auth(ctx);
       const r = this.d.vcs.snapshotRead(cred, this.scope(cred), p.rev, p.path);
       ctx.out = r.data;
       return { path: r.rel, size: r.data.length, etag: r.entry.ref };

@@ -166,6 +166,8 @@ export class Registry {
    */
   authenticate(creds: Creds, policy: AuthPolicy): Cred {
     const remote = creds.origin === 'remote';
+    // Security: a header that is present but blank is not "no header": fail closed.
+    if (creds.authorization !== undefined && creds.authorization.trim() === '') throw new VfsError('EAUTH', 'authenticate', undefined, 'empty Authorization header');
     const raw = creds.authorization?.trim() ?? '';
     let user: UserRow | undefined;
     let workspace: Cred['workspace'];

@@ -147,6 +147,7 @@ export class Vfs {
   /** The directory that holds `abs`'s last component, and that component (validated). */
   private walkParent(cred: Cred, abs: string, op: string): { dir: DirNode; name: string } {
     if (abs === '/') throw new VfsError('EBUSY', op, abs, 'the root directory cannot be replaced');
+    if (cred.workspace !== undefined && abs === cred.workspace.root) throw new VfsError('EBUSY', op, abs, 'the workspace root cannot be replaced, removed or moved');
     const { dir: dirPath, name } = splitParent(abs);
     validateName(name, op, abs);
     const dir = this.resolve(cred, dirPath, op, true);
@@ -162,6 +163,7 @@ export class Vfs {
    */
   private walkParentCreating(cred: Cred, abs: string, op: string, parents: boolean): { dir: DirNode; name: string; fresh: boolean } {
     if (!parents) return { ...this.walkParent(cred, abs, op), fresh: false };
+    if (cred.workspace !== undefined && abs === cred.workspace.root) throw new VfsError('EBUSY', op, abs, 'the workspace root cannot be replaced, removed or moved');
     const { dir: dirPath, name } = splitParent(abs);
     validateName(name, op, abs);
     const fresh = new Set<DirNode>();

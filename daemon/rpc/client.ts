@@ -87,7 +87,9 @@ export class DaemonClient extends EventEmitter implements Caller {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (r: { result: unknown; data: Buffer }) => void, reject });
+      this.socket.cork();
       for (const b of encodeFrame({ id, method, params, creds }, opts?.data)) this.socket.write(b);
+      this.socket.uncork();
     });
   }
 

@@ -25,7 +25,8 @@ export class RpcServer {
 
   /** Pushes a change event to every subscribed connection. */
   broadcast(ev: ChangeEvent): void {
-    for (const s of this.subscribers) for (const b of encodeFrame({ event: 'change', data: ev })) s.write(b);
+    const frame = Buffer.concat(encodeFrame({ event: 'change', data: ev }));
+    for (const s of this.subscribers) s.write(frame);
   }
 
   closeAll(): void {
@@ -58,7 +59,10 @@ export class RpcServer {
   private reply(sock: net.Socket, id: number | null, error: WireError | undefined, result?: unknown, data?: Buffer): void {
     if (sock.destroyed) return;
     const header = error === undefined ? { id, result } : { id, error };
+    // One writev per frame: header and data leave together.
+    sock.cork();
     for (const b of encodeFrame(header, error === undefined ? data : undefined)) sock.write(b);
+    sock.uncork();
   }
 
   private async dispatch(sock: net.Socket, header: unknown, data: Buffer | undefined): Promise<void> {
@@ -73,6 +77,7 @@ export class RpcServer {
       return;
     }
     const started = process.hrtime.bigint();
+    let ctx: Ctx | undefined;
     try {
       if (!isMethod(h.method)) throw new VfsError('ENOSYS', String(h.method).slice(0, 64), undefined, 'no such method');
       const method: Method = h.method;
@@ -80,12 +85,13 @@ export class RpcServer {
       if (!params.success) throw new VfsError('EINVAL', method, undefined, `invalid params: ${params.error.issues.map((i) => `${i.path.join('.') || 'params'}: ${i.message}`).join('; ')}`);
       const creds = credsSchema.safeParse(h.creds ?? {});
       if (!creds.success) throw new VfsError('EINVAL', method, undefined, 'invalid credentials object');
-      const ctx: Ctx = { creds: creds.data, data, subscribe: () => this.subscribers.add(sock) };
+      ctx = { creds: creds.data, data, subscribe: () => this.subscribers.add(sock) };
       const handler = this.handlers[method] as (ctx: Ctx, p: unknown) => unknown;
       const result = await handler(ctx, params.data);
       this.reply(sock, id, undefined, result, ctx.out);
     } catch (err) {
-      const wire = toWireError(err);
+      const raw = toWireError(err);
+      const wire = ctx?.mapError === undefined ? raw : ctx.mapError(raw);
       if (wire.code === 'EIO') this.log.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err), method: h.method }, 'internal error');
       this.reply(sock, id, wire);
     } finally {
