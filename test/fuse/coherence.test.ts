@@ -111,11 +111,21 @@ void t.test('.history: old versions, read-only, not listed', async (t) => {
   t.notMatch((await m.sh('find . -maxdepth 1')).stdout, /\.history/);
 });
 
-void t.test('SIGTERM unmounts cleanly', async (t) => {
+void t.test('SIGTERM unmounts cleanly, sending what open files hold', async (t) => {
   const m2 = await mount(t, d);
   t.ok(isMounted(m2.dir));
+  // A writer that has not closed its file yet when the mount is stopped.
+  // (Not a shell: closing the descriptor copies a shell makes for `>&3` would flush it, as close(2) must.)
+  const writer = spawn(process.execPath, ['-e', "const fs = require('fs'); fs.writeSync(fs.openSync('pending.md', 'w'), 'pending\\n'); console.log('ready'); setTimeout(() => {}, 60000);"], {
+    cwd: m2.dir,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  t.teardown(() => writer.kill('SIGKILL'));
+  await new Promise((resolve) => writer.stdout.once('data', resolve));
+  t.equal(await read('/pending.md'), '', 'not sent before close');
   t.equal(await m2.stop('SIGTERM'), 0, 'exit code 0');
   t.notOk(isMounted(m2.dir), 'no mount left');
+  t.equal(await read('/pending.md'), 'pending\n', 'the buffered write reached the daemon');
 });
 
 void t.test('mdvfs umount', async (t) => {

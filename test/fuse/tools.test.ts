@@ -135,3 +135,7 @@ void t.test('git init, add, commit and status inside the mount', async (t) => {
   await ok(t, `cd repo && ${git} commit -qam second && git status --porcelain && git fsck --no-progress`);
   t.equal(await ok(t, 'cd repo && git log --format=%s'), 'second\nfirst\n');
 });
+
+void t.test('no operation above failed with an internal error in the mount', async (t) => {
+  t.notMatch(m.stderr(), /unexpected error/, m.stderr());
+});
