@@ -9,7 +9,7 @@ import { Registry, type AuthPolicy } from './auth/registry.js';
 import { Vfs } from './core/vfs.js';
 import { GrepPool } from './core/search.js';
 import { VfsError } from './errors.js';
-import { defaultDataDir, socketPathFor } from './rpc/connect.js';
+import { defaultDataDir, EXIT_LOCKED, socketPathFor } from './rpc/connect.js';
 import { RpcServer } from './rpc/server.js';
 import { Service } from './service.js';
 import { SqliteStore } from './store/sqlite.js';
@@ -146,7 +146,7 @@ export async function runDaemon(): Promise<void> {
     daemon = await startDaemon(cfg);
   } catch (err) {
     process.stderr.write(`mdvfs daemon: ${(err as Error).message}\n`);
-    process.exit(1);
+    process.exit(err instanceof VfsError && err.code === 'EBUSY' ? EXIT_LOCKED : 1);
   }
   const stop = (sig: string) => {
     process.stderr.write(`mdvfs daemon: ${sig}, flushing and stopping\n`);

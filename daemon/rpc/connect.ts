@@ -10,6 +10,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectSocket, type DaemonClient } from './client.js';
 
+/** The daemon's exit status when another daemon holds the data dir's lock (EX_TEMPFAIL). */
+export const EXIT_LOCKED = 75;
+
 /** SERVICE_DATA_DIR, else $XDG_DATA_HOME/mdvfs, else ~/.local/share/mdvfs. */
 export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.SERVICE_DATA_DIR) return path.resolve(env.SERVICE_DATA_DIR);
@@ -92,15 +95,8 @@ export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonCl
     } catch (err) {
       lastErr = err;
     }
-    if (exited !== null) {
-      // Another starter may have won the race for the lock; its socket will answer shortly.
-      try {
-        await new Promise((r) => setTimeout(r, 200));
-        return await connectSocket(sock);
-      } catch {
-        throw new Error(`the daemon for ${dataDir} failed to start (exit ${exited}); see ${path.join(dataDir, 'daemon.log')}`);
-      }
-    }
+    // EXIT_LOCKED: another starter won the race for the lock; keep waiting for its socket.
+    if (exited !== null && exited !== EXIT_LOCKED) throw new Error(`the daemon for ${dataDir} failed to start (exit ${exited}); see ${path.join(dataDir, 'daemon.log')}`);
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`timed out waiting for the daemon of ${dataDir}: ${String(lastErr)}`);

@@ -83,7 +83,9 @@ export class SqliteStore implements Store {
   constructor(readonly dataDir: string, fsync: Fsync = 'full') {
     const file = path.join(dataDir, 'store.db');
     try {
-      this.db = new Database(file);
+      // timeout 0: a second daemon fails at once instead of waiting 5 s on the lock and then
+      // quietly taking over the data dir if the first one happens to stop meanwhile.
+      this.db = new Database(file, { timeout: 0 });
       this.db.pragma('journal_mode = WAL');
       // Security/durability: one daemon per data dir, enforced by SQLite's own file lock.
       this.db.pragma('locking_mode = EXCLUSIVE');
