@@ -40,9 +40,10 @@ export async function runExport(ctx: CmdContext, vfsPath: string, hostDir: strin
   let dirs = 0;
   let links = 0;
   let bytes = 0;
-  let progress: Progress | undefined;
+  // Set once the tree is known; errors while listing come before it exists.
+  const bar: { progress?: Progress } = {};
   const fail = (what: string, err: unknown) => {
-    progress?.interrupt();
+    bar.progress?.interrupt();
     failed++;
     ctx.err.write(errorLine(err, `mdvfs: export: ${what}`));
   };
@@ -78,7 +79,8 @@ export async function runExport(ctx: CmdContext, vfsPath: string, hostDir: strin
   }
 
   await mkdir(root, { recursive: true });
-  progress = new Progress('exporting', jobs.length);
+  const progress = new Progress('exporting', jobs.length);
+  bar.progress = progress;
   jobs.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
   for (const j of jobs.filter((j) => j.kind === 'dir')) {
     const dst = path.join(root, ...j.rel.split('/'));
@@ -108,7 +110,7 @@ export async function runExport(ctx: CmdContext, vfsPath: string, hostDir: strin
           // Only links that stay inside the exported tree are recreated; others would point elsewhere on the host.
           const resolved = path.posix.normalize(path.posix.join(path.posix.dirname(j.rel), target));
           if (target.startsWith('/') || resolved === '..' || resolved.startsWith('../')) {
-            progress?.interrupt();
+            progress.interrupt();
             ctx.err.write(`mdvfs: export: skipped ${j.src}: symlink -> ${target} points outside the exported tree\n`);
           } else {
             await unlink(dst).catch(() => undefined);
@@ -119,7 +121,7 @@ export async function runExport(ctx: CmdContext, vfsPath: string, hostDir: strin
       } catch (err) {
         fail(`cannot export ${j.src}`, err);
       }
-      progress?.tick();
+      progress.tick();
     },
   );
   progress.finish();

@@ -2,7 +2,6 @@
 import { UsageError } from './errors.js';
 
 const OCTAL = /^[0-7]{1,4}$/;
-const CLAUSE = /^([ugoa]*)([-+=])([rwxXst]*|[ugo])$/;
 
 /** True when `spec` needs the current mode (symbolic); octal modes do not. */
 export function isSymbolicMode(spec: string): boolean {

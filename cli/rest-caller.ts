@@ -332,7 +332,18 @@ export class RestCaller implements Caller {
       case 'vcs.revert':
         return { result: await this.sendJson('POST', '/vcs/revert', { hash: str(p, 'hash') }, method) };
 
-      default:
+      case 'sys.gc':
+      case 'sys.fsck':
+      case 'sys.ping':
+      case 'sys.subscribe':
+      case 'fs.resolve':
+      case 'fs.truncate':
+      case 'fs.utimens':
+      case 'fs.access':
+      case 'fs.statfs':
+      case 'vcs.ls':
+      case 'vcs.stat':
+      case 'vcs.cat':
         throw new VfsError('ENOTSUP', method, undefined, `${method} is not available over --url; use the local daemon`);
     }
   }

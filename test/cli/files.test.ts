@@ -5,7 +5,7 @@ import { cliEnv } from '../helpers/cli.js';
 
 const ERR_LINE = /^mdvfs: .+ \([A-Z][A-Z0-9_]+\)\n$/;
 
-t.test('file commands', async (t) => {
+void t.test('file commands', async (t) => {
   const cli = await cliEnv(t);
   const root = (args: string[], input?: string | Buffer) => cli.run(args, input === undefined ? {} : { input });
   const alice = (args: string[], input?: string | Buffer) => cli.run(args, input === undefined ? { user: 'alice' } : { user: 'alice', input });

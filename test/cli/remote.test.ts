@@ -5,7 +5,7 @@ import t from 'tap';
 import { runCli, tempDir } from '../helpers/cli.js';
 import { startService } from '../helpers/http.js';
 
-t.test('file and VCS commands over --url', async (t) => {
+void t.test('file and VCS commands over --url', async (t) => {
   const svc = await startService(t);
   // A CLI environment whose data dir has no daemon: everything must go over HTTP.
   const localData = tempDir(t);

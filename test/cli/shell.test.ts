@@ -6,7 +6,7 @@ const UP = '\x1b[A';
 const CTRL_C = '\x03';
 const CTRL_D = '\x04';
 
-t.test('first run: create the first admin, then work in the shell', async (t) => {
+void t.test('first run: create the first admin, then work in the shell', async (t) => {
   const cli = await cliEnv(t);
   const sh = await spawnShell(t, cli.env);
 
@@ -92,7 +92,7 @@ t.test('first run: create the first admin, then work in the shell', async (t) =>
   t.equal(cat.stdout, 'beta x\ngamma\n', 'what the shell wrote is in the filesystem');
 });
 
-t.test('an existing user: no admin offer, cd errors, exit status', async (t) => {
+void t.test('an existing user: no admin offer, cd errors, exit status', async (t) => {
   const cli = await cliEnv(t);
   await cli.run(['useradd', 'admin']);
   await cli.run(['useradd', 'bob']);

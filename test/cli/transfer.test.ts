@@ -45,7 +45,7 @@ function generate(root: string): void {
   mkdirSync(path.join(root, 'empty dir', 'nested empty'), { recursive: true });
 }
 
-t.test('import/export round trip of 1,000 files is byte-exact', async (t) => {
+void t.test('import/export round trip of 1,000 files is byte-exact', async (t) => {
   const cli = await cliEnv(t);
   await cli.run(['useradd', 'alice']);
   const tmp = tempDir(t);
@@ -117,7 +117,7 @@ t.test('import/export round trip of 1,000 files is byte-exact', async (t) => {
   });
 });
 
-t.test('import never follows symlinks out of the folder and reports what it could not read', async (t) => {
+void t.test('import never follows symlinks out of the folder and reports what it could not read', async (t) => {
   const cli = await cliEnv(t);
   const tmp = tempDir(t);
   const src = path.join(tmp, 'src');

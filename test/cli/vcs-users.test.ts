@@ -4,7 +4,7 @@ import { cliEnv } from '../helpers/cli.js';
 
 const ERR_LINE = /^mdvfs: .+ \([A-Z][A-Z0-9_]+\)\n$/;
 
-t.test('users, groups, tokens', async (t) => {
+void t.test('users, groups, tokens', async (t) => {
   const cli = await cliEnv(t);
   let r = await cli.run(['useradd', 'alice']);
   t.equal(r.code, 0);
@@ -109,7 +109,7 @@ t.test('users, groups, tokens', async (t) => {
   });
 });
 
-t.test('version control', async (t) => {
+void t.test('version control', async (t) => {
   const cli = await cliEnv(t);
   await cli.run(['useradd', 'alice']);
   const alice = (args: string[]) => cli.run(args, { user: 'alice' });

@@ -6,7 +6,7 @@ import t from 'tap';
 import { VfsError } from '../../daemon/errors.js';
 import { CLI, cliEnv, tempDir, until } from '../helpers/cli.js';
 
-t.test('import --watch follows a folder until SIGINT', async (t) => {
+void t.test('import --watch follows a folder until SIGINT', async (t) => {
   const cli = await cliEnv(t);
   await cli.run(['useradd', 'alice']);
   const tmp = tempDir(t);
