@@ -7,7 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import picomatch from 'picomatch';
 import { VfsError } from '../errors.js';
-import { sortedNames, type DirNode, type Node } from './inode.js';
+import { compareNames, sortedNames, type DirNode, type Node } from './inode.js';
 import { may, R, X, type Cred } from './perms.js';
 import type { Vfs } from './vfs.js';
 import type { GrepJob, GrepReply, MatchJob, MatchReply, WireJob } from './grep-worker.js';
@@ -29,6 +29,7 @@ export class GrepPool {
   private queue: (() => void)[] = [];
   /** per worker: the contents it already holds (mirrors the worker's maps; it never evicts on its own) */
   private readonly sent = new WeakMap<Worker, { ids: Set<string>; bytes: number }>();
+  private readonly online = new WeakMap<Worker, Promise<void>>();
 
   constructor(private readonly size: number, private readonly timeoutMs: number) {}
 
@@ -38,6 +39,12 @@ export class GrepPool {
     const file = path.join(path.dirname(here), `grep-worker${ext}`);
     const w = new Worker(file, { execArgv: process.execArgv });
     w.unref();
+    // The time bound is for the search, not for starting a thread on a loaded machine.
+    this.online.set(w, new Promise<void>((resolve) => {
+      w.once('online', () => resolve());
+      w.once('error', () => resolve());
+      w.once('exit', () => resolve());
+    }));
     return w;
   }
 
@@ -93,6 +100,7 @@ export class GrepPool {
     this.busy++;
     const worker = this.idle.pop() ?? this.spawn();
     try {
+      await this.online.get(worker);
       return await new Promise<R>((resolve, reject) => {
         const timer = setTimeout(() => {
           cleanup();
@@ -165,7 +173,9 @@ export function grepFiles(vfs: Vfs, cred: Cred, abs: string, recursive: boolean,
   if (start.kind !== 'directory') return files;
   if (!may(cred, start, R | X)) throw new VfsError('EACCES', 'grep', abs);
   for (const { node, path: p } of vfs.visible(cred, start, abs, recursive)) add(node, p);
-  return files;
+  // Path order means sorted paths (`sub.md` before `sub/a.md`), not the walk's name order; the walk
+  // is almost sorted already, which TimSort handles in about linear time.
+  return files.sort((a, b) => compareNames(a.path, b.path));
 }
 
 /**
@@ -194,9 +204,10 @@ export async function find(vfs: Vfs, pool: GrepPool, cred: Cred, abs: string, na
       subjects.push(byPath ? p.slice(prefix) : node.name);
     }
   }
-  if (name === undefined || name === '') return paths.map(display);
+  const byOrder = (hits: number[]) => hits.map((i) => paths[i]!).sort(compareNames).map(display); // sorted paths, as grep
+  if (name === undefined || name === '') return byOrder(paths.map((_, i) => i));
   const re = picomatch.makeRe(name, { dot: true, nocase: false });
-  return (await pool.match(re, subjects, 'find')).map((i) => display(paths[i]!));
+  return byOrder(await pool.match(re, subjects, 'find'));
 }
 
 /** Text like the Unix `tree` command; unreadable directories are shown but not opened. */
