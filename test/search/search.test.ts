@@ -72,6 +72,13 @@ t.test('grep', async (t) => {
   t.same((await r.call('search.grep', { pattern: 'c\\u00f6d', path: '/srv/s/z.md' })).results.length, 1, 'JavaScript regex syntax, Unicode');
   t.same((await r.call('search.grep', { pattern: 'Alpha', path: '/srv/s/link' })).results.map((m) => m.line_num), [1], 'a symlink to a file is followed');
   t.same((await r.call('search.grep', { pattern: 'absent-word', path: '/srv/s', recursive: true })).results, []);
+  // path order is sorted paths: '.' sorts before '/', so sub.md comes before sub/x.md
+  await r.call('fs.write', { path: '/srv/o/sub/x.md' }, text('hit\n'));
+  await r.call('fs.write', { path: '/srv/o/sub.md' }, text('hit\n'));
+  await r.call('fs.write', { path: '/srv/o/sub-b.md' }, text('hit\n'));
+  const ordered = ['/srv/o/sub-b.md', '/srv/o/sub.md', '/srv/o/sub/x.md'];
+  t.same((await r.call('search.grep', { pattern: 'hit', path: '/srv/o', recursive: true })).results.map((m) => m.file), ordered, 'grep: sorted paths');
+  t.same((await r.call('search.find', { path: '/srv/o', name: '*.md' })).results, ordered, 'find: sorted paths');
   await r.call('fs.write', { path: '/srv/e/empty.md' }, text(''));
   await r.call('fs.write', { path: '/srv/e/blank.md' }, text('x\n\ny\n'));
   t.same(
