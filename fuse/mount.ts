@@ -130,7 +130,8 @@ async function watchMountTable(mnt: string, done: () => boolean): Promise<void> 
   const escaped = mnt.replace(/[ \t\n\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
   let seen = false;
   for (let round = 0; !done(); round++) {
-    await sleep(1000);
+    // The first look is immediate: the mount is known to be up, and may be ended from outside at once.
+    if (round > 0) await sleep(1000);
     const table = await fsp.readFile('/proc/self/mountinfo', 'utf8').catch(() => null);
     if (table === null) return new Promise(() => undefined); // no /proc: rely on signals alone
     const mounted = table.split('\n').some((line) => line.split(' ')[4] === escaped && line.includes(' - fuse'));
