@@ -4,7 +4,7 @@
  * waits until the change is durable before answering.
  */
 import { VfsError, type WireError } from './errors.js';
-import { actor, isAdminCred, isWheel, requireAdmin, WHEEL_GID, type Cred } from './core/perms.js';
+import { actor, isAdminCred, isSuper, isWheel, requireAdmin, WHEEL_GID, type Cred } from './core/perms.js';
 import { displayPath, isWithin, resolveFor, normalize } from './core/paths.js';
 import { pathOf, type DirNode, type Node } from './core/inode.js';
 import type { Vfs } from './core/vfs.js';
@@ -267,6 +267,8 @@ export class Service {
       const cred = this.auth(ctx);
       requireAdmin(cred, 'token');
       this.noWorkspace(cred, 'token');
+      // Security: a token for root is all of root's power; wheel members (who may not chown across users) may not mint one.
+      if (this.d.registry.user(p.name)?.uid === 0 && !isSuper(cred)) throw new VfsError('EPERM', 'token', undefined, 'only root may issue a token for root');
       const token = this.d.registry.issueToken(p.name);
       await this.durable();
       return { name: p.name, token };
