@@ -68,6 +68,15 @@ t.test('admin (wheel)', async (t) => {
     t.equal((await admin.call('sys.fsck', {})).ok, true);
   });
 
+  t.test('cannot mint a token for root (that would be all of root’s power)', async (t) => {
+    await t.rejects(admin.call('admin.token', { name: 'root' }), { code: 'EPERM' });
+    t.equal((await root.call('admin.userList', {})).users.find((u) => u.name === 'root')!.has_token, false);
+    const rootTok = (await root.call('admin.token', { name: 'root' })).token;
+    t.equal((await d.client.as({ authorization: `Bearer ${rootTok}` }).call('auth.whoami', {})).uid, 0, 'root may');
+    const adminForRoot = d.client.as({ authorization: `Bearer ${p.tokens.admin}`, onBehalfOf: 'root' });
+    await t.rejects(adminForRoot.call('admin.token', { name: 'root' }), { code: 'EPERM' }, 'nor by delegating to root');
+  });
+
   t.test('may delegate; the result is the intersection with the delegate', async (t) => {
     const adminForAlice = d.client.as({ authorization: `Bearer ${p.tokens.admin}`, onBehalfOf: 'alice' });
     t.equal(await readText(adminForAlice, 'private.md'), 'alice private', 'both may read it');
