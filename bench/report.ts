@@ -234,6 +234,22 @@ export const ANALYSIS: Analysis[] = [
       '  5.6%  node:fs unlinkSync      vs  0.5%  Vfs.unlink (self)',
     ],
   },
+  {
+    module: 'scale',
+    row: /^p50 latency/,
+    title: 'Scaling: the daemon\'s per-lookup cost grows only with cache misses; the REST variation is machine noise',
+    reason:
+      'an in-process measurement (Vfs.read of random files, 7 alternating repetitions of 20,000 reads) gave 1.7 µs per read with 1,000 files and 6.0 µs with 100,000 (3.6×). The profile of that loop shows only the O(depth) path walk (`walk`: one Map lookup per component), the blob Map lookup (`BlobStore.get`) and path splitting (`components`): nothing proportional to the tree, so the growth is CPU-cache misses of a larger working set. At 2–6 ms per REST request that is under 0.3% of the latency; on this shared 2-core machine, repeated quick runs of the REST mix at 10k files gave ratios from 0.64× to 1.35×, which is load noise.',
+    fix:
+      'nothing in the daemon\'s lookup path to fix; rerun on a quiet machine (or with more requests per repetition) for a stable ratio.',
+    profile: [
+      'in-process Vfs.read loop on a 100k-file tree (node --cpu-prof), self time inside read():',
+      '  2.4%  walk dist/daemon/core/vfs.js (per path component)',
+      '  1.2%  get dist/daemon/core/blobs.js (content by hash)',
+      '  1.1%  components dist/daemon/core/paths.js',
+      '  0.6%  resolve dist/daemon/core/vfs.js',
+    ],
+  },
 ];
 
 /**
@@ -263,6 +279,11 @@ export const OBSERVATIONS: { module: string; title: string; text: string; profil
       '  3.1%  toShared dist/daemon/core/blobs.js',
       '  2.7%  update node:internal/crypto/hash  + 2.2% Hash',
     ],
+  },
+  {
+    module: 'scale',
+    title: 'Lookup cost against tree size',
+    text: 'an in-process measurement (Vfs.read of random files, 7 alternating repetitions of 20,000 reads) gave 1.7 µs per read with 1,000 files and 6.0 µs with 100,000 (3.6×). The profile of that loop shows only the O(depth) path walk (`walk`: one Map lookup per component), the blob Map lookup (`BlobStore.get`) and path splitting (`components`): nothing proportional to the tree, so the growth is CPU-cache misses of a larger working set. At 2–6 ms per REST request that is under 0.3% of the latency; on this shared 2-core machine, repeated quick runs of the REST mix at 10k files gave ratios from 0.64× to 1.35×, which is load noise.',
   },
 ];
 
@@ -325,9 +346,9 @@ export function renderMarkdown(res: Results): string {
   }
 
   out.push('## Targets not met', '');
+  const used: Analysis[] = [];
   if (notMet.length === 0) out.push('None in this run.', '');
   else {
-    const used: Analysis[] = [];
     out.push('| comparison | area | ratio | target | why |', '|---|---|---:|---|---|');
     for (const { area, key, row } of notMet) {
       const a = ANALYSIS.find((x) => x.module === key && x.row.test(row.name));
@@ -344,7 +365,8 @@ export function renderMarkdown(res: Results): string {
     });
   }
   const ran = new Set(res.modules.filter((mod) => mod.tables.some((t) => t.rows.some((r) => r.ours !== null))).map((mod) => mod.key));
-  const obs = OBSERVATIONS.filter((o) => ran.has(o.module));
+  // A module whose finding is already printed above does not repeat it here.
+  const obs = OBSERVATIONS.filter((o) => ran.has(o.module) && !used.some((a) => a.module === o.module && a.reason.includes(o.text.slice(0, 40))));
   if (obs.length > 0) {
     out.push('## Other findings (rows without a target)', '');
     for (const o of obs) {
