@@ -124,13 +124,16 @@ export const ANALYSIS: Analysis[] = [
   {
     module: 'rest',
     row: /^(GET|PUT) .*c=1:/,
-    title: 'REST at c=1: latency of two process hops',
+    title: 'REST at c=1: latency of two process hops, and for PUT one fsync per request',
     reason:
       'at c=1 both of our processes are mostly idle (sidecar 58% idle, daemon 90% idle in the GET c=1 profile): the request is latency-bound. Each request makes two process hops ' +
       '(HTTP → sidecar → Unix socket → daemon and back) where the baseline makes one, and on a loaded 2-core machine every hop waits for a scheduler slot. The sidecar\'s busiest ' +
-      'native frame is again `writeBuffer` (6.7%) from the per-frame socket writes.',
+      'native frame is again `writeBuffer` (6.7%) from the per-frame socket writes. For PUT, each request also waits for its own fsync: with one ' +
+      'request in flight, group commit has nothing to group, and one write + fsync on this disk measured about 5 ms (see the group-commit table), which caps a durable ' +
+      'PUT at c=1 near 200 per second while the baselines keep the bytes in memory.',
     fix:
-      'for single-machine deployments, an option to run the HTTP server inside the daemon process (no socket hop), or a sidecar-side ' +
+      'for PUT at c=1, nothing short of weaker durability (SERVICE_FSYNC=normal) or a faster disk; for GET, an option to run the HTTP server inside the daemon process for ' +
+      'single-machine deployments (no socket hop), or a sidecar-side ' +
       'read cache keyed by etag and invalidated by change events so that GETs of unchanged files skip the hop.',
   },
   {
