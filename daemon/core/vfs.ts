@@ -308,6 +308,9 @@ export class Vfs {
     const { dir, name, fresh } = this.walkParentCreating(cred, abs, op, opts.parents !== false);
     const existing = dir.children.get(name);
     if (existing?.kind === 'symlink') {
+      // O_CREAT|O_EXCL never follows a final symlink (POSIX): else a planted dangling link turns a
+      // "create a new file" into a write wherever the link points.
+      if (opts.exclusive) throw new VfsError('EEXIST', op, abs);
       if (depth >= MAX_SYMLINKS) throw new VfsError('ELOOP', op, abs);
       return this.write(cred, normalize(existing.target, pathOf(dir)), data, opts, depth + 1);
     }
