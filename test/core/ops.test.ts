@@ -97,6 +97,13 @@ t.test('filesystem operations', async (t) => {
     await t.rejects(alice.call('fs.write', { path: 'pre.md', exclusive: true }, text('v3')), { code: 'EEXIST' });
     t.equal(await readText(alice, 'pre.md'), 'v2');
     t.equal((await alice.call('fs.write', { path: 'excl.md', exclusive: true }, text('e'))).created, true);
+    // exclusive never follows a final symlink, dangling or not (O_CREAT|O_EXCL)
+    await alice.call('fs.symlink', { target: 'excl-target.md', path: 'excl-dangling' });
+    await alice.call('fs.symlink', { target: 'excl.md', path: 'excl-link' });
+    const before = await treeSnapshot(root, '/home/alice');
+    await t.rejects(alice.call('fs.write', { path: 'excl-dangling', exclusive: true }, text('x')), { code: 'EEXIST' });
+    await t.rejects(alice.call('fs.write', { path: 'excl-link', exclusive: true }, text('x')), { code: 'EEXIST' });
+    t.equal(await treeSnapshot(root, '/home/alice'), before);
   });
 
   t.test('append adds to the end and creates a missing file', async (t) => {
