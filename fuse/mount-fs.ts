@@ -133,6 +133,9 @@ export class MountFs {
       this.rpc.call('fs.stat', { path, nofollow: true }).catch(() => null),
     ]);
     if (st && st.kind === 'file' && st.etag === r.etag) this.attrs.set(path, toFuseStat(st, this.opts.owners));
+    // The daemon just created the file: anything still recorded under that name is an old, gone file.
+    this.files.unlink(path);
+    this.cache.delete(path);
     const file = this.files.adopt(new OpenFile(path, FileBuffer.empty()));
     file.etag = r.etag;
     return this.files.open({ kind: 'file', file, writable: true });
