@@ -416,9 +416,10 @@ export class Vfs {
     const node = dir.children.get(name);
     if (node === undefined) throw new VfsError('ENOENT', 'rmdir', abs);
     if (node.kind !== 'directory') throw new VfsError('ENOTDIR', 'rmdir', abs);
-    if (node.children.size > 0) throw new VfsError('ENOTEMPTY', 'rmdir', abs);
     this.checkNotJailRoot(cred, node, 'rmdir', abs);
+    // As on Linux, permission is checked before emptiness: no probing of unwritable directories.
     requireUnlink(cred, dir, node, 'rmdir', abs);
+    if (node.children.size > 0) throw new VfsError('ENOTEMPTY', 'rmdir', abs);
     const p = pathOf(node);
     this.detach(node);
     this.destroy(node);
