@@ -44,6 +44,7 @@ t.test('bad input', async (t) => {
       ['NUL (move dst)', () => alice.call('fs.move', { src: 'file.md', dst: 'x\0y' }), 'EINVAL'],
       ['NUL in a symlink target', () => alice.call('fs.symlink', { target: 'a\0b', path: 'ln' }), 'EINVAL'],
       ['empty symlink target', () => alice.call('fs.symlink', { target: '', path: 'ln' }), 'EINVAL'],
+      ['symlink target over 4096 bytes', () => alice.call('fs.symlink', { target: 'x/'.repeat(2049), path: 'ln' }), 'EINVAL'],
       ['"." as the last name of a write', () => alice.call('fs.write', { path: 'sub/.' }, text('x')), 'EINVAL'],
       ['"." naming an existing directory (write)', () => alice.call('fs.write', { path: '/tmp/.' }, text('x')), 'EINVAL'],
       ['".." as the last name of a write', () => alice.call('fs.write', { path: '/tmp/..' }, text('x')), 'EINVAL'],

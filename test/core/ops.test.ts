@@ -247,6 +247,11 @@ t.test('filesystem operations', async (t) => {
     t.same((await alice.call('fs.list', { path: 'del' })).entries, []);
     t.equal((await root.call('fs.stat', { path: '/tmp' })).kind, 'directory', 'a link inside is removed, not followed');
     await t.rejects(alice.call('fs.delete', { path: 'del/a', recursive: true }), { code: 'ENOENT' });
+    // deleting a link to a directory, even recursively, removes the link only
+    await alice.call('fs.write', { path: 'del/target/keep.md' }, text('k'));
+    await alice.call('fs.symlink', { target: 'target', path: 'del/dirlink' });
+    t.same(await alice.call('fs.delete', { path: 'del/dirlink', recursive: true }), { path: '/home/alice/del/dirlink', deleted: 1 });
+    t.equal(await readText(alice, 'del/target/keep.md'), 'k');
   });
 
   t.test('copy: a file, a directory tree, refusals', async (t) => {

@@ -53,6 +53,7 @@ t.test('root', async (t) => {
     await root.call('fs.move', { src: '/tmp/alice-tmp.md', dst: '/tmp/moved-by-root.md' });
     await root.call('fs.delete', { path: '/tmp/moved-by-root.md' });
     await root.call('fs.rmdir', { path: '/tmp/alice-dir' });
+    t.same((await root.call('fs.list', { path: '/tmp' })).entries, []);
   });
 
   t.test('recursive delete and copy succeed where every entry is removable/readable by root', async (t) => {
