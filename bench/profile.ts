@@ -1,0 +1,177 @@
+/**
+ * The profiles behind the findings in docs/benchmarks.md, reproducible:
+ *
+ *   npm run build && node --import tsx bench/profile.ts [scenario...]
+ *
+ * Each scenario runs one workload of a comparison with every mdvfs process it involves started under
+ * `node --cpu-prof` (stopped with SIGTERM so the profiles are written), then prints, per process, the
+ * share of idle time and the functions with the most self time. Scenarios: rest-get-c1, rest-get-c32,
+ * rest-put-c32, mcp-read, fuse-create, fuse-warm, startup (default: all).
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { summarizeProfile } from './report.js';
+import { buildStore, CLI, exited, killProc, nowMs, populate, ROOT_DIR, runCleanups, shmDir, sleep, spawnDaemonProc, startDaemonProc, startServe, timeMs, waitHealthy } from './util.js';
+
+interface AutocannonResult {
+  requests: { average: number };
+  latency: { p99: number };
+}
+type Autocannon = (opts: { url: string; connections: number; duration: number; requests: Record<string, unknown>[] }) => Promise<AutocannonResult>;
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
+/** Which of our processes a profile came from, by the code it ran. */
+function role(file: string): string {
+  const text = readFileSync(file, 'utf8');
+  if (text.includes('fuse-native')) return 'mount (mdvfs mount)';
+  if (text.includes('/dist/http/app.js')) return 'HTTP sidecar (mdvfs http)'; // it hosts /mcp too
+  if (text.includes('/dist/mcp/stdio.js')) return 'stdio MCP server (mdvfs-mcp)';
+  if (text.includes('/dist/daemon/store/')) return 'daemon';
+  if (text.includes('/dist/http/serve.js')) return 'supervisor (mdvfs serve)';
+  return 'process';
+}
+
+function report(dir: string, title: string, extra: string): void {
+  process.stdout.write(`\n=== ${title}: ${extra}\n`);
+  for (const f of readdirSync(dir).filter((x) => x.endsWith('.cpuprofile'))) {
+    const r = role(path.join(dir, f));
+    if (r.startsWith('supervisor')) continue; // only waits on its children
+    process.stdout.write(`--- ${r}\n${summarizeProfile(path.join(dir, f), 10).join('\n')}\n`);
+  }
+}
+
+function profDir(): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-profile-'));
+  process.env.MDVFS_BENCH_NODE_ARGS = `--cpu-prof --cpu-prof-dir=${dir}`;
+  return dir;
+}
+
+async function rest(op: 'GET' | 'PUT', connections: number): Promise<void> {
+  const dir = profDir();
+  const s = await startServe(path.join(shmDir(), 'data'));
+  const body = Buffer.alloc(4096, 'x');
+  await fetch(`http://127.0.0.1:${s.port}/fs/bench/get.md`, { method: 'PUT', body });
+  let i = 0;
+  const request =
+    op === 'GET'
+      ? { method: 'GET', path: '/fs/bench/get.md' }
+      : { method: 'PUT', body, headers: { 'content-type': 'text/markdown' }, setupRequest: (r: Record<string, unknown>) => ({ ...r, path: `/fs/bench/put-${i++ % 1000}.md` }) };
+  const r = await autocannon({ url: `http://127.0.0.1:${s.port}`, connections, duration: 5, requests: [request] });
+  await s.stop();
+  await sleep(300);
+  report(dir, `REST ${op} 4 KiB, c=${connections}, 5 s of autocannon`, `${Math.round(r.requests.average)} req/s, p99 ${r.latency.p99} ms`);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+async function mcpRead(): Promise<void> {
+  const dir = profDir();
+  const dataDir = path.join(shmDir(), 'data');
+  const d = await startDaemonProc(dataDir);
+  await populate(d.client, '/bench', 200);
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: ['--cpu-prof', `--cpu-prof-dir=${dir}`, path.join(ROOT_DIR, 'dist', 'mcp', 'stdio.js')],
+    env: { ...(process.env as Record<string, string>), SERVICE_DATA_DIR: dataDir },
+    stderr: 'ignore',
+  });
+  const c = new Client({ name: 'mdvfs-profile', version: '1' });
+  await c.connect(transport);
+  const n = 1500;
+  const ms = await timeMs(async () => {
+    for (let k = 0; k < n; k++) await c.callTool({ name: 'read_file', arguments: { path: `/bench/d000/f${String((k * 7919) % 200).padStart(6, '0')}.md` } });
+  });
+  await c.close();
+  await sleep(500);
+  await d.stop();
+  report(dir, `MCP stdio: ${n} × read_file of 1 KiB, one at a time`, `${Math.round(n / (ms / 1000))} calls/s`);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+function sh(cmd: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const p = spawn('bash', ['-c', cmd], { stdio: 'ignore' });
+    p.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd.slice(0, 60)}: exit ${code}`))));
+  });
+}
+
+async function fuse(kind: 'create' | 'warm'): Promise<void> {
+  const dir = profDir();
+  const dataDir = path.join(shmDir(), 'data');
+  const d = await startDaemonProc(dataDir);
+  if (kind === 'warm') await populate(d.client, '/set', 1000, 200);
+  const mnt = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-profile-mnt-'));
+  const m = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${dir}`, CLI, 'mount', mnt], { env: { ...process.env, SERVICE_DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  m.stderr!.on('data', (b: Buffer) => (err += b.toString()));
+  try {
+    const deadline = Date.now() + 30000;
+    while (!/mounted .* at /.test(err)) {
+      if (exited(m) || Date.now() > deadline) throw new Error(`mount did not come up: ${err.slice(-300)}`);
+      await sleep(20);
+    }
+    let extra: string;
+    if (kind === 'create') {
+      const ms = await timeMs(() => sh(`mkdir -p ${mnt}/set/d0; for ((i=0;i<1000;i++)); do printf '# Note %d\\nneedle-%d\\n' $i $i > ${mnt}/set/d0/n$i.md; done`));
+      extra = `1,000 files created by a shell in ${Math.round(ms)} ms`;
+    } else {
+      const times: number[] = [];
+      for (let k = 0; k < 5; k++) times.push(await timeMs(() => sh(`grep -r 'file 999' ${mnt}/set > /dev/null || true`)));
+      extra = `grep -r over 1,000 files, 5 times: ${times.map((x) => Math.round(x)).join(', ')} ms`;
+    }
+    await killProc(m, 'SIGTERM', 10000);
+    await d.stop();
+    report(dir, `FUSE ${kind}`, extra);
+  } finally {
+    await killProc(m, 'SIGTERM', 5000);
+    await sh(`fusermount -uz '${mnt}' 2>/dev/null; rmdir '${mnt}' 2>/dev/null; true`).catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function startup(): Promise<void> {
+  const n = 10000;
+  const store = await buildStore(n);
+  const dir = profDir();
+  const t0 = nowMs();
+  const { proc, stderr } = spawnDaemonProc(store);
+  const client = await waitHealthy(store, proc, stderr);
+  const ms = nowMs() - t0;
+  client.close();
+  await killProc(proc, 'SIGTERM');
+  report(dir, `daemon cold start on ${n.toLocaleString('en')} files of 1 KiB`, `${Math.round(ms)} ms to the first answer`);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+const SCENARIOS: Record<string, () => Promise<void>> = {
+  'rest-get-c1': () => rest('GET', 1),
+  'rest-get-c32': () => rest('GET', 32),
+  'rest-put-c32': () => rest('PUT', 32),
+  'mcp-read': mcpRead,
+  'fuse-create': () => fuse('create'),
+  'fuse-warm': () => fuse('warm'),
+  startup,
+};
+
+async function main(): Promise<void> {
+  const wanted = process.argv.slice(2);
+  for (const name of wanted.length > 0 ? wanted : Object.keys(SCENARIOS)) {
+    const fn = SCENARIOS[name];
+    if (!fn) {
+      process.stderr.write(`unknown scenario ${name}; known: ${Object.keys(SCENARIOS).join(', ')}\n`);
+      continue;
+    }
+    try {
+      await fn();
+    } catch (err) {
+      process.stdout.write(`\n=== ${name}: failed: ${(err as Error).message}\n`);
+    }
+    await runCleanups();
+  }
+}
+
+await main();
