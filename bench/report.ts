@@ -387,9 +387,10 @@ export function renderMarkdown(res: Results): string {
   out.push('`npm run bench -- --only <key> --profile` runs one module with `node --cpu-prof`, together with every daemon and');
   out.push('server it starts through `bench/util.ts` (they write their profiles when they are stopped with SIGTERM), and prints');
   out.push('the functions with the most self time of each profile (files in `$TMPDIR/mdvfs-bench-profiles/<key>/`).');
-  out.push('`node --import tsx bench/report.ts --profile <file.cpuprofile>` summarises any one profile. The findings above came');
-  out.push('from such profiles (the daemon, the HTTP sidecar, the FUSE mount and the stdio MCP server, each profiled separately');
-  out.push('under the same workloads).');
+  out.push('`node --import tsx bench/report.ts --profile <file.cpuprofile>` summarises any one profile. The findings above come');
+  out.push('from `node --import tsx bench/profile.ts [scenario...]` (after `npm run build`), which runs the workloads behind them');
+  out.push('(rest-get-c1, rest-get-c32, rest-put-c32, mcp-read, fuse-create, fuse-warm, startup) with the daemon, the HTTP sidecar,');
+  out.push('the FUSE mount and the stdio MCP server each under `--cpu-prof`, and prints every process\'s idle share and top self times.');
   out.push('self time. Module keys: ' + res.modules.map((x) => `\`${x.key}\``).join(', ') + '.', '');
   return `${out.join('\n')}\n`;
 }
