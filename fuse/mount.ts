@@ -58,6 +58,7 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   });
   if (st && !st.isDirectory()) throw new Error(`cannot mount at ${mnt}: not a directory`);
 
+  const Fuse = loadFuse(); // first: without the binding there is nothing to connect for
   const dataDir = defaultDataDir();
   const link = await DaemonLink.open(dataDir, creds);
   let who: WhoAmI;
@@ -72,8 +73,12 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
 
   const owners = new OwnerMap(who.uid, who.gid, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
   const mfs = new MountFs(link, { readOnly: opts.readOnly === true, owners });
-  await link.onChange((ev) => mfs.onChange(ev));
-  const Fuse = loadFuse();
+  try {
+    await link.onChange((ev) => mfs.onChange(ev));
+  } catch (err) {
+    link.close();
+    throw err;
+  }
   const fuse = new Fuse(mnt, createOps(mfs), {
     fsname: FSNAME,
     subtype: 'mdvfs',
@@ -96,7 +101,12 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   await new Promise<void>((resolve) => {
     let stopping = false;
     const stop = (why: string, unmount: boolean) => {
-      if (stopping) return;
+      if (stopping) {
+        // A second signal while shutting down (a daemon that does not answer): leave now. auto_unmount
+        // still removes the mount when this process is gone.
+        if (unmount) process.exit(1);
+        return;
+      }
       stopping = true;
       process.stderr.write(`mdvfs: ${why}, unmounting ${mnt}\n`);
       void shutdown(fuse, mfs, link, unmount).finally(resolve);
