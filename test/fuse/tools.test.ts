@@ -4,7 +4,7 @@
  * only agreeing with its own caches.
  */
 import t, { type Test } from 'tap';
-import { fuseUnavailable, mount, sh, startDaemon, tempDir } from '../helpers/fuse.js';
+import { eventually, fuseUnavailable, mount, sh, startDaemon, tempDir } from '../helpers/fuse.js';
 
 const unavailable = fuseUnavailable();
 if (unavailable !== null) {
@@ -134,6 +134,28 @@ void t.test('git init, add, commit and status inside the mount', async (t) => {
   t.equal(await ok(t, 'cd repo && git status --porcelain'), ' M README.md\n');
   await ok(t, `cd repo && ${git} commit -qam second && git status --porcelain && git fsck --no-progress`);
   t.equal(await ok(t, 'cd repo && git log --format=%s'), 'second\nfirst\n');
+});
+
+void t.test('names with spaces and non-ASCII characters', async (t) => {
+  await ok(t, 'mkdir -p "dir with space" && echo ü > "dir with space/naïve résumé.md"');
+  t.equal(await daemonText('/dir with space/naïve résumé.md'), 'ü\n');
+  t.equal(await ok(t, 'ls "dir with space"'), 'naïve résumé.md\n');
+  const long = await m.sh(`touch ${'x'.repeat(256)}`);
+  t.match(long.stderr, /File name too long/, 'names over 255 bytes fail with ENAMETOOLONG');
+});
+
+void t.test('a file deleted while open stays readable through its descriptor', async (t) => {
+  const r = await m.sh('echo kept > open-del.md && exec 3< open-del.md && rm open-del.md && cat <&3 && test ! -e open-del.md && echo gone');
+  t.equal(r.stdout, 'kept\ngone\n', r.stderr);
+  await t.rejects(root.call('fs.stat', { path: '/open-del.md' }), { code: 'ENOENT' });
+  t.ok(await eventually(async () => !/fuse_hidden/.test((await root.call('fs.list', { path: '/' })).entries.map((e) => e.name).join(' '))), 'the hidden name is gone after the close');
+});
+
+void t.test('an oversize file fails at close with EFBIG (SERVICE_MAX_FILE_SIZE, 10 MiB by default)', async (t) => {
+  const r = await m.sh('head -c 11000000 /dev/zero > too-big.bin');
+  t.not(r.code, 0);
+  t.match(r.stderr, /File too large/);
+  t.not((await root.call('fs.stat', { path: '/too-big.bin' })).size, 11000000, 'the daemon did not take it');
 });
 
 void t.test('no operation above failed with an internal error in the mount', async (t) => {
