@@ -3,7 +3,11 @@
  * loop and prints, as it happens, every write it sends and how it ended. The parent kills the
  * daemon under it and checks that every acknowledged write survived.
  *
- *   node --import tsx test/e2e/crash-writer.ts <dataDir>
+ *   node --import tsx test/e2e/crash-writer.ts <dataDir> [mixed]
+ *
+ * With "mixed" it instead runs random writes, moves, copies, deletes, mkdirs and chmods under
+ * /mixed and prints "M" for each acknowledged one (their outcome is checked through fsck and a
+ * full reload, not byte for byte).
  *
  * stdout (one line each, written before the next step so the parent never misses one):
  *   S <seq> <path> <sha256>   about to send this content to this path
@@ -61,6 +65,42 @@ function content(): Buffer {
   return randomBytes(randomInt(1, 16 * 1024));
 }
 
+const MIXED = process.argv[3] === 'mixed';
+const mixedPath = (): string => `/mixed/${'abc'[randomInt(3)]}/${'xyz'[randomInt(3)]}/${randomInt(6)}.md`;
+const mixedDir = (): string => `/mixed/${'abc'[randomInt(3)]}/${'xyz'[randomInt(3)]}`;
+
+/** One random operation; failures such as ENOENT or ENOTEMPTY are expected and fine. */
+function mixedOp(c: DaemonClient): Promise<unknown> {
+  const r = randomInt(100);
+  if (r < 40) return c.call('fs.write', { path: mixedPath() }, { data: content() });
+  if (r < 55) return c.call('fs.move', { src: mixedPath(), dst: mixedPath() });
+  if (r < 62) return c.call('fs.move', { src: mixedDir(), dst: mixedDir() });
+  if (r < 70) return c.call('fs.copy', { src: mixedDir(), dst: mixedDir(), recursive: true });
+  if (r < 80) return c.call('fs.delete', { path: mixedPath() });
+  if (r < 85) return c.call('fs.delete', { path: mixedDir(), recursive: true });
+  if (r < 92) return c.call('fs.mkdir', { path: mixedDir(), parents: true });
+  return c.call('fs.chmod', { path: mixedPath(), mode: randomInt(2) === 0 ? '0600' : '0644' });
+}
+
+async function mixedWorker(): Promise<void> {
+  for (;;) {
+    while (paused) await new Promise<void>((r) => wake.push(r));
+    const c = await connected();
+    if (paused) continue;
+    inflight++;
+    try {
+      await mixedOp(c);
+      out('M');
+    } catch (err) {
+      if (c.isClosed) {
+        if (client === c) client = undefined;
+      } else if ((err as { code?: string }).code === 'EIO') out(`E ${(err as Error).message}`);
+    } finally {
+      inflight--;
+    }
+  }
+}
+
 async function worker(): Promise<void> {
   for (;;) {
     while (paused) await new Promise<void>((r) => wake.push(r));
@@ -108,4 +148,4 @@ process.stdin.on('data', (b: Buffer) => {
 // The parent went away: stop.
 process.stdin.on('end', () => process.exit(0));
 
-for (let i = 0; i < CONCURRENCY; i++) void worker();
+for (let i = 0; i < CONCURRENCY; i++) void (MIXED ? mixedWorker() : worker());

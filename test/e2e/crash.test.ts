@@ -1,6 +1,6 @@
 /**
- * Crash safety (DESIGN.md §6): a writer process performs acknowledged writes over the socket while
- * the daemon is killed with SIGKILL at random points. After every restart each acknowledged write
+ * Crash safety (DESIGN.md §6): a writer process performs acknowledged writes over the socket (and
+ * a second one every other kind of mutation) while the daemon is killed with SIGKILL at random points. After every restart each acknowledged write
  * is present byte for byte (the last acknowledged content of each path, or a later write that was
  * in flight when the daemon died), and fsck finds no problem.
  */
@@ -25,6 +25,9 @@ class WriterLog {
   readonly writes = new Map<number, Write>();
   readonly byPath = new Map<string, Write[]>();
   acked = 0;
+  /** mixed mode: acknowledged operations, and internal errors reported */
+  mixed = 0;
+  readonly internal: string[] = [];
   private pauses = 0;
   private buf = '';
   private waiters: (() => void)[] = [];
@@ -47,6 +50,10 @@ class WriterLog {
         if (w === undefined) throw new Error(`writer reported an unknown write: ${line}`);
         w.state = kind === 'A' ? 'acked' : 'failed';
         if (kind === 'A') this.acked++;
+      } else if (kind === 'M') {
+        this.mixed++;
+      } else if (kind === 'E') {
+        this.internal.push(line);
       } else if (kind === 'P') {
         this.pauses++;
         for (const f of this.waiters.splice(0)) f();
@@ -87,11 +94,21 @@ t.test('acknowledged writes survive SIGKILL of the daemon at random points', asy
   let writerErr = '';
   writer.stdout.setEncoding('utf8').on('data', (s: string) => log.feed(s));
   writer.stderr.on('data', (b: Buffer) => (writerErr += b.toString()));
+  // a second writer runs every other kind of mutation at the same time
+  const mixedLog = new WriterLog();
+  const mixer: ChildProcessWithoutNullStreams = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT_DIR, 'test', 'e2e', 'crash-writer.ts'), d.dataDir, 'mixed'], { cwd: ROOT_DIR, env: process.env });
+  mixer.stdout.setEncoding('utf8').on('data', (s: string) => mixedLog.feed(s));
+  mixer.stderr.on('data', (b: Buffer) => (writerErr += b.toString()));
   t.teardown(() => {
-    writer.stdin.end();
-    writer.kill('SIGKILL');
+    for (const w of [writer, mixer]) {
+      w.stdin.end();
+      w.kill('SIGKILL');
+    }
   });
-  const send = (cmd: string) => writer.stdin.write(cmd + '\n');
+  const send = (cmd: string) => {
+    writer.stdin.write(cmd + '\n');
+    mixer.stdin.write(cmd + '\n');
+  };
 
   // the writer is up and writing before the first kill
   while (log.acked < 20) {
@@ -106,7 +123,7 @@ t.test('acknowledged writes survive SIGKILL of the daemon at random points', asy
     await new Promise((r) => setTimeout(r, randomInt(20, 301)));
     await d.kill('SIGKILL');
     await d.restart();
-    const paused = log.nextPause();
+    const paused = Promise.all([log.nextPause(), mixedLog.nextPause()]);
     send('PAUSE');
     await paused;
     if (log.acked > ackedBefore) roundsWithAcks++;
@@ -125,12 +142,17 @@ t.test('acknowledged writes survive SIGKILL of the daemon at random points', asy
       checked++;
     }
     t.same(bad, [], `round ${round}: ${checked} paths hold their last acknowledged content (${log.acked} acknowledged writes so far)`);
+    // the mixed writer's tree loads and lists fully, every file readable
+    const found = await root.call('search.find', { path: '/', type: 'f' });
+    for (const f of found.results.filter((x) => x.startsWith('/mixed/'))) await root.call('fs.read', { path: f });
+    t.same(mixedLog.internal, [], `round ${round}: no internal errors`);
     const fsck = await root.call('sys.fsck', {});
     t.same(fsck.problems, [], `round ${round}: fsck finds no problem`);
     t.equal(fsck.ok, true);
   }
   t.ok(log.acked > ROUNDS, `writes were acknowledged throughout (${log.acked})`);
   t.ok(roundsWithAcks > 0, `${roundsWithAcks} of ${ROUNDS} rounds acknowledged writes before the kill`);
+  t.ok(mixedLog.mixed > ROUNDS, `other mutations were acknowledged throughout (${mixedLog.mixed})`);
 
   // `mdvfs fsck` itself, against the daemon after the last restart
   const r = await new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
@@ -144,4 +166,5 @@ t.test('acknowledged writes survive SIGKILL of the daemon at random points', asy
   t.equal(r.code, 0, r.err);
   t.match(r.out, /^fsck: ok/);
   t.equal(writer.exitCode, null, `the writer kept running: ${writerErr}`);
+  t.equal(mixer.exitCode, null, `the mixed writer kept running: ${writerErr}`);
 });
