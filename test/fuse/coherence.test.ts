@@ -98,6 +98,8 @@ void t.test('.history: old versions, read-only, not listed', async (t) => {
   t.match(ls.stdout, new RegExp(`^${c.hash}$`, 'm'), '.history lists the commit');
   t.equal((await m.sh(`cat .history/${c.hash}/hist/h.md`)).stdout, 'old\n', 'the commit has the old version');
   t.equal((await m.sh('cat hist/h.md')).stdout, 'new\n', 'the working tree has the new one');
+  t.equal((await m.sh(`cat .history/${c.hash.slice(0, 6)}/hist/h.md`)).stdout, 'old\n', 'a unique hash prefix works too');
+  t.match((await m.sh('ls .history/0123456789ab')).stderr, /No such file or directory/, 'an unknown commit is ENOENT');
   t.equal((await m.sh(`diff .history/${c.hash}/hist/h.md hist/h.md`)).code, 1, 'diff sees them differ');
   t.match((await m.sh(`grep -r old .history/${c.hash}/hist`)).stdout, /h\.md:old/, 'grep -r works on a commit');
   t.match((await m.sh(`echo x > .history/${c.hash}/hist/h.md`)).stderr, /Read-only file system/, 'writes give EROFS');
