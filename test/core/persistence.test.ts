@@ -35,6 +35,7 @@ t.test('state after kill -9 is exactly the acknowledged state', async (t) => {
   await root.call('admin.userDel', { name: 'temp' });
   await bob.call('fs.write', { path: '/tmp/bob.md' }, text('bob'));
   await bob.call('fs.unlink', { path: '/tmp/bob.md' });
+  await alice.call('fs.write', { path: 'a/hist.md' }, text('kept only by history'));
   const commit = await root.call('vcs.commit', { message: 'snapshot' });
   await alice.call('fs.write', { path: 'a/b/c.md' }, text('after commit'));
 
@@ -83,8 +84,12 @@ t.test('state after kill -9 is exactly the acknowledged state', async (t) => {
     const old = await root2.request('vcs.cat', { rev: commit.hash, path: '/home/alice/a/b/c.md' });
     t.equal(old.data.toString(), 'c');
     t.equal((await root2.call('sys.fsck', {})).ok, true);
+    // the last working-tree reference to a committed blob goes away after the restart
+    await d.client.as({ authorization: 'User alice' }).call('fs.write', { path: 'a/hist.md' }, text('replaced'));
+    await d.client.as({ authorization: 'User alice' }).call('fs.delete', { path: 'a/hist.md' });
     await root2.call('sys.gc', {});
     t.equal((await root2.call('sys.fsck', {})).ok, true);
+    t.equal((await root2.request('vcs.cat', { rev: commit.hash, path: '/home/alice/a/hist.md' })).data.toString(), 'kept only by history');
     t.equal(await readText(root2, '/home/alice/a/same2.md'), 'shared');
   });
 
@@ -94,6 +99,8 @@ t.test('state after kill -9 is exactly the acknowledged state', async (t) => {
     await d.kill('SIGTERM');
     await d.restart();
     t.equal(await treeSnapshot(d.client.as({})), before);
+    t.equal((await d.client.request('vcs.cat', { rev: commit.hash, path: '/home/alice/a/hist.md' })).data.toString(), 'kept only by history');
+    t.same((await d.client.call('sys.fsck', {})).problems, []);
   });
 });
 
