@@ -116,6 +116,13 @@ t.test('alice', async (t) => {
     t.equal((await alice.call('fs.chown', { path: '/srv/pub/file.md', group: 'team' })).gid, gids.team);
     t.equal((await alice.call('fs.chown', { path: '/srv/pub/file.md', group: gids.alice })).gid, gids.alice);
     t.equal((await alice.call('fs.chown', { path: '/srv/pub/file.md', owner: 'alice' })).uid, users.alice!.uid, 'chown to herself is a no-op');
+    // POSIX: set-id bits on a file do not survive a chgrp by its owner, nor a chmod into a group she is not in
+    await alice.call('fs.write', { path: '/srv/pub/sgid.md' }, text('s'));
+    t.equal((await alice.call('fs.chmod', { path: '/srv/pub/sgid.md', mode: '2755' })).mode, '2755');
+    await alice.call('fs.chown', { path: '/srv/pub/sgid.md', group: 'team' });
+    t.equal((await alice.call('fs.stat', { path: '/srv/pub/sgid.md' })).mode, '0755');
+    await root.call('fs.chown', { path: '/srv/pub/sgid.md', group: 'other' });
+    t.equal((await alice.call('fs.chmod', { path: '/srv/pub/sgid.md', mode: '2755' })).mode, '0755');
   });
 
   t.test('no directory write, no create/delete/rename; refused auto-parents are not created', async (t) => {
