@@ -255,7 +255,11 @@ export async function runImport(ctx: CmdContext, hostDir: string, opts: { to?: s
   if (watcher) {
     ctx.err.write(`mdvfs: watching ${root} (Ctrl-C to stop)\n`);
     await new Promise<void>((resolve) => {
-      const stop = () => resolve();
+      const stop = () => {
+        // A second Ctrl-C does not wait for the last changes to be sent.
+        process.once('SIGINT', () => process.exit(130));
+        resolve();
+      };
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
     });

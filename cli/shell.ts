@@ -129,6 +129,14 @@ export class ShellSession implements ShellState {
     const program = new Command('')
       .exitOverride()
       .helpCommand('help [command]', 'show help for a command')
+      // Inside the shell a command is typed without the `mdvfs` prefix.
+      .configureHelp({
+        commandUsage: (cmd) => {
+          const names: string[] = [];
+          for (let c: Command | null = cmd; c?.parent; c = c.parent) names.unshift(c.name());
+          return names.length === 0 ? '<command> [options] [arguments]' : `${names.join(' ')} ${cmd.usage()}`;
+        },
+      })
       .configureOutput({
         writeOut: (s) => io.out.write(s),
         writeErr: (s) => io.err.write(s),
@@ -295,6 +303,19 @@ export async function runShell(identity: IdentityOptions): Promise<number> {
     completer: (line: string, cb: (err: null, result: [string[], string]) => void) => session.complete(line, names, cb),
   });
   session.rl = rl;
+  // Listen from the start: piped input can arrive (and end) while we are still identifying ourselves.
+  const pending: string[] = [];
+  let closed = false;
+  let onLine: () => void = () => undefined;
+  let onClose: () => void = () => undefined;
+  rl.on('line', (line) => {
+    pending.push(line);
+    onLine();
+  });
+  rl.on('close', () => {
+    closed = true;
+    onClose();
+  });
   try {
     if (tty && creds.authorization === undefined) await offerBootstrap(session, rl, creds, conn, url);
     await session.identify();
@@ -307,9 +328,7 @@ export async function runShell(identity: IdentityOptions): Promise<number> {
   if (tty) process.stdout.write(`mdvfs shell: type 'help' for commands, Ctrl-D to leave.\n`);
 
   return new Promise<number>((resolve) => {
-    const pending: string[] = [];
     let busy = false;
-    let closed = false;
     let finished = false;
     const finish = () => {
       if (finished) return;
@@ -341,10 +360,7 @@ export async function runShell(identity: IdentityOptions): Promise<number> {
       } else if (closed) finish();
       else showPrompt();
     };
-    rl.on('line', (line) => {
-      pending.push(line);
-      void pump();
-    });
+    onLine = () => void pump();
     rl.on('SIGINT', () => {
       // Ctrl-C abandons the line being typed and keeps the shell, like bash.
       rl.write(null, { ctrl: true, name: 'e' });
@@ -353,11 +369,12 @@ export async function runShell(identity: IdentityOptions): Promise<number> {
       session.terminal.atLineStart = true;
       showPrompt();
     });
-    rl.on('close', () => {
-      closed = true;
+    onClose = () => {
       if (tty && session.exitRequested === undefined) process.stdout.write('\n');
       if (!busy) finish();
-    });
-    showPrompt();
+    };
+    if (pending.length > 0) void pump();
+    else if (closed) finish();
+    else showPrompt();
   });
 }

@@ -122,6 +122,11 @@ void t.test('an existing user: no admin offer, cd errors, exit status', async (t
   await sh.expect(/grep.*\n/);
   sh.mark();
   sh.write('exit 3\r');
+  // Without a terminal the shell reads commands from stdin: no prompt, the same commands.
+  const piped = await cli.run(['shell', '--user', 'bob'], { input: 'pwd\ncat todo.md | wc -c\ncd /nope\necho still here\nexit 4\necho never\n' });
+  t.equal(piped.stdout, '/home/bob\n4\nstill here\n');
+  t.match(piped.stderr, /^cd: .*\(ENOENT\)\n$/);
+  t.equal(piped.code, 4);
   const exit = await sh.exited;
   t.equal(exit.exitCode, 3);
 });
