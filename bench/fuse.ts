@@ -61,7 +61,9 @@ async function mountMdvfs(dataDir: string): Promise<string> {
 async function mountBindfs(): Promise<string> {
   const src = shmDir('mdvfs-bench-bindsrc-');
   const dir = fuseDir('mdvfs-bench-bindfs-');
-  await sh(`bindfs '${src}' '${dir}'`);
+  // auto_unmount: if the harness kills this module's process group (bindfs daemonizes into it), the
+  // mount goes away with it instead of staying behind as a dead mountpoint.
+  await sh(`bindfs -o auto_unmount '${src}' '${dir}'`);
   return dir;
 }
 
