@@ -71,6 +71,9 @@ export function openCore(cfg: DaemonConfig): { vfs: Vfs; registry: Registry; vcs
     }
     const nodes = state.inodes.map((row) => ({ node: vfs.loadNode(row), parent: row.parent }));
     for (const { node, parent } of nodes) vfs.linkLoaded(node, parent);
+    let reachable = 0;
+    vfs.forEachNode(vfs.root, () => reachable++);
+    if (reachable !== vfs.nodes.size) throw new VfsError('EIO', 'load store', cfg.dataDir, `the store is corrupt: ${vfs.nodes.size - reachable} inode(s) are not reachable from / (a cycle or a lost subtree). Refusing to start.`);
     for (const { node } of nodes) {
       if (node.kind === 'file' && !vfs.blobs.has(node.blob)) throw new VfsError('EIO', 'load store', cfg.dataDir, `the store is corrupt: file inode ${node.id} ('${node.name}') has no content. Refusing to start.`);
     }

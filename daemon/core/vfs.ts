@@ -83,6 +83,7 @@ export class Vfs {
     }
     const parent = this.nodes.get(parentId);
     if (parent === undefined || parent.kind !== 'directory') throw new VfsError('EIO', 'load', undefined, `inode ${child.id} has a missing parent ${parentId}`);
+    if (parent.children.has(child.name)) throw new VfsError('EIO', 'load', undefined, `two entries named '${child.name}' in directory inode ${parentId}`);
     child.parent = parent;
     parent.children.set(child.name, child);
   }

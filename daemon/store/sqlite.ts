@@ -326,6 +326,18 @@ export class SqliteStore implements Store {
       if (r.kind === 'file' && (r.blob === null || types.get(r.blob) !== 'blob')) problems.push(`file inode ${r.id} ('${r.name}') refers to missing content ${String(r.blob).slice(0, 12)}`);
     }
     if (rows.length > 0 && roots !== 1) problems.push(`expected one root directory, found ${roots}`);
+    // Every inode must hang off the root: a parent cycle or a lost subtree is unreachable.
+    const children = new Map<number, number[]>();
+    for (const r of rows) if (r.parent !== null) children.set(r.parent, [...(children.get(r.parent) ?? []), r.id]);
+    const seen = new Set<number>();
+    const stack = rows.filter((r) => r.parent === null).map((r) => r.id);
+    while (stack.length > 0) {
+      const id = stack.pop()!;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      for (const c of children.get(id) ?? []) stack.push(c);
+    }
+    if (seen.size !== rows.length) problems.push(`${rows.length - seen.size} inode(s) are not reachable from / (a parent cycle or a lost subtree)`);
     for (const r of this.db.prepare('SELECT scope, commit_id FROM refs').all() as { scope: string; commit_id: string }[]) {
       if (types.get(r.commit_id) !== 'commit') problems.push(`ref '${r.scope || 'HEAD'}' points to missing commit ${r.commit_id.slice(0, 12)}`);
     }
