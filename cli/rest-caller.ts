@@ -247,7 +247,7 @@ export class RestCaller implements Caller {
         const ifNone = opt(p, 'if_none_match') ?? (p.exclusive === true ? '*' : undefined);
         if (ifMatch !== undefined) headers['if-match'] = ifMatch;
         if (ifNone !== undefined) headers['if-none-match'] = ifNone;
-        const r = await this.http('PUT', fs(), { body: data ?? Buffer.alloc(0), headers }, method);
+        const r = await this.http('PUT', `${fs()}${query({ mode: opt(p, 'mode') })}`, { body: data ?? Buffer.alloc(0), headers }, method);
         return { result: { created: false, ...((json(r.body) as P | undefined) ?? { path: str(p, 'path'), size: data?.length ?? 0, etag: '' }) } };
       }
       case 'fs.mkdir': {
@@ -262,13 +262,14 @@ export class RestCaller implements Caller {
             },
           );
           if (exists) throw new VfsError('EEXIST', 'mkdir', path);
-          const parent = path.replace(/\/+$/, '').replace(/\/[^/]*$/, '');
-          if (parent !== path.replace(/\/+$/, '') && parent !== '') {
+          // The parent must exist already ('.' is the home directory, which the server resolves).
+          const parent = posix.dirname(path.replace(/\/+$/, ''));
+          if (parent !== '.') {
             const st = await this.stat(parent, method);
             if (st.kind !== 'directory') throw new VfsError('ENOTDIR', 'mkdir', path);
-          } else if (!path.startsWith('/') && path.includes('/')) await this.stat(parent, method);
+          }
         }
-        await this.http('PUT', fs(), { headers: { 'x-service-type': 'directory' } }, method);
+        await this.http('PUT', `${fs()}${query({ mode: opt(p, 'mode') })}`, { headers: { 'x-service-type': 'directory' } }, method);
         return { result: { path, created: true } };
       }
       case 'fs.symlink':

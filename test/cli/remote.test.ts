@@ -24,6 +24,11 @@ void t.test('file and VCS commands over --url', async (t) => {
   r = await run(['mkdir', 'notes'], 'alice');
   t.equal(r.code, 1, 'plain mkdir of an existing directory fails over REST too');
   t.match(r.stderr, /\(EEXIST\)\n$/);
+  r = await run(['mkdir', 'deep/er'], 'alice');
+  t.equal(r.code, 1, 'plain mkdir needs the parent');
+  t.match(r.stderr, /\(ENOENT\)\n$/);
+  t.equal((await run(['mkdir', '-p', '-m', '750', 'deep/er'], 'alice')).code, 0);
+  t.equal(JSON.parse((await run(['stat', '--json', 'deep/er'], 'alice')).stdout).mode, '0750', 'mkdir -m over REST');
   t.equal((await run(['write', 'notes/a.md', 'hello', 'remote'], 'alice')).code, 0);
   t.equal((await run(['write', 'notes/b.md'], 'alice', 'from stdin\n')).code, 0);
   t.equal((await run(['cat', 'notes/a.md'], 'alice')).stdout, 'hello remote\n');
