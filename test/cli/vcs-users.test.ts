@@ -158,4 +158,15 @@ void t.test('version control', async (t) => {
   r = await alice(['revert', 'ffffffffffff']);
   t.equal(r.code, 1);
   t.match(r.stderr, ERR_LINE);
+
+  // The maintenance commands keep working next to the new ones.
+  r = await cli.run(['fsck']);
+  t.equal(r.code, 0);
+  t.match(r.stdout, /^fsck: ok \(\d+ objects, \d+ inodes\)\n$/);
+  r = await cli.run(['gc']);
+  t.equal(r.code, 0);
+  t.match(r.stdout, /^gc: removed \d+ object\(s\), kept \d+\n$/);
+  r = await cli.run(['--version']);
+  t.equal(r.code, 0);
+  t.match(r.stdout, /^\d+\.\d+\.\d+\n$/);
 });
