@@ -14,7 +14,7 @@
  * there), so the rows compare filesystem paths, not disks. Times include starting the shell.
  */
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
@@ -63,7 +63,13 @@ async function mountBindfs(): Promise<string> {
   const dir = fuseDir('mdvfs-bench-bindfs-');
   // auto_unmount: if the harness kills this module's process group (bindfs daemonizes into it), the
   // mount goes away with it instead of staying behind as a dead mountpoint.
-  await sh(`bindfs -o auto_unmount '${src}' '${dir}'`);
+  // Its output goes to a file, not a pipe: the fusermount helper that auto_unmount leaves running would
+  // hold a pipe open, and waiting for bindfs would never end.
+  const errFile = path.join(src, '..', `${path.basename(dir)}.err`);
+  await sh(`bindfs -o auto_unmount '${src}' '${dir}' </dev/null >/dev/null 2>'${errFile}'`).catch((err: Error) => {
+    throw new Error(`bindfs: ${existsSync(errFile) ? readFileSync(errFile, 'utf8').trim() : err.message}`);
+  });
+  onCleanup(() => rmSync(errFile, { force: true }));
   return dir;
 }
 
@@ -113,10 +119,10 @@ export async function benchFuse(opts: BenchOptions): Promise<BenchTable[]> {
   try {
     if (!existsSync('/dev/fuse')) throw new Error('no /dev/fuse');
     // --quick must fit in its budget on a busy 2-core machine: fewer files, a smaller big file.
-    const sizes = opts.quick ? [300] : [1000, 10000];
+    const sizes = opts.quick ? [200] : [1000, 10000];
     const reps = opts.quick ? 1 : 3;
-    const BIG_MIB = opts.quick ? 16 : 64;
-    const note = opts.quick ? 'quick mode: 300 files / 16 MiB, one repetition' : undefined;
+    const BIG_MIB = opts.quick ? 8 : 64;
+    const note = opts.quick ? 'quick mode: 200 files / 8 MiB, one repetition' : undefined;
     const d = await startDaemonProc(path.join(shmDir('mdvfs-bench-fuse-'), 'data'), { SERVICE_MAX_FILE_SIZE: String(2 * BIG_MIB * 1024 * 1024) });
     onCleanup(() => d.stop('SIGTERM'));
     const targets: Target[] = [
