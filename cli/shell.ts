@@ -11,7 +11,7 @@ import type { Caller } from '../daemon/rpc/client.js';
 import type { Creds } from '../daemon/rpc/protocol.js';
 import { registerAll } from './commands/index.js';
 import { registerShellBuiltins, type ShellState } from './commands/shell-builtins.js';
-import { openConnection, type Connection } from './connection.js';
+import { openConnection } from './connection.js';
 import type { CmdContext, CommandHost, Output } from './context.js';
 import { reporter } from './context.js';
 import { describeError, errorLine } from './errors.js';
@@ -249,32 +249,27 @@ function ask(rl: readline.Interface, question: string): Promise<string | undefin
 
 /**
  * First run: no user but root exists. Offers to create the first admin and prints its token once;
- * the session then continues as that admin.
+ * returns the credentials of the new admin, or undefined to carry on as before.
  */
-async function offerBootstrap(session: ShellSession, rl: readline.Interface, creds: Creds, conn: Connection, url: string | undefined): Promise<void> {
+async function offerBootstrap(session: ShellSession, rl: readline.Interface, creds: Creds): Promise<Creds | undefined> {
   const health = await session.caller.call('sys.health', {}).catch(() => undefined);
-  if (!health?.needs_bootstrap) return;
+  if (!health?.needs_bootstrap) return undefined;
   process.stdout.write('This filesystem has no users yet.\n');
   const yes = await ask(rl, 'Create the first admin user now? [Y/n] ');
   if (yes === undefined || /^n/i.test(yes)) {
     process.stdout.write('Continuing as root.\n');
-    return;
+    return undefined;
   }
   for (;;) {
     const name = await ask(rl, 'Admin user name: ');
     if (name === undefined || name === '') {
       process.stdout.write('Continuing as root.\n');
-      return;
+      return undefined;
     }
     try {
       const r = await session.caller.call('auth.bootstrap', { username: name });
       process.stdout.write(`Created admin ${r.username} (uid ${r.uid}).\nAPI token (shown once; keep it somewhere safe):\n${r.token}\n`);
-      const next: Creds = { ...creds, authorization: `Bearer ${r.token}` };
-      const reopened = url === undefined ? await openConnection(next) : await openConnection(next, url);
-      conn.close();
-      Object.assign(conn, reopened);
-      session.caller = reopened.caller;
-      return;
+      return { ...creds, authorization: `Bearer ${r.token}` };
     } catch (err) {
       process.stderr.write(errorLine(err, 'mdvfs'));
     }
@@ -284,7 +279,7 @@ async function offerBootstrap(session: ShellSession, rl: readline.Interface, cre
 /** Runs the interactive shell until Ctrl-D or `exit`; returns the exit status. */
 export async function runShell(identity: IdentityOptions): Promise<number> {
   const { creds, url } = resolveIdentity(identity);
-  const conn = await openConnection(creds, url);
+  let conn = await openConnection(creds, url);
   const session = new ShellSession(conn.caller, conn.remote);
   const tty = process.stdin.isTTY === true;
   const names = (() => {
@@ -317,7 +312,14 @@ export async function runShell(identity: IdentityOptions): Promise<number> {
     onClose();
   });
   try {
-    if (tty && creds.authorization === undefined) await offerBootstrap(session, rl, creds, conn, url);
+    const admin = tty && creds.authorization === undefined ? await offerBootstrap(session, rl, creds) : undefined;
+    if (admin) {
+      // Carry on as the new admin, with its token, like after a login.
+      const next = await openConnection(admin, url);
+      conn.close();
+      conn = next;
+      session.caller = conn.caller;
+    }
     await session.identify();
   } catch (err) {
     process.stderr.write(errorLine(err, 'mdvfs'));
