@@ -36,12 +36,74 @@ function role(file: string): string {
   return 'process';
 }
 
+interface ProfNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+  children?: number[];
+}
+
+/**
+ * Native write calls (writev, writeBuffer, writeUtf8String) are leaves; to see which stream pays
+ * them, attribute their samples to the nearest caller in our code or in a package.
+ */
+function nativeWriteCallers(file: string): string[] {
+  const prof = JSON.parse(readFileSync(file, 'utf8')) as { nodes: ProfNode[] };
+  const byId = new Map(prof.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const total = prof.nodes.reduce((a, n) => a + (n.hitCount ?? 0), 0) || 1;
+  const agg = new Map<string, number>();
+  for (const n of prof.nodes) {
+    if (!['writev', 'writeBuffer', 'writeUtf8String'].includes(n.callFrame.functionName) || !n.hitCount) continue;
+    let id: number | undefined = n.id;
+    let where = '(node internals)';
+    while (id !== undefined) {
+      const x = byId.get(id)!;
+      const url = x.callFrame.url;
+      if (url.includes('/dist/') || url.includes('/node_modules/')) {
+        where = `${url.split(/\/dist\/|\/node_modules\//).pop()}:${x.callFrame.lineNumber + 1} ${x.callFrame.functionName}`.trim();
+        break;
+      }
+      id = parent.get(id);
+    }
+    const key = `${n.callFrame.functionName} ← ${where}`;
+    agg.set(key, (agg.get(key) ?? 0) + n.hitCount);
+  }
+  return [...agg.entries()].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([k, v]) => `        ${((v / total) * 100).toFixed(1).padStart(5)}%  ${k}`);
+}
+
+/** Self time grouped by where the code lives: our modules, each package, node core, natives. */
+function selfByArea(file: string): string {
+  const prof = JSON.parse(readFileSync(file, 'utf8')) as { nodes: ProfNode[] };
+  const total = prof.nodes.reduce((a, n) => a + (n.hitCount ?? 0), 0) || 1;
+  const agg = new Map<string, number>();
+  for (const n of prof.nodes) {
+    if (!n.hitCount) continue;
+    const { url, functionName } = n.callFrame;
+    let area: string;
+    if (functionName === '(idle)' || functionName === '(garbage collector)' || functionName === '(program)') area = functionName;
+    else if (url.includes('/node_modules/')) area = url.split('/node_modules/').pop()!.split('/').slice(0, url.includes('/node_modules/@') ? 2 : 1).join('/');
+    else if (url.includes('/dist/')) area = url.split('/dist/').pop()!.split('/').slice(0, -1).join('/') || 'dist';
+    else if (url.startsWith('node:')) area = 'node core (JS)';
+    else area = 'native (syscalls, V8 builtins)';
+    agg.set(area, (agg.get(area) ?? 0) + n.hitCount);
+  }
+  return [...agg.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .filter(([, v]) => v / total >= 0.01)
+    .map(([k, v]) => `${k} ${((v / total) * 100).toFixed(0)}%`)
+    .join(', ');
+}
+
 function report(dir: string, title: string, extra: string): void {
   process.stdout.write(`\n=== ${title}: ${extra}\n`);
   for (const f of readdirSync(dir).filter((x) => x.endsWith('.cpuprofile'))) {
     const r = role(path.join(dir, f));
     if (r.startsWith('supervisor')) continue; // only waits on its children
-    process.stdout.write(`--- ${r}\n${summarizeProfile(path.join(dir, f), 10).join('\n')}\n`);
+    process.stdout.write(`--- ${r}\n${summarizeProfile(path.join(dir, f), 10).join('\n')}\n    by area: ${selfByArea(path.join(dir, f))}\n`);
+    const writes = nativeWriteCallers(path.join(dir, f));
+    if (writes.length > 0) process.stdout.write(`    socket/pipe writes by caller:\n${writes.join('\n')}\n`);
   }
 }
 
