@@ -76,6 +76,8 @@ function toEntry(n: Node): DirEntry {
     modified: secs(n.mtime),
     inode_id: n.id,
     mtime_ns: n.mtime.toString(),
+    atime_ns: n.atime.toString(),
+    ctime_ns: n.ctime.toString(),
   };
 }
 
@@ -104,6 +106,8 @@ export function scrubPaths(w: WireError, jail: string): WireError {
   if (w.path !== undefined) out.path = displayPath(w.path, jail);
   return out;
 }
+
+const tsNs = (secsSinceEpoch: number): string => (BigInt(secsSinceEpoch) * 1_000_000_000n).toString();
 
 function parseTime(t: string | number | undefined, op: string): bigint | undefined {
   if (t === undefined) return undefined;
@@ -540,7 +544,7 @@ export class Service {
     'vcs.ls': (ctx, p) => {
       const cred = this.auth(ctx);
       const r = this.d.vcs.snapshotList(cred, this.scope(cred), p.rev, p.path ?? '/');
-      return { path: r.rel, entries: r.entries.map((e) => ({ name: e.name, is_dir: e.kind === 'd', is_symlink: e.kind === 'l', mode: formatMode(e.mode), uid: e.uid, gid: e.gid, size: e.size, modified: r.timestamp, inode_id: snapshotIno(e.ref, e.name), mtime_ns: (BigInt(r.timestamp) * 1_000_000_000n).toString() })) };
+      return { path: r.rel, entries: r.entries.map((e) => ({ name: e.name, is_dir: e.kind === 'd', is_symlink: e.kind === 'l', mode: formatMode(e.mode), uid: e.uid, gid: e.gid, size: e.size, modified: r.timestamp, inode_id: snapshotIno(e.ref, e.name), mtime_ns: tsNs(r.timestamp), atime_ns: tsNs(r.timestamp), ctime_ns: tsNs(r.timestamp) })) };
     },
     'vcs.stat': (ctx, p) => {
       const cred = this.auth(ctx);

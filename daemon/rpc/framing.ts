@@ -50,7 +50,8 @@ export class FrameDecoder {
       } catch {
         header = new FrameError('header is not valid JSON');
       }
-      frames.push({ header, data: dlen > 0 ? Buffer.from(all.subarray(8 + hlen)) : undefined });
+      // No copy: the bytes are ours alone (the store copies what it keeps into shared memory).
+      frames.push({ header, data: dlen > 0 ? all.subarray(8 + hlen) : undefined });
     }
     return frames;
   }

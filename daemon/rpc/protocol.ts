@@ -58,6 +58,9 @@ export interface DirEntry {
   modified: number;
   inode_id: number;
   mtime_ns: string;
+  /** Set by the daemon's listings (absent in entries a front end builds itself). */
+  atime_ns?: string;
+  ctime_ns?: string;
 }
 
 export interface Listing {
