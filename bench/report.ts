@@ -227,7 +227,7 @@ export const ANALYSIS: Analysis[] = [
       'five greps over 1,000 files through the mount took 860, 222, 160, 196 and 222 ms (bench/profile.ts fuse-warm) with the mount 58% idle: the kernel caches ' +
       'entries, attributes and pages, but each file\'s open and release (and each directory\'s readdir) still reach the mount, are handed from the fuse-native thread ' +
       'to the event loop (`processTicksAndRejections` 16% of the mount), and part of them go on to the daemon (`writev` ← daemon/rpc/client.js 6%). tmpfs answers ' +
-      'all of it in the kernel. The bindfs rows show what any user-space FUSE server pays for the same requests (in the 12:43 quick run bindfs took 74 ms where ' +
+      'all of it in the kernel. The bindfs rows show what any user-space FUSE server pays for the same requests (in a quick run at 12:40 UTC bindfs took 74 ms where ' +
       'tmpfs took 9.5 ms, and mdvfs 52 ms), so "within 3× of tmpfs" is below what FUSE itself costs on this kernel.',
     fix:
       'serve open/release of unchanged files without any daemon call until a change event arrives (the mount already keeps content and attributes), cache directory ' +
@@ -246,7 +246,7 @@ export const ANALYSIS: Analysis[] = [
     reason:
       'a large file is read in 128 KiB FUSE requests, each handed from the fuse-native thread to the event loop and answered from the mount\'s buffer; the first open ' +
       'of a file also fetches it from the daemon. In a separate run an 8 MiB `dd` took 46 ms on first open and 8–10 ms on later opens (page cache). The C passthrough ' +
-      'bindfs is limited the same way: in the 12:43 quick run it read at 359 MB/s against 874 MB/s for tmpfs (0.41×), and mdvfs at 270 MB/s.',
+      'bindfs is limited the same way: in a quick run at 12:40 UTC it read at 359 MB/s against 874 MB/s for tmpfs (0.41×), and mdvfs at 270 MB/s.',
     fix:
       'keep_cache on unchanged files so re-reads come from the page cache; a larger max_read where the kernel allows it; past that, kernel FUSE passthrough.',
   },
