@@ -42,7 +42,7 @@ export const MODULES: ModuleSpec[] = [
   { key: 'grep', file: 'grep.ts', export: 'benchGrep', title: 'grep vs GNU grep -rE', quickBudgetS: 15, fullBudgetS: 300 },
   { key: 'fuse', file: 'fuse.ts', export: 'benchFuse', title: 'FUSE mount vs tmpfs and bindfs', quickBudgetS: 25, fullBudgetS: 900 },
   { key: 'startup', file: 'startup.ts', export: 'benchStartup', title: 'Cold start and resident memory', quickBudgetS: 15, fullBudgetS: 600 },
-  { key: 'recovery', file: 'recovery.ts', export: 'benchRecovery', title: 'kill -9 recovery', quickBudgetS: 10, fullBudgetS: 300 },
+  { key: 'recovery', file: 'recovery.ts', export: 'benchRecovery', title: 'kill -9 recovery', quickBudgetS: 20, fullBudgetS: 300 },
 ];
 
 function argValue(args: string[], name: string): string | undefined {
