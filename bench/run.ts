@@ -11,7 +11,8 @@
  * --profile (run each module's process, and the daemons and servers it starts through bench/util.ts, with
  *   --cpu-prof into $TMPDIR/mdvfs-bench-profiles/<key>/, and print each profile's top self times),
  * --budget-factor 2 (stretch the per-module time budgets on a loaded machine),
- * --render-only (rewrite docs/benchmarks.{md,svg} from bench/results/latest.json).
+ * --render-only (rewrite docs/benchmarks.{md,svg} from bench/results/latest.json),
+ * --merge (keep the last results of the modules not selected with --only, marked with their run).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -187,9 +188,22 @@ async function main(): Promise<void> {
     modules.push(r);
     carryS = Math.max(0, budget - r.seconds);
   }
-  const extra = [...(quick ? ['--quick'] : []), ...(factor !== 1 ? [`--budget-factor ${factor}`] : []), ...(only ? [`--only ${only.join(',')}`] : [])];
+  const extra = [...(quick ? ['--quick'] : []), ...(factor !== 1 ? [`--budget-factor ${factor}`] : []), ...(only ? [`--only ${only.join(',')}`] : []), ...(args.includes('--merge') ? ['--merge'] : [])];
   const command = `npm run bench${extra.length > 0 ? ` -- ${extra.join(' ')}` : ''}`;
-  const results: Results = { date: started.toISOString(), command, quick, seconds: (Date.now() - t0) / 1000, meta: collectMeta(), modules };
+  // --merge: modules not run this time keep their last results (marked with when and how they ran),
+  // so that a quick run can sit beside full-size measurements of the slow comparisons.
+  const latest = path.join(ROOT_DIR, 'bench', 'results', 'latest.json');
+  let shown = modules;
+  if (args.includes('--merge') && existsSync(latest)) {
+    const prev = JSON.parse(readFileSync(latest, 'utf8')) as Results;
+    shown = MODULES.flatMap((spec) => {
+      const now = modules.find((x) => x.key === spec.key);
+      if (now) return [now];
+      const old = prev.modules.find((x) => x.key === spec.key);
+      return old ? [{ ...old, from: old.from ?? { date: prev.date, command: prev.command, quick: prev.quick, commit: prev.meta.commit } }] : [];
+    });
+  }
+  const results: Results = { date: started.toISOString(), command, quick, seconds: (Date.now() - t0) / 1000, meta: collectMeta(), modules: shown };
   const md = renderMarkdown(results);
   if (noWrite) {
     process.stdout.write(md);
