@@ -3,7 +3,6 @@ import t from 'tap';
 import { client, withCast } from '../helpers/http.js';
 
 const { svc, root, admin, alice, botToken } = await withCast(t);
-const dir = { headers: { 'x-service-type': 'directory' } };
 
 await root.put('/fs//proj/ws/readme.md', 'inside\n');
 await root.put('/fs//proj/other/secret.md', 'other workspace secret\n');
