@@ -215,26 +215,26 @@ export class Vfs {
   private attach(parent: DirNode, child: Node): void {
     child.parent = parent;
     parent.children.set(child.name, child);
-    parent.sorted = undefined;
-    const t = nowNs();
-    parent.mtime = t;
-    parent.ctime = t;
-    markDirty(parent);
+    this.entriesChanged(parent);
     this.journal.inode(child);
-    this.journal.inode(parent);
   }
 
   private detach(child: Node): void {
     const parent = child.parent;
     if (parent === null) return;
     parent.children.delete(child.name);
-    parent.sorted = undefined;
-    const t = nowNs();
-    parent.mtime = t;
-    parent.ctime = t;
-    markDirty(parent);
-    this.journal.inode(parent);
+    this.entriesChanged(parent);
     child.parent = null;
+  }
+
+  /** A directory gained or lost an entry: new times, listing and tree id recomputed, row rewritten. */
+  private entriesChanged(dir: DirNode): void {
+    dir.sorted = undefined;
+    const t = nowNs();
+    dir.mtime = t;
+    dir.ctime = t;
+    markDirty(dir);
+    this.journal.inode(dir);
   }
 
   /** Frees a detached subtree: its inodes and its blob references. */
