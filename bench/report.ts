@@ -250,8 +250,8 @@ export const ANALYSIS: Analysis[] = [
     row: /sequential read/,
     title: 'FUSE sequential read: one kernel round trip per 128 KiB, handed to JavaScript',
     reason:
-      'a large file is read in 128 KiB FUSE requests, each handed from the fuse-native thread to the event loop and answered from the mount\'s buffer; the first open ' +
-      'of a file also fetches it from the daemon. In a separate run an 8 MiB `dd` took 46 ms on first open and 8–10 ms on later opens (page cache). The C passthrough ' +
+      'a large file is read in 128 KiB FUSE requests, each handed from the fuse-native thread to the event loop and answered from the mount\'s buffer; data not yet in the mount ' +
+      'comes from the daemon first. In a separate run an 8 MiB `dd` took 46 ms on first open and 8–10 ms on later opens (page cache). The C passthrough ' +
       'bindfs is limited the same way: in the full run of 12:49 UTC it read 64 MiB at 806 MB/s against 3,324 MB/s for tmpfs (0.24×), and mdvfs at ' +
       '312 MB/s (0.39× of bindfs).',
     fix:
@@ -401,7 +401,7 @@ export function renderMarkdown(res: Results): string {
   out.push('from `node --import tsx bench/profile.ts [scenario...]` (after `npm run build`), which runs the workloads behind them');
   out.push('(rest-get-c1, rest-get-c32, rest-put-c32, mcp-read, fuse-create, fuse-warm, startup) with the daemon, the HTTP sidecar,');
   out.push('the FUSE mount and the stdio MCP server each under `--cpu-prof`, and prints every process\'s idle share and top self times.');
-  out.push('self time. Module keys: ' + res.modules.map((x) => `\`${x.key}\``).join(', ') + '.', '');
+  out.push('Module keys: ' + res.modules.map((x) => `\`${x.key}\``).join(', ') + '.', '');
   return `${out.join('\n')}\n`;
 }
 
