@@ -20,7 +20,7 @@ export function buildProgram(): Command {
     .configureOutput({
       writeErr: (s) => process.stderr.write(s),
       // Usage errors in the same one-line form as every other error: `mdvfs: <message> (EUSAGE)`.
-      outputError: (s, write) => write(`mdvfs: ${s.replace(/^error: /, '').trimEnd()} (EUSAGE)\n`),
+      outputError: (s, write) => write(`mdvfs: ${s.replace(/^error: /, '').trim().replace(/\s*\n\s*/g, ' ')} (EUSAGE)\n`),
     });
   addIdentityOptions(program);
 

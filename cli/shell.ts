@@ -140,7 +140,7 @@ export class ShellSession implements ShellState {
       .configureOutput({
         writeOut: (s) => io.out.write(s),
         writeErr: (s) => io.err.write(s),
-        outputError: (s, write) => write(`${s.replace(/^error: /, '').trimEnd()} (EUSAGE)\n`),
+        outputError: (s, write) => write(`${s.replace(/^error: /, '').trim().replace(/\s*\n\s*/g, ' ')} (EUSAGE)\n`),
       });
     const host: CommandHost = {
       interactive: true,
