@@ -130,9 +130,9 @@ export const ANALYSIS: Analysis[] = [
       'with one request in flight our processes mostly wait: the daemon is about 90% idle and the HTTP sidecar about 33% idle (bench/profile.ts rest-get-c1). Each ' +
       'request makes two hops (client → sidecar over HTTP, sidecar → daemon over the Unix socket, and back) where the baselines make one, and on this 2-core machine ' +
       'shared with the load generator every hop waits for a scheduler slot. In the sidecar, 10% of samples are the `writev` of request frames to the daemon ' +
-      '(daemon/rpc/client.js), 7% the HTTP response `writev`, 4% the batched log line. For PUT, each request also waits for its own fsync: with one request in ' +
-      'flight group commit has nothing to group, and one write + fsync on this disk costs about 5 ms (see the group-commit table), which caps a durable PUT at c=1 ' +
-      'near 200–400 per second while the baselines keep the bytes in memory.',
+      '(daemon/rpc/client.js), 7% the HTTP response `writev`, 4% the batched log line. For PUT, each request also waits for its own ' +
+      'fsync: with one request in flight group commit has nothing to group, so the durable PUT pays a full write + fsync per request (the baseline column of the ' +
+      'group-commit table shows what that costs on this disk) while the baselines keep the bytes in memory.',
     fix:
       'for GET, remove the hop: an option to run the HTTP server inside the daemon process for single-machine deployments, or a sidecar read cache keyed by etag and ' +
       'invalidated by the daemon\'s change events. For PUT at c=1, nothing short of weaker durability (SERVICE_FSYNC=normal) or a disk with faster fsync.',
