@@ -151,8 +151,9 @@ export const ANALYSIS: Analysis[] = [
       'is a small share of the sidecar: http/ 4–5%, daemon/rpc 2%; express and router 9–12% (which the bare-express baseline runs too). The rest is Node\'s HTTP, ' +
       'stream and socket machinery (32–39%) and syscalls (25–32%), of which the extra hop is the visible part: `writev` of request frames to the daemon is 8% of ' +
       'the sidecar for GET and 22% for PUT (4 KiB bodies), beside 7–13% for the HTTP response that the baseline also pays. So per request the sidecar does about ' +
-      'the whole baseline\'s work plus a second socket exchange, on the core it shares with the daemon: about 0.5× of bare express is the ceiling of this ' +
-      'design, and the 0.7× GET target needs the hop removed or amortised.',
+      'the whole baseline\'s work plus a second socket exchange, on a core it shares with the daemon, and it is the first to suffer when other processes load ' +
+      'the machine: the same comparison measured 0.27× (GET) and 0.52× (PUT) in a quick run at 12:40 UTC under load, and 0.70× and 0.73× in a full run at ' +
+      '13:00 UTC on a quieter machine.',
     fix:
       'amortise the hop: coalesce the frames of one event-loop turn into one writev on both ends of the socket (a quick client-only trial on a heavily loaded machine ' +
       'was inconclusive, so measure it); or remove it for reads: HTTP served by the daemon process in single-node deployments, or a sidecar cache of small files ' +
