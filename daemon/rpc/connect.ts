@@ -68,6 +68,8 @@ function daemonArgs(entry: string): string[] {
 /** Connects to the data dir's daemon, starting one in the background if needed. */
 export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonClient> {
   const dataDir = path.resolve(opts.dataDir ?? defaultDataDir());
+  // mkdir on a pseudo filesystem never returns on some kernels: refuse it clearly instead.
+  if (/^\/(proc|sys|dev)(\/|$)/.test(dataDir)) throw new Error(`SERVICE_DATA_DIR cannot be under /proc, /sys or /dev (got ${dataDir})`);
   const sock = socketPathFor(dataDir);
   try {
     return await connectSocket(sock);

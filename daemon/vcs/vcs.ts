@@ -188,13 +188,13 @@ export class Vcs {
   }
 
   /** A commit by unique prefix (4+ hex digits) within the scope's history. */
-  find(scope: Scope, prefix: string): string {
+  find(scope: Scope, prefix: string, op = 'revert'): string {
     const p = prefix.trim().toLowerCase();
-    if (!/^[0-9a-f]{4,64}$/.test(p)) throw new VfsError('EINVAL', 'revert', undefined, 'a commit hash needs at least 4 hex digits');
+    if (!/^[0-9a-f]{4,64}$/.test(p)) throw new VfsError('EINVAL', op, undefined, 'a commit hash needs at least 4 hex digits');
     const hits: string[] = [];
     for (let id = this.head(scope); id !== null; id = this.commits.get(id)?.parent ?? null) if (id.startsWith(p)) hits.push(id);
-    if (hits.length === 0) throw new VfsError('ENOENT', 'revert', undefined, `no commit ${p} in this history`);
-    if (hits.length > 1) throw new VfsError('EINVAL', 'revert', undefined, `commit prefix ${p} is ambiguous`);
+    if (hits.length === 0) throw new VfsError('ENOENT', op, undefined, `no commit ${p} in this history`);
+    if (hits.length > 1) throw new VfsError('EINVAL', op, undefined, `commit prefix ${p} is ambiguous`);
     return hits[0]!;
   }
 
@@ -307,10 +307,10 @@ export class Vcs {
 
   /** Unified diff between two commits, or a commit and the working tree, optionally one path. */
   diff(cred: Cred, scope: Scope, opts: { from?: string; to?: string; path?: string }): string {
-    const fromId = opts.from === undefined ? this.head(scope) : this.find(scope, opts.from);
+    const fromId = opts.from === undefined ? this.head(scope) : this.find(scope, opts.from, 'diff');
     const fromTree = fromId === null ? this.emptyTree : this.commits.get(fromId)!.tree;
     const toWorking = opts.to === undefined;
-    const toTree = toWorking ? this.treeOf(this.scopeDir(scope)) : this.commits.get(this.find(scope, opts.to!))!.tree;
+    const toTree = toWorking ? this.treeOf(this.scopeDir(scope)) : this.commits.get(this.find(scope, opts.to!, 'diff'))!.tree;
     const changes = this.changesSince(scope, fromTree, toTree);
     const filter = opts.path === undefined ? undefined : opts.path.replace(/\/$/, '');
     const parts: string[] = [];
@@ -476,7 +476,7 @@ export class Vcs {
   // ---------- snapshot views (.history) ----------
 
   private snapshotEntry(cred: Cred, scope: Scope, rev: string, path: string): { entry: TreeEntry; commit: CommitObject; rel: string } {
-    const id = this.find(scope, rev);
+    const id = this.find(scope, rev, 'history');
     const commit = this.commits.get(id)!;
     const rel = '/' + components(path.startsWith('/') ? path : '/' + path).join('/');
     const entry = this.entryAt(commit.tree, rel);
