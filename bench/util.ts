@@ -6,7 +6,7 @@
  *   return { title, rows: [compareRow({ name: 'x', unit: 'ms', better: 'lower', ...p, target: 10 })] };
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -132,10 +132,18 @@ export async function runCleanups(): Promise<void> {
   }
 }
 
-/** A fresh temp dir on tmpfs (/dev/shm) when present, removed at cleanup. */
+/**
+ * A fresh temp dir on tmpfs (/dev/shm) when present, removed at cleanup. It is returned as a symlink
+ * under os.tmpdir(): clients refuse data dirs whose path is under /dev (connectDaemon's guard against
+ * pseudo filesystems), and /dev/shm is the machine's tmpfs.
+ */
 export function shmDir(prefix = 'mdvfs-bench-'): string {
-  const base = existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
-  return tempDirIn(base, prefix);
+  if (!existsSync('/dev/shm')) return tempDirIn(os.tmpdir(), prefix);
+  const real = tempDirIn('/dev/shm', prefix);
+  const link = path.join(os.tmpdir(), path.basename(real));
+  symlinkSync(real, link);
+  onCleanup(() => rmSync(link, { force: true }));
+  return link;
 }
 
 /** A fresh temp dir on the disk under os.tmpdir() (for fsync measurements), removed at cleanup. */
