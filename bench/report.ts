@@ -230,11 +230,12 @@ export const ANALYSIS: Analysis[] = [
       'five greps over 1,000 files through the mount took 860, 222, 160, 196 and 222 ms (bench/profile.ts fuse-warm) with the mount 58% idle: the kernel caches ' +
       'entries, attributes and pages, but each file\'s open and release (and each directory\'s readdir) still reach the mount, are handed from the fuse-native thread ' +
       'to the event loop (`processTicksAndRejections` 16% of the mount), and part of them go on to the daemon (`writev` ← daemon/rpc/client.js 6%). tmpfs answers ' +
-      'all of it in the kernel. The bindfs rows show what any user-space FUSE server pays for the same requests: in the full run of 12:49 UTC, warm grep of ' +
-      '10,000 files took 92 ms on tmpfs and 734 ms through bindfs (8×), so "within 3× of tmpfs" is below what FUSE itself costs on this kernel. That run also ' +
-      'shows a defect: at 10,000 files our warm grep (5.1 s) was slower than the cold one (4.2 s). The mount skips the daemon only for re-opens within 1 s of a ' +
-      'confirmed read (commit 7dacde3, "re-opens within 1 s of a confirmed read skip the daemon unless a change was reported"), and one pass over 10,000 files ' +
-      'takes longer than that, so the second pass revalidates every file again.',
+      'all of it in the kernel. The bindfs rows show what any user-space FUSE server pays for the same requests: in the full FUSE run of 13:20 UTC shown ' +
+      'above, warm grep of 10,000 files took 68 ms on tmpfs and 3.7 s through bindfs (54×), so "within 3× of tmpfs" is below what FUSE itself costs on this ' +
+      'kernel. Ours took 7.9 s warm and 7.9 s cold, and in the 12:49 UTC full run 5.1 s warm against 4.2 s cold: at 10,000 files the first pass does not help ' +
+      'the second. The mount skips the daemon only for re-opens within 1 s of a confirmed read and only while no change was reported anywhere (fuse/mount-fs.ts, ' +
+      '`ContentCache.fresh`: `e.epoch === epoch && Date.now() - e.checkedAt < maxAgeMs`), and one pass over 10,000 files takes longer than that, so the second ' +
+      'pass revalidates every file again.',
     fix:
       'trust cached content until a change event for the path arrives instead of for 1 s (the mount already receives change events), so a warm pass needs no ' +
       'daemon call however long it takes; cache directory ' +
@@ -253,8 +254,8 @@ export const ANALYSIS: Analysis[] = [
     reason:
       'a large file is read in 128 KiB FUSE requests, each handed from the fuse-native thread to the event loop and answered from the mount\'s buffer; data not yet in the mount ' +
       'comes from the daemon first. In a separate run an 8 MiB `dd` took 46 ms on first open and 8–10 ms on later opens (page cache). The C passthrough ' +
-      'bindfs is limited the same way: in the full run of 12:49 UTC it read 64 MiB at 806 MB/s against 3,324 MB/s for tmpfs (0.24×), and mdvfs at ' +
-      '312 MB/s (0.39× of bindfs).',
+      'bindfs is limited the same way: in the full FUSE run of 13:20 UTC shown above it read 64 MiB at 1,183 MB/s against 3,783 MB/s for tmpfs ' +
+      '(0.31×), and mdvfs at 355 MB/s.',
     fix:
       'keep_cache on unchanged files so re-reads come from the page cache; a larger max_read where the kernel allows it; past that, kernel FUSE passthrough.',
   },
