@@ -68,8 +68,8 @@ function daemonArgs(entry: string): string[] {
 /** Connects to the data dir's daemon, starting one in the background if needed. */
 export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonClient> {
   const dataDir = path.resolve(opts.dataDir ?? defaultDataDir());
-  // mkdir on a pseudo filesystem never returns on some kernels: refuse it clearly instead.
-  if (/^\/(proc|sys|dev)(\/|$)/.test(dataDir)) throw new Error(`SERVICE_DATA_DIR cannot be under /proc, /sys or /dev (got ${dataDir})`);
+  // mkdir on a kernel pseudo filesystem may never return: refuse it clearly instead (/dev/shm is plain tmpfs).
+  if (/^\/(proc|sys)(\/|$)/.test(dataDir)) throw new Error(`SERVICE_DATA_DIR cannot be under /proc or /sys (got ${dataDir})`);
   const sock = socketPathFor(dataDir);
   try {
     return await connectSocket(sock);
