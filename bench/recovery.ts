@@ -6,22 +6,10 @@
  */
 import type { DaemonClient } from '../daemon/rpc/client.js';
 import type { BenchOptions, BenchTable } from './types.js';
-import { buildStore, compareRow, errorRow, killProc, log, nowMs, paired, sleep, spawnDaemonProc, waitHealthy, type DaemonProc } from './util.js';
+import { buildStore, compareRow, errorRow, killProc, log, nowMs, paired, sleep, startDaemonProc, type DaemonProc } from './util.js';
 
-async function restart(dataDir: string): Promise<DaemonProc> {
-  const { proc, stderr } = spawnDaemonProc(dataDir);
-  const client = await waitHealthy(dataDir, proc, stderr);
-  return {
-    dataDir,
-    proc,
-    client,
-    stderr,
-    async stop(signal: NodeJS.Signals = 'SIGTERM') {
-      client.close();
-      await killProc(proc, signal);
-    },
-  };
-}
+/** A daemon started again on an existing store, answering. */
+const restart = (dataDir: string): Promise<DaemonProc> => startDaemonProc(dataDir);
 
 /** Starts a burst of writes that keeps going until the connection drops; returns the acknowledged paths. */
 function startBurst(client: DaemonClient, dir: string): { acked: string[]; done: Promise<void> } {
