@@ -258,16 +258,4 @@ export const INIT = {
   params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
 };
 
-/** Polls until `fn` is true (a guard against hanging, not an assertion on timing). */
-export async function until(fn: () => Promise<boolean> | boolean, what: string, ms = 20000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    try {
-      if (await fn()) return;
-    } catch {
-      // not yet
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+export { until } from './poll.js';
