@@ -67,8 +67,13 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   } catch (err) {
     link.close();
     const as = opts.user !== undefined ? `user ${opts.user}` : opts.token !== undefined ? 'the given token' : 'root';
-    const why = err instanceof VfsError ? err.message : String(err);
-    throw new Error(`cannot mount as ${as}${opts.onBehalfOf ? ` on behalf of ${opts.onBehalfOf}` : ''}: ${why}`);
+    const prefix = `cannot mount as ${as}${opts.onBehalfOf ? ` on behalf of ${opts.onBehalfOf}` : ''}: `;
+    if (err instanceof VfsError) {
+      // Keep the daemon's code (EAUTH, EPERM...) so the CLI reports the real cause.
+      err.message = prefix + err.message;
+      throw err;
+    }
+    throw new Error(prefix + String(err));
   }
 
   const owners = new OwnerMap(who.uid, who.gid, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
