@@ -4,7 +4,7 @@
  * waits until the change is durable before answering.
  */
 import { VfsError, type WireError } from './errors.js';
-import { actor, isAdminCred, isSuper, isWheel, requireAdmin, WHEEL_GID, type Cred } from './core/perms.js';
+import { actor, isAdminCred, isWheel, requireAdmin, requireTokenIssue, requireWorkspaceOwner, WHEEL_GID, type Cred } from './core/perms.js';
 import { displayPath, isWithin, resolveFor, normalize } from './core/paths.js';
 import { pathOf, type DirNode, type Node } from './core/inode.js';
 import type { Vfs } from './core/vfs.js';
@@ -269,10 +269,8 @@ export class Service {
     },
     'admin.token': async (ctx, p) => {
       const cred = this.auth(ctx);
-      requireAdmin(cred, 'token');
+      requireTokenIssue(cred, this.d.registry.user(p.name)?.uid ?? -1, 'token');
       this.noWorkspace(cred, 'token');
-      // Security: a token for root is all of root's power; wheel members (who may not chown across users) may not mint one.
-      if (this.d.registry.user(p.name)?.uid === 0 && !isSuper(cred)) throw new VfsError('EPERM', 'token', undefined, 'only root may issue a token for root');
       const token = this.d.registry.issueToken(p.name);
       await this.durable();
       return { name: p.name, token };
@@ -317,7 +315,7 @@ export class Service {
       if (isAdminCred(cred)) node = this.d.vfs.mkdir(cred, root, { parents: true }).node;
       else {
         node = this.d.vfs.resolve(cred, root, 'workspace', true);
-        if (node.uid !== actor(cred).uid) throw new VfsError('EACCES', 'workspace', root, 'only the owner of root_path or an administrator may create a workspace there');
+        requireWorkspaceOwner(cred, node.uid, 'workspace', root);
       }
       if (node.kind !== 'directory') throw new VfsError('ENOTDIR', 'workspace', root);
       const w = this.d.registry.addWorkspace(p.name, pathOf(node), actor(cred).uid);
@@ -335,7 +333,7 @@ export class Service {
       this.noWorkspace(cred, 'workspace token');
       const w = this.d.registry.workspaces.get(p.id);
       if (w === undefined) throw new VfsError('ENOENT', 'workspace token', undefined, `no such workspace: ${p.id.slice(0, 64)}`);
-      if (!isAdminCred(cred) && w.ownerUid !== actor(cred).uid) throw new VfsError('EACCES', 'workspace token', undefined, 'only the workspace owner or an administrator may issue its tokens');
+      requireWorkspaceOwner(cred, w.ownerUid, 'workspace token');
       const secret = this.d.registry.issueWorkspaceToken(w.id, p.name, p.agent_token);
       await this.durable();
       return { workspace_id: w.id, name: p.name, secret };

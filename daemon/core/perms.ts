@@ -126,3 +126,14 @@ export function isSuper(cred: Cred): boolean {
 export function isAdminCred(cred: Cred): boolean {
   return principals(cred).every(isWheel);
 }
+
+/** Security: a token for root is all of root's power; only root itself may mint one (wheel may not). */
+export function requireTokenIssue(cred: Cred, targetUid: number, op: string): void {
+  requireAdmin(cred, op);
+  if (targetUid === ROOT_UID && !isSuper(cred)) throw new VfsError('EPERM', op, undefined, 'only root may issue a token for root');
+}
+
+/** Workspaces (and their tokens) belong to their owner; administrators may manage any of them. */
+export function requireWorkspaceOwner(cred: Cred, ownerUid: number, op: string, path?: string): void {
+  if (!isAdminCred(cred) && ownerUid !== actor(cred).uid) throw new VfsError('EACCES', op, path, 'only the owner or an administrator may do this');
+}
