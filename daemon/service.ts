@@ -241,6 +241,7 @@ export class Service {
       this.d.registry.addMember(u.name, 'wheel');
       this.d.vfs.ensureHome(this.d.registry.principal(u));
       const token = this.d.registry.issueToken(u.name);
+      this.d.vfs.notifyAll();
       await this.durable();
       return { username: u.name, uid: u.uid, token };
     },
@@ -252,6 +253,7 @@ export class Service {
       this.noWorkspace(cred, 'useradd');
       const u = this.d.registry.addUser(p.name, p.is_agent ?? false);
       this.d.vfs.ensureHome(this.d.registry.principal(u));
+      this.d.vfs.notifyAll();
       await this.durable();
       return this.userRecord(u);
     },
@@ -264,6 +266,7 @@ export class Service {
       requireAdmin(cred, 'userdel');
       this.noWorkspace(cred, 'userdel');
       this.d.registry.delUser(p.name);
+      this.d.vfs.notifyAll();
       await this.durable();
       return { deleted: p.name };
     },
@@ -272,6 +275,7 @@ export class Service {
       requireTokenIssue(cred, this.d.registry.user(p.name)?.uid ?? -1, 'token');
       this.noWorkspace(cred, 'token');
       const token = this.d.registry.issueToken(p.name);
+      this.d.vfs.notifyAll();
       await this.durable();
       return { name: p.name, token };
     },
@@ -280,6 +284,7 @@ export class Service {
       requireAdmin(cred, 'groupadd');
       this.noWorkspace(cred, 'groupadd');
       const g = this.d.registry.addGroup(p.name);
+      this.d.vfs.notifyAll();
       await this.durable();
       return { name: g.name, gid: g.gid, members: this.d.registry.groupMembers(g) };
     },
@@ -293,6 +298,7 @@ export class Service {
       this.noWorkspace(cred, 'usermod');
       // Security: making someone an administrator is for administrators who are root or wheel themselves (checked above).
       const g = this.d.registry.addMember(p.user, p.group);
+      this.d.vfs.notifyAll();
       await this.durable();
       return { name: g.name, gid: g.gid, members: this.d.registry.groupMembers(g) };
     },
@@ -301,6 +307,7 @@ export class Service {
       requireAdmin(cred, 'usermod');
       this.noWorkspace(cred, 'usermod');
       const g = this.d.registry.delMember(p.user, p.group);
+      this.d.vfs.notifyAll();
       await this.durable();
       return { name: g.name, gid: g.gid, members: this.d.registry.groupMembers(g) };
     },
@@ -319,6 +326,7 @@ export class Service {
       }
       if (node.kind !== 'directory') throw new VfsError('ENOTDIR', 'workspace', root);
       const w = this.d.registry.addWorkspace(p.name, pathOf(node), actor(cred).uid);
+      this.d.vfs.notifyAll();
       await this.durable();
       return this.wsRecord(w);
     },
@@ -335,6 +343,7 @@ export class Service {
       if (w === undefined) throw new VfsError('ENOENT', 'workspace token', undefined, `no such workspace: ${p.id.slice(0, 64)}`);
       requireWorkspaceOwner(cred, w.ownerUid, 'workspace token');
       const secret = this.d.registry.issueWorkspaceToken(w.id, p.name, p.agent_token);
+      this.d.vfs.notifyAll();
       await this.durable();
       return { workspace_id: w.id, name: p.name, secret };
     },
@@ -375,8 +384,10 @@ export class Service {
       if (p.exclusive !== undefined) opts.exclusive = p.exclusive;
       if (p.append !== undefined) opts.append = p.append;
       const r = this.d.vfs.write(cred, abs, ctx.data ?? Buffer.alloc(0), opts);
+      // Taken now: later requests may change the node while this one waits for durability.
+      const stat = p.stat === true ? toStat(r.node) : undefined;
       await this.durable();
-      return { path: this.show(cred, r.path), size: r.node.size, etag: r.node.blob, created: r.created };
+      return { path: this.show(cred, r.path), size: r.node.size, etag: r.node.blob, created: r.created, ...(stat !== undefined ? { stat } : {}) };
     },
     'fs.truncate': async (ctx, p) => {
       const cred = this.auth(ctx);

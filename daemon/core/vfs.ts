@@ -93,6 +93,14 @@ export class Vfs {
     return () => this.listeners.delete(fn);
   }
 
+  /**
+   * Tells listeners that anything may have changed for anyone (`paths: []`): identities, groups,
+   * tokens or workspaces changed, which alters access without touching any path.
+   */
+  notifyAll(): void {
+    this.emit();
+  }
+
   private emit(...paths: string[]): void {
     if (this.listeners.size === 0) return;
     for (const l of this.listeners) l(paths);

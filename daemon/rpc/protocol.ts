@@ -195,8 +195,10 @@ export const methods = {
       if_none_match: z.string().optional(),
       exclusive: z.boolean().optional(),
       append: z.boolean().optional(),
+      /** Also answer with the file's attributes after the write (`stat`), saving an fs.stat round trip. */
+      stat: z.boolean().optional(),
     }),
-    result: {} as { path: string; size: number; etag: string; created: boolean },
+    result: {} as { path: string; size: number; etag: string; created: boolean; stat?: Stat },
   },
   'fs.truncate': { params: z.object({ path, size: z.number().int().min(0) }), result: {} as { path: string; size: number } },
   'fs.mkdir': { params: z.object({ path, parents: z.boolean().optional(), mode: modeSchema.optional() }), result: {} as { path: string; created: boolean } },
