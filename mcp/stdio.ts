@@ -46,7 +46,7 @@ async function main(): Promise<void> {
     fail((err as Error).message);
   }
   // The SDK loads while the daemon checks the identity (it dominates startup time).
-  const modules = Promise.all([import('@modelcontextprotocol/sdk/server/stdio.js'), import('./resources.js'), import('./server.js')]);
+  const modules = Promise.all([import('./stdio-transport.js'), import('./resources.js'), import('./server.js')]);
   modules.catch(() => undefined);
   const dataDir = defaultDataDir();
   const client = await connectDaemon({ dataDir }).catch((err: unknown) => fail(`cannot reach the daemon for ${dataDir}: ${(err as Error).message}`));
@@ -58,10 +58,10 @@ async function main(): Promise<void> {
     fail(`cannot act as ${who}${creds.onBehalfOf ? ` on behalf of '${creds.onBehalfOf}'` : ''}: ${(err as Error).message}`);
   });
 
-  const [{ StdioServerTransport }, { ChangeFeed }, { createMcpServer }] = await modules;
+  const [{ LeanStdioServerTransport }, { ChangeFeed }, { createMcpServer }] = await modules;
   const feed = new ChangeFeed(() => connectDaemon({ dataDir, spawn: false }));
   const server = createMcpServer({ callerFor: () => caller, feed });
-  const transport = new StdioServerTransport();
+  const transport = new LeanStdioServerTransport();
 
   let stopping = false;
   const stop = (code: number): void => {
