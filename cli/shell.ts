@@ -16,6 +16,7 @@ import type { CmdContext, CommandHost, Output } from './context.js';
 import { reporter } from './context.js';
 import { describeError, errorLine } from './errors.js';
 import { resolveIdentity, type IdentityOptions } from './identity.js';
+import { HISTORY_SIZE, historyFile, ShellHistory } from './shell-history.js';
 import { parseLine, type Pipeline } from './shell-parse.js';
 
 interface StageIo {
@@ -289,15 +290,19 @@ export async function runShell(identity: IdentityOptions): Promise<number> {
     registerShellBuiltins(probe, host, session);
     return [...probe.commands.map((c) => c.name()), 'help'];
   })();
+  // Only a person at a terminal builds a history worth keeping; piped scripts leave the file alone.
+  const saved = tty ? new ShellHistory(historyFile()) : undefined;
   const rl = readline.createInterface({
     input: process.stdin,
     output: process.stdout,
     terminal: tty,
-    historySize: 1000,
+    history: saved?.load() ?? [],
+    historySize: HISTORY_SIZE,
     removeHistoryDuplicates: true,
     completer: (line: string, cb: (err: null, result: [string[], string]) => void) => session.complete(line, names, cb),
   });
   session.rl = rl;
+  if (saved) rl.on('history', (h: string[]) => saved.save(h));
   // Listen from the start: piped input can arrive (and end) while we are still identifying ourselves.
   const pending: string[] = [];
   let closed = false;
@@ -312,7 +317,14 @@ export async function runShell(identity: IdentityOptions): Promise<number> {
     onClose();
   });
   try {
+    const before = session.history().length;
     const admin = tty && creds.authorization === undefined ? await offerBootstrap(session, rl, creds) : undefined;
+    // Answers to the first-run questions are not commands: keep them out of the history.
+    const h = (rl as unknown as { history?: string[] }).history;
+    if (h !== undefined && h.length > before) {
+      h.splice(0, h.length - before);
+      saved?.save(h);
+    }
     if (admin) {
       // Carry on as the new admin, with its token, like after a login.
       const next = await openConnection(admin, url);

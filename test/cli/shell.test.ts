@@ -1,4 +1,6 @@
 /** `mdvfs shell` driven through a real pseudo-terminal (node-pty), the way a person types. */
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import t from 'tap';
 import { cliEnv, spawnShell } from '../helpers/cli.js';
 
@@ -129,4 +131,57 @@ void t.test('an existing user: no admin offer, cd errors, exit status', async (t
   t.equal(piped.code, 4);
   const exit = await sh.exited;
   t.equal(exit.exitCode, 3);
+});
+
+void t.test('history is kept across sessions, privately, without first-run answers or space-prefixed lines', async (t) => {
+  const cli = await cliEnv(t);
+  const file = path.join(cli.env.XDG_STATE_HOME ?? '', 'mdvfs', 'shell_history');
+  const first = await spawnShell(t, cli.env);
+  await first.expect('Create the first admin user now? [Y/n] ');
+  first.write('y\r');
+  await first.expect('Admin user name: ');
+  first.write('hist-admin\r');
+  await first.expect('hist-admin@mdvfs:~ $ ');
+  for (const line of ['echo one', 'echo two', ' echo hidden-from-file']) {
+    first.mark();
+    first.write(`${line}\r`);
+    await first.expect(/\$ $/);
+  }
+  first.write(CTRL_D);
+  t.equal((await first.exited).exitCode, 0);
+  t.equal(readFileSync(file, 'utf8'), 'echo one\necho two\n', 'the file holds the commands, oldest first, and nothing else');
+  t.equal(statSync(file).mode & 0o777, 0o600, 'readable by its owner only');
+  t.equal(statSync(path.dirname(file)).mode & 0o777, 0o700);
+
+  // A later session (as a user now: root has no history of its own here) recalls them with the up arrow.
+  const second = await spawnShell(t, cli.env, ['--user', 'hist-admin']);
+  await second.expect('hist-admin@mdvfs:~ $ ');
+  second.mark();
+  second.write(UP);
+  await second.expect('echo two');
+  second.write(UP);
+  await second.expect('echo one');
+  second.mark();
+  second.write('\r');
+  await second.expect(/\none\n/);
+  second.write(CTRL_D);
+  await second.exited;
+  t.equal(readFileSync(file, 'utf8'), 'echo two\necho one\n', 'a recalled command moves to the end (duplicates removed)');
+
+  // A history file that cannot be written (its directory is under a regular file: ENOTDIR, even for root)
+  // is a warning, not a failure.
+  const blocker = path.join(path.dirname(file), 'blocker');
+  writeFileSync(blocker, '');
+  const third = await spawnShell(t, { ...cli.env, XDG_STATE_HOME: path.join(blocker, 'state') }, ['--user', 'hist-admin']);
+  await third.expect('hist-admin@mdvfs:~ $ ');
+  third.mark();
+  third.write('echo still-works\r');
+  await third.expect(/\nstill-works\n/);
+  third.mark();
+  third.write('echo again\r');
+  await third.expect(/\nagain\n/);
+  t.match(third.screen(), /history file .*blocker\/state.*\n?.*\(history is kept for this session only\)/, 'a warning names the file');
+  t.equal(third.screen().split('history is kept for this session only').length, 2, 'once, not at every command');
+  third.write(CTRL_D);
+  t.equal((await third.exited).exitCode, 0);
 });

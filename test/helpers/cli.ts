@@ -85,7 +85,9 @@ export function runCli(env: NodeJS.ProcessEnv, args: string[], opts: RunOptions 
 /** A fresh data dir; the daemon the CLI auto-starts for it is stopped at teardown. */
 export async function cliEnv(t: Teardown, extraEnv: NodeJS.ProcessEnv = {}): Promise<CliEnv> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-cli-'));
-  const env: NodeJS.ProcessEnv = { ...process.env, SERVICE_DATA_DIR: dataDir, ...extraEnv };
+  // The shell keeps its history under XDG_STATE_HOME: one per test, never the real home's.
+  const stateDir = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-cli-state-'));
+  const env: NodeJS.ProcessEnv = { ...process.env, SERVICE_DATA_DIR: dataDir, XDG_STATE_HOME: stateDir, ...extraEnv };
   for (const k of ['SERVICE_AS_USER', 'SERVICE_TOKEN', 'SERVICE_ON_BEHALF_OF', 'SERVICE_WORKSPACE', 'SERVICE_URL']) if (!(k in extraEnv)) delete env[k];
   let client: DaemonClient | undefined;
   const getClient = async (): Promise<DaemonClient> => {
@@ -121,6 +123,7 @@ export async function cliEnv(t: Teardown, extraEnv: NodeJS.ProcessEnv = {}): Pro
       if (alive(pid)) process.kill(pid, 'SIGKILL');
     }
     rmSync(dataDir, { recursive: true, force: true });
+    rmSync(stateDir, { recursive: true, force: true });
   });
   return {
     dataDir,
