@@ -7,8 +7,8 @@
 import path from 'node:path';
 import readline from 'node:readline';
 import { Command, CommanderError } from 'commander';
-import type { Caller } from '../daemon/rpc/client.js';
-import type { Creds } from '../daemon/rpc/protocol.js';
+import type { CallOptions, Caller } from '../daemon/rpc/client.js';
+import type { Creds, Method, Params } from '../daemon/rpc/protocol.js';
 import { registerAll } from './commands/index.js';
 import { registerShellBuiltins, type ShellState } from './commands/shell-builtins.js';
 import { openConnection } from './connection.js';
@@ -47,6 +47,44 @@ class Terminal implements Output {
   }
 }
 
+/**
+ * One command line being run. Ctrl-C aborts it, as a signal would kill a process: the prompt comes back
+ * at once, the line's later daemon calls are refused before they are sent (a call already on its way
+ * completes in the daemon, like a system call in progress), and anything it would still print is dropped.
+ */
+class Run {
+  aborted = false;
+  private stop: () => void = () => undefined;
+  readonly stopped = new Promise<void>((resolve) => (this.stop = resolve));
+
+  abort(): void {
+    this.aborted = true;
+    this.stop();
+  }
+
+  private check(): void {
+    if (this.aborted) throw new Error('interrupted');
+  }
+
+  caller(c: Caller): Caller {
+    const guard = async <T>(send: () => Promise<T>): Promise<T> => {
+      this.check();
+      const r = await send();
+      this.check();
+      return r;
+    };
+    return {
+      creds: c.creds,
+      call: <M extends Method>(m: M, params: Params<M>, opts?: CallOptions) => guard(() => c.call(m, params, opts)),
+      request: <M extends Method>(m: M, params: Params<M>, opts?: CallOptions) => guard(() => c.request(m, params, opts)),
+    };
+  }
+
+  output(o: Output): Output {
+    return { write: (chunk) => void (this.aborted || o.write(chunk)) };
+  }
+}
+
 export class ShellSession implements ShellState {
   cwd = '/';
   home = '/';
@@ -56,6 +94,7 @@ export class ShellSession implements ShellState {
   lastStatus = 0;
   readonly terminal = new Terminal();
   rl: readline.Interface | undefined;
+  private active: Run | undefined;
 
   constructor(
     public caller: Caller,
@@ -100,14 +139,14 @@ export class ShellSession implements ShellState {
     }
   }
 
-  private context(io: StageIo, setStatus: (c: number) => void, name: string): CmdContext {
+  private context(io: StageIo, setStatus: (c: number) => void, name: string, run: Run): CmdContext {
     let exitCode = 0;
     const set = (c: number) => {
       exitCode = Math.max(exitCode, c);
       setStatus(exitCode);
     };
     return {
-      caller: this.caller,
+      caller: run.caller(this.caller),
       out: io.out,
       err: io.err,
       interactive: true,
@@ -126,7 +165,7 @@ export class ShellSession implements ShellState {
   }
 
   /** A fresh parser for one stage: commander keeps option values between parses, so never reuse one. */
-  private program(io: StageIo, setStatus: (c: number) => void): Command {
+  private program(io: StageIo, setStatus: (c: number) => void, run: Run): Command {
     const program = new Command('')
       .exitOverride()
       .helpCommand('help [command]', 'show help for a command')
@@ -148,7 +187,7 @@ export class ShellSession implements ShellState {
       action: (cmd, fn) =>
         cmd.action(async (...args: unknown[]) => {
           const self = args[args.length - 1] as Command;
-          await fn(this.context(io, setStatus, self.name()), self);
+          await fn(this.context(io, setStatus, self.name(), run), self);
         }),
     };
     registerAll(program, host);
@@ -157,13 +196,13 @@ export class ShellSession implements ShellState {
   }
 
   /** Runs one stage; returns its exit status. */
-  async runStage(argv: string[], io: StageIo): Promise<number> {
+  async runStage(argv: string[], io: StageIo, run: Run): Promise<number> {
     let status = 0;
     const setStatus = (c: number) => {
       status = Math.max(status, c);
     };
     try {
-      await this.program(io, setStatus).parseAsync(argv, { from: 'user' });
+      await this.program(io, setStatus, run).parseAsync(argv, { from: 'user' });
     } catch (err) {
       if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
       io.err.write(errorLine(err, argv[0] ?? 'mdvfs'));
@@ -172,21 +211,22 @@ export class ShellSession implements ShellState {
     return status;
   }
 
-  async runPipeline(p: Pipeline): Promise<number> {
+  async runPipeline(p: Pipeline, run: Run): Promise<number> {
     let input: Buffer | undefined;
     let status = 0;
-    const errOut: Output = { write: (c) => process.stderr.write(c) };
+    const errOut = run.output({ write: (c) => process.stderr.write(c) });
+    const terminal = run.output(this.terminal);
     for (const [i, argv] of p.stages.entries()) {
       const last = i === p.stages.length - 1;
       const collector = new Collector();
-      const out: Output = last && !p.redirect ? this.terminal : collector;
-      status = await this.runStage(argv, { input, out, err: errOut });
+      const out: Output = last && !p.redirect ? terminal : collector;
+      status = await this.runStage(argv, { input, out, err: errOut }, run);
       if (this.exitRequested !== undefined) return status;
       input = collector.bytes();
     }
     if (p.redirect && input !== undefined) {
       try {
-        await this.caller.call('fs.write', { path: this.resolve(p.redirect.path), ...(p.redirect.append ? { append: true } : {}) }, { data: input });
+        await run.caller(this.caller).call('fs.write', { path: this.resolve(p.redirect.path), ...(p.redirect.append ? { append: true } : {}) }, { data: input });
       } catch (err) {
         errOut.write(errorLine(err, 'mdvfs'));
         return 1;
@@ -195,7 +235,25 @@ export class ShellSession implements ShellState {
     return status;
   }
 
+  /** Runs one command line; resolves when it is done or was interrupted (status 130, as in bash). */
   async runLine(line: string): Promise<void> {
+    const run = (this.active = new Run());
+    try {
+      await Promise.race([this.execute(line, run), run.stopped]);
+    } finally {
+      this.active = undefined;
+    }
+    if (run.aborted) this.lastStatus = 130;
+  }
+
+  /** Ctrl-C: aborts the running line; false when none is running. */
+  interrupt(): boolean {
+    if (this.active === undefined) return false;
+    this.active.abort();
+    return true;
+  }
+
+  private async execute(line: string, run: Run): Promise<void> {
     let pipelines: Pipeline[];
     try {
       pipelines = parseLine(line);
@@ -205,7 +263,9 @@ export class ShellSession implements ShellState {
       return;
     }
     for (const p of pipelines) {
-      this.lastStatus = await this.runPipeline(p);
+      const status = await this.runPipeline(p, run);
+      if (run.aborted) return; // `a; b` interrupted in a: b never starts
+      this.lastStatus = status;
       if (this.exitRequested !== undefined) return;
     }
   }
@@ -362,7 +422,9 @@ export async function runShell(identity: IdentityOptions): Promise<number> {
     const pump = async () => {
       if (busy) return;
       busy = true;
-      rl.pause();
+      // At a terminal, keep reading while a command runs: Ctrl-C must reach us, and lines typed ahead
+      // queue up as in bash. A piped script is read one command at a time.
+      if (!tty) rl.pause();
       while (pending.length > 0 && session.exitRequested === undefined) {
         const line = pending.shift() as string;
         await session.runLine(line);
@@ -376,6 +438,18 @@ export async function runShell(identity: IdentityOptions): Promise<number> {
     };
     onLine = () => void pump();
     rl.on('SIGINT', () => {
+      if (busy) {
+        // Ctrl-C while a command runs interrupts it; like a terminal's flush on SIGINT, lines typed
+        // ahead are dropped too. The pump then shows the prompt.
+        pending.length = 0;
+        rl.write(null, { ctrl: true, name: 'e' });
+        rl.write(null, { ctrl: true, name: 'u' });
+        if (session.interrupt()) {
+          process.stdout.write('^C\n');
+          session.terminal.atLineStart = true;
+        }
+        return;
+      }
       // Ctrl-C abandons the line being typed and keeps the shell, like bash.
       rl.write(null, { ctrl: true, name: 'e' });
       rl.write(null, { ctrl: true, name: 'u' });

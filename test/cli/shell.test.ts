@@ -185,3 +185,36 @@ void t.test('history is kept across sessions, privately, without first-run answe
   third.write(CTRL_D);
   t.equal((await third.exited).exitCode, 0);
 });
+
+void t.test('Ctrl-C interrupts a running command: the prompt returns, the rest of the line never runs', async (t) => {
+  // A catastrophic regex keeps the daemon's grep busy until its time bound (4 s here).
+  const cli = await cliEnv(t, { SERVICE_REGEX_TIMEOUT_MS: '4000' });
+  await cli.run(['useradd', 'admin']);
+  await cli.run(['useradd', 'dora']);
+  await cli.run(['write', '/home/dora/slow.md', `${'a'.repeat(40)}!\n`]);
+  await cli.run(['chown', 'dora', '/home/dora/slow.md']);
+  const sh = await spawnShell(t, cli.env, ['--user', 'dora']);
+  await sh.expect('dora@mdvfs:~ $ ');
+  sh.mark();
+  sh.write("grep '(a+)+$' slow.md > found.md ; write after.md ran\r");
+  // Wait until the grep is really running in the daemon (its worker is busy), then interrupt.
+  await new Promise((r) => setTimeout(r, 500));
+  sh.write(CTRL_C);
+  await sh.expect(/\^C\n.*dora@mdvfs:~ \$ $/);
+  sh.mark();
+  sh.write('echo responsive\r');
+  await sh.expect(/\nresponsive\n/);
+  // Past the grep's own end (it fails with ETIMEDOUT after 4 s): nothing of it shows up, nothing was written.
+  await new Promise((r) => setTimeout(r, 5000));
+  t.notMatch(sh.screen(), /ETIMEDOUT|took longer/, 'the interrupted command prints nothing afterwards');
+  const client = await cli.client();
+  await t.rejects(client.call('fs.stat', { path: '/home/dora/found.md' }), { code: 'ENOENT' }, 'its redirect never wrote');
+  await t.rejects(client.call('fs.stat', { path: '/home/dora/after.md' }), { code: 'ENOENT' }, 'the next command of the line never ran');
+  const size = (await client.call('fs.stat', { path: '/home/dora/slow.md' })).size;
+  sh.mark();
+  sh.write('cat slow.md | wc -c\r');
+  await sh.expect(`\n${size}\n`);
+  t.pass('the shell goes on working');
+  sh.write(CTRL_D);
+  t.equal((await sh.exited).exitCode, 0);
+});
