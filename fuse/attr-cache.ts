@@ -1,34 +1,44 @@
 /**
- * Recently seen attributes by path, for at most the kernel's own attribute timeout (1 s). `ls -l`,
- * `grep -r` and `find` list a directory and then look up every entry: the listing already carries
- * what those lookups need, so they are answered here instead of costing one daemon round trip each.
+ * Attributes and directory listings the daemon gave this mount's principal, by path. `ls -l`,
+ * `grep -r` and `find` list a directory and then look up every entry: the listing already carries what
+ * those lookups need, so they are answered here instead of costing one daemon round trip each.
  *
- * Entries are dropped when the mount changes a path, and when the daemon reports a change (its
- * `sys.subscribe` events), so changes made through REST or MCP are not hidden longer than the kernel's
- * own caches would hide them. Permission decisions are never cached: only attributes are.
+ * Entries stay valid until the daemon reports a change that concerns them (see ChangeLog: the path, an
+ * ancestor, for directories an entry; or a change of identities), and are dropped when the mount itself
+ * changes a path. Permission decisions are never cached: only what the daemon already showed this
+ * principal, and only until something that could change its answer happens.
  */
-import type { FuseStat } from './fuse-native.js';
+import type { ChangeLog } from './change-log.js';
+import { S_IFDIR, S_IFMT, type FuseStat } from './fuse-native.js';
 
-export const ATTR_TTL_MS = 1000;
+interface Entry<T> {
+  value: T;
+  since: number;
+}
 
 export class AttrCache {
-  private readonly entries = new Map<string, { stat: FuseStat; until: number }>();
+  private readonly entries = new Map<string, Entry<FuseStat>>();
 
-  constructor(private readonly maxEntries = 100000) {}
+  constructor(
+    private readonly log: ChangeLog,
+    private readonly maxEntries = 200000,
+  ) {}
 
   get(path: string): FuseStat | undefined {
     const e = this.entries.get(path);
     if (!e) return undefined;
-    if (e.until < Date.now()) {
+    const dir = (e.value.mode & S_IFMT) === S_IFDIR;
+    if (!(dir ? this.log.dirUnchanged(path, e.since) : this.log.unchanged(path, e.since))) {
       this.entries.delete(path);
       return undefined;
     }
-    return { ...e.stat };
+    return { ...e.value };
   }
 
-  set(path: string, stat: FuseStat, ttlMs = ATTR_TTL_MS): void {
+  /** `since`: ChangeLog.now() taken before the request that answered `stat` was sent. */
+  set(path: string, stat: FuseStat, since: number): void {
     if (this.entries.size >= this.maxEntries) this.entries.clear();
-    this.entries.set(path, { stat, until: Date.now() + ttlMs });
+    this.entries.set(path, { value: stat, since });
   }
 
   /** Forgets a path and its parent directory (whose mtime and size change with it). */
@@ -37,15 +47,44 @@ export class AttrCache {
     this.entries.delete(parentOf(path));
   }
 
-  /** Forgets a path, its parent and everything below it (renames and removals of directories). */
-  invalidateTree(path: string): void {
-    this.invalidate(path);
-    const prefix = path === '/' ? '/' : `${path}/`;
-    for (const p of this.entries.keys()) if (p.startsWith(prefix)) this.entries.delete(p);
-  }
-
   clear(): void {
     this.entries.clear();
+  }
+}
+
+/** A directory listing as readdir answers it. */
+export interface Listing {
+  names: string[];
+  stats: FuseStat[];
+}
+
+export class ListingCache {
+  private readonly entries = new Map<string, Entry<Listing>>();
+
+  constructor(
+    private readonly log: ChangeLog,
+    private readonly maxEntries = 20000,
+  ) {}
+
+  get(path: string): Listing | undefined {
+    const e = this.entries.get(path);
+    if (!e) return undefined;
+    if (!this.log.dirUnchanged(path, e.since)) {
+      this.entries.delete(path);
+      return undefined;
+    }
+    return e.value;
+  }
+
+  set(path: string, listing: Listing, since: number): void {
+    if (this.entries.size >= this.maxEntries) this.entries.clear();
+    this.entries.set(path, { value: listing, since });
+  }
+
+  /** Forgets the listing of `path` and of its parent (the mount changed that entry). */
+  invalidate(path: string): void {
+    this.entries.delete(path);
+    this.entries.delete(parentOf(path));
   }
 }
 

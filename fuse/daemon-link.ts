@@ -37,7 +37,8 @@ export class DaemonLink implements Caller {
 
   /**
    * Calls `handler` with every change the daemon reports (on this connection and after reconnects).
-   * Also called with `{paths: []}` after a reconnect: anything cached may be stale then.
+   * Also called with `{paths: []}` when the connection drops and after a reconnect: anything cached
+   * may be stale then.
    */
   async onChange(handler: (ev: ChangeEvent) => void): Promise<void> {
     this.changeHandler = handler;
@@ -52,6 +53,8 @@ export class DaemonLink implements Caller {
   private bind(client: DaemonClient): Caller {
     client.on('socket-error', (err: Error) => process.stderr.write(`mdvfs mount: daemon connection: ${err.message}\n`));
     client.on('event', (ev: ChangeEvent) => this.changeHandler?.(ev));
+    // No events arrive while disconnected: nothing cached can be trusted from now on.
+    client.on('close', () => this.changeHandler?.({ kind: 'change', paths: [] }));
     return client.as(this.creds);
   }
 
@@ -68,7 +71,10 @@ export class DaemonLink implements Caller {
         this.caller = this.bind(client);
         if (this.changeHandler) {
           this.changeHandler({ kind: 'change', paths: [] });
-          void this.subscribe(client).catch((err: Error) => process.stderr.write(`mdvfs mount: cannot subscribe to changes: ${err.message}\n`));
+          // Answers cached between the reconnect and the subscription are not trusted either.
+          void this.subscribe(client)
+            .then(() => this.changeHandler?.({ kind: 'change', paths: [] }))
+            .catch((err: Error) => process.stderr.write(`mdvfs mount: cannot subscribe to changes: ${err.message}\n`));
         }
         return this.caller;
       })

@@ -10,8 +10,9 @@
 import { VfsError } from '../daemon/errors.js';
 import type { Caller } from '../daemon/rpc/client.js';
 import type { ChangeEvent } from '../daemon/rpc/protocol.js';
-import { ATTR_TTL_MS, AttrCache, childPath } from './attr-cache.js';
+import { AttrCache, childPath, ListingCache } from './attr-cache.js';
 import { entryToFuseStat, toFuseStat, type OwnerMap } from './attrs.js';
+import { ChangeLog, mountPaths } from './change-log.js';
 import { O_ACCMODE, O_RDONLY, O_TRUNC, O_WRONLY, type FuseStat, type FuseStatfs } from './fuse-native.js';
 import { HISTORY_DIR, HistoryView, isHistoryPath } from './history.js';
 import { ContentCache, FileBuffer, OpenFile, OpenFiles } from './open-files.js';
@@ -25,14 +26,17 @@ const MAX_BUFFER = 1024 * 1024 * 1024;
 export interface MountFsOptions {
   readOnly: boolean;
   owners: OwnerMap;
+  /** The real root of a workspace mount (the daemon reports changes by real path). */
+  jail?: string;
 }
 
 export class MountFs {
   readonly files = new OpenFiles();
-  private readonly cache = new ContentCache();
-  private readonly attrs = new AttrCache();
-  /** Counts the daemon's change events: cached content checks made before the last one are not trusted. */
-  private changeEpoch = 0;
+  /** The daemon's change events: cached answers are trusted until one concerns them. */
+  private readonly log = new ChangeLog();
+  private readonly cache = new ContentCache(this.log);
+  private readonly attrs = new AttrCache(this.log);
+  private readonly listings = new ListingCache(this.log);
   private readonly history: HistoryView;
 
   constructor(
@@ -42,11 +46,17 @@ export class MountFs {
     this.history = new HistoryView(rpc, opts.owners);
   }
 
-  /** A change reported by the daemon (any front end): cached attributes of those paths are stale. */
+  /**
+   * A change reported by the daemon (any front end, this mount included): cached answers about those
+   * paths and below them are stale. `paths: []` (identities changed, or the connection to the daemon
+   * was lost) makes everything stale.
+   */
   onChange(ev: ChangeEvent): void {
-    this.changeEpoch++;
-    if (ev.paths.length === 0) this.attrs.clear();
-    for (const p of ev.paths) this.attrs.invalidate(p);
+    const paths = mountPaths(ev.paths, this.opts.jail);
+    if (paths === null) {
+      this.log.forgetAll();
+      this.attrs.clear();
+    } else if (paths.length > 0) this.log.changed(paths);
   }
 
   // ---------- attributes and directories ----------
@@ -55,8 +65,9 @@ export class MountFs {
     if (isHistoryPath(path)) return this.history.getattr(path);
     let st = this.attrs.get(path);
     if (!st) {
+      const since = this.log.now();
       st = toFuseStat(await this.rpc.call('fs.stat', { path, nofollow: true }), this.opts.owners);
-      this.attrs.set(path, { ...st });
+      this.attrs.set(path, { ...st }, since);
     }
     // An open file's buffer is the truth for size (the kernel caps reads at the size we report).
     const open = this.files.file(path);
@@ -70,6 +81,9 @@ export class MountFs {
 
   async readdir(path: string): Promise<{ names: string[]; stats: FuseStat[] }> {
     if (isHistoryPath(path)) return this.history.readdir(path);
+    const cached = this.listings.get(path);
+    if (cached) return cached;
+    const since = this.log.now();
     const listing = await this.rpc.call('fs.list', { path });
     const dot = entryToFuseStat({ name: '.', is_dir: true, is_symlink: false, mode: '0755', uid: 0, gid: 0, size: 0, modified: 0, inode_id: 0, mtime_ns: '0' }, this.opts.owners);
     // Only the type of `.` and `..` matters here (readdir attributes give d_type); stat asks getattr.
@@ -83,8 +97,9 @@ export class MountFs {
       stats.push(st);
       // The lookups that follow a listing (ls -l, grep -r, find) are answered from it. Directories are
       // left out: their link count and size come only from a full stat.
-      if (!e.is_dir) this.attrs.set(childPath(path, e.name), { ...st });
+      if (!e.is_dir) this.attrs.set(childPath(path, e.name), { ...st }, since);
     }
+    this.listings.set(path, { names, stats }, since);
     return { names, stats };
   }
 
@@ -126,13 +141,11 @@ export class MountFs {
 
   async create(path: string, mode: number): Promise<number> {
     this.writable(path, 'create');
-    this.attrs.invalidate(path);
-    // The kernel asks for the new file's attributes right after creating it: ask in the same round trip.
-    const [r, st] = await Promise.all([
-      this.rpc.call('fs.write', { path, mode: mode & 0o7777, parents: false, exclusive: true }, { data: Buffer.alloc(0) }),
-      this.rpc.call('fs.stat', { path, nofollow: true }).catch(() => null),
-    ]);
-    if (st && st.kind === 'file' && st.etag === r.etag) this.attrs.set(path, toFuseStat(st, this.opts.owners));
+    this.changed(path);
+    // The kernel asks for the new file's attributes right after creating it: the write answers them too.
+    const since = this.log.now();
+    const r = await this.rpc.call('fs.write', { path, mode: mode & 0o7777, parents: false, exclusive: true, stat: true }, { data: Buffer.alloc(0) });
+    if (r.stat) this.attrs.set(path, toFuseStat(r.stat, this.opts.owners), since);
     // The daemon just created the file: anything still recorded under that name is an old, gone file.
     this.files.unlink(path);
     this.cache.delete(path);
@@ -157,7 +170,7 @@ export class MountFs {
 
   async truncate(path: string, size: number): Promise<void> {
     this.writable(path, 'truncate');
-    this.attrs.invalidate(path);
+    this.changed(path);
     const open = this.files.file(path);
     if (!open) {
       await this.rpc.call('fs.truncate', { path, size });
@@ -204,23 +217,23 @@ export class MountFs {
 
   async mkdir(path: string, mode: number): Promise<void> {
     this.writable(path, 'mkdir');
-    this.attrs.invalidate(path);
+    this.changed(path);
     await this.rpc.call('fs.mkdir', { path, mode: mode & 0o7777, parents: false });
-    this.attrs.invalidate(path);
+    this.changed(path);
   }
 
   async rmdir(path: string): Promise<void> {
     this.writable(path, 'rmdir');
-    this.attrs.invalidateTree(path);
+    this.changed(path);
     await this.rpc.call('fs.rmdir', { path });
-    this.attrs.invalidateTree(path);
+    this.changed(path);
   }
 
   async unlink(path: string): Promise<void> {
     this.writable(path, 'unlink');
-    this.attrs.invalidate(path);
+    this.changed(path);
     await this.rpc.call('fs.unlink', { path });
-    this.attrs.invalidate(path);
+    this.changed(path);
     this.files.unlink(path);
     this.cache.delete(path);
   }
@@ -228,11 +241,11 @@ export class MountFs {
   async rename(src: string, dst: string): Promise<void> {
     this.writable(src, 'rename');
     this.writable(dst, 'rename');
-    this.attrs.invalidateTree(src);
-    this.attrs.invalidateTree(dst);
+    this.changed(src);
+    this.changed(dst);
     await this.rpc.call('fs.move', { src, dst, overwrite: true });
-    this.attrs.invalidateTree(src);
-    this.attrs.invalidateTree(dst);
+    this.changed(src);
+    this.changed(dst);
     this.files.rename(src, dst);
     this.cache.delete(src);
     this.cache.delete(dst);
@@ -240,9 +253,9 @@ export class MountFs {
 
   async symlink(target: string, path: string): Promise<void> {
     this.writable(path, 'symlink');
-    this.attrs.invalidate(path);
+    this.changed(path);
     await this.rpc.call('fs.symlink', { target, path });
-    this.attrs.invalidate(path);
+    this.changed(path);
   }
 
   async link(src: string, dst: string): Promise<void> {
@@ -255,20 +268,20 @@ export class MountFs {
 
   async chmod(path: string, mode: number): Promise<void> {
     this.writable(path, 'chmod');
-    this.attrs.invalidate(path);
+    this.changed(path);
     await this.rpc.call('fs.chmod', { path, mode: mode & 0o7777 });
-    this.attrs.invalidate(path);
+    this.changed(path);
   }
 
   async chown(path: string, uid: number, gid: number): Promise<void> {
     this.writable(path, 'chown');
-    this.attrs.invalidate(path);
+    this.changed(path);
     const owner = this.opts.owners.uidIn(uid);
     const group = this.opts.owners.gidIn(gid);
     if (owner === undefined && group === undefined) return;
     // The kernel resolved symlinks already: the path names the inode to change.
     await this.rpc.call('fs.chown', { path, owner, group, nofollow: true });
-    this.attrs.invalidate(path);
+    this.changed(path);
   }
 
   /**
@@ -277,16 +290,21 @@ export class MountFs {
    */
   async utimens(path: string, atimeMs: number, _mtimeMs: number): Promise<void> {
     this.writable(path, 'utimens');
-    this.attrs.invalidate(path);
+    this.changed(path);
     // A pending write would otherwise overwrite the times when it is flushed (cp -p sets times before close).
     const open = this.files.file(path);
     if (open) await this.flushFile(open);
     const t = atimeMs < 2000 ? {} : { atime: atimeMs, mtime: atimeMs };
     await this.rpc.call('fs.utimens', { path, ...t });
-    this.attrs.invalidate(path);
+    this.changed(path);
   }
 
   // ---------- helpers ----------
+
+  /** This mount changes `path`: cached answers about it, below it and about its directory are stale. */
+  private changed(path: string): void {
+    this.log.changed([path]);
+  }
 
   private writable(path: string, op: string): void {
     if (this.opts.readOnly || isHistoryPath(path)) throw new VfsError('EROFS', op, path);
@@ -315,11 +333,11 @@ export class MountFs {
       await this.rpc.call('fs.access', { path, mode });
       return this.files.adopt(new OpenFile(path, FileBuffer.empty()));
     }
-    const epoch = this.changeEpoch;
+    const since = this.log.now();
     if (!open && !(mode & W_OK)) {
-      // Re-reading what the daemon confirmed less than a second ago, with no change anywhere since
-      // (grep -r, builds, editors re-opening): as fresh as the kernel's caches, without a round trip.
-      const c = this.cache.fresh(path, epoch, ATTR_TTL_MS);
+      // Re-reading what the daemon let this principal read, with no change reported since that could
+      // alter the content or the access to it (grep -r, builds, editors re-opening): no round trip.
+      const c = this.cache.fresh(path);
       if (c) {
         const file = new OpenFile(path, c.data ? new FileBuffer(c.data, true) : null);
         file.etag = c.etag;
@@ -337,13 +355,13 @@ export class MountFs {
     if (current?.dirty) return current;
     let content: FileBuffer | null;
     if (result.not_modified) {
-      this.cache.confirm(path, result.etag, epoch);
+      this.cache.confirm(path, result.etag, since);
       if (current && current.etag === result.etag) return current;
       // Unchanged since we last saw it: reuse the bytes we kept, or fetch them on the first read.
       content = known?.data ? new FileBuffer(known.data, true) : null;
     } else {
       content = new FileBuffer(data, true);
-      this.cache.set(path, result.etag, data, epoch);
+      this.cache.set(path, result.etag, data, since, true);
     }
     if (current) {
       // Open but clean, and changed outside the mount since: take the new content.
@@ -362,7 +380,7 @@ export class MountFs {
    */
   private content(file: OpenFile): Promise<FileBuffer> {
     if (file.data) return Promise.resolve(file.data);
-    const epoch = this.changeEpoch;
+    const since = this.log.now();
     file.loading ??= this.rpc
       .request('fs.read', { path: file.path })
       .then(({ result, data }) => {
@@ -370,7 +388,7 @@ export class MountFs {
           file.data = new FileBuffer(data, true);
           file.etag = result.etag;
         }
-        this.cache.set(file.path, result.etag, data, epoch);
+        this.cache.set(file.path, result.etag, data, since, true);
         return file.data;
       })
       .finally(() => {
@@ -384,14 +402,15 @@ export class MountFs {
       if (!file.dirty || file.orphaned || !file.data) return;
       const path = file.path;
       const data = file.data.view();
-      const epoch = this.changeEpoch;
+      const since = this.log.now();
       file.dirty = false;
-      this.attrs.invalidate(path);
+      this.changed(path);
       try {
         const r = await this.rpc.call('fs.write', { path, parents: false }, { data });
-        this.attrs.invalidate(path);
+        this.changed(path);
         file.etag = r.etag;
-        if (file.path === path) this.cache.set(path, r.etag, data, epoch);
+        // Not `readable`: the daemon accepted a write, it did not say this principal may read the file.
+        if (file.path === path) this.cache.set(path, r.etag, data, since, false);
       } catch (err) {
         file.dirty = true;
         throw err;

@@ -77,7 +77,7 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   }
 
   const owners = new OwnerMap(who.uid, who.gid, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
-  const mfs = new MountFs(link, { readOnly: opts.readOnly === true, owners });
+  const mfs = new MountFs(link, { readOnly: opts.readOnly === true, owners, ...(who.workspace ? { jail: who.workspace.root_path } : {}) });
   try {
     await link.onChange((ev) => mfs.onChange(ev));
   } catch (err) {

@@ -6,6 +6,7 @@
  * All descriptors of one path share one OpenFile, so two processes writing and reading the same file
  * through the mount see each other's writes before either closes it.
  */
+import type { ChangeLog } from './change-log.js';
 
 /** A growable byte buffer with copy-on-write, so a view handed to the RPC layer is never mutated. */
 export class FileBuffer {
@@ -184,16 +185,18 @@ export class OpenFiles {
 
 /**
  * Recently read or written file contents by path, with their etag. Opening a file asks the daemon for
- * it with `if_none_match`, so an unchanged file costs a permission check and no content transfer.
- * Large files are remembered by etag only: when unchanged, their bytes are fetched only if the kernel
- * asks for a page it does not already hold.
+ * it with `if_none_match`, so an unchanged file costs a permission check and no content transfer; a
+ * copy the daemon gave this principal to read, with no change reported since (ChangeLog), is used
+ * without asking at all. Large files are remembered by etag only: when unchanged, their bytes are
+ * fetched only if the kernel asks for a page it does not already hold.
  */
 interface Cached {
   etag: string;
   data: Buffer | undefined;
-  /** When the daemon last confirmed this etag (and the principal's read access), and the change epoch then. */
-  checkedAt: number;
-  epoch: number;
+  /** ChangeLog.now() when the request that last confirmed this etag was sent. */
+  since: number;
+  /** The daemon confirmed it to this principal by a read (not only accepted it as a write). */
+  readable: boolean;
 }
 
 export class ContentCache {
@@ -201,6 +204,7 @@ export class ContentCache {
   private bytes = 0;
 
   constructor(
+    private readonly log: ChangeLog,
     private readonly maxBytes = 128 * 1024 * 1024,
     private readonly maxEntry = 8 * 1024 * 1024,
     private readonly maxCount = 100000,
@@ -217,26 +221,26 @@ export class ContentCache {
   }
 
   /**
-   * The entry if the daemon confirmed it less than `maxAgeMs` ago and no change was reported anywhere
-   * since (`epoch` counts the daemon's change events): then it is as fresh as the kernel's own caches.
+   * The entry if the daemon let this principal read it and nothing that could change the content or
+   * the principal's access to it was reported since: then it is what the daemon would answer now.
    */
-  fresh(path: string, epoch: number, maxAgeMs: number): Cached | undefined {
-    const e = this.entries.get(path);
-    return e && e.epoch === epoch && Date.now() - e.checkedAt < maxAgeMs ? e : undefined;
+  fresh(path: string): Cached | undefined {
+    const e = this.get(path);
+    return e && e.readable && this.log.unchanged(path, e.since) ? e : undefined;
   }
 
-  /** The daemon answered "not modified" for this etag. */
-  confirm(path: string, etag: string, epoch: number): void {
+  /** The daemon answered a read with "not modified" for this etag. */
+  confirm(path: string, etag: string, since: number): void {
     const e = this.entries.get(path);
     if (!e || e.etag !== etag) return;
-    e.checkedAt = Date.now();
-    e.epoch = epoch;
+    e.since = since;
+    e.readable = true;
   }
 
-  set(path: string, etag: string, data: Buffer, epoch: number): void {
+  set(path: string, etag: string, data: Buffer, since: number, readable: boolean): void {
     this.delete(path);
     const kept = data.length > this.maxEntry ? undefined : data;
-    this.entries.set(path, { etag, data: kept, checkedAt: Date.now(), epoch });
+    this.entries.set(path, { etag, data: kept, since, readable });
     this.bytes += kept?.length ?? 0;
     for (const [p, e] of this.entries) {
       if (this.bytes <= this.maxBytes && this.entries.size <= this.maxCount) break;

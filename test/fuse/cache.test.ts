@@ -1,0 +1,122 @@
+/**
+ * The mount trusts what it cached (content, attributes, listings) until the daemon reports a change
+ * that concerns it, however long ago it was read: a second pass over unchanged files makes no daemon
+ * call. Security: cached content is only ever what the daemon let this principal read, and it is
+ * dropped when anything that could change that answer happens: a change of the file, a chmod/chown/
+ * rename of a directory above it, or a change of groups and tokens (which touches no path).
+ */
+import t, { type Test } from 'tap';
+import { eventually, fuseUnavailable, mount, sh, sleep, startDaemon, type Mount } from '../helpers/fuse.js';
+
+const unavailable = fuseUnavailable();
+if (unavailable !== null) {
+  t.plan(0, `skipped: ${unavailable}`);
+  process.exit(0);
+}
+
+const d = await startDaemon(t);
+const root = d.client;
+await root.call('admin.userAdd', { name: 'alice' });
+await root.call('admin.groupAdd', { name: 'team' });
+await root.call('admin.groupMemberAdd', { user: 'alice', group: 'team' });
+const write = (path: string, text: string, mode = '0644') => root.call('fs.write', { path, mode }, { data: Buffer.from(text) });
+const m = await mount(t, d, ['--user', 'alice']);
+
+/** Longer than the kernel's attribute and entry timeouts (1 s): later requests reach the mount. */
+const CACHE_EXPIRY_MS = 1100;
+/** The contract: a change made elsewhere shows in the mount within 1 s. */
+const WITHIN_MS = 1000;
+
+async function cat(mnt: Mount, file: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return mnt.sh(`cat ${file}`);
+}
+
+/** `cat` reads `file` (twice, the second from the mount's cache) and the content is `text`. */
+async function readsTwice(t: Test, file: string, text: string): Promise<void> {
+  t.equal((await cat(m, file)).stdout, text, `${file} reads`);
+  await sleep(CACHE_EXPIRY_MS);
+  t.equal((await cat(m, file)).stdout, text, `${file} reads again`);
+}
+
+async function refusedSoon(t: Test, file: string, why: string): Promise<void> {
+  const refused = await eventually(async () => /Permission denied/.test((await cat(m, file)).stderr), WITHIN_MS, 20);
+  t.ok(refused, `${why}: reading ${file} fails with EACCES within 1 s`);
+}
+
+void t.test('a second pass over unchanged files needs no daemon call', async (t) => {
+  const files = 50;
+  for (let i = 0; i < files; i++) await write(`/warm/d${i % 5}/f${i}.md`, `note ${i}\nneedle-${i}\n`);
+  const grep = 'grep -rc needle warm | sort | tr "\\n" " "';
+  const first = await m.sh(grep);
+  t.equal(first.code, 0);
+  t.equal(first.stdout.trim().split(' ').length, files, 'every file is found');
+  await sleep(CACHE_EXPIRY_MS); // the kernel's caches have expired: every lookup, listing and open reaches the mount
+  d.proc.kill('SIGSTOP'); // a daemon call would now wait (until the mount's 120 s request timeout)
+  try {
+    // Run from outside the mount (a working directory inside it costs an access(2) check, never cached).
+    const second = await sh(`timeout 20 grep -rc needle '${m.dir}/warm' | sed 's|^${m.dir}/||' | sort | tr "\\n" " "`, '/');
+    t.equal(second.stdout, first.stdout, 'the second pass finds the same, with the daemon stopped');
+    const stat = await sh(`timeout 20 stat -c %s '${m.dir}/warm/d0/f0.md'`, '/');
+    t.equal(stat.stdout, `${'note 0\nneedle-0\n'.length}\n`, 'stat answers from the cache too');
+  } finally {
+    d.proc.kill('SIGCONT');
+  }
+  await write('/warm/d0/f0.md', 'changed\nneedle-new\n');
+  t.ok(await eventually(async () => (await cat(m, 'warm/d0/f0.md')).stdout === 'changed\nneedle-new\n', WITHIN_MS, 20), 'a write through the daemon shows within 1 s');
+  await write('/warm/d1/added.md', 'needle-added\n');
+  t.ok(await eventually(async () => (await m.sh('ls warm/d1')).stdout.includes('added.md'), WITHIN_MS, 20), 'a new file is listed within 1 s');
+});
+
+void t.test('chmod of the file drops its cached content', async (t) => {
+  await write('/c1/f.md', 'one\n');
+  await readsTwice(t, 'c1/f.md', 'one\n');
+  await root.call('fs.chmod', { path: '/c1/f.md', mode: '0600' });
+  await refusedSoon(t, 'c1/f.md', 'file chmod 0600');
+});
+
+void t.test('chmod and chown of a directory above drop the cached content below it', async (t) => {
+  await write('/c2/sub/deep/f.md', 'two\n');
+  await readsTwice(t, 'c2/sub/deep/f.md', 'two\n');
+  await root.call('fs.chmod', { path: '/c2/sub', mode: '0700' });
+  await refusedSoon(t, 'c2/sub/deep/f.md', 'ancestor chmod 0700');
+  await root.call('fs.chmod', { path: '/c2/sub', mode: '0755' });
+  t.ok(await eventually(async () => (await cat(m, 'c2/sub/deep/f.md')).stdout === 'two\n', WITHIN_MS, 20), 'readable again after chmod back');
+  await readsTwice(t, 'c2/sub/deep/f.md', 'two\n');
+  await root.call('fs.chmod', { path: '/c2/sub', mode: '0770' });
+  const { uid } = await root.call('fs.stat', { path: '/home/alice' });
+  await root.call('fs.chown', { path: '/c2/sub', owner: uid });
+  t.equal((await cat(m, 'c2/sub/deep/f.md')).stdout, 'two\n', 'owner of the directory: readable');
+  await root.call('fs.chown', { path: '/c2/sub', owner: 0 });
+  await refusedSoon(t, 'c2/sub/deep/f.md', 'ancestor chown away from alice');
+});
+
+void t.test('a directory listing is refused once its mode forbids it', async (t) => {
+  await write('/c3/dir/f.md', 'three\n');
+  t.equal((await m.sh('ls c3/dir')).stdout, 'f.md\n');
+  await sleep(CACHE_EXPIRY_MS);
+  t.equal((await m.sh('ls c3/dir')).stdout, 'f.md\n', 'listed again (from the cache)');
+  await root.call('fs.chmod', { path: '/c3/dir', mode: '0711' });
+  t.ok(await eventually(async () => /Permission denied/.test((await m.sh('ls c3/dir')).stderr), WITHIN_MS, 20), 'ls fails with EACCES within 1 s');
+});
+
+void t.test('leaving the group that granted access drops the cached content', async (t) => {
+  await root.call('fs.mkdir', { path: '/c4', mode: '0755' });
+  await write('/c4/team.md', 'for the team\n', '0640');
+  await root.call('fs.chown', { path: '/c4/team.md', group: 'team' });
+  await readsTwice(t, 'c4/team.md', 'for the team\n');
+  await root.call('admin.groupMemberDel', { user: 'alice', group: 'team' });
+  await refusedSoon(t, 'c4/team.md', 'removed from the group');
+  await root.call('admin.groupMemberAdd', { user: 'alice', group: 'team' });
+  t.ok(await eventually(async () => (await cat(m, 'c4/team.md')).stdout === 'for the team\n', WITHIN_MS, 20), 'readable again once back in the group');
+});
+
+void t.test('renaming or removing a directory above drops what was cached below it', async (t) => {
+  await write('/c5/old/f.md', 'five\n');
+  await readsTwice(t, 'c5/old/f.md', 'five\n');
+  await root.call('fs.move', { src: '/c5/old', dst: '/c5/new' });
+  t.ok(await eventually(async () => /No such file/.test((await cat(m, 'c5/old/f.md')).stderr), WITHIN_MS, 20), 'the old path is gone within 1 s');
+  t.equal((await cat(m, 'c5/new/f.md')).stdout, 'five\n', 'the new path reads');
+  await readsTwice(t, 'c5/new/f.md', 'five\n');
+  await root.call('fs.delete', { path: '/c5/new', recursive: true });
+  t.ok(await eventually(async () => /No such file/.test((await cat(m, 'c5/new/f.md')).stderr), WITHIN_MS, 20), 'a removed tree is gone within 1 s');
+});
