@@ -1,6 +1,7 @@
 /** One MCP server (tools + resources) for one identity; shared by the stdio binary and /mcp. */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { registerResources, type ChangeFeed } from './resources.js';
+import { installToolCalls } from './tool-calls.js';
 import { registerTools, type CallerFor } from './tools.js';
 
 export const SERVER_NAME = 'mdvfs';
@@ -17,6 +18,8 @@ export interface CreateServerOptions {
   callerFor: CallerFor;
   /** Enables resource subscriptions. */
   feed?: ChangeFeed;
+  /** Answer tools/call through the SDK's own (re-validating) handler instead of mcp/tool-calls.ts (tests compare the two). */
+  sdkToolCalls?: boolean;
 }
 
 export function createMcpServer(opts: CreateServerOptions): McpServer {
@@ -24,7 +27,8 @@ export function createMcpServer(opts: CreateServerOptions): McpServer {
     { name: SERVER_NAME, version: SERVER_VERSION, title: 'mdvfs: versioned markdown filesystem' },
     { instructions: INSTRUCTIONS, capabilities: { tools: {}, resources: { subscribe: opts.feed !== undefined } } },
   );
-  registerTools(server, opts.callerFor);
+  const tools = registerTools(server, opts.callerFor);
+  if (opts.sdkToolCalls !== true) installToolCalls(server, tools);
   registerResources(server, opts.callerFor, opts.feed === undefined ? {} : { feed: opts.feed });
   return server;
 }

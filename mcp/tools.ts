@@ -4,13 +4,14 @@
  * decides who may do what. Failures come back as `isError` results with the daemon's message and
  * code, the same pair REST puts in its `{error, code}` body.
  */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Caller } from '../daemon/rpc/client.js';
 import type { CommitRecord, DirEntry } from '../daemon/rpc/protocol.js';
 import { VfsError, toWireError } from '../daemon/errors.js';
+import type { ToolTable } from './tool-calls.js';
 
 export type RequestExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 /** Picks the daemon caller (credentials) for one MCP request. */
@@ -24,7 +25,8 @@ export function toolError(err: unknown): CallToolResult {
   const w = toWireError(err);
   const text = w.message.startsWith(`${w.code}:`) ? w.message : `${w.code}: ${w.message}`;
   // structuredContent would have to match the success schema, so the code travels in _meta.
-  return { isError: true, content: [{ type: 'text', text }], _meta: { code: w.code, error: w.message } };
+  // (Keys in the order the SDK's result schema writes them: _meta, content, isError.)
+  return { _meta: { code: w.code, error: w.message }, content: [{ type: 'text', text }], isError: true };
 }
 
 function ok(text: string, data: Record<string, unknown>): CallToolResult {
@@ -101,9 +103,24 @@ function typeFlag(type: 'f' | 'd' | 'l' | 'file' | 'directory' | 'symlink' | und
 
 // ---------- registration ----------
 
-/** Registers read_file, write_file, list_directory, search_files, find_files, create_directory, delete_file, move_file, commit, get_history, revert. */
-export function registerTools(server: McpServer, callerFor: CallerFor): void {
-  server.registerTool(
+/** server.registerTool, also keeping each registration in `tools` (for mcp/tool-calls.ts). */
+function recorder(server: McpServer, tools: ToolTable): McpServer['registerTool'] {
+  const record = (name: string, config: never, cb: never): RegisteredTool => {
+    const tool = server.registerTool(name, config, cb);
+    tools.set(name, tool);
+    return tool;
+  };
+  return record as unknown as McpServer['registerTool'];
+}
+
+/**
+ * Registers read_file, write_file, list_directory, search_files, find_files, create_directory,
+ * delete_file, move_file, commit, get_history, revert; returns their registrations by name.
+ */
+export function registerTools(server: McpServer, callerFor: CallerFor): ToolTable {
+  const tools: ToolTable = new Map();
+  const registerTool = recorder(server, tools);
+  registerTool(
     'read_file',
     {
       title: 'Read file',
@@ -125,7 +142,7 @@ export function registerTools(server: McpServer, callerFor: CallerFor): void {
       }),
   );
 
-  server.registerTool(
+  registerTool(
     'write_file',
     {
       title: 'Write file',
@@ -149,7 +166,7 @@ export function registerTools(server: McpServer, callerFor: CallerFor): void {
       }),
   );
 
-  server.registerTool(
+  registerTool(
     'list_directory',
     {
       title: 'List directory',
@@ -171,7 +188,7 @@ export function registerTools(server: McpServer, callerFor: CallerFor): void {
       }),
   );
 
-  server.registerTool(
+  registerTool(
     'search_files',
     {
       title: 'Search file contents',
@@ -208,7 +225,7 @@ export function registerTools(server: McpServer, callerFor: CallerFor): void {
       }),
   );
 
-  server.registerTool(
+  registerTool(
     'find_files',
     {
       title: 'Find files by name',
@@ -234,7 +251,7 @@ export function registerTools(server: McpServer, callerFor: CallerFor): void {
       }),
   );
 
-  server.registerTool(
+  registerTool(
     'create_directory',
     {
       title: 'Create directory',
@@ -250,7 +267,7 @@ export function registerTools(server: McpServer, callerFor: CallerFor): void {
       }),
   );
 
-  server.registerTool(
+  registerTool(
     'delete_file',
     {
       title: 'Delete file or directory',
@@ -271,7 +288,7 @@ export function registerTools(server: McpServer, callerFor: CallerFor): void {
       }),
   );
 
-  server.registerTool(
+  registerTool(
     'move_file',
     {
       title: 'Move or rename',
@@ -291,7 +308,7 @@ export function registerTools(server: McpServer, callerFor: CallerFor): void {
       }),
   );
 
-  server.registerTool(
+  registerTool(
     'commit',
     {
       title: 'Commit',
@@ -309,7 +326,7 @@ export function registerTools(server: McpServer, callerFor: CallerFor): void {
       }),
   );
 
-  server.registerTool(
+  registerTool(
     'get_history',
     {
       title: 'Get history',
@@ -332,7 +349,7 @@ export function registerTools(server: McpServer, callerFor: CallerFor): void {
       }),
   );
 
-  server.registerTool(
+  registerTool(
     'revert',
     {
       title: 'Revert to a commit',
@@ -350,4 +367,6 @@ export function registerTools(server: McpServer, callerFor: CallerFor): void {
         return ok(`Reverted to ${r.reverted_to}; new commit ${r.hash}${saved}`, { hash: r.hash, reverted_to: r.reverted_to, saved: r.saved, commit: commitOut(r.commit) });
       }),
   );
+
+  return tools;
 }
