@@ -18,7 +18,7 @@
  *   capacity, not the load generator's. The issue's target sits on the 8-in-flight rows.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -60,7 +60,10 @@ export class LeanClient {
   private readonly pending = new Map<number, { resolve: (r: Record<string, unknown>) => void; reject: (e: Error) => void }>();
   private buf = '';
 
+  readonly pid: number;
+
   private constructor(private readonly proc: ChildProcess) {
+    this.pid = proc.pid!;
     proc.stdout!.setEncoding('utf8');
     proc.stdout!.on('data', (chunk: string) => {
       this.buf += chunk;
@@ -119,8 +122,39 @@ export class LeanClient {
   }
 }
 
+/** CPU time (user + system, ms) a process has used so far, from /proc (NaN where there is none). */
+function cpuMs(pid: number): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10; // utime + stime, in clock ticks of 10 ms
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU spent per call by some processes over the timed repetitions of one side. */
+class CpuMeter {
+  calls = 0;
+  readonly ms: number[];
+  constructor(private readonly pids: number[]) {
+    this.ms = pids.map(() => 0);
+  }
+  async measure(run: (count: { n: number }) => Promise<number>): Promise<number> {
+    const before = this.pids.map(cpuMs);
+    const count = { n: 0 };
+    const rate = await run(count);
+    this.pids.forEach((pid, k) => (this.ms[k]! += cpuMs(pid) - before[k]!));
+    this.calls += count.n;
+    return rate;
+  }
+  /** µs of CPU per call, per process. */
+  perCall(): number[] {
+    return this.ms.map((ms) => Math.round((ms * 1000) / Math.max(1, this.calls)));
+  }
+}
+
 /** Calls per second with `inFlight` calls outstanding at all times, for about `ms` milliseconds (at least `inFlight` calls). */
-export async function throughput(f: Call, inFlight: number, ms: number, start: number): Promise<number> {
+export async function throughput(f: Call, inFlight: number, ms: number, start: number, count?: { n: number }): Promise<number> {
   let next = start;
   let done = 0;
   const t0 = nowMs();
@@ -128,6 +162,7 @@ export async function throughput(f: Call, inFlight: number, ms: number, start: n
     do {
       await f(next++);
       done++;
+      if (count) count.n++;
     } while (nowMs() - t0 < ms);
   };
   await Promise.all(Array.from({ length: inFlight }, worker));
@@ -165,12 +200,15 @@ function rel(i: number): string {
 
 export async function benchMcp(opts: BenchOptions): Promise<BenchTable> {
   const files = opts.quick ? 200 : 2000;
-  const calls = opts.quick ? 200 : 3000;
-  const searches = opts.quick ? 12 : 100;
+  const calls = opts.quick ? 150 : 3000;
+  const searches = opts.quick ? 10 : 100;
   const warmupCalls = opts.quick ? 100 : 1000;
   const repMs = opts.quick ? 100 : 1000; // one timed repetition of the lean client
+  const warmMs = opts.quick ? 600 : 3000; // the lean client's warm-up per server, 8 calls in flight
   const title = `MCP over stdio: tool calls/s, mdvfs-mcp vs @modelcontextprotocol/server-filesystem (${files.toLocaleString('en')} files of 1 KiB on tmpfs)`;
   const rows: BenchRow[] = [];
+  const t0 = nowMs();
+  const at = (): string => `${((nowMs() - t0) / 1000).toFixed(1)} s`;
   try {
     // The same files twice: plain files for the reference server, and an mdvfs data dir.
     const plain = shmDir('mdvfs-bench-mcp-plain-');
@@ -241,12 +279,25 @@ export async function benchMcp(opts: BenchOptions): Promise<BenchTable> {
         lean: false,
       },
     ];
+    // The lean client's servers are processes of their own: warm them up (JIT) on a mix of the
+    // measured tools, 8 calls in flight, before the first timed repetition.
+    log(`mcp: lean client warm-up, ${warmMs} ms per server (at ${at()})`);
+    for (const [client, side] of [
+      [leanOurs, 'ours'],
+      [leanTheirs, 'baseline'],
+    ] as const) {
+      const calls = cases.filter((c) => c.lean).map((c) => {
+        const [tool, args] = c[side];
+        return client.call(tool, args);
+      });
+      await throughput((i) => calls[i % calls.length]!(i), 8, warmMs, 0);
+    }
     const sdkNote =
       'SDK Client (StdioClientTransport), one call at a time, alternating call by call, median latency; informational: the latency one agent sees, ' +
       'with the SDK client\'s own per-call work (response parsing, output-schema validation) in both sides\' numbers';
     for (const c of cases) {
       try {
-        log(`mcp: ${c.name}: SDK client, one call at a time`);
+        log(`mcp: ${c.name}: SDK client, one call at a time (at ${at()})`);
         const a = caller(ours, ...c.ours);
         const b = caller(theirs, ...c.baseline);
         // Both servers are JIT-compiled Node: the first few hundred calls are several times slower.
@@ -259,19 +310,26 @@ export async function benchMcp(opts: BenchOptions): Promise<BenchTable> {
         rows.push(errorRow(c.name, err));
       }
       if (!c.lean) continue;
+      const la = leanOurs.call(...c.ours);
+      const lb = leanTheirs.call(...c.baseline);
       for (const inFlight of [1, 8]) {
         const name = `${c.name}: lean client, ${inFlight} in flight`;
         try {
-          log(`mcp: ${name}`);
-          const a = leanOurs.call(...c.ours);
-          const b = leanTheirs.call(...c.baseline);
-          let k = 0; // both sides walk the same files in the same order
+          log(`mcp: ${name} (at ${at()})`);
+          let ka = 0; // both sides walk the same files in the same order
+          let kb = 0;
+          const cpuOurs = new CpuMeter([leanOurs.pid, daemon.proc.pid!]);
+          const cpuTheirs = new CpuMeter([leanTheirs.pid]);
           const r = await paired({
-            warmup: 1,
+            warmup: 0,
             reps: 5,
-            ours: () => throughput(a, inFlight, repMs, k++ * 100_003),
-            baseline: () => throughput(b, inFlight, repMs, k++ * 100_003),
+            ours: () => cpuOurs.measure((n) => throughput(la, inFlight, repMs, ++ka * 100_003, n)),
+            baseline: () => cpuTheirs.measure((n) => throughput(lb, inFlight, repMs, ++kb * 100_003, n)),
           });
+          const [mcpUs, daemonUs] = cpuOurs.perCall();
+          const [refUs] = cpuTheirs.perCall();
+          const cpu = Number.isFinite(refUs) ? `; CPU per call: ours ${mcpUs} µs in mdvfs-mcp + ${daemonUs} µs in the daemon, theirs ${refUs} µs` : '';
+          log(`  calls/s ours ${r.oursAll.map(Math.round).join(' ')}, theirs ${r.baselineAll.map(Math.round).join(' ')}${cpu}`);
           const how =
             inFlight === 1
               ? 'lean client (raw newline-delimited JSON-RPC over the child\'s stdio), 1 call in flight: the round trip without the SDK client\'s cost; informational'
@@ -283,7 +341,7 @@ export async function benchMcp(opts: BenchOptions): Promise<BenchTable> {
               better: 'higher',
               ours: r.ours,
               baseline: r.baseline,
-              note: `${c.note}; ${how}; median of 5 paired timed repetitions of ~${repMs} ms alternating which server goes first`,
+              note: `${c.note}; ${how}; median of 5 paired timed repetitions of ~${repMs} ms alternating which server goes first, after ${warmMs} ms of warm-up${cpu}`,
               ...(inFlight === 8 ? { target: 2 } : {}),
             }),
           );
