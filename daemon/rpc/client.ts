@@ -9,7 +9,7 @@
 import net from 'node:net';
 import { EventEmitter } from 'node:events';
 import { VfsError, type WireError } from '../errors.js';
-import { encodeFrame, FrameDecoder } from './framing.js';
+import { FrameDecoder, FrameWriter } from './framing.js';
 import type { ChangeEvent, Creds, Method, Params, Result } from './protocol.js';
 
 export interface CallOptions {
@@ -28,6 +28,9 @@ export interface Caller {
   request<M extends Method>(method: M, params: Params<M>, opts?: CallOptions): Promise<Reply<M>>;
 }
 
+/** Replies without data share one empty buffer (Buffers of length 0 cannot be written to). */
+const EMPTY = Buffer.alloc(0);
+
 interface Pending {
   resolve: (r: { result: unknown; data: Buffer }) => void;
   reject: (e: Error) => void;
@@ -38,11 +41,13 @@ export class DaemonClient extends EventEmitter implements Caller {
   private nextId = 1;
   private pending = new Map<number, Pending>();
   private decoder = new FrameDecoder();
+  private readonly out: FrameWriter;
   private closed = false;
 
   constructor(private readonly socket: net.Socket) {
     super();
     socket.setNoDelay(true);
+    this.out = new FrameWriter(socket);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('close', () => this.onClose(new VfsError('EIO', 'rpc', undefined, 'connection to the daemon closed')));
     socket.on('error', (err) => this.emit('socket-error', err));
@@ -50,7 +55,7 @@ export class DaemonClient extends EventEmitter implements Caller {
 
   /** Calls a method as this client's default identity (local root unless `as` is used). */
   call<M extends Method>(method: M, params: Params<M>, opts?: CallOptions): Promise<Result<M>> {
-    return this.request(method, params, opts).then((r) => r.result);
+    return this.request(method, params, opts).then(resultOf);
   }
 
   request<M extends Method>(method: M, params: Params<M>, opts?: CallOptions): Promise<Reply<M>> {
@@ -59,21 +64,23 @@ export class DaemonClient extends EventEmitter implements Caller {
 
   /** A caller bound to `creds`: every request carries them and the daemon authenticates each one. */
   as(creds: Creds): Caller {
-    const send = this.send.bind(this);
-    return {
-      creds,
-      call: (method, params, opts) => send(method, params, creds, opts).then((r) => r.result),
-      request: (method, params, opts) => send(method, params, creds, opts),
-    };
+    return new BoundCaller(this, creds);
+  }
+
+  /** @internal BoundCaller's way in. */
+  sendAs<M extends Method>(method: M, params: Params<M>, creds: Creds, opts?: CallOptions): Promise<Reply<M>> {
+    return this.send(method, params, creds, opts);
   }
 
   /** Sends raw bytes (tests use this to check the daemon survives malformed frames). */
   writeRaw(buf: Buffer): void {
+    this.out.flush();
     this.socket.write(buf);
   }
 
   close(): void {
     this.closed = true;
+    this.out.flush();
     this.socket.end();
     this.socket.destroy();
   }
@@ -87,9 +94,8 @@ export class DaemonClient extends EventEmitter implements Caller {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (r: { result: unknown; data: Buffer }) => void, reject });
-      this.socket.cork();
-      for (const b of encodeFrame({ id, method, params, creds }, opts?.data)) this.socket.write(b);
-      this.socket.uncork();
+      // Queued: the requests of one event-loop turn leave in one write.
+      this.out.push({ id, method, params, creds }, opts?.data);
     });
   }
 
@@ -116,7 +122,7 @@ export class DaemonClient extends EventEmitter implements Caller {
       if (!p) continue;
       this.pending.delete(h.id);
       if (h.error) p.reject(VfsError.fromWire(h.error));
-      else p.resolve({ result: h.result, data: data ?? Buffer.alloc(0) });
+      else p.resolve({ result: h.result, data: data ?? EMPTY });
     }
   }
 
@@ -126,6 +132,26 @@ export class DaemonClient extends EventEmitter implements Caller {
     this.pending.clear();
     this.emit('close');
   }
+}
+
+/** One object per caller (front ends make one per HTTP request): methods live on the prototype. */
+class BoundCaller implements Caller {
+  constructor(
+    private readonly client: DaemonClient,
+    readonly creds: Creds,
+  ) {}
+
+  call<M extends Method>(method: M, params: Params<M>, opts?: CallOptions): Promise<Result<M>> {
+    return this.client.sendAs(method, params, this.creds, opts).then(resultOf);
+  }
+
+  request<M extends Method>(method: M, params: Params<M>, opts?: CallOptions): Promise<Reply<M>> {
+    return this.client.sendAs(method, params, this.creds, opts);
+  }
+}
+
+function resultOf<M extends Method>(r: Reply<M>): Result<M> {
+  return r.result;
 }
 
 export function connectSocket(socketPath: string): Promise<DaemonClient> {

@@ -14,14 +14,24 @@ export class FrameError {
   constructor(readonly reason: string) {}
 }
 
-export function encodeFrame(header: unknown, data?: Buffer): Buffer[] {
-  const json = Buffer.from(JSON.stringify(header), 'utf8');
-  const prefix = Buffer.allocUnsafe(8);
-  prefix.writeUInt32BE(json.length, 0);
-  prefix.writeUInt32BE(data === undefined ? 0 : data.length, 4);
-  return data === undefined || data.length === 0 ? [prefix, json] : [prefix, json, data];
+/** The socket side FrameWriter needs (a net.Socket). */
+export interface Writable {
+  readonly destroyed: boolean;
+  write(b: Buffer): boolean;
+  cork(): void;
+  uncork(): void;
 }
 
+/** A frame as buffers: prefix and header JSON in one buffer (one allocation), then the data if any. */
+export function encodeFrame(header: unknown, data?: Buffer): Buffer[] {
+  const json = JSON.stringify(header);
+  const hlen = Buffer.byteLength(json, 'utf8');
+  const head = Buffer.allocUnsafe(8 + hlen);
+  head.writeUInt32BE(hlen, 0);
+  head.writeUInt32BE(data === undefined ? 0 : data.length, 4);
+  head.write(json, 8, 'utf8');
+  return data === undefined || data.length === 0 ? [head] : [head, data];
+}
 /**
  * Incremental decoder. `push` returns complete frames; a frame whose JSON does not parse comes back
  * with a FrameError header (the stream stays in sync). Lengths over the limits throw: the stream can
@@ -70,5 +80,43 @@ export class FrameDecoder {
     this.chunks = rest.length > 0 ? [rest] : [];
     this.buffered -= n;
     return out;
+  }
+}
+
+/**
+ * Queues the frames of one event-loop turn and writes them to the socket together (one writev) in
+ * the check phase, right after the poll phase that produced them: under load many requests (or
+ * replies) arrive in one turn, and a syscall plus a wake-up of the peer per frame was the largest
+ * share of the hop in profiles. Order is kept: frames leave in the order they were queued.
+ */
+export class FrameWriter {
+  private queue: Buffer[] = [];
+  private scheduled = false;
+  private readonly flushNow = (): void => this.flush();
+
+  constructor(private readonly sock: Writable) {}
+
+  push(header: unknown, data?: Buffer): void {
+    for (const b of encodeFrame(header, data)) this.queue.push(b);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.flushNow);
+    }
+  }
+
+  /** Writes whatever is queued now (also before closing, so queued frames are not lost). */
+  flush(): void {
+    this.scheduled = false;
+    const q = this.queue;
+    if (q.length === 0) return;
+    this.queue = [];
+    if (this.sock.destroyed) return;
+    if (q.length === 1) {
+      this.sock.write(q[0]!);
+      return;
+    }
+    this.sock.cork();
+    for (const b of q) this.sock.write(b);
+    this.sock.uncork();
   }
 }

@@ -5,7 +5,7 @@
  */
 import net from 'node:net';
 import { toWireError, VfsError, type WireError } from '../errors.js';
-import { encodeFrame, FrameDecoder, FrameError } from './framing.js';
+import { FrameDecoder, FrameError, FrameWriter } from './framing.js';
 import { credsSchema, isMethod, methods, type ChangeEvent, type Method, type RequestHeader } from './protocol.js';
 import type { Ctx, Handlers } from '../service.js';
 
@@ -18,6 +18,8 @@ export class RpcServer {
   readonly server: net.Server;
   private readonly subscribers = new Set<net.Socket>();
   private readonly sockets = new Set<net.Socket>();
+  /** Per connection: replies and events of one event-loop turn leave in one write, in order. */
+  private readonly writers = new WeakMap<net.Socket, FrameWriter>();
 
   constructor(private readonly handlers: Handlers, private readonly log: Logger) {
     this.server = net.createServer((sock) => this.onConnection(sock));
@@ -25,8 +27,8 @@ export class RpcServer {
 
   /** Pushes a change event to every subscribed connection. */
   broadcast(ev: ChangeEvent): void {
-    const frame = Buffer.concat(encodeFrame({ event: 'change', data: ev }));
-    for (const s of this.subscribers) s.write(frame);
+    const header = { event: 'change', data: ev };
+    for (const s of this.subscribers) this.writers.get(s)?.push(header);
   }
 
   closeAll(): void {
@@ -36,6 +38,7 @@ export class RpcServer {
   private onConnection(sock: net.Socket): void {
     this.sockets.add(sock);
     sock.setNoDelay(true);
+    this.writers.set(sock, new FrameWriter(sock));
     const decoder = new FrameDecoder();
     sock.on('data', (chunk: Buffer) => {
       let frames;
@@ -44,6 +47,7 @@ export class RpcServer {
       } catch (err) {
         // Lengths we cannot trust: say why and drop this connection only.
         this.reply(sock, null, { code: 'EPROTO', message: `EPROTO: ${(err as Error).message}` });
+        this.writers.get(sock)?.flush();
         sock.end();
         return;
       }
@@ -59,10 +63,7 @@ export class RpcServer {
   private reply(sock: net.Socket, id: number | null, error: WireError | undefined, result?: unknown, data?: Buffer): void {
     if (sock.destroyed) return;
     const header = error === undefined ? { id, result } : { id, error };
-    // One writev per frame: header and data leave together.
-    sock.cork();
-    for (const b of encodeFrame(header, error === undefined ? data : undefined)) sock.write(b);
-    sock.uncork();
+    this.writers.get(sock)?.push(header, error === undefined ? data : undefined);
   }
 
   private async dispatch(sock: net.Socket, header: unknown, data: Buffer | undefined): Promise<void> {
