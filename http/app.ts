@@ -40,52 +40,79 @@ function flushLog(): void {
 process.once('exit', flushLog);
 
 export function stderrLog(fields: Record<string, unknown>): void {
-  pending.push(`${JSON.stringify({ time: new Date().toISOString(), level: 'info', ...fields })}\n`);
+  queueLine(`${JSON.stringify({ time: new Date().toISOString(), level: 'info', ...fields })}\n`);
+}
+
+function queueLine(line: string): void {
+  pending.push(line);
   if (pending.length === 1) setImmediate(flushLog);
+}
+
+/** The fields of one request's log line, in the order they are written. */
+interface RequestLine {
+  req_id: string;
+  method: string;
+  path: string;
+  status: number;
+  ms: number;
+  bytes: number;
+  code?: unknown;
+  aborted?: true;
+}
+
+/**
+ * The request line without an intermediate object spread: the same JSON as stderrLog would write
+ * (fields in the same order), built by hand because it runs once per request.
+ */
+function stderrRequestLine(f: RequestLine): void {
+  let line = `{"time":"${new Date().toISOString()}","level":"info","req_id":${JSON.stringify(f.req_id)},"method":${JSON.stringify(f.method)},"path":${JSON.stringify(f.path)},"status":${f.status},"ms":${f.ms},"bytes":${f.bytes}`;
+  if (f.code !== undefined) line += `,"code":${JSON.stringify(f.code)}`;
+  if (f.aborted) line += ',"aborted":true';
+  queueLine(`${line}}\n`);
 }
 
 const ALLOW_HEADERS = 'Authorization, Content-Type, X-Service-Type, X-Service-Workspace, X-Service-On-Behalf-Of, If-Match, If-None-Match, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, X-Request-Id';
 const EXPOSE_HEADERS = 'ETag, X-Request-Id, Mcp-Session-Id, Allow';
-
-/** Permissive CORS (the contract's hosted deployment); preflights answer 204 on any path. */
-const cors: RequestHandler = (req, res, next) => {
-  res.setHeader('X-Content-Type-Options', 'nosniff');
-  res.setHeader('Access-Control-Allow-Origin', '*');
-  res.setHeader('Access-Control-Expose-Headers', EXPOSE_HEADERS);
-  if (req.method === 'OPTIONS') {
-    res.setHeader('Access-Control-Allow-Methods', 'GET, HEAD, PUT, POST, DELETE, OPTIONS');
-    res.setHeader('Access-Control-Allow-Headers', ALLOW_HEADERS);
-    res.setHeader('Access-Control-Max-Age', '600');
-    res.status(204).end();
-    return;
-  }
-  next();
-};
+const REQ_ID = /^[\w.:-]{1,100}$/;
 
 /**
- * A request id (the client's X-Request-Id if it is sane, else a UUID) and one log line when the
- * response is done. Security: never logs headers, so Authorization values cannot leak.
+ * The front of every request, one middleware (it runs on every request, so one router layer):
+ * a request id (the client's X-Request-Id if it is sane, else a UUID), one log line when the
+ * response is done, and permissive CORS (the contract's hosted deployment; preflights answer 204
+ * on any path). Security: never logs headers, so Authorization values cannot leak.
  */
-function requestLog(log: (fields: Record<string, unknown>) => void): RequestHandler {
+function front(log: ((fields: Record<string, unknown>) => void) | undefined): RequestHandler {
   return (req, res, next) => {
-    const given = req.get('x-request-id');
-    const reqId = given !== undefined && /^[\w.:-]{1,100}$/.test(given) ? given : randomUUID();
+    const given = req.headers['x-request-id'];
+    const reqId = typeof given === 'string' && REQ_ID.test(given) ? given : randomUUID();
     res.locals.reqId = reqId;
     res.setHeader('X-Request-Id', reqId);
     const start = process.hrtime.bigint();
     res.once('close', () => {
-      const fields: Record<string, unknown> = {
+      const url = req.originalUrl;
+      const f: RequestLine = {
         req_id: reqId,
         method: req.method,
-        path: req.originalUrl.length > 2000 ? `${req.originalUrl.slice(0, 2000)}…` : req.originalUrl,
+        path: url.length > 2000 ? `${url.slice(0, 2000)}…` : url,
         status: res.statusCode,
         ms: Math.round(Number(process.hrtime.bigint() - start) / 1e3) / 1e3,
-        bytes: Number(res.getHeader('content-length') ?? 0),
+        bytes: Number(res.getHeader('content-length') ?? 0) || 0,
       };
-      if (res.locals.errorCode !== undefined) fields.code = res.locals.errorCode;
-      if (!res.writableFinished) fields.aborted = true;
-      log(fields);
+      if (res.locals.errorCode !== undefined) f.code = res.locals.errorCode;
+      if (!res.writableFinished) f.aborted = true;
+      if (log === undefined) stderrRequestLine(f);
+      else log({ ...f });
     });
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Access-Control-Allow-Origin', '*');
+    res.setHeader('Access-Control-Expose-Headers', EXPOSE_HEADERS);
+    if (req.method === 'OPTIONS') {
+      res.setHeader('Access-Control-Allow-Methods', 'GET, HEAD, PUT, POST, DELETE, OPTIONS');
+      res.setHeader('Access-Control-Allow-Headers', ALLOW_HEADERS);
+      res.setHeader('Access-Control-Max-Age', '600');
+      res.status(204).end();
+      return;
+    }
     next();
   };
 }
@@ -99,15 +126,15 @@ export function createApp(client: DaemonClient, opts: AppOptions): Express {
   app.set('etag', false); // ETags are the daemon's content ids, set by the fs routes
   app.set('query parser', 'simple');
 
-  app.use(requestLog(log));
-  app.use(cors);
+  app.use(front(opts.log));
 
   const router = express.Router({ caseSensitive: true, strict: false });
   const r = new Registrar(router, client);
+  // /fs first: the router tries layers in order, and file reads and writes are the hot path.
+  registerFs(r, ctx);
   registerAuth(r, ctx);
   registerAdmin(r, ctx);
   registerWorkspaces(r, ctx);
-  registerFs(r, ctx);
   registerSearch(r, ctx);
   registerVcs(r, ctx);
   r.add('get', '/openapi.json', async (req, res) => {

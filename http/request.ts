@@ -193,8 +193,12 @@ export function bodyScalar(req: Request, name: string): string | number | undefi
   throw httpError('EINVAL', `field '${name}' must be a string or an integer`);
 }
 
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** 200 with a JSON body (the header express would derive from `type('json')`, set once here). */
 export function sendJson(res: Response, body: unknown): void {
-  res.status(200).type('application/json').send(JSON.stringify(body));
+  res.status(200).setHeader('Content-Type', JSON_TYPE);
+  res.send(Buffer.from(JSON.stringify(body), 'utf8'));
 }
 
 export function sendText(res: Response, text: string, type = 'text/plain; charset=utf-8'): void {
