@@ -4,17 +4,25 @@
  * 4 KiB from memory (our framework floor), and a bare `node:http` server doing the same (what this
  * machine can do at all). The three run in turn, in separate processes, within the same run.
  * Targets (ratio of our req/s to bare express): GET ≥ 0.7, durable PUT ≥ 0.4. p99 latencies in notes.
+ *
+ * Placement (issue #8: client and server each on one core): on a machine with at least 2 CPUs the
+ * load generator (this process, all its threads) is pinned to CPU 0 and every server process to
+ * CPU 1 with taskset: for mdvfs the supervisor, the daemon and the HTTP sidecar together, for each
+ * baseline its one process. Each row also reports the server side's CPU time per request (all its
+ * processes, from /proc), which a loaded machine disturbs much less than requests/s.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import http from 'node:http';
+import os from 'node:os';
 import type { BenchOptions, BenchRow, BenchTable } from './types.js';
 import { ROOT_DIR, compareRow, diskDir, errorRow, freePort, killProc, log, median, onCleanup, sleep, startServe } from './util.js';
 
 export type { BenchTable } from './types.js';
 
 interface AutocannonResult {
-  requests: { average: number };
+  requests: { average: number; total: number };
   latency: { p99: number; average: number };
   non2xx: number;
   errors: number;
@@ -93,6 +101,61 @@ async function startBaseline(name: keyof typeof BASELINE_SRC): Promise<{ port: n
   return { port, proc };
 }
 
+/** A process and all its descendants (from /proc). */
+function processTree(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(d)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number): void => {
+    out.push(p);
+    for (const c of children.get(p) ?? []) walk(c);
+  };
+  walk(pid);
+  return out;
+}
+
+/** Pins every thread of these processes to one CPU; false if taskset is missing or refuses. */
+function pin(pids: number[], cpu: number): boolean {
+  try {
+    for (const pid of pids) execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const TICK_S = (() => {
+  try {
+    return 1 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+  } catch {
+    return 0.01;
+  }
+})();
+
+/** User + system CPU seconds used so far by these processes (all threads). */
+function cpuSeconds(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(f[11]) + Number(f[12]);
+    } catch {
+      // exited
+    }
+  }
+  return ticks * TICK_S;
+}
+
 function put(port: number, path: string, body: Buffer): Promise<number> {
   return new Promise((resolve, reject) => {
     const r = http.request({ host: '127.0.0.1', port, method: 'PUT', path, headers: { 'content-length': body.length }, agent: false }, (res) => {
@@ -107,9 +170,16 @@ function put(port: number, path: string, body: Buffer): Promise<number> {
 interface Measure {
   rps: number;
   p99: number;
+  /** Server-side CPU time per request (µs), all of the side's processes. */
+  cpuUs: number;
 }
 
-async function load(port: number, op: 'GET' | 'PUT', connections: number, duration: number): Promise<Measure> {
+interface Side {
+  port: number;
+  pids: number[];
+}
+
+async function load({ port, pids }: Side, op: 'GET' | 'PUT', connections: number, duration: number): Promise<Measure> {
   let i = 0;
   const request: AutocannonRequest =
     op === 'GET'
@@ -121,29 +191,40 @@ async function load(port: number, op: 'GET' | 'PUT', connections: number, durati
           // 1000 distinct files, so PUTs are real writes and not one hot inode
           setupRequest: (req) => ({ ...req, path: `/fs/bench/put-${i++ % 1000}.md` }),
         };
+  const cpu0 = cpuSeconds(pids);
   const r = await autocannon({ url: `http://127.0.0.1:${port}`, connections, duration, requests: [request] });
+  const cpu = cpuSeconds(pids) - cpu0;
   if (r.non2xx > 0 || r.errors > 0) throw new Error(`${op} c=${connections} on :${port}: ${r.non2xx} non-2xx, ${r.errors} errors`);
-  return { rps: r.requests.average, p99: r.latency.p99 };
+  return { rps: r.requests.average, p99: r.latency.p99, cpuUs: r.requests.total > 0 ? (cpu / r.requests.total) * 1e6 : NaN };
 }
 
 export async function benchRest(opts: BenchOptions): Promise<BenchTable> {
   const title = 'REST GET/PUT of 4 KiB vs bare express 5 and node:http';
-  // --quick must fit the harness's 30 s budget: 12 one-second runs plus start-up.
-  const duration = opts.quick ? 1 : 8;
-  const reps = opts.quick ? 1 : 3;
+  // Full: 5 paired repetitions of 5 s per side and case (about 5.5 minutes in all). --quick must fit
+  // the harness's 30 s budget on a loaded machine: one repetition of 0.75 s (2 × 0.5 s overran it).
+  const duration = opts.quick ? 0.75 : 5;
+  const reps = opts.quick ? 1 : 5;
   const rows: BenchRow[] = [];
-  const ports = new Map<ServerName, number>();
+  const sides = new Map<ServerName, Side>();
+  let placement = 'not pinned (fewer than 2 CPUs or no taskset)';
   try {
     const serve = await startServe(diskDir('mdvfs-bench-rest-'));
-    ports.set('mdvfs', serve.port);
-    for (const name of ['express', 'node:http'] as const) ports.set(name, (await startBaseline(name)).port);
-    for (const [name, port] of ports) {
+    sides.set('mdvfs', { port: serve.port, pids: processTree(serve.proc.pid!) });
+    for (const name of ['express', 'node:http'] as const) {
+      const b = await startBaseline(name);
+      sides.set(name, { port: b.port, pids: processTree(b.proc.pid!) });
+    }
+    for (const [name, { port }] of sides) {
       const s = await put(port, '/fs/bench/get.md', BODY);
       if (s !== 200) throw new Error(`seeding ${name}: HTTP ${s}`);
+    }
+    if (os.availableParallelism() >= 2 && pin([process.pid], 0) && [...sides.values()].every((side) => pin(side.pids, 1))) {
+      placement = 'autocannon pinned to CPU 0, each server side (mdvfs: daemon + sidecar + supervisor) to CPU 1';
     }
   } catch (err) {
     return { title, rows: [errorRow(title, err)] };
   }
+  log(`placement: ${placement}`);
 
   for (const op of ['GET', 'PUT'] as const) {
     for (const c of [1, 32]) {
@@ -152,23 +233,28 @@ export async function benchRest(opts: BenchOptions): Promise<BenchTable> {
         const got = new Map<ServerName, Measure[]>();
         // Warm-up (JIT, connection setup; once per op with --quick), then alternate the servers so
         // machine drift hits all alike.
-        if (!opts.quick || c === 1) for (const port of ports.values()) await load(port, op, c, 1);
+        if (!opts.quick || c === 1) for (const side of sides.values()) await load(side, op, c, opts.quick ? 0.5 : 1);
         for (let r = 0; r < reps; r++) {
-          const order = [...ports.entries()];
+          const order = [...sides.entries()];
           if (r % 2 === 1) order.reverse();
-          for (const [server, port] of order) {
-            const m = await load(port, op, c, duration);
+          for (const [server, side] of order) {
+            const m = await load(side, op, c, duration);
             got.set(server, [...(got.get(server) ?? []), m]);
             await sleep(opts.quick ? 50 : 200);
           }
         }
-        const med = (s: ServerName) => ({ rps: median(got.get(s)!.map((m) => m.rps)), p99: median(got.get(s)!.map((m) => m.p99)) });
+        const med = (s: ServerName) => {
+          const ms = got.get(s)!;
+          return { rps: median(ms.map((m) => m.rps)), p99: median(ms.map((m) => m.p99)), cpuUs: median(ms.map((m) => m.cpuUs)) };
+        };
         const ours = med('mdvfs');
         const ex = med('express');
         const bare = med('node:http');
-        log(`${name}: mdvfs ${ours.rps.toFixed(0)} req/s (p99 ${ours.p99} ms), express ${ex.rps.toFixed(0)} (p99 ${ex.p99}), node:http ${bare.rps.toFixed(0)} (p99 ${bare.p99})`);
+        log(`${name}: mdvfs ${ours.rps.toFixed(0)} req/s (p99 ${ours.p99} ms, ${ours.cpuUs.toFixed(0)} µs CPU/req), express ${ex.rps.toFixed(0)} (p99 ${ex.p99}, ${ex.cpuUs.toFixed(0)} µs), node:http ${bare.rps.toFixed(0)} (p99 ${bare.p99}, ${bare.cpuUs.toFixed(0)} µs)`);
         const p99 = `p99: mdvfs ${ours.p99} ms, express ${ex.p99} ms, node:http ${bare.p99} ms`;
-        rows.push(compareRow({ name: `${name}: mdvfs vs bare express`, unit: 'req/s', better: 'higher', ours: ours.rps, baseline: ex.rps, target: op === 'GET' ? 0.7 : 0.4, note: `${p99}${op === 'PUT' ? '; mdvfs PUTs are durable (fsync), the baselines keep bytes in memory' : ''}` }));
+        const cpu = `server CPU per request: mdvfs ${ours.cpuUs.toFixed(0)} µs, express ${ex.cpuUs.toFixed(0)} µs, node:http ${bare.cpuUs.toFixed(0)} µs`;
+        const how = `${reps} × ${duration} s per side; ${placement}`;
+        rows.push(compareRow({ name: `${name}: mdvfs vs bare express`, unit: 'req/s', better: 'higher', ours: ours.rps, baseline: ex.rps, target: op === 'GET' ? 0.7 : 0.4, note: `${p99}; ${cpu}${op === 'PUT' ? '; mdvfs PUTs are durable (fsync), the baselines keep bytes in memory' : ''}; ${how}` }));
         rows.push(compareRow({ name: `${name}: bare express vs bare node:http`, unit: 'req/s', better: 'higher', ours: ex.rps, baseline: bare.rps, note: 'the framework floor, for context' }));
       } catch (err) {
         rows.push(errorRow(name, err));
