@@ -12,6 +12,8 @@ export class ReconnectingCaller implements Caller {
   private client: DaemonClient | null;
   private connecting: Promise<DaemonClient> | null = null;
   private closed = false;
+  private boundTo: DaemonClient | null = null;
+  private boundCaller: Caller | null = null;
 
   constructor(
     readonly creds: Creds,
@@ -22,11 +24,26 @@ export class ReconnectingCaller implements Caller {
   }
 
   call<M extends Method>(method: M, params: Params<M>, opts?: CallOptions): Promise<Result<M>> {
-    return this.live().then((c) => c.as(this.creds).call(method, params, opts));
+    const now = this.bound();
+    if (now) return now.call(method, params, opts);
+    return this.live().then((c) => (this.bound() ?? c.as(this.creds)).call(method, params, opts));
   }
 
   request<M extends Method>(method: M, params: Params<M>, opts?: CallOptions): Promise<Reply<M>> {
-    return this.live().then((c) => c.as(this.creds).request(method, params, opts));
+    const now = this.bound();
+    if (now) return now.request(method, params, opts);
+    return this.live().then((c) => (this.bound() ?? c.as(this.creds)).request(method, params, opts));
+  }
+
+  /** The live connection bound to our credentials (made once per connection), or null while there is none. */
+  private bound(): Caller | null {
+    const c = this.client;
+    if (!c || c.isClosed) return null;
+    if (this.boundTo !== c) {
+      this.boundTo = c;
+      this.boundCaller = c.as(this.creds);
+    }
+    return this.boundCaller;
   }
 
   close(): void {
