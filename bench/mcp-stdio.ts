@@ -200,11 +200,11 @@ function rel(i: number): string {
 
 export async function benchMcp(opts: BenchOptions): Promise<BenchTable> {
   const files = opts.quick ? 200 : 2000;
-  const calls = opts.quick ? 150 : 3000;
+  const calls = opts.quick ? 120 : 3000;
   const searches = opts.quick ? 10 : 100;
-  const warmupCalls = opts.quick ? 100 : 1000;
+  const warmupCalls = opts.quick ? 80 : 1000;
   const repMs = opts.quick ? 100 : 1000; // one timed repetition of the lean client
-  const warmMs = opts.quick ? 600 : 3000; // the lean client's warm-up per server, 8 calls in flight
+  const warmMs = opts.quick ? 500 : 3000; // the lean client's warm-up per server, 8 calls in flight
   const title = `MCP over stdio: tool calls/s, mdvfs-mcp vs @modelcontextprotocol/server-filesystem (${files.toLocaleString('en')} files of 1 KiB on tmpfs)`;
   const rows: BenchRow[] = [];
   const t0 = nowMs();
