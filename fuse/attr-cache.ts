@@ -59,7 +59,7 @@ export interface Listing {
 }
 
 export class ListingCache {
-  private readonly entries = new Map<string, Entry<Listing>>();
+  private readonly entries = new Map<string, Entry<Listing> & { names?: Set<string> }>();
 
   constructor(
     private readonly log: ChangeLog,
@@ -76,9 +76,34 @@ export class ListingCache {
     return e.value;
   }
 
+  /** Whether a valid cached listing of `dir` names `name`; undefined when there is none. */
+  has(dir: string, name: string): boolean | undefined {
+    if (!this.get(dir)) return undefined;
+    const e = this.entries.get(dir)!;
+    e.names ??= new Set(e.value.names);
+    return e.names.has(name);
+  }
+
   set(path: string, listing: Listing, since: number): void {
     if (this.entries.size >= this.maxEntries) this.entries.clear();
     this.entries.set(path, { value: listing, since });
+  }
+
+  /** The mount created `name` in `dir`: a cached listing of `dir` gains it (and stays valid). */
+  add(dir: string, name: string, stat: FuseStat): void {
+    const e = this.entries.get(dir);
+    if (!e) return;
+    const i = e.value.names.indexOf(name);
+    // Copied: a listing already handed to the binding is never changed under it.
+    const names = [...e.value.names];
+    const stats = [...e.value.stats];
+    if (i >= 0) stats[i] = stat;
+    else {
+      names.push(name);
+      stats.push(stat);
+    }
+    e.value = { names, stats };
+    e.names?.add(name);
   }
 
   /** Forgets the listing of `path` and of its parent (the mount changed that entry). */

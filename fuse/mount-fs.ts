@@ -9,11 +9,11 @@
  */
 import { VfsError } from '../daemon/errors.js';
 import type { Caller } from '../daemon/rpc/client.js';
-import type { ChangeEvent } from '../daemon/rpc/protocol.js';
-import { AttrCache, childPath, ListingCache } from './attr-cache.js';
+import type { ChangeEvent, Listing } from '../daemon/rpc/protocol.js';
+import { AttrCache, childPath, ListingCache, parentOf } from './attr-cache.js';
 import { entryToFuseStat, toFuseStat, type OwnerMap } from './attrs.js';
 import { ChangeLog, mountPaths } from './change-log.js';
-import { O_ACCMODE, O_RDONLY, O_TRUNC, O_WRONLY, type FuseStat, type FuseStatfs } from './fuse-native.js';
+import { O_ACCMODE, O_RDONLY, O_TRUNC, O_WRONLY, S_IFDIR, type FuseStat, type FuseStatfs } from './fuse-native.js';
 import { HISTORY_DIR, HistoryView, isHistoryPath } from './history.js';
 import { ContentCache, FileBuffer, OpenFile, OpenFiles } from './open-files.js';
 
@@ -37,6 +37,8 @@ export class MountFs {
   private readonly cache = new ContentCache(this.log);
   private readonly attrs = new AttrCache(this.log);
   private readonly listings = new ListingCache(this.log);
+  /** This mount's mutations in flight, by the paths of the change event each will cause (see `own`). */
+  private readonly expected = new Map<string, { taken: boolean }[]>();
   private readonly history: HistoryView;
 
   constructor(
@@ -56,7 +58,11 @@ export class MountFs {
     if (paths === null) {
       this.log.forgetAll();
       this.attrs.clear();
-    } else if (paths.length > 0) this.log.changed(paths);
+    } else if (paths.length > 0) {
+      const mine = this.expected.get(paths.join('\0'))?.find((e) => !e.taken);
+      if (mine) mine.taken = true;
+      else this.log.changed(paths);
+    }
   }
 
   // ---------- attributes and directories ----------
@@ -65,6 +71,8 @@ export class MountFs {
     if (isHistoryPath(path)) return this.history.getattr(path);
     let st = this.attrs.get(path);
     if (!st) {
+      // A name missing from a listing still valid does not exist (the lookup before every create).
+      if (this.listings.has(parentOf(path), basename(path)) === false) throw new VfsError('ENOENT', 'stat', path);
       const since = this.log.now();
       st = toFuseStat(await this.rpc.call('fs.stat', { path, nofollow: true }), this.opts.owners);
       this.attrs.set(path, { ...st }, since);
@@ -84,7 +92,11 @@ export class MountFs {
     const cached = this.listings.get(path);
     if (cached) return cached;
     const since = this.log.now();
-    const listing = await this.rpc.call('fs.list', { path });
+    return this.remember(path, await this.rpc.call('fs.list', { path }), since);
+  }
+
+  /** Caches a daemon listing (and the attributes of its non-directory entries), as readdir answers it. */
+  private remember(path: string, listing: Listing, since: number): { names: string[]; stats: FuseStat[] } {
     const dot = entryToFuseStat({ name: '.', is_dir: true, is_symlink: false, mode: '0755', uid: 0, gid: 0, size: 0, modified: 0, inode_id: 0, mtime_ns: '0' }, this.opts.owners);
     // Only the type of `.` and `..` matters here (readdir attributes give d_type); stat asks getattr.
     const names = ['.', '..'];
@@ -141,11 +153,16 @@ export class MountFs {
 
   async create(path: string, mode: number): Promise<number> {
     this.writable(path, 'create');
-    this.changed(path);
+    this.attrs.invalidate(path);
     // The kernel asks for the new file's attributes right after creating it: the write answers them too.
     const since = this.log.now();
-    const r = await this.rpc.call('fs.write', { path, mode: mode & 0o7777, parents: false, exclusive: true, stat: true }, { data: Buffer.alloc(0) });
-    if (r.stat) this.attrs.set(path, toFuseStat(r.stat, this.opts.owners), since);
+    const r = await this.own([path], () => this.rpc.call('fs.write', { path, mode: mode & 0o7777, parents: false, exclusive: true, stat: true }, { data: Buffer.alloc(0) }));
+    this.attrs.invalidate(path); // the directory's mtime and size changed
+    if (r.created && r.path === path && r.stat) {
+      const st = toFuseStat(r.stat, this.opts.owners);
+      this.attrs.set(path, st, since);
+      this.listings.add(parentOf(path), basename(path), st);
+    } else this.changed(path);
     // The daemon just created the file: anything still recorded under that name is an old, gone file.
     this.files.unlink(path);
     this.cache.delete(path);
@@ -217,9 +234,21 @@ export class MountFs {
 
   async mkdir(path: string, mode: number): Promise<void> {
     this.writable(path, 'mkdir');
-    this.changed(path);
-    await this.rpc.call('fs.mkdir', { path, mode: mode & 0o7777, parents: false });
-    this.changed(path);
+    this.attrs.invalidate(path);
+    // The new directory's listing comes in the same round trip (the daemon answers in order): the
+    // lookups of the files created in it next are answered from it.
+    const since = this.log.now();
+    const [r, listing] = await this.own([path], () =>
+      Promise.all([this.rpc.call('fs.mkdir', { path, mode: mode & 0o7777, parents: false }), this.rpc.call('fs.list', { path }).catch(() => null)]),
+    );
+    this.attrs.invalidate(path);
+    if (!r.created || listing === null) {
+      this.changed(path);
+      return;
+    }
+    this.remember(path, listing, since);
+    const owners = this.opts.owners;
+    this.listings.add(parentOf(path), basename(path), { mode: S_IFDIR | (mode & 0o7777), uid: owners.localUid, gid: owners.localGid, size: 0, nlink: 1, blksize: 4096, blocks: 0, atime: 0, mtime: 0, ctime: 0 });
   }
 
   async rmdir(path: string): Promise<void> {
@@ -300,6 +329,31 @@ export class MountFs {
   }
 
   // ---------- helpers ----------
+
+  /**
+   * Runs a mutation of this mount whose change event (exactly `paths`) the daemon sends before its
+   * reply. That event is not recorded as a change: the caller updates its caches from the reply. If an
+   * event with the same paths comes from someone else first, it is taken for ours and ours is recorded
+   * when it comes; if the mutation fails (no event of ours), a taken event is recorded at the reply.
+   * Either way no change made by someone else goes unrecorded.
+   */
+  private async own<T>(paths: string[], send: () => Promise<T>): Promise<T> {
+    const key = paths.join('\0');
+    const mine = { taken: false };
+    const list = this.expected.get(key);
+    if (list) list.push(mine);
+    else this.expected.set(key, [mine]);
+    try {
+      return await send();
+    } catch (err) {
+      if (mine.taken) this.log.changed(paths);
+      throw err;
+    } finally {
+      const l = this.expected.get(key)!;
+      l.splice(l.indexOf(mine), 1);
+      if (l.length === 0) this.expected.delete(key);
+    }
+  }
 
   /** This mount changes `path`: cached answers about it, below it and about its directory are stale. */
   private changed(path: string): void {
@@ -404,10 +458,13 @@ export class MountFs {
       const data = file.data.view();
       const since = this.log.now();
       file.dirty = false;
-      this.changed(path);
+      this.attrs.invalidate(path);
       try {
-        const r = await this.rpc.call('fs.write', { path, parents: false }, { data });
-        this.changed(path);
+        // The kernel asks for the attributes after a close: the write answers them too.
+        const r = await this.own([path], () => this.rpc.call('fs.write', { path, parents: false, stat: true }, { data }));
+        this.attrs.invalidate(path);
+        if (!r.created && r.path === path && r.stat) this.attrs.set(path, toFuseStat(r.stat, this.opts.owners), since);
+        else this.changed(path); // created again, or written elsewhere (a symlink put there meanwhile)
         file.etag = r.etag;
         // Not `readable`: the daemon accepted a write, it did not say this principal may read the file.
         if (file.path === path) this.cache.set(path, r.etag, data, since, false);
@@ -417,6 +474,10 @@ export class MountFs {
       }
     });
   }
+}
+
+function basename(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1);
 }
 
 function copyOut(src: Buffer, dst: Buffer, len: number, pos: number): number {

@@ -120,3 +120,23 @@ void t.test('renaming or removing a directory above drops what was cached below 
   await root.call('fs.delete', { path: '/c5/new', recursive: true });
   t.ok(await eventually(async () => /No such file/.test((await cat(m, 'c5/new/f.md')).stderr), WITHIN_MS, 20), 'a removed tree is gone within 1 s');
 });
+
+void t.test('files created in the mount: answered from what the create returned, foreign changes still seen', async (t) => {
+  const made = await m.sh('mkdir -p home/alice/mk/sub && for i in 1 2 3; do printf "file %d\\n" $i > home/alice/mk/sub/f$i.md; done && stat -c "%s %a" home/alice/mk/sub/f3.md && ls home/alice/mk/sub');
+  t.equal(made.code, 0, made.stderr);
+  t.equal(made.stdout, '7 644\nf1.md\nf2.md\nf3.md\n', 'size and mode of a new file; the listing has every new file');
+  t.equal((await root.request('fs.read', { path: '/home/alice/mk/sub/f2.md' })).data.toString(), 'file 2\n', 'the content is in the daemon');
+  // Someone else creates a file in the directory whose listing the mount keeps up to date itself:
+  // the mount must not answer "no such file" from that listing once the change is reported.
+  await write('/home/alice/mk/sub/other.md', 'from elsewhere\n');
+  t.ok(await eventually(async () => (await cat(m, 'home/alice/mk/sub/other.md')).stdout === 'from elsewhere\n', WITHIN_MS, 20), 'a file created elsewhere reads within 1 s');
+  t.equal((await m.sh('ls home/alice/mk/sub')).stdout, 'f1.md\nf2.md\nf3.md\nother.md\n', 'and is listed');
+  await root.call('fs.unlink', { path: '/home/alice/mk/sub/f1.md' });
+  t.ok(await eventually(async () => (await m.sh('ls home/alice/mk/sub')).stdout === 'f2.md\nf3.md\nother.md\n', WITHIN_MS, 20), 'a file removed elsewhere leaves the listing within 1 s');
+  await write('/home/alice/mk/sub/f2.md', 'rewritten elsewhere\n');
+  t.ok(await eventually(async () => (await cat(m, 'home/alice/mk/sub/f2.md')).stdout === 'rewritten elsewhere\n', WITHIN_MS, 20), 'a file the mount wrote, rewritten elsewhere, reads the new content within 1 s');
+  await root.call('fs.chmod', { path: '/home/alice/mk/sub/f3.md', mode: '0200' });
+  t.ok(await eventually(async () => /Permission denied/.test((await cat(m, 'home/alice/mk/sub/f3.md')).stderr), WITHIN_MS, 20), 'a file the mount wrote is not read from its buffer once unreadable');
+  t.equal((await m.sh('echo replaced > home/alice/mk/sub/f3.md')).code, 0, 'still writable');
+  t.match((await cat(m, 'home/alice/mk/sub/f3.md')).stderr, /Permission denied/, 'what the mount itself wrote to a write-only file is not read back from its cache');
+});
