@@ -125,11 +125,13 @@ export function createApp(client: DaemonClient, opts: AppOptions): Express {
   app.disable('x-powered-by');
   app.set('etag', false); // ETags are the daemon's content ids, set by the fs routes
   app.set('query parser', 'simple');
+  // Read when app.router is first made (app.use below): paths are case-sensitive, /MCP is not /mcp.
+  app.enable('case sensitive routing');
 
   app.use(front(opts.log));
 
-  const router = express.Router({ caseSensitive: true, strict: false });
-  const r = new Registrar(router, client);
+  // The routes go on the app's own router (not a mounted sub-router): one router pass per request.
+  const r = new Registrar(app.router, client);
   // /fs first: the router tries layers in order, and file reads and writes are the hot path.
   registerFs(r, ctx);
   registerAuth(r, ctx);
@@ -141,7 +143,6 @@ export function createApp(client: DaemonClient, opts: AppOptions): Express {
     sendJson(res, openApiDocument(`${req.protocol}://${req.get('host') ?? opts.listen}`));
   });
   r.addMethodNotAllowed();
-  app.use(router);
 
   mountMcp(app, client, { listen: opts.listen });
 

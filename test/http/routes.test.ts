@@ -308,6 +308,7 @@ t.test('CORS, errors, methods, unknown routes, OpenAPI, logs', async (t) => {
   t.equal(unknown.status, 404);
   t.same(Object.keys(unknown.json).sort(), ['code', 'error']);
   t.equal(unknown.json.code, 'ENOSYS');
+  t.equal((await root.get('/FS/notes/a.md')).status, 404, 'routes are case-sensitive');
   const wrong = await root.req('PATCH', '/fs/notes/a.md');
   t.equal(wrong.status, 405);
   t.equal(wrong.json.code, 'EMETHOD');
