@@ -61,3 +61,12 @@ t.test('errors carry their code; odd characters in the path stay valid JSON; gen
   const [m] = await lineFor(String(id));
   t.equal(m?.code, 'EMETHOD');
 });
+
+t.test('lines are batched, but a clean stop writes the last ones', async (t) => {
+  const other = await startService(t);
+  const r = await request(other, 'GET', '/health', { headers: { 'x-request-id': 'log-last-1' } });
+  t.equal(r.status, 200);
+  const exit = await other.stop('SIGTERM');
+  t.equal(exit.code, 0);
+  t.match(other.stderr(), /"req_id":"log-last-1"/, 'the line of the last request before SIGTERM');
+});
