@@ -212,8 +212,8 @@ export async function benchMcp(opts: BenchOptions): Promise<BenchTable> {
   // Time caps, so that a loaded machine does not push the module past its budget.
   const sdkWarmMaxMs = opts.quick ? 150 : 5000; // SDK client warm-up per comparison
   const sdkMaxMs = opts.quick ? 400 : 15000; // SDK client measurement per comparison
-  const repMs = opts.quick ? 80 : 1000; // one timed repetition of the lean client
-  const warmMs = opts.quick ? 300 : 3000; // the lean client's warm-up per server, 8 calls in flight
+  const repMs = opts.quick ? 200 : 1000; // one timed repetition of the lean client
+  const warmMs = opts.quick ? 1000 : 3000; // the lean client's warm-up per server, 8 calls in flight
   const title = `MCP over stdio: tool calls/s, mdvfs-mcp vs @modelcontextprotocol/server-filesystem (${files.toLocaleString('en')} files of 1 KiB on tmpfs)`;
   const rows: BenchRow[] = [];
   const t0 = nowMs();

@@ -38,7 +38,7 @@ export const MODULES: ModuleSpec[] = [
   { key: 'writes', file: 'writes.ts', export: 'benchWrites', title: 'Group commit: small acknowledged writes', quickBudgetS: 20, fullBudgetS: 600 },
   { key: 'rest', file: 'http-rest.ts', export: 'benchRest', title: 'REST GET/PUT vs bare express 5 and node:http', quickBudgetS: 30, fullBudgetS: 600 },
   { key: 'scale', file: 'scale.ts', export: 'benchScale', title: 'Scaling: REST read/write mix vs tree size', quickBudgetS: 20, fullBudgetS: 600 },
-  { key: 'mcp', file: 'mcp-stdio.ts', export: 'benchMcp', title: 'MCP stdio vs @modelcontextprotocol/server-filesystem', quickBudgetS: 15, fullBudgetS: 300 },
+  { key: 'mcp', file: 'mcp-stdio.ts', export: 'benchMcp', title: 'MCP stdio vs @modelcontextprotocol/server-filesystem', quickBudgetS: 25, fullBudgetS: 300 },
   { key: 'commit', file: 'commit.ts', export: 'benchCommit', title: 'Commit vs git commit', quickBudgetS: 15, fullBudgetS: 600 },
   { key: 'grep', file: 'grep.ts', export: 'benchGrep', title: 'grep vs GNU grep -rE', quickBudgetS: 15, fullBudgetS: 300 },
   { key: 'fuse', file: 'fuse.ts', export: 'benchFuse', title: 'FUSE mount vs tmpfs and bindfs', quickBudgetS: 25, fullBudgetS: 900 },
