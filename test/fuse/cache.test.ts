@@ -5,8 +5,11 @@
  * dropped when anything that could change that answer happens: a change of the file, a chmod/chown/
  * rename of a directory above it, or a change of groups and tokens (which touches no path).
  */
+import { spawn } from 'node:child_process';
 import t, { type Test } from 'tap';
-import { eventually, fuseUnavailable, mount, sh, sleep, startDaemon, type Mount } from '../helpers/fuse.js';
+import { connectSocket, type DaemonClient } from '../../daemon/rpc/client.js';
+import { socketPathFor } from '../../daemon/rpc/connect.js';
+import { CLI, eventually, fuseUnavailable, mount, sh, sleep, startDaemon, type Mount } from '../helpers/fuse.js';
 
 const unavailable = fuseUnavailable();
 if (unavailable !== null) {
@@ -139,4 +142,26 @@ void t.test('files created in the mount: answered from what the create returned,
   t.ok(await eventually(async () => /Permission denied/.test((await cat(m, 'home/alice/mk/sub/f3.md')).stderr), WITHIN_MS, 20), 'a file the mount wrote is not read from its buffer once unreadable');
   t.equal((await m.sh('echo replaced > home/alice/mk/sub/f3.md')).code, 0, 'still writable');
   t.match((await cat(m, 'home/alice/mk/sub/f3.md')).stderr, /Permission denied/, 'what the mount itself wrote to a write-only file is not read back from its cache');
+});
+
+void t.test('a dropped daemon connection drops the caches: changes made before the mount reconnects are not missed', async (t) => {
+  await write('/r1/f.md', 'before\n');
+  await readsTwice(t, 'r1/f.md', 'before\n');
+  const gone = new Promise((resolve) => d.proc.once('exit', resolve));
+  d.proc.kill('SIGTERM');
+  await gone;
+  // A new daemon for the same data dir, changed at once: the mount is not subscribed to it yet.
+  const next = spawn(process.execPath, [CLI, 'daemon'], { env: { ...process.env, SERVICE_DATA_DIR: d.dataDir }, stdio: 'ignore' });
+  t.teardown(() => {
+    next.kill('SIGTERM');
+  });
+  let c: DaemonClient | undefined;
+  await eventually(async () => {
+    c = await connectSocket(socketPathFor(d.dataDir)).catch(() => undefined);
+    return c !== undefined;
+  }, 30000);
+  t.teardown(() => c?.close());
+  await c!.call('fs.chmod', { path: '/r1/f.md', mode: '0600' });
+  // From outside the mount: a working directory inside it would cost an access(2) call, which reconnects.
+  t.match((await sh(`cat '${m.dir}/r1/f.md'`, '/')).stderr, /Permission denied/, 'the mount asks the new daemon');
 });
