@@ -200,9 +200,9 @@ async function load({ port, pids }: Side, op: 'GET' | 'PUT', connections: number
 
 export async function benchRest(opts: BenchOptions): Promise<BenchTable> {
   const title = 'REST GET/PUT of 4 KiB vs bare express 5 and node:http';
-  // Full: 5 paired repetitions of 5 s per side and case (about 5.5 minutes in all). --quick must fit
+  // Full: 5 paired repetitions of 4 s per side and case (about 5 minutes in all). --quick must fit
   // the harness's 30 s budget on a loaded machine: one repetition of 0.75 s (2 × 0.5 s overran it).
-  const duration = opts.quick ? 0.75 : 5;
+  const duration = opts.quick ? 0.75 : 4;
   const reps = opts.quick ? 1 : 5;
   const rows: BenchRow[] = [];
   const sides = new Map<ServerName, Side>();
