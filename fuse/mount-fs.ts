@@ -72,7 +72,7 @@ export class MountFs {
     let st = this.attrs.get(path);
     if (!st) {
       // A name missing from a listing still valid does not exist (the lookup before every create).
-      if (this.listings.has(parentOf(path), basename(path)) === false) throw new VfsError('ENOENT', 'stat', path);
+      if (path !== '/' && this.listings.has(parentOf(path), basename(path)) === false) throw new VfsError('ENOENT', 'stat', path);
       const since = this.log.now();
       st = toFuseStat(await this.rpc.call('fs.stat', { path, nofollow: true }), this.opts.owners);
       this.attrs.set(path, { ...st }, since);

@@ -165,3 +165,10 @@ void t.test('a dropped daemon connection drops the caches: changes made before t
   // From outside the mount: a working directory inside it would cost an access(2) call, which reconnects.
   t.match((await sh(`cat '${m.dir}/r1/f.md'`, '/')).stderr, /Permission denied/, 'the mount asks the new daemon');
 });
+
+void t.test('the mount root stays reachable after a create at the top level (root mount)', async (t) => {
+  const rm = await mount(t, d);
+  t.equal((await sh(`ls '${rm.dir}' > /dev/null && echo x > '${rm.dir}/top.md'`, '/')).code, 0, 'list the root, create a file in it');
+  const st = await sh(`stat -c %F '${rm.dir}' && cat '${rm.dir}/top.md'`, '/');
+  t.equal(st.stdout, 'directory\nx\n', st.stderr);
+});
