@@ -5,8 +5,9 @@
  * The signatures below are what the binding really does (checked against its index.js / fuse-native.c):
  * - read/write answer `cb(bytes)`, or `cb(-errno)`;
  * - times arrive and leave as milliseconds since the epoch (the binding drops sub-millisecond parts);
- * - utimens receives the access time twice (a bug in the binding's C glue: the modification time is
- *   never passed), so callers can only apply one time to both fields;
+ * - utimens receives (atime, mtime) with 0 for UTIME_OMIT and 1 for UTIME_NOW, as the binding is fixed at
+ *   install (scripts/patch-fuse-native.mjs; 2.4.3 as published passes the access time twice and libfuse
+ *   drops a change of one time alone);
  * - fgetattr is served by `getattr` inside the binding, so it is not declared here.
  */
 import { createRequire } from 'node:module';

@@ -314,18 +314,32 @@ export class MountFs {
   }
 
   /**
-   * The binding passes the access time in both arguments (see fuse-native.ts), so one time is applied
-   * to both. UTIME_NOW/UTIME_OMIT arrive as a time within the first seconds of 1970: that means "now".
+   * Times as the binding gives them (fixed at install by scripts/patch-fuse-native.mjs): 0 is UTIME_OMIT
+   * (keep that time), 1 is UTIME_NOW, anything else milliseconds since the epoch.
    */
-  async utimens(path: string, atimeMs: number, _mtimeMs: number): Promise<void> {
+  async utimens(path: string, atimeMs: number, mtimeMs: number): Promise<void> {
     this.writable(path, 'utimens');
     this.changed(path);
     // A pending write would otherwise overwrite the times when it is flushed (cp -p sets times before close).
     const open = this.files.file(path);
     if (open) await this.flushFile(open);
-    const t = atimeMs < 2000 ? {} : { atime: atimeMs, mtime: atimeMs };
-    await this.rpc.call('fs.utimens', { path, ...t });
-    this.changed(path);
+    let times: { atime?: number | string; mtime?: number | string } = {};
+    if (atimeMs !== 1 || mtimeMs !== 1) {
+      // An omitted time is sent as its current value (to the nanosecond), so that it stays as it was.
+      const cur = atimeMs === 0 || mtimeMs === 0 ? await this.rpc.call('fs.stat', { path, nofollow: true }) : undefined;
+      const pick = (ms: number, kept: string | undefined): number | string => (ms === 0 ? (kept ?? Date.now()) : ms === 1 ? Date.now() : ms);
+      times = { atime: pick(atimeMs, cur?.atime_ns), mtime: pick(mtimeMs, cur?.mtime_ns) };
+    }
+    try {
+      await this.rpc.call('fs.utimens', { path, ...times });
+    } catch (err) {
+      // `touch -m` / `touch -a` by a writer who does not own the file: utimensat(2) allows them "now" only,
+      // which the daemon grants when no time is named (both become now). Explicit times stay refused.
+      if (!(err instanceof VfsError && err.code === 'EPERM') || atimeMs > 1 || mtimeMs > 1) throw err;
+      await this.rpc.call('fs.utimens', { path });
+    } finally {
+      this.changed(path);
+    }
   }
 
   // ---------- helpers ----------
