@@ -200,47 +200,40 @@ export const ANALYSIS: Analysis[] = [
   {
     module: 'fuse',
     row: /create|rm -rf|ls -lR/,
-    title: 'FUSE metadata work: several FUSE requests per file, each a round trip through two processes',
+    title: 'FUSE metadata work: each FUSE request is a hop from the binding\'s thread into JavaScript',
     reason:
-      'creating 1,000 files through the mount took 2.3–2.9 s (bench/profile.ts fuse-create) while the mount process was 56% idle and the daemon 57% idle: every ' +
-      '`printf > f` is about six FUSE requests (lookup, create, getattr, write, flush, release), each a hop kernel → fuse-native thread → JS event loop ' +
-      '(`processTicksAndRejections` 9–10% of the mount) → daemon socket and back, so latency per request dominates, not computation. Each mutation also sends a ' +
-      'change event to every subscriber (`writeBuffer` ← `RpcServer.broadcast` 3% of the daemon) on top of the reply (`writev` ← `reply` 9%). bindfs pays the ' +
-      'kernel round trips but answers them in C from a thread, without a second process.',
+      'a new file now costs two daemon calls (the exclusive create, which answers the attributes, and the content at close; the lookup of the new name is answered ' +
+      'from the directory\'s listing), and `rm -rf` one per file. A temporary trace over 10,000 files counted exactly those calls (20,000 `fs.write` for create, ' +
+      '10,000 `fs.unlink` for rm -rf), yet halving the daemon calls left the create time where it was, and a CPU profile of the mount over the whole run shows it ' +
+      '76% idle with nothing in fuse/ above 0.3%: each of the ~6 FUSE requests per file (lookup, create, getattr, write, flush, release) is handed from the ' +
+      'fuse-native thread to the Node event loop and back (`processTicksAndRejections` 10%), about 60–70 µs per request on this machine. bindfs answers the same ' +
+      'requests in C on the FUSE thread. The bindfs baseline itself swings between runs on this shared machine (10,000 creates: 10.6 s at 13:20 UTC, 3.0 s at 14:49).',
     fix:
-      'answer the lookup/getattr that follow a create from the attributes the create reply already carries; send write + flush + release of a small new file as one ' +
-      'daemon call; coalesce change events per event-loop turn.',
+      'a binding that answers what it can (cached lookups/getattr, flush of clean files) in C without entering JavaScript, or a libfuse3 low-level binding with kernel ' +
+      'cache invalidation (`fuse_lowlevel_notify_inval_*`) so that long kernel timeouts can replace user-space answers; neither exists for Node today ' +
+      '(@cocalc/fuse-native is libfuse2 high-level). Waiting less for the daemon is not an option: every write is acknowledged durable.',
     profile: [
-      'bench/profile.ts fuse-create (1,000 files by a shell), self time by area:',
-      'daemon: (idle) 57%, native 14%, node core (JS) 10%, daemon/rpc 4%, better-sqlite3 3%, daemon/core 3%',
-      '        writes: 9.1% writev ← daemon/rpc/server.js reply, 3.1% writeBuffer ← daemon/rpc/server.js broadcast',
-      'mount:  (idle) 56%, node core (JS) 18% (processTicksAndRejections 9.4%), native 13%, fuse/ 3%, fuse-native 3%',
-      '        writes: 12.0% writev ← daemon/rpc/client.js',
+      'bench/profile.ts fuse-create after the change (10,000 files by a shell), mount process self time:',
+      'mount:  (idle) 76%, processTicksAndRejections 10%, fuse/ < 0.3% per function',
+      'daemon calls traced: create 2 per file (fs.write exclusive + fs.write at close), rm -rf 1 per file (fs.unlink), grep -r cold/warm 0',
     ],
   },
   {
     module: 'fuse',
     row: /grep -r warm/,
-    title: 'FUSE warm reads: every file still costs FUSE requests in JS, and some go on to the daemon',
+    title: 'FUSE warm reads: no daemon call any more; the FUSE requests themselves are the cost',
     reason:
-      'five greps over 1,000 files through the mount took 860, 222, 160, 196 and 222 ms (bench/profile.ts fuse-warm) with the mount 58% idle: the kernel caches ' +
-      'entries, attributes and pages, but each file\'s open and release (and each directory\'s readdir) still reach the mount, are handed from the fuse-native thread ' +
-      'to the event loop (`processTicksAndRejections` 16% of the mount), and part of them go on to the daemon (`writev` ← daemon/rpc/client.js 6%). tmpfs answers ' +
-      'all of it in the kernel. The bindfs rows show what any user-space FUSE server pays for the same requests: in the full FUSE run of 13:20 UTC shown ' +
-      'above, warm grep of 10,000 files took 68 ms on tmpfs and 3.7 s through bindfs (54×), so "within 3× of tmpfs" is below what FUSE itself costs on this ' +
-      'kernel. Ours took 7.9 s warm and 7.9 s cold, and in the 12:49 UTC full run 5.1 s warm against 4.2 s cold: at 10,000 files the first pass does not help ' +
-      'the second. The mount skips the daemon only for re-opens within 1 s of a confirmed read and only while no change was reported anywhere (fuse/mount-fs.ts, ' +
-      '`ContentCache.fresh`: `e.epoch === epoch && Date.now() - e.checkedAt < maxAgeMs`), and one pass over 10,000 files takes longer than that, so the second ' +
-      'pass revalidates every file again.',
+      'the mount now keeps cached content, attributes and listings until a change event concerns them (the path, a directory above it, an entry of a listed ' +
+      'directory, or users/groups/tokens), so a warm `grep -r` over 10,000 files makes no daemon call at all (test/fuse/cache.test.ts proves it with the daemon ' +
+      'stopped by SIGSTOP); at 14:49 UTC it took 3.6 s, against 7.9 s before the change. What remains is about five FUSE requests per file (lookup after the ' +
+      '1 s entry timeout, open, getattr, flush, release), each a hop into JavaScript (~60–70 µs here). bindfs pays the same requests in C and is itself 7–54× ' +
+      'slower than tmpfs across runs on this machine, so "within 3× of tmpfs" is out of reach for any user-space FUSE server that is asked on every open.',
     fix:
-      'trust cached content until a change event for the path arrives instead of for 1 s (the mount already receives change events), so a warm pass needs no ' +
-      'daemon call however long it takes; cache directory ' +
-      'listings the same way, and return keep_cache on such opens; past that, only the kernel can help (FUSE passthrough / cached readdir in newer libfuse).',
+      'kernel-side caching with active invalidation: long entry/attr timeouts, keep_cache on opens and FOPEN_NOFLUSH, with `fuse_lowlevel_notify_inval_entry/inode` ' +
+      'sent on the daemon\'s change events so the 1 s visibility contract still holds. That needs a libfuse3 low-level binding; @cocalc/fuse-native (libfuse2 ' +
+      'high-level) cannot invalidate kernel caches, so the kernel timeouts must stay at 1 s.',
     profile: [
-      'bench/profile.ts fuse-warm (5 × grep -r over 1,000 files), self time by area:',
-      'mount:  (idle) 58%, node core (JS) 24% (processTicksAndRejections 15.8%), native 7%, fuse/ 3%, daemon/rpc 2%, fuse-native 2%',
-      '        writes: 6.2% writev ← daemon/rpc/client.js',
-      'daemon: (idle) 71%',
+      'bench/profile.ts fuse-warm after the change: daemon calls during the warm pass: 0 (traced); mount mostly idle, waiting on FUSE requests',
     ],
   },
   {
