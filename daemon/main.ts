@@ -2,7 +2,7 @@
  * `mdvfs daemon`: loads the data dir into memory and serves the socket until SIGINT/SIGTERM.
  * Settings come from SERVICE_* environment variables (see the README).
  */
-import { chmodSync, existsSync, mkdirSync, unlinkSync, writeFileSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statSync, unlinkSync, writeFileSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
 import { Registry, type AuthPolicy } from './auth/registry.js';
@@ -50,6 +50,8 @@ export interface Daemon {
   service: Service;
   vfs: Vfs;
   socketPath: string;
+  /** True once our socket file is gone or replaced (data dir deleted, socket unlinked): no client can reach us. */
+  socketGone(): boolean;
   stop(): Promise<void>;
 }
 
@@ -108,6 +110,19 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     rpc.server.listen(socketPath, () => resolve());
   });
   chmodSync(socketPath, 0o600); // Security: only the data dir's owner may talk to the daemon
+  // Inode numbers are reused at once on tmpfs: the change time (set by the chmod above) tells files apart.
+  const identity = (): string => {
+    const st = statSync(socketPath, { bigint: true });
+    return `${st.dev}:${st.ino}:${st.ctimeNs}`;
+  };
+  const socketId = identity();
+  const ours = (): boolean => {
+    try {
+      return identity() === socketId;
+    } catch {
+      return false;
+    }
+  };
   const pidFile = path.join(cfg.dataDir, 'daemon.pid');
   writeFileSync(pidFile, `${process.pid}\n`);
   log.info({ dataDir: cfg.dataDir, socket: socketPath, pid: process.pid }, 'daemon ready');
@@ -116,17 +131,25 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     service: core.service,
     vfs: core.vfs,
     socketPath,
+    socketGone: () => !ours(),
     async stop() {
       if (stopped) return;
       stopped = true;
-      await new Promise<void>((resolve) => {
-        rpc.server.close(() => resolve());
+      if (ours()) {
+        await new Promise<void>((resolve) => {
+          rpc.server.close(() => resolve());
+          rpc.closeAll();
+        });
+      } else {
+        // libuv unlinks a listening socket's path when the server closes: that file is another daemon's
+        // now, so the listener is left to the process exit, which removes nothing.
         rpc.closeAll();
-      });
+      }
       core.grep.close();
       core.store.close();
       try {
-        if (existsSync(socketPath)) unlinkSync(socketPath);
+        // Never another daemon's: a data dir deleted and made again can have a new daemon on this path.
+        if (ours()) unlinkSync(socketPath);
         if (existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() === String(process.pid)) unlinkSync(pidFile);
       } catch {
         // best effort
@@ -157,6 +180,14 @@ export async function runDaemon(): Promise<void> {
   };
   process.once('SIGINT', () => stop('SIGINT'));
   process.once('SIGTERM', () => stop('SIGTERM'));
+  // A daemon whose socket was removed (its data dir deleted, or the file unlinked) can never be reached
+  // again: it stops instead of lingering on a store nobody can see.
+  const watch = setInterval(() => {
+    if (!daemon.socketGone()) return;
+    clearInterval(watch);
+    stop('socket removed');
+  }, 2000);
+  watch.unref();
   await new Promise<never>(() => {
     // serve until a signal
   });

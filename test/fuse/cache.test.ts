@@ -17,6 +17,7 @@ if (unavailable !== null) {
   process.exit(0);
 }
 
+const top = t; // the file's own test: subtests shadow `t`
 const d = await startDaemon(t);
 const root = d.client;
 await root.call('admin.userAdd', { name: 'alice' });
@@ -161,6 +162,16 @@ void t.test('a dropped daemon connection drops the caches: changes made before t
     return c !== undefined;
   }, 30000);
   t.teardown(() => c?.close());
+  // Whichever daemon won the data dir (ours, or one the mount's reconnect started in the background)
+  // serves the later tests; it is stopped when the whole file ends.
+  const { pid } = await c!.call('sys.ping', {});
+  top.teardown(() => {
+    try {
+      process.kill(pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+  });
   await c!.call('fs.chmod', { path: '/r1/f.md', mode: '0600' });
   // From outside the mount: a working directory inside it would cost an access(2) call, which reconnects.
   t.match((await sh(`cat '${m.dir}/r1/f.md'`, '/')).stderr, /Permission denied/, 'the mount asks the new daemon');

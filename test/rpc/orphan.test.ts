@@ -1,0 +1,36 @@
+/**
+ * A daemon whose socket is gone (its data dir deleted, or the socket file removed) can never be reached
+ * again: it stops by itself instead of lingering, and on its way out it never removes a socket that a
+ * newer daemon made on the same path.
+ */
+import { mkdirSync, rmSync, statSync } from 'node:fs';
+import t from 'tap';
+import { socketPathFor } from '../../daemon/rpc/connect.js';
+import { spawnDaemon, tempDir } from '../helpers/daemon.js';
+
+function exitOf(d: { proc: { exitCode: number | null; signalCode: NodeJS.Signals | null; once(ev: 'exit', fn: (code: number | null) => void): unknown } }): Promise<number | null> {
+  if (d.proc.exitCode !== null || d.proc.signalCode !== null) return Promise.resolve(d.proc.exitCode);
+  return new Promise((resolve) => d.proc.once('exit', (code) => resolve(code)));
+}
+
+void t.test('deleting the data dir stops its daemon', async (t) => {
+  const d = await spawnDaemon(t);
+  t.equal((await d.client.call('sys.ping', {})).pid, d.proc.pid, 'serving');
+  d.client.close();
+  rmSync(d.dataDir, { recursive: true, force: true });
+  t.equal(await exitOf(d), 0, 'it exits cleanly');
+  t.match(d.stderr(), /socket removed, flushing and stopping/, 'and says why');
+});
+
+void t.test('a daemon on a data dir made again keeps its socket when the old one stops', async (t) => {
+  const dir = tempDir();
+  const old = await spawnDaemon(t, {}, dir);
+  old.client.close();
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { mode: 0o700 });
+  const fresh = await spawnDaemon(t, {}, dir); // a new store: no lock held on it
+  const ino = statSync(socketPathFor(dir)).ino;
+  t.equal(await exitOf(old), 0, 'the old daemon sees its socket replaced and stops');
+  t.equal(statSync(socketPathFor(dir)).ino, ino, "the new daemon's socket is still there");
+  t.equal((await fresh.client.call('sys.ping', {})).pid, fresh.proc.pid, 'and it still serves');
+});
