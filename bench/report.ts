@@ -127,44 +127,34 @@ export const ANALYSIS: Analysis[] = [
     row: /^(GET|PUT) .*c=1:/,
     title: 'REST at c=1: latency of two process hops, and for PUT one fsync per request',
     reason:
-      'with one request in flight our processes mostly wait: the daemon is about 90% idle and the HTTP sidecar about 33% idle (bench/profile.ts rest-get-c1). Each ' +
-      'request makes two hops (client → sidecar over HTTP, sidecar → daemon over the Unix socket, and back) where the baselines make one, and on this 2-core machine ' +
-      'shared with the load generator every hop waits for a scheduler slot. In the sidecar, 10% of samples are the `writev` of request frames to the daemon ' +
-      '(daemon/rpc/client.js), 7% the HTTP response `writev`, 4% the batched log line. For PUT, each request also waits for its own ' +
-      'fsync: with one request in flight group commit has nothing to group, so the durable PUT pays a full write + fsync per request (the baseline column of the ' +
-      'group-commit table shows what that costs on this disk) while the baselines keep the bytes in memory.',
+      'with one request in flight each request crosses two process hops where the baselines cross one (HTTP to the sidecar, then the Unix socket to the daemon and ' +
+      'back), and there is nothing to batch: every request pays one socket write that wakes the daemon (`write` of the frame in daemon/rpc/framing.js is 12.8% of ' +
+      'the sidecar\'s samples in bench/profile.ts rest-get-c1, beside 11.2% for the HTTP response that the baseline also pays). The per-request log write fell from ' +
+      '3.8% to 0.5% (lines are flushed every 20 ms). With the server side pinned to one core (issue #8) on this shared 2-core machine the ratio swings between full ' +
+      'runs: GET 0.82× and 0.65×, PUT 0.47× and 0.33× at 14:43 and 14:56 UTC. A durable PUT also waits for its own fsync, which group commit cannot share when only ' +
+      'one request is in flight.',
     fix:
-      'for GET, remove the hop: an option to run the HTTP server inside the daemon process for single-machine deployments, or a sidecar read cache keyed by etag and ' +
-      'invalidated by the daemon\'s change events. For PUT at c=1, nothing short of weaker durability (SERVICE_FSYNC=normal) or a disk with faster fsync.',
+      'for GET, only removing the hop (HTTP served by the daemon process in single-node deployments; the issue asks for two processes); for PUT, only weaker ' +
+      'durability (SERVICE_FSYNC=normal) or a disk with a faster fsync.',
     profile: [
-      'bench/profile.ts rest-get-c1 (autocannon 5 s, c=1):',
-      'daemon:  89.7% (idle)',
-      'sidecar: 33.2% (idle); native writes by caller: 10.1% writev ← daemon/rpc/client.js, 7.0% writev ← express response.send, 3.8% writeUtf8String ← http/app.js flushLog',
+      'bench/profile.ts rest-get-c1 after the changes (autocannon, c=1), sidecar self time:',
+      '12.8% write ← daemon/rpc/framing.js (frame to the daemon), 11.2% writev ← express response, 0.5% log write (was 3.8%)',
+      'daemon: 84–89% idle',
     ],
   },
   {
     module: 'rest',
-    row: /^(GET|PUT) .*c=32/,
-    title: 'REST at c=32: the HTTP sidecar is the saturated process; the daemon idles',
+    row: /^(GET|PUT) .*c=32:/,
+    title: 'REST at c=32: the sidecar is the busy process; what is left is Node\'s HTTP machinery',
     reason:
-      'during the c=32 runs the daemon was 80–90% idle, durable PUTs included (group commit absorbs the fsyncs), while the sidecar was 92–94% busy. Our own JavaScript ' +
-      'is a small share of the sidecar: http/ 4–5%, daemon/rpc 2%; express and router 9–12% (which the bare-express baseline runs too). The rest is Node\'s HTTP, ' +
-      'stream and socket machinery (32–39%) and syscalls (25–32%), of which the extra hop is the visible part: `writev` of request frames to the daemon is 8% of ' +
-      'the sidecar for GET and 22% for PUT (4 KiB bodies), beside 7–13% for the HTTP response that the baseline also pays. So per request the sidecar does about ' +
-      'the whole baseline\'s work plus a second socket exchange, on a core it shares with the daemon, and it is the first to suffer when other processes load ' +
-      'the machine: the same comparison measured 0.27× (GET) and 0.52× (PUT) in a quick run at 12:40 UTC under load, and 0.70× and 0.73× in a full run at ' +
-      '13:00 UTC on a quieter machine.',
-    fix:
-      'amortise the hop: coalesce the frames of one event-loop turn into one writev on both ends of the socket (a quick client-only trial on a heavily loaded machine ' +
-      'was inconclusive, so measure it); or remove it for reads: HTTP served by the daemon process in single-node deployments, or a sidecar cache of small files ' +
-      'validated by change events.',
+      'the sidecar now writes the request frames of one event-loop turn in one write, and the daemon does the same for replies (daemon/rpc/framing.ts FrameWriter): ' +
+      'socket writes to the daemon fell from 8.3% to 3.1% of the sidecar\'s samples for GET and from 21.8% to 4.3% for PUT. With routes on one router pass and a ' +
+      'hand-built log line flushed every 20 ms, server CPU per request fell from 1.79× to about 1.3× of bare express for GET (1.68× to about 1.3× for PUT), and the ' +
+      'ratio rose from 0.50× to 0.81× (GET) and 0.77× to 0.80–0.85× (PUT) in same-harness runs. A miss here is machine load: the sidecar shares its core with the daemon.',
+    fix: 'rerun on a quiet machine; the remaining sidecar time is Node\'s HTTP and stream code that bare express pays too.',
     profile: [
-      'bench/profile.ts rest-get-c32 / rest-put-c32 (autocannon 5 s, c=32), self time by area:',
-      'GET sidecar: node core (JS) 39%, native 25%, (idle) 8%, router 7%, express 5%, http/ 4%, GC 3%, daemon/rpc 2%',
-      '             writes: 12.9% writev ← express response.send, 8.3% writev ← daemon/rpc/client.js',
-      'PUT sidecar: node core (JS) 32%, native 32%, router 6%, (idle) 6%, express 4%, GC 4%, http/ 3%, daemon/rpc 2%, body-parser 2%',
-      '             writes: 21.8% writev ← daemon/rpc/client.js, 6.7% writev ← express response.send',
-      'daemon: (idle) 89% (GET), 80% (PUT)',
+      'bench/profile.ts rest-get-c32 / rest-put-c32 after the changes, sidecar self time:',
+      'writev ← daemon/rpc (frames to the daemon): GET 3.1% (was 8.3%), PUT 4.3% (was 21.8%); daemon: (idle) 84–89%',
     ],
   },
   {
