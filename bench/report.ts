@@ -104,14 +104,15 @@ const SCALE_TEXT =
 export const ANALYSIS: Analysis[] = [
   {
     module: 'core',
-    row: /^(create|delete)/,
-    title: 'Core create/delete: the durable SQLite write of each batch, which tmpfs never pays',
+    row: /^(create|delete|rename)/,
+    title: 'Core create/rename/delete: the durable SQLite write of each batch, which tmpfs never pays',
     reason:
       'the in-memory operation itself is cheap: in a profile of the core module, all `Vfs.write` calls (path walk, permission checks, SHA-256 of the content, copy into a ' +
       'SharedArrayBuffer) take 6.2% of samples against 8.9% for node:fs `writeFileSync`, and `Vfs.unlink` 0.5% of self time against 5.5% for the `unlink` syscall. What ' +
       'pulls create and delete to or below 1× is `SqliteStore.writeBatch`, 11% of all samples (8% in the statements, 3% transaction overhead): every created file is an ' +
       '`INSERT OR REPLACE` of its inode row plus an `INSERT` of a 1 KiB content object, and every deleted file a `DELETE` of both, all B-tree updates in the WAL. ' +
-      'node:fs on tmpfs persists nothing. read/stat/readdir/rename, which write little or nothing, are well above 1×. The module itself reports the flush share per row.',
+      'node:fs on tmpfs persists nothing; a rename writes one inode row per file (4.0 of its 10.8 µs/op in the 15:05 UTC full run; the row note gives the share of each run), ' +
+      'so it sits near 1×. read/stat/readdir, which write nothing, are well above 1×. The module itself reports the flush share per row.',
     fix:
       'do not delete content objects inline: leave unreferenced blobs to the garbage collector (it exists already), so a delete writes one row; store small contents ' +
       'inline in the inode row (one B-tree insert instead of two) or append contents to a log segment outside the B-tree.',
@@ -131,7 +132,9 @@ export const ANALYSIS: Analysis[] = [
       'back), and there is nothing to batch: every request pays one socket write that wakes the daemon (`write` of the frame in daemon/rpc/framing.js is 12.8% of ' +
       'the sidecar\'s samples in bench/profile.ts rest-get-c1, beside 11.2% for the HTTP response that the baseline also pays). The per-request log write fell from ' +
       '3.8% to 0.5% (lines are flushed every 20 ms). With the server side pinned to one core (issue #8) on this shared 2-core machine the ratio swings between full ' +
-      'runs: GET 0.82× and 0.65×, PUT 0.47× and 0.33× at 14:43 and 14:56 UTC. A durable PUT also waits for its own fsync, which group commit cannot share when only ' +
+      'runs: GET 0.82× and 0.65×, PUT 0.47× and 0.33× at 14:43 and 14:56 UTC, and 0.53× / 0.43× in the full run of 15:05 UTC shown above. There the server ' +
+      'CPU per GET was 558 µs against 263 µs for bare express, at 1,630 requests/s: the pinned server core was about 90% busy, because every request wakes ' +
+      'two processes (and a turn of each event loop) where the baseline wakes one. A durable PUT also waits for its own fsync, which group commit cannot share when only ' +
       'one request is in flight.',
     fix:
       'for GET, only removing the hop (HTTP served by the daemon process in single-node deployments; the issue asks for two processes); for PUT, only weaker ' +
@@ -197,7 +200,8 @@ export const ANALYSIS: Analysis[] = [
       '10,000 `fs.unlink` for rm -rf), yet halving the daemon calls left the create time where it was, and a CPU profile of the mount over the whole run shows it ' +
       '76% idle with nothing in fuse/ above 0.3%: each of the ~6 FUSE requests per file (lookup, create, getattr, write, flush, release) is handed from the ' +
       'fuse-native thread to the Node event loop and back (`processTicksAndRejections` 10%), about 60–70 µs per request on this machine. bindfs answers the same ' +
-      'requests in C on the FUSE thread. The bindfs baseline itself swings between runs on this shared machine (10,000 creates: 10.6 s at 13:20 UTC, 3.0 s at 14:49).',
+      'requests in C on the FUSE thread. The bindfs baseline itself swings between runs on this shared machine (10,000 creates: 10.6 s at 13:20 UTC, 3.0 s at 14:49, ' +
+      '12.6 s at 15:05).',
     fix:
       'a binding that answers what it can (cached lookups/getattr, flush of clean files) in C without entering JavaScript, or a libfuse3 low-level binding with kernel ' +
       'cache invalidation (`fuse_lowlevel_notify_inval_*`) so that long kernel timeouts can replace user-space answers; neither exists for Node today ' +
@@ -215,7 +219,8 @@ export const ANALYSIS: Analysis[] = [
     reason:
       'the mount now keeps cached content, attributes and listings until a change event concerns them (the path, a directory above it, an entry of a listed ' +
       'directory, or users/groups/tokens), so a warm `grep -r` over 10,000 files makes no daemon call at all (test/fuse/cache.test.ts proves it with the daemon ' +
-      'stopped by SIGSTOP); at 14:49 UTC it took 3.6 s, against 7.9 s before the change. What remains is about five FUSE requests per file (lookup after the ' +
+      'stopped by SIGSTOP). In the full run of 15:05 UTC it took 5.6 s (cold 5.4 s; bindfs 4.1 s and 3.8 s), against 7.9 s in the 13:20 UTC run before ' +
+      'the change, and 3.6 s in a run of the module alone at 14:49 UTC. What remains is about five FUSE requests per file (lookup after the ' +
       '1 s entry timeout, open, getattr, flush, release), each a hop into JavaScript (~60–70 µs here). bindfs pays the same requests in C and is itself 7–54× ' +
       'slower than tmpfs across runs on this machine, so "within 3× of tmpfs" is out of reach for any user-space FUSE server that is asked on every open.',
     fix:
@@ -231,12 +236,14 @@ export const ANALYSIS: Analysis[] = [
     row: /sequential read/,
     title: 'FUSE sequential read: one kernel round trip per 128 KiB, handed to JavaScript',
     reason:
-      'a large file is read in 128 KiB FUSE requests, each handed from the fuse-native thread to the event loop and answered from the mount\'s buffer; data not yet in the mount ' +
-      'comes from the daemon first. In a separate run an 8 MiB `dd` took 46 ms on first open and 8–10 ms on later opens (page cache). The C passthrough ' +
-      'bindfs is limited the same way: in the full FUSE run of 13:20 UTC shown above it read 64 MiB at 1,183 MB/s against 3,783 MB/s for tmpfs ' +
-      '(0.31×), and mdvfs at 355 MB/s.',
+      'the row measures the first read right after the write: the kernel drops the page cache on that open, so the file comes back in 128 KiB FUSE requests, each ' +
+      'handed from the fuse-native thread to the event loop. The mount keeps at most 8 MiB per file in its own cache (128 MiB in all), so after writing 64 MiB it ' +
+      'fetches the file back from the daemon first: an A/B on this machine at 15:35 UTC measured that first read at 213–221 MB/s against 260–274 MB/s for the ' +
+      'session-start build, which kept the written buffer. Later reads of the unchanged file come from the kernel page cache (auto_cache) at 3–6 GB/s, as on ' +
+      'tmpfs. bindfs, a C passthrough, also reaches only about a third of tmpfs on the same first read.',
     fix:
-      'keep_cache on unchanged files so re-reads come from the page cache; a larger max_read where the kernel allows it; past that, kernel FUSE passthrough.',
+      'keep a just-written large file in the mount\'s buffer when the memory budget allows (the daemon still checks the read); past that, kernel FUSE passthrough ' +
+      '(libfuse3), which @cocalc/fuse-native cannot use.',
   },
 ];
 
