@@ -8,7 +8,7 @@ import { mkdtempSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { fuseUnavailable, mount, startDaemon } from '../helpers/fuse.js';
+import { fuseUnavailable, mount, okIn, startDaemon } from '../helpers/fuse.js';
 
 const unavailable = fuseUnavailable();
 if (unavailable !== null) {
@@ -20,11 +20,7 @@ const d = await startDaemon(t);
 const m = await mount(t, d);
 const root = d.client;
 
-async function ok(t: Test, cmd: string): Promise<string> {
-  const r = await m.sh(cmd);
-  t.equal(r.code, 0, `${cmd} exits 0${r.code === 0 ? '' : `: ${r.stderr}`}`);
-  return r.stdout;
-}
+const ok = okIn(m);
 
 /** atime and mtime as the mount shows them (Unix seconds), and as the daemon holds them. */
 async function times(t: Test, file: string): Promise<{ mount: [number, number]; daemon: [number, number] }> {

@@ -3,8 +3,8 @@
  * Every step also checks what the daemon holds, through its own socket, so the mount cannot pass by
  * only agreeing with its own caches.
  */
-import t, { type Test } from 'tap';
-import { eventually, fuseUnavailable, mount, sh, startDaemon, tempDir } from '../helpers/fuse.js';
+import t from 'tap';
+import { eventually, fuseUnavailable, mount, okIn, sh, startDaemon, tempDir } from '../helpers/fuse.js';
 
 const unavailable = fuseUnavailable();
 if (unavailable !== null) {
@@ -20,11 +20,7 @@ async function daemonText(path: string): Promise<string> {
   return (await root.request('fs.read', { path })).data.toString('utf8');
 }
 
-async function ok(t: Test, cmd: string): Promise<string> {
-  const r = await m.sh(cmd);
-  t.equal(r.code, 0, `${cmd} exits 0${r.code === 0 ? '' : `: ${r.stderr}`}`);
-  return r.stdout;
-}
+const ok = okIn(m);
 
 void t.test('echo >, >>, cat and ls -l', async (t) => {
   await ok(t, 'mkdir -p notes && echo "# Title" > notes/a.md && echo "line two" >> notes/a.md');

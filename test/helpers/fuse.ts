@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Test } from 'tap';
 import { connectSocket, type DaemonClient } from '../../daemon/rpc/client.js';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
 
@@ -107,6 +108,15 @@ export interface Mount {
   sh(cmd: string): Promise<ShResult>;
   /** Stops the mount with SIGTERM; resolves with its exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Asserts a command in the mount exits 0 (its stderr in the message when not) and returns its stdout. */
+export function okIn(m: Mount): (t: Test, cmd: string) => Promise<string> {
+  return async (t, cmd) => {
+    const r = await m.sh(cmd);
+    t.equal(r.code, 0, `${cmd} exits 0${r.code === 0 ? '' : `: ${r.stderr}`}`);
+    return r.stdout;
+  };
 }
 
 export function isMounted(dir: string): boolean {
