@@ -201,6 +201,8 @@ export class Vfs {
     if (!fresh.has(parent)) requireAccess(cred, parent, W | X, op, abs);
     const d = this.createDir(cred, parent, name, 0o755);
     fresh.add(d);
+    // A directory made on the way is a change of its own: listings of its parent are stale now.
+    this.emit(abs);
     return d;
   }
 

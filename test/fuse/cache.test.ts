@@ -145,6 +145,16 @@ void t.test('files created in the mount: answered from what the create returned,
   t.match((await cat(m, 'home/alice/mk/sub/f3.md')).stderr, /Permission denied/, 'what the mount itself wrote to a write-only file is not read back from its cache');
 });
 
+void t.test('directories made on the way by a write elsewhere show in cached listings within 1 s', async (t) => {
+  await write('/pd/a.md', 'a\n');
+  t.equal((await m.sh('ls pd')).stdout, 'a.md\n');
+  await sleep(CACHE_EXPIRY_MS);
+  t.equal((await m.sh('ls pd')).stdout, 'a.md\n', 'listed again (from the cache)');
+  await write('/pd/new/deep/f.md', 'deep\n'); // fs.write makes the missing parents
+  t.ok(await eventually(async () => (await m.sh('ls pd')).stdout === 'a.md\nnew\n', WITHIN_MS, 20), 'the new directory is listed within 1 s');
+  t.equal((await cat(m, 'pd/new/deep/f.md')).stdout, 'deep\n', 'and its file reads');
+});
+
 void t.test('a dropped daemon connection drops the caches: changes made before the mount reconnects are not missed', async (t) => {
   await write('/r1/f.md', 'before\n');
   await readsTwice(t, 'r1/f.md', 'before\n');
@@ -183,3 +193,4 @@ void t.test('the mount root stays reachable after a create at the top level (roo
   const st = await sh(`stat -c %F '${rm.dir}' && cat '${rm.dir}/top.md'`, '/');
   t.equal(st.stdout, 'directory\nx\n', st.stderr);
 });
+
