@@ -9,6 +9,7 @@ import { Registry, type AuthPolicy } from './auth/registry.js';
 import { Vfs } from './core/vfs.js';
 import { GrepPool } from './core/search.js';
 import { VfsError } from './errors.js';
+import { connectSocket } from './rpc/client.js';
 import { defaultDataDir, EXIT_LOCKED, socketPathFor } from './rpc/connect.js';
 import { RpcServer } from './rpc/server.js';
 import { Service } from './service.js';
@@ -51,7 +52,7 @@ export interface Daemon {
   vfs: Vfs;
   socketPath: string;
   /** True once our socket file is gone or replaced (data dir deleted, socket unlinked): no client can reach us. */
-  socketGone(): boolean;
+  socketGone(): Promise<boolean>;
   stop(): Promise<void>;
 }
 
@@ -115,12 +116,34 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     const st = statSync(socketPath, { bigint: true });
     return `${st.dev}:${st.ino}:${st.ctimeNs}`;
   };
-  const socketId = identity();
-  const ours = (): boolean => {
+  let socketId = identity();
+  /**
+   * Whether the file at the socket path is still our listening socket. The identity can also move
+   * without a new file (a chmod -R or chown -R of the data dir changes the change time, a hard link
+   * or a relabel too), so a moved identity is confirmed by asking whoever listens there for its pid.
+   * Doubt (a stat refused, no answer in time) counts as ours: a healthy daemon must not stop.
+   */
+  const ours = async (): Promise<boolean> => {
+    let id: string;
     try {
-      return identity() === socketId;
+      id = identity();
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code !== 'ENOENT' && (err as NodeJS.ErrnoException).code !== 'ENOTDIR';
+    }
+    if (id === socketId) return true;
+    let client: Awaited<ReturnType<typeof connectSocket>> | undefined;
+    try {
+      client = await connectSocket(socketPath);
+      const ping = client.call('sys.ping', {});
+      const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 5000).unref());
+      const answer = await Promise.race([ping, timeout]);
+      if (answer !== 'timeout' && answer.pid !== process.pid) return false;
+      socketId = id;
+      return true;
     } catch {
-      return false;
+      return false; // nobody listens there: a file that is not our socket
+    } finally {
+      client?.close();
     }
   };
   const pidFile = path.join(cfg.dataDir, 'daemon.pid');
@@ -131,11 +154,12 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     service: core.service,
     vfs: core.vfs,
     socketPath,
-    socketGone: () => !ours(),
+    socketGone: async () => !(await ours()),
     async stop() {
       if (stopped) return;
       stopped = true;
-      if (ours()) {
+      const mine = await ours();
+      if (mine) {
         await new Promise<void>((resolve) => {
           rpc.server.close(() => resolve());
           rpc.closeAll();
@@ -149,7 +173,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
       core.store.close();
       try {
         // Never another daemon's: a data dir deleted and made again can have a new daemon on this path.
-        if (ours()) unlinkSync(socketPath);
+        if (mine && existsSync(socketPath)) unlinkSync(socketPath);
         if (existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() === String(process.pid)) unlinkSync(pidFile);
       } catch {
         // best effort
@@ -182,10 +206,16 @@ export async function runDaemon(): Promise<void> {
   process.once('SIGTERM', () => stop('SIGTERM'));
   // A daemon whose socket was removed (its data dir deleted, or the file unlinked) can never be reached
   // again: it stops instead of lingering on a store nobody can see.
+  let checking = false;
   const watch = setInterval(() => {
-    if (!daemon.socketGone()) return;
-    clearInterval(watch);
-    stop('socket removed');
+    if (checking) return;
+    checking = true;
+    void daemon.socketGone().then((gone) => {
+      checking = false;
+      if (!gone) return;
+      clearInterval(watch);
+      stop('socket removed');
+    });
   }, 2000);
   watch.unref();
   await new Promise<never>(() => {
