@@ -217,6 +217,7 @@ export class ShellSession implements ShellState {
     const errOut = run.output({ write: (c) => process.stderr.write(c) });
     const terminal = run.output(this.terminal);
     for (const [i, argv] of p.stages.entries()) {
+      if (run.aborted) return 130; // interrupted: later stages (even ones that call no daemon) never start
       const last = i === p.stages.length - 1;
       const collector = new Collector();
       const out: Output = last && !p.redirect ? terminal : collector;

@@ -204,12 +204,19 @@ void t.test('Ctrl-C interrupts a running command: the prompt returns, the rest o
   sh.mark();
   sh.write('echo responsive\r');
   await sh.expect(/\nresponsive\n/);
+  // A later stage that calls no daemon (exit) must not run either once its pipeline is interrupted.
+  sh.mark();
+  sh.write("grep '(a+)+$' slow.md | exit 7\r");
+  await new Promise((r) => setTimeout(r, 500));
+  sh.write(CTRL_C);
+  await sh.expect(/\^C\n.*dora@mdvfs:~ \$ $/);
   // Past the grep's own end (it fails with ETIMEDOUT after 4 s): nothing of it shows up, nothing was written.
   await new Promise((r) => setTimeout(r, 5000));
   t.notMatch(sh.screen(), /ETIMEDOUT|took longer/, 'the interrupted command prints nothing afterwards');
   const client = await cli.client();
   await t.rejects(client.call('fs.stat', { path: '/home/dora/found.md' }), { code: 'ENOENT' }, 'its redirect never wrote');
   await t.rejects(client.call('fs.stat', { path: '/home/dora/after.md' }), { code: 'ENOENT' }, 'the next command of the line never ran');
+  t.equal(sh.screen().includes('exit 7') && (await Promise.race([sh.exited.then(() => 'exited'), new Promise((r) => setTimeout(() => r('alive'), 200))])), 'alive', 'the interrupted `| exit 7` never ran');
   const size = (await client.call('fs.stat', { path: '/home/dora/slow.md' })).size;
   sh.mark();
   sh.write('cat slow.md | wc -c\r');
