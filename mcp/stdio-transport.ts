@@ -31,7 +31,7 @@ export function toMessage(value: unknown): JSONRPCMessage {
   if (isPlainObject(value) && value.jsonrpc === '2.0' && typeof value.method === 'string') {
     const id = value.id;
     const params = value.params;
-    let simple = id === undefined || typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id));
+    let simple = id === undefined || typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id));
     if (simple && params !== undefined) simple = isPlainObject(params) && params._meta === undefined;
     if (simple) for (const k in value) if (!REQUEST_KEYS.has(k)) simple = false;
     if (simple) return value as JSONRPCMessage;

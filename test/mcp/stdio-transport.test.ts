@@ -40,6 +40,7 @@ void t.test('the hand check accepts and returns exactly what the SDK schema does
     { jsonrpc: '2.0', id: 4, result: {} },
     { jsonrpc: '2.0', id: 5, error: { code: -1, message: 'no' } },
     { jsonrpc: '2.0', id: 1.5, method: 'ping' },
+    { jsonrpc: '2.0', id: 2 ** 53 + 2, method: 'ping' }, // an integer the SDK's schema refuses (not a safe integer)
     { jsonrpc: '2.0', id: null, method: 'ping' },
     { jsonrpc: '2.0', id: 6, method: 'ping', extra: true },
     { jsonrpc: '2.0', id: 7, method: 'ping', params: [1] },
