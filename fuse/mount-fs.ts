@@ -317,7 +317,10 @@ export class MountFs {
    * Times as the binding gives them (fixed at install by scripts/patch-fuse-native.mjs): 0 is UTIME_OMIT
    * (keep that time), 1 is UTIME_NOW, anything else milliseconds since the epoch.
    */
-  async utimens(path: string, atimeMs: number, mtimeMs: number): Promise<void> {
+  async utimens(path: string, atimeArg: number, mtimeArg: number): Promise<void> {
+    // An unfixed binding (no node-gyp at install) sends UTIME_NOW/OMIT as ~1073 ms: read those as "now".
+    const atimeMs = atimeArg > 1 && atimeArg < 2000 ? 1 : atimeArg;
+    const mtimeMs = mtimeArg > 1 && mtimeArg < 2000 ? 1 : mtimeArg;
     this.writable(path, 'utimens');
     this.changed(path);
     // A pending write would otherwise overwrite the times when it is flushed (cp -p sets times before close).
