@@ -5,7 +5,8 @@
  * `tar x` could not set a file's mtime through the mount. The one-line fix is applied to the C source
  * and the binding recompiled with the node-gyp that npm runs install scripts with; nothing is fetched.
  *
- * Idempotent: a source that is already fixed (or a later release with another text) is left alone.
+ * Idempotent: a binding already rebuilt from the fixed source (a stamp file beside it says so), or a
+ * later release with another text, is left alone.
  * The binding is optional: when it is absent nothing happens; when the rebuild fails the source is
  * restored, the old binary stays in place (make stops before linking) and a warning is printed.
  */
@@ -69,11 +70,14 @@ function patched(text) {
 const dir = packageDir();
 if (dir !== undefined) {
   const src = path.join(dir, 'fuse-native.c');
+  // Written only after a build of the fixed source succeeded: a source already fixed without it (an
+  // install interrupted during the rebuild) is built again.
+  const stamp = path.join(dir, 'build', 'Release', '.mdvfs-utimens-fix');
   const text = existsSync(src) ? readFileSync(src, 'utf8') : '';
   const fixed = patched(text);
   if (fixed === undefined) {
     if (text !== '') warn('@cocalc/fuse-native is not the 2.4.3 source this patch was made for; left as it is');
-  } else if (fixed !== text) {
+  } else if (fixed !== text || !existsSync(stamp)) {
     const gyp = nodeGyp();
     if (gyp === undefined) {
       warn('node-gyp not found: the FUSE binding keeps its utimens bug (mtime cannot be set through a mount)');
@@ -81,9 +85,10 @@ if (dir !== undefined) {
       writeFileSync(src, fixed);
       try {
         execFileSync(process.execPath, [gyp, existsSync(path.join(dir, 'build', 'config.gypi')) ? 'build' : 'rebuild', '--loglevel=warn'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
+        writeFileSync(stamp, 'utimens: mtime argument, UTIME_OMIT/UTIME_NOW, utime_omit_ok (scripts/patch-fuse-native.mjs)\n');
         warn('patched @cocalc/fuse-native utimens (mtime, UTIME_OMIT/UTIME_NOW) and rebuilt the binding');
       } catch (err) {
-        writeFileSync(src, text);
+        if (fixed !== text) writeFileSync(src, text);
         warn(`could not rebuild the patched FUSE binding (${err.message}); it keeps its utimens bug`);
       }
     }
