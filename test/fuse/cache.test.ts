@@ -9,13 +9,9 @@ import { spawn } from 'node:child_process';
 import t, { type Test } from 'tap';
 import { connectSocket, type DaemonClient } from '../../daemon/rpc/client.js';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
-import { CLI, eventually, fuseUnavailable, mount, sh, sleep, startDaemon, type Mount } from '../helpers/fuse.js';
+import { CLI, eventually, mount, sh, skipWithoutFuse, sleep, startDaemon, type Mount } from '../helpers/fuse.js';
 
-const unavailable = fuseUnavailable();
-if (unavailable !== null) {
-  t.plan(0, `skipped: ${unavailable}`);
-  process.exit(0);
-}
+skipWithoutFuse(t);
 
 const top = t; // the file's own test: subtests shadow `t`
 const d = await startDaemon(t);

@@ -8,13 +8,9 @@ import { spawn } from 'node:child_process';
 import t from 'tap';
 import { connectSocket } from '../../daemon/rpc/client.js';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
-import { CLI, eventually, fuseUnavailable, isMounted, mount, sh, sleep, startDaemon } from '../helpers/fuse.js';
+import { CLI, eventually, isMounted, mount, sh, skipWithoutFuse, sleep, startDaemon } from '../helpers/fuse.js';
 
-const unavailable = fuseUnavailable();
-if (unavailable !== null) {
-  t.plan(0, `skipped: ${unavailable}`);
-  process.exit(0);
-}
+skipWithoutFuse(t);
 
 const d = await startDaemon(t);
 const root = d.client;

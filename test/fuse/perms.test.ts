@@ -4,13 +4,9 @@
  * local user running the mount. Bad credentials never produce a mount.
  */
 import t from 'tap';
-import { fuseUnavailable, mount, mountFailure, startDaemon } from '../helpers/fuse.js';
+import { mount, mountFailure, skipWithoutFuse, startDaemon } from '../helpers/fuse.js';
 
-const unavailable = fuseUnavailable();
-if (unavailable !== null) {
-  t.plan(0, `skipped: ${unavailable}`);
-  process.exit(0);
-}
+skipWithoutFuse(t);
 
 const d = await startDaemon(t);
 const root = d.client;

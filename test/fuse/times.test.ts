@@ -8,13 +8,9 @@ import { mkdtempSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { fuseUnavailable, mount, okIn, startDaemon } from '../helpers/fuse.js';
+import { mount, okIn, skipWithoutFuse, startDaemon } from '../helpers/fuse.js';
 
-const unavailable = fuseUnavailable();
-if (unavailable !== null) {
-  t.plan(0, `skipped: ${unavailable}`);
-  process.exit(0);
-}
+skipWithoutFuse(t);
 
 const d = await startDaemon(t);
 const m = await mount(t, d);

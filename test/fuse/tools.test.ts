@@ -4,13 +4,9 @@
  * only agreeing with its own caches.
  */
 import t from 'tap';
-import { eventually, fuseUnavailable, mount, okIn, sh, startDaemon, tempDir } from '../helpers/fuse.js';
+import { eventually, mount, okIn, sh, skipWithoutFuse, startDaemon, tempDir } from '../helpers/fuse.js';
 
-const unavailable = fuseUnavailable();
-if (unavailable !== null) {
-  t.plan(0, `skipped: ${unavailable}`);
-  process.exit(0);
-}
+skipWithoutFuse(t);
 
 const d = await startDaemon(t);
 const m = await mount(t, d);

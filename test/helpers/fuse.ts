@@ -27,6 +27,14 @@ export function tempDir(t: Teardown, prefix = 'mdvfs-fuse-'): string {
 }
 
 /** Why real mounts cannot run on this machine, or null when they can (tests skip with this reason). */
+/** Ends the test file as skipped (with the reason) where FUSE cannot be used. */
+export function skipWithoutFuse(t: { plan(n: number, comment?: string): void }): void {
+  const unavailable = fuseUnavailable();
+  if (unavailable === null) return;
+  t.plan(0, `skipped: ${unavailable}`);
+  process.exit(0);
+}
+
 export function fuseUnavailable(): string | null {
   if (!existsSync('/dev/fuse')) return 'no /dev/fuse on this machine';
   if (typeof process.getuid === 'function' && process.getuid() !== 0) {
