@@ -131,8 +131,13 @@ export class Service {
 
   constructor(private readonly d: ServiceDeps) {}
 
+  /** The policy for a request: the one its server declared (the HTTP sidecar's settings), else ours. */
+  private policyFor(creds: Creds): AuthPolicy {
+    return creds.policy ?? this.d.policy;
+  }
+
   authenticate(creds: Creds): Cred {
-    return this.d.registry.authenticate(creds, this.d.policy);
+    return this.d.registry.authenticate(creds, this.policyFor(creds));
   }
 
   /** Authenticates a request; for workspace callers, errors will show workspace paths only. */
@@ -229,7 +234,7 @@ export class Service {
     // ---------- identity ----------
     'auth.whoami': (ctx) => this.whoami(this.auth(ctx)),
     'auth.login': (ctx, p) => {
-      if (ctx.creds.origin === 'remote' && !this.d.policy.userAuth) throw new VfsError('EAUTH', 'login', undefined, 'login by name is disabled on this server');
+      if (ctx.creds.origin === 'remote' && !this.policyFor(ctx.creds).userAuth) throw new VfsError('EAUTH', 'login', undefined, 'login by name is disabled on this server');
       const u = this.d.registry.user(p.username);
       if (u === undefined) throw new VfsError('EAUTH', 'login', undefined, `unknown user '${p.username.slice(0, 64)}'`);
       return { username: u.name, ...this.whoami({ user: this.d.registry.principal(u) }) };

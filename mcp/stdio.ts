@@ -10,6 +10,7 @@
  * stdout carries the protocol and nothing else; every log line goes to stderr.
  */
 import { connectDaemon, defaultDataDir } from '../daemon/rpc/connect.js';
+import { localCreds } from '../daemon/rpc/credentials.js';
 import type { Creds } from '../daemon/rpc/protocol.js';
 import { ReconnectingCaller } from './daemon-link.js';
 
@@ -18,30 +19,17 @@ console.log = console.error;
 console.info = console.error;
 console.debug = console.error;
 
+const NO_FLAGS = { user: '', token: '', workspace: '', onBehalfOf: '' };
+
 function fail(message: string): never {
   process.stderr.write(`mdvfs-mcp: ${message}\n`);
   process.exit(1);
 }
 
-/** The caller's credentials from the environment. */
-function credsFromEnv(env: NodeJS.ProcessEnv): Creds {
-  const user = env.SERVICE_AS_USER?.trim();
-  const token = env.SERVICE_TOKEN?.trim();
-  if (user && token) throw new Error('set SERVICE_AS_USER or SERVICE_TOKEN, not both');
-  const creds: Creds = { origin: 'local' };
-  if (user) creds.authorization = `User ${user}`;
-  if (token) creds.authorization = `Bearer ${token}`;
-  const workspace = env.SERVICE_WORKSPACE?.trim();
-  if (workspace) creds.workspace = workspace;
-  const onBehalfOf = env.SERVICE_ON_BEHALF_OF?.trim();
-  if (onBehalfOf) creds.onBehalfOf = onBehalfOf;
-  return creds;
-}
-
 async function main(): Promise<void> {
   let creds: Creds;
   try {
-    creds = credsFromEnv(process.env);
+    creds = localCreds({}, NO_FLAGS, process.env);
   } catch (err) {
     fail((err as Error).message);
   }

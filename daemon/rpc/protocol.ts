@@ -16,11 +16,26 @@ import { z } from 'zod';
  * applies SERVICE_ANONYMOUS and SERVICE_USER_AUTH to those. Local front ends (CLI, stdio MCP,
  * FUSE) are trusted like the owner of the 0600 socket.
  */
+export const authPolicySchema = z.object({
+  /** SERVICE_ANONYMOUS: 'root' (contract default) or 'deny' (401 for remote requests without credentials). */
+  anonymous: z.enum(['root', 'deny']),
+  /** SERVICE_USER_AUTH: whether remote requests may use `Authorization: User <name>`. */
+  userAuth: z.boolean(),
+});
+export type AuthPolicy = z.infer<typeof authPolicySchema>;
+
 export const credsSchema = z.object({
   authorization: z.string().max(4096).optional(), // "User <name>" | "Bearer <token>"
   workspace: z.string().max(200).optional(), // X-Service-Workspace
   onBehalfOf: z.string().max(200).optional(), // X-Service-On-Behalf-Of
   origin: z.enum(['local', 'remote']).optional(),
+  /**
+   * For remote requests: the policy of the server the request arrived at, which wins over the
+   * daemon's own SERVICE_ANONYMOUS/SERVICE_USER_AUTH (a daemon started in the background by the CLI
+   * may have another environment than `mdvfs serve`). Security: this grants nothing a socket client
+   * does not already have: whoever may connect to the 0600 socket may send `origin: 'local'`.
+   */
+  policy: authPolicySchema.optional(),
 });
 export type Creds = z.infer<typeof credsSchema>;
 

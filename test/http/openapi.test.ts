@@ -30,9 +30,10 @@ t.test('document shape', async (t) => {
 t.test('every registered route is described, and every description is registered', async (t) => {
   const { createApp } = (await import(pathToFileURL(path.join(DIST, 'http', 'app.js')).href)) as typeof import('../../http/app.js');
   const { connectDaemon } = (await import(pathToFileURL(path.join(DIST, 'daemon', 'rpc', 'connect.js')).href)) as typeof import('../../daemon/rpc/connect.js');
+  const { httpSettingsFromEnv } = (await import(pathToFileURL(path.join(DIST, 'daemon', 'rpc', 'settings.js')).href)) as typeof import('../../daemon/rpc/settings.js');
   const daemon = await connectDaemon({ dataDir: svc.dataDir, spawn: false });
   t.teardown(() => daemon.close());
-  const app = createApp(daemon, { listen: '127.0.0.1:0', log: () => {} });
+  const app = createApp(daemon, { settings: httpSettingsFromEnv({ SERVICE_LISTEN: '127.0.0.1:0' }), log: () => {} });
   const registered = new Set<string>();
   const walk = (stack: Layer[]) => {
     for (const layer of stack) {
