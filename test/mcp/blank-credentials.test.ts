@@ -36,7 +36,7 @@ t.test('mdvfs-mcp: a set but blank SERVICE_TOKEN / SERVICE_AS_USER is an error n
 });
 
 t.test('CLI: a set but blank identity variable or flag is a usage error naming it', async (t) => {
-  const env = { ...process.env, SERVICE_DATA_DIR: svc.dataDir };
+  const env: NodeJS.ProcessEnv = { ...process.env, SERVICE_DATA_DIR: svc.dataDir };
   for (const k of ['SERVICE_AS_USER', 'SERVICE_TOKEN', 'SERVICE_ON_BEHALF_OF', 'SERVICE_WORKSPACE', 'SERVICE_URL']) delete env[k];
   for (const name of ['SERVICE_TOKEN', 'SERVICE_AS_USER']) {
     const r = await runCli({ ...env, [name]: '' }, ['whoami']);
