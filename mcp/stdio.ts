@@ -4,7 +4,8 @@
  *
  * Identity comes from the environment: SERVICE_AS_USER (→ `User <name>`) or SERVICE_TOKEN
  * (→ `Bearer <token>`), optionally SERVICE_WORKSPACE and SERVICE_ON_BEHALF_OF; neither means root
- * (a local, trusted process, like the CLI). The identity is verified with the daemon at startup:
+ * (a local, trusted process, like the CLI). A variable set but blank is an error naming it, never root
+ * (daemon/rpc/credentials.ts, the parser every front end uses). The identity is verified with the daemon at startup:
  * an unknown user or a bad token is a one-line error on stderr and exit 1, never a fallback to root.
  *
  * stdout carries the protocol and nothing else; every log line goes to stderr.
