@@ -64,3 +64,15 @@ t.test('every described operation answers (never 404 ENOSYS or 405)', async (t) 
     }
   }
 });
+
+t.test('/openapi.json follows SERVICE_ANONYMOUS=deny, like every route but /health', async (t) => {
+  const strict = await startService(t, { env: { SERVICE_ANONYMOUS: 'deny' } });
+  const anon = client(strict);
+  const denied = await anon.get('/openapi.json');
+  t.equal(denied.status, 401);
+  t.equal(denied.json.code, 'EAUTH');
+  t.equal(denied.json.paths, undefined, 'no document');
+  t.equal((await anon.get('/health')).status, 200);
+  const boot = await anon.post('/auth/bootstrap', { username: 'admin' });
+  t.equal((await client(strict, { auth: `Bearer ${boot.json.token}` }).get('/openapi.json')).json.openapi, '3.1.0', 'with a token it is served');
+});

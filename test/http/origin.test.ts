@@ -176,20 +176,31 @@ t.test('a daemon started by the CLI in a local environment: hosted serve still d
   t.equal(anon.status, 401, 'the HTTP server\'s policy is in force, not the daemon\'s environment');
   t.equal((await client(hosted, { auth: 'User root' }).get('/fs//')).status, 401, 'and the User scheme is off');
   t.match((await cli.run(['whoami'])).stdout, /root/, 'the local CLI is still root');
+  // The same with the older switch: an explicit SERVICE_ANONYMOUS=deny on the server.
+  const strict = await startService(t, { dataDir: cli.dataDir, env: { SERVICE_ANONYMOUS: 'deny' } });
+  t.equal((await client(strict).get('/fs//')).status, 401, 'SERVICE_ANONYMOUS=deny of the server holds');
 });
 
 /** Runs `mdvfs serve` (or `http`) expecting it to refuse to start; resolves with its exit code and stderr. */
 function runServe(env: Record<string, string>, cmd = 'serve'): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [CLI, cmd], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    // Own process group: if it starts after all (a failure), teardown of the group stops what it spawned.
+    const p = spawn(process.execPath, [CLI, cmd], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     let stderr = '';
     p.stderr.setEncoding('utf8');
     p.stderr.on('data', (s: string) => (stderr += s));
-    const timer = setTimeout(() => p.kill('SIGKILL'), 20_000);
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-p.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }, 10_000);
     p.on('error', reject);
-    p.on('close', (code) => {
+    // 'exit', not 'close': a serve that did start has children (own process groups) holding stderr.
+    p.on('exit', (code) => {
       clearTimeout(timer);
-      resolve({ code, stderr });
+      setTimeout(() => resolve({ code, stderr }), 50);
     });
   });
 }
