@@ -23,7 +23,7 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Caller, DaemonClient } from '../daemon/rpc/client.js';
 import { connectDaemon, defaultDataDir } from '../daemon/rpc/connect.js';
 import { credsFromHeaders } from '../daemon/rpc/credentials.js';
-import type { AuthPolicy, Creds } from '../daemon/rpc/protocol.js';
+import type { AuthPolicy, Creds, WhoAmI } from '../daemon/rpc/protocol.js';
 import type { McpSessionSettings } from '../daemon/rpc/settings.js';
 import { VfsError, httpStatus } from '../daemon/errors.js';
 import { ChangeFeed } from './resources.js';
@@ -49,6 +49,8 @@ interface Session {
   client: string;
   lastSeen: number;
   openStreams: number;
+  /** False while its initialize request is still being answered: never evicted mid-answer. */
+  settled: boolean;
 }
 
 // JSON-RPC error codes for transport-level refusals (the spec leaves -32000..-32099 to servers).
@@ -73,11 +75,13 @@ function fingerprint(c: Creds): Buffer {
 }
 
 /**
- * Whose session cap a new session counts against: the credentials' fingerprint, and for anonymous
- * callers (who all share the empty credentials) also their address.
+ * Whose session cap a new session counts against: the authenticated identity (user, delegate,
+ * workspace), so spelling the same credentials differently does not buy more sessions; anonymous
+ * callers (who all share the empty credentials) count per address.
  */
-function clientKey(c: Creds, fp: Buffer, req: Request): string {
-  return c.authorization === undefined ? `anon:${req.socket.remoteAddress ?? ''}:${fp.toString('hex')}` : fp.toString('hex');
+function clientKey(c: Creds, me: WhoAmI, req: Request): string {
+  if (c.authorization === undefined) return `anon:${req.socket.remoteAddress ?? ''}`;
+  return JSON.stringify([me.uid, me.on_behalf_of ?? null, me.workspace?.id ?? null]);
 }
 
 export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOptions): void {
@@ -99,22 +103,30 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
     void s.server.close().catch(() => undefined);
   };
 
-  const addSession = (s: Session): void => {
-    sessions.set(s.id, s);
-    let mine = byClient.get(s.client);
-    if (mine === undefined) byClient.set(s.client, (mine = new Set()));
-    mine.add(s);
-    // Security: a client over its cap loses its own least recently used session (idle ones first),
-    // never another client's.
-    while (mine.size > maxSessionsPerClient) {
+  /**
+   * Security: a client over its cap loses its own least recently used sessions (idle ones first),
+   * never another client's. Sessions still answering their initialize are spared (the cap is
+   * enforced again when they settle).
+   */
+  const enforceClientCap = (key: string, keep?: Session): void => {
+    const mine = byClient.get(key);
+    while (mine !== undefined && mine.size > maxSessionsPerClient) {
       let victim: Session | undefined;
       for (const o of mine) {
-        if (o === s) continue;
+        if (o === keep || !o.settled) continue;
         if (!victim || (o.openStreams === 0 && victim.openStreams > 0) || (o.openStreams === victim.openStreams && o.lastSeen < victim.lastSeen)) victim = o;
       }
       if (victim === undefined) break;
       closeSession(victim);
     }
+  };
+
+  const addSession = (s: Session): void => {
+    sessions.set(s.id, s);
+    let mine = byClient.get(s.client);
+    if (mine === undefined) byClient.set(s.client, (mine = new Set()));
+    mine.add(s);
+    enforceClientCap(s.client, s);
   };
 
   const sweep = setInterval(() => {
@@ -157,8 +169,9 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
     const creds = credsFromHeaders((name) => req.get(name), opts.policy);
     const fp = fingerprint(creds);
     const caller: Caller = client.as(creds);
+    let me: WhoAmI;
     try {
-      await caller.call('auth.whoami', {});
+      me = await caller.call('auth.whoami', {});
     } catch (err) {
       if (!(err instanceof VfsError)) throw err;
       const status = httpStatus(err.code);
@@ -193,7 +206,7 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
     if (req.method === 'DELETE') return rpcError(res, 400, -32000, 'Bad request: Mcp-Session-Id header required', { code: 'EINVAL' });
 
     if (isInitializeRequest(req.body)) {
-      const key = clientKey(creds, fp, req);
+      const key = clientKey(creds, me, req);
       // Security: a full server refuses new sessions instead of evicting other clients' sessions.
       // A client already at its own cap may still start one (it replaces its own oldest).
       if (sessions.size + initializing >= maxSessions && (byClient.get(key)?.size ?? 0) < maxSessionsPerClient) {
@@ -204,7 +217,7 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => {
-          addSession({ id, transport, server, fingerprint: fp, client: key, lastSeen: Date.now(), openStreams: 0 });
+          addSession({ id, transport, server, fingerprint: fp, client: key, lastSeen: Date.now(), openStreams: 0, settled: false });
         },
       });
       transport.onclose = () => {
@@ -218,6 +231,12 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
         await transport.handleRequest(req, res, req.body);
       } finally {
         initializing--;
+        const s = transport.sessionId === undefined ? undefined : sessions.get(transport.sessionId);
+        if (s?.transport === transport) {
+          s.settled = true;
+          s.lastSeen = Date.now();
+          enforceClientCap(key, s);
+        }
       }
       if (transport.sessionId === undefined) void server.close().catch(() => undefined);
       return;

@@ -65,6 +65,9 @@ t.test('a full server refuses new sessions with a clear error instead of evictin
   t.equal(refused.status, 503, 'carol cannot push anyone out');
   t.equal(refused.json.error.data.code, 'EBUSY');
   t.match(refused.json.error.message, /SERVICE_MCP_MAX_SESSIONS=4/);
-  t.equal((await initializeMany(svc, 3, { authorization: 'User bob' })).statuses.get(200), 3, 'bob at his own cap replaces his own sessions');
+  const again = await initializeMany(svc, 3, { authorization: 'User bob' });
+  t.same([...again.statuses], [[200, 3]], 'bob at his own cap replaces his own sessions');
+  t.equal((await initializeMany(svc, 2, { authorization: 'user  bob' })).statuses.get(200), 2, 'bob spelled differently is still bob: his own sessions make way');
+  t.equal((await rawMcp(svc, 'POST', INIT, { authorization: 'user  carol' })).status, 503, 'and carol spelled differently is still refused');
   t.ok((await call(alice, 'list_directory', {})).isError !== true, "alice's session still answers");
 });
