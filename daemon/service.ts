@@ -547,6 +547,7 @@ export class Service {
     // ---------- version control ----------
     'vcs.commit': async (ctx, p) => {
       const cred = this.auth(ctx);
+      await this.d.vcs.prehash(this.scope(cred));
       const r = this.d.vcs.commit(cred, this.scope(cred), p.message);
       await this.durable();
       return r;
@@ -559,8 +560,9 @@ export class Service {
       if (p.limit !== undefined) opts.limit = p.limit;
       return { commits: this.d.vcs.log(scope, opts, cred) };
     },
-    'vcs.status': (ctx) => {
+    'vcs.status': async (ctx) => {
       const cred = this.auth(ctx);
+      await this.d.vcs.prehash(this.scope(cred));
       return this.d.vcs.status(cred, this.scope(cred));
     },
     'vcs.diff': async (ctx, p) => {
@@ -570,11 +572,13 @@ export class Service {
       if (p.from !== undefined && p.from !== '') opts.from = p.from;
       if (p.to !== undefined && p.to !== '') opts.to = p.to;
       if (p.path !== undefined && p.path !== '') opts.path = this.scopeRel(cred, scope, p.path);
+      if (opts.to === undefined) await this.d.vcs.prehash(scope);
       const r = await this.d.vcs.diff(cred, scope, opts);
       return r.truncated ? { diff: r.diff, truncated: true } : { diff: r.diff };
     },
     'vcs.revert': async (ctx, p) => {
       const cred = this.auth(ctx);
+      await this.d.vcs.prehash(this.scope(cred));
       const r = this.d.vcs.revert(cred, this.scope(cred), p.hash);
       await this.durable();
       return r;

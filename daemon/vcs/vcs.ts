@@ -88,6 +88,42 @@ export class Vcs {
     return id;
   }
 
+  /**
+   * Hashes the scope's changed directories ahead of a commit, status or diff, in slices that yield
+   * the event loop, bottom-up (iteratively), so that the synchronous `treeOf` the operation then
+   * runs, in the same turn as the rest of it (that is what keeps it atomic), finds every unchanged
+   * subtree cached and costs little. Only an optimisation: a directory changed meanwhile has its id
+   * cleared again by `markDirty` and is hashed by that `treeOf`, so the result is always current.
+   * (One directory is hashed in one go: its cost is its number of entries.)
+   */
+  async prehash(scope: Scope): Promise<void> {
+    const cached = (d: DirNode): boolean => d.treeId !== undefined && this.trees.has(d.treeId);
+    let top: DirNode;
+    try {
+      top = this.scopeDir(scope);
+    } catch {
+      return; // the operation itself reports it
+    }
+    const pause = slicer();
+    const stack: { dir: DirNode; expanded: boolean }[] = [{ dir: top, expanded: false }];
+    while (stack.length > 0) {
+      const item = stack[stack.length - 1]!;
+      if (cached(item.dir)) {
+        stack.pop();
+        continue;
+      }
+      if (!item.expanded) {
+        item.expanded = true;
+        for (const c of item.dir.children.values()) if (c.kind === 'directory' && !cached(c)) stack.push({ dir: c, expanded: false });
+        continue;
+      }
+      stack.pop();
+      this.treeOf(item.dir);
+      const p = pause();
+      if (p !== undefined) await p;
+    }
+  }
+
   /** Writes a tree and its not-yet-written subtrees to the store; marks their blobs as history. */
   private persistTree(id: string): void {
     if (this.persisted.has(id)) return;
