@@ -131,7 +131,8 @@ export async function benchStall(opts: BenchOptions): Promise<BenchTable> {
     const dataDir = path.join(shmDir('mdvfs-bench-stall-'), 'data');
     log(`stall: building a store in-process (${sizes.big} entries in one directory, ${sizes.tree}-file tree, ${sizes.grep} grep files)`);
     const { from, to } = build(dataDir, sizes);
-    const d = await startDaemonProc(dataDir);
+    // grep's per-job time bound (2 s) would refuse a 40 MB grep on a loaded machine; the row is about the stall, not the bound.
+    const d = await startDaemonProc(dataDir, { SERVICE_REGEX_TIMEOUT_MS: '60000' });
     const root = d.client.as({});
     const probe = new Prober(socketPathFor(dataDir));
     await probe.ready;
