@@ -33,6 +33,12 @@ export interface DirNode extends BaseNode {
    * so marking dirty can stop at the first ancestor already dirty.
    */
   treeId: string | undefined;
+  /**
+   * Levels below this directory (0 when empty), an upper bound: attaching raises it up the parent
+   * chain, removing never lowers it. The depth limit checks a moved directory against it and
+   * measures exactly (`Vfs.measure`) only when the bound says no.
+   */
+  height: number;
 }
 
 export interface LinkNode extends BaseNode {
@@ -93,4 +99,22 @@ export function isAncestorOrSelf(maybeAncestor: Node, node: Node): boolean {
     n = n.parent;
   }
   return false;
+}
+
+/** Levels below `/`: `/` is 0, `/a` is 1. O(depth). */
+export function depthOf(node: Node): number {
+  let d = 0;
+  for (let n = node.parent; n !== null; n = n.parent) d++;
+  return d;
+}
+
+/** Levels below a node: 0 for files and links, a directory's height bound otherwise. */
+export function heightOf(node: Node): number {
+  return node.kind === 'directory' ? node.height : 0;
+}
+
+/** After `child` was attached to `parent`: raises the height bounds up the chain, stopping at the first ancestor already high enough. */
+export function raiseHeights(parent: DirNode, child: Node): void {
+  let h = heightOf(child) + 1;
+  for (let d: DirNode | null = parent; d !== null && d.height < h; d = d.parent, h++) d.height = h;
 }

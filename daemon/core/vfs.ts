@@ -5,8 +5,8 @@
  */
 import { VfsError } from '../errors.js';
 import { BlobStore, type Journal } from './blobs.js';
-import { compareNames, isAncestorOrSelf, markDirty, nowNs, pathOf, sortedNames, S_ISGID, S_ISUID, type DirNode, type FileNode, type LinkNode, type Node } from './inode.js';
-import { components, isWithin, normalize, splitParent, validateName } from './paths.js';
+import { compareNames, depthOf, heightOf, isAncestorOrSelf, markDirty, nowNs, pathOf, raiseHeights, sortedNames, S_ISGID, S_ISUID, type DirNode, type FileNode, type LinkNode, type Node } from './inode.js';
+import { components, isWithin, MAX_DEPTH, normalize, splitParent, validateName } from './paths.js';
 import { actor, isRoot, may, R, requireAccess, requireChmod, requireChown, requireUnlink, W, X, type Cred, type Principal } from './perms.js';
 
 export const MAX_SYMLINKS = 40;
@@ -14,6 +14,13 @@ export const MAX_SYMLINKS = 40;
 export interface VfsOptions {
   maxFileSize: number;
   journal: Journal;
+}
+
+/** What a creating call will place at its path: the entry's own levels, and for a move the entry and its depth now. */
+interface Placing {
+  height: number;
+  entry?: Node;
+  oldDepth?: number;
 }
 
 export interface WriteOptions {
@@ -56,7 +63,7 @@ export class Vfs {
 
   private makeDir(uid: number, gid: number, mode: number, parent: DirNode | null, name: string, id = this.nextId++): DirNode {
     const t = nowNs();
-    const d: DirNode = { id, kind: 'directory', mode, uid, gid, atime: t, mtime: t, ctime: t, btime: t, parent, name, children: new Map(), sorted: undefined, treeId: undefined };
+    const d: DirNode = { id, kind: 'directory', mode, uid, gid, atime: t, mtime: t, ctime: t, btime: t, parent, name, children: new Map(), sorted: undefined, treeId: undefined, height: 0 };
     this.nodes.set(id, d);
     return d;
   }
@@ -65,7 +72,7 @@ export class Vfs {
   loadNode(row: { id: number; kind: Node['kind']; mode: number; uid: number; gid: number; atime: bigint; mtime: bigint; ctime: bigint; btime: bigint; name: string; blob: string | null; size: number; target: string | null }): Node {
     const base = { id: row.id, mode: row.mode, uid: row.uid, gid: row.gid, atime: row.atime, mtime: row.mtime, ctime: row.ctime, btime: row.btime, parent: null, name: row.name };
     let node: Node;
-    if (row.kind === 'directory') node = { ...base, kind: 'directory', children: new Map(), sorted: undefined, treeId: undefined };
+    if (row.kind === 'directory') node = { ...base, kind: 'directory', children: new Map(), sorted: undefined, treeId: undefined, height: 0 };
     else if (row.kind === 'file') {
       node = { ...base, kind: 'file', blob: row.blob ?? '', size: row.size };
       this.blobs.loadRef(node.blob);
@@ -86,6 +93,41 @@ export class Vfs {
     if (parent.children.has(child.name)) throw new VfsError('EIO', 'load', undefined, `two entries named '${child.name}' in directory inode ${parentId}`);
     child.parent = parent;
     parent.children.set(child.name, child);
+  }
+
+  /**
+   * After loading: sets every directory's height and returns how many inodes hang off `/` (fewer
+   * than loaded means a cycle or a lost subtree). Iterative, so no stored tree can stop a start.
+   */
+  loaded(): number {
+    return this.measure(this.root).nodes;
+  }
+
+  /**
+   * Sets the exact height of `top` and of every directory below it (one iterative pass, O(subtree));
+   * returns top's height and the number of inodes in the subtree.
+   */
+  measure(top: DirNode): { height: number; nodes: number } {
+    const order: DirNode[] = [];
+    const stack: DirNode[] = [top];
+    let nodes = 1;
+    while (stack.length > 0) {
+      const d = stack.pop()!;
+      order.push(d);
+      d.height = 0;
+      nodes += d.children.size;
+      for (const c of d.children.values()) {
+        if (c.kind === 'directory') stack.push(c);
+        else d.height = 1;
+      }
+    }
+    // Reverse pre-order visits every directory after all of its descendants.
+    for (let i = order.length - 1; i > 0; i--) {
+      const d = order[i]!;
+      const p = d.parent!;
+      if (p.height <= d.height) p.height = d.height + 1;
+    }
+    return { height: top.height, nodes };
   }
 
   onChange(fn: Listener): () => void {
@@ -169,41 +211,67 @@ export class Vfs {
    * the returned directory was created by this very call: creating in it needs no further check.
    * Why: with delegation it belongs to the delegate, and the caller (who passed the w+x check on
    * its parent, as did the delegate) would otherwise be locked out of a directory it just made.
+   * `placing` is what will be put at `abs`: its depth is checked before any directory is made.
    */
-  private walkParentCreating(cred: Cred, abs: string, op: string, parents: boolean): { dir: DirNode; name: string; fresh: boolean } {
-    if (!parents) return { ...this.walkParent(cred, abs, op), fresh: false };
+  private walkParentCreating(cred: Cred, abs: string, op: string, parents: boolean, placing: Placing = { height: 0 }): { dir: DirNode; name: string; fresh: boolean } {
+    if (!parents) {
+      const r = this.walkParent(cred, abs, op);
+      this.checkDepth(r.dir, 0, placing, op, abs);
+      return { ...r, fresh: false };
+    }
     if (cred.workspace !== undefined && abs === cred.workspace.root) throw new VfsError('EBUSY', op, abs, 'the workspace root cannot be replaced, removed or moved');
     const { dir: dirPath, name } = splitParent(abs);
     validateName(name, op, abs);
-    const fresh = new Set<DirNode>();
-    const dir = this.ensureDir(cred, dirPath, op, fresh);
-    return { dir, name, fresh: fresh.has(dir) };
+    // The deepest directory that exists on the way, and the ones to make below it (deepest first).
+    const missing: { name: string; path: string }[] = [];
+    let dir: DirNode;
+    for (let p = dirPath; ; ) {
+      try {
+        const n = this.resolve(cred, p, op, true);
+        if (n.kind !== 'directory') throw new VfsError('ENOTDIR', op, p);
+        dir = n;
+        break;
+      } catch (err) {
+        if (!(err instanceof VfsError) || err.code !== 'ENOENT' || p === '/') throw err;
+      }
+      const up = splitParent(p);
+      validateName(up.name, op, p);
+      missing.push({ name: up.name, path: p });
+      p = up.dir;
+    }
+    this.checkDepth(dir, missing.length, placing, op, abs);
+    let fresh = false;
+    for (let i = missing.length - 1; i >= 0; i--) {
+      const m = missing[i]!;
+      if (dir.children.has(m.name)) {
+        // a dangling symlink: resolving through it reports why
+        const n = this.resolve(cred, m.path, op, true);
+        if (n.kind !== 'directory') throw new VfsError('ENOTDIR', op, m.path);
+        dir = n;
+        fresh = false;
+        continue;
+      }
+      if (!fresh) requireAccess(cred, dir, W | X, op, m.path);
+      dir = this.createDir(cred, dir, m.name, 0o755);
+      fresh = true;
+      // A directory made on the way is a change of its own: listings of its parent are stale now.
+      this.emit(m.path);
+    }
+    return { dir, name, fresh };
   }
 
-  private ensureDir(cred: Cred, abs: string, op: string, fresh: Set<DirNode>): DirNode {
-    try {
-      const n = this.resolve(cred, abs, op, true);
-      if (n.kind !== 'directory') throw new VfsError('ENOTDIR', op, abs);
-      return n;
-    } catch (err) {
-      if (!(err instanceof VfsError) || err.code !== 'ENOENT' || abs === '/') throw err;
-    }
-    const { dir: parentPath, name } = splitParent(abs);
-    validateName(name, op, abs);
-    const parent = this.ensureDir(cred, parentPath, op, fresh);
-    const existing = parent.children.get(name);
-    if (existing !== undefined) {
-      // a dangling symlink or a race-free re-check: resolve through it
-      const n = this.resolve(cred, abs, op, true);
-      if (n.kind !== 'directory') throw new VfsError('ENOTDIR', op, abs);
-      return n;
-    }
-    if (!fresh.has(parent)) requireAccess(cred, parent, W | X, op, abs);
-    const d = this.createDir(cred, parent, name, 0o755);
-    fresh.add(d);
-    // A directory made on the way is a change of its own: listings of its parent are stale now.
-    this.emit(abs);
-    return d;
+  /**
+   * Security: ENAMETOOLONG unless what `placing` describes, put `missing` levels below `parent`,
+   * stays within MAX_DEPTH. A move that does not take its entry deeper than it is always passes
+   * (trees stored before the limit are served and may be moved up, never deepened).
+   */
+  private checkDepth(parent: DirNode, missing: number, placing: Placing, op: string, abs: string): void {
+    const depth = depthOf(parent) + missing + 1;
+    if (placing.oldDepth !== undefined && depth <= placing.oldDepth) return;
+    let height = placing.height;
+    // A directory's height is a bound that deletions leave high: measure before refusing.
+    if (depth + height > MAX_DEPTH && placing.entry?.kind === 'directory') height = this.measure(placing.entry).height;
+    if (depth + height > MAX_DEPTH) throw new VfsError('ENAMETOOLONG', op, abs, `the tree may be at most ${MAX_DEPTH} levels deep, and this would reach level ${depth + height}`);
   }
 
   // ---------- node creation and removal ----------
@@ -225,6 +293,7 @@ export class Vfs {
   private attach(parent: DirNode, child: Node): void {
     child.parent = parent;
     parent.children.set(child.name, child);
+    raiseHeights(parent, child);
     this.entriesChanged(parent);
     this.journal.inode(child);
   }
@@ -249,11 +318,16 @@ export class Vfs {
 
   /** Frees a detached subtree: its inodes and its blob references. */
   private destroy(node: Node): number {
-    let n = 1;
-    if (node.kind === 'directory') for (const c of node.children.values()) n += this.destroy(c);
-    if (node.kind === 'file') this.blobs.release(node.blob);
-    this.nodes.delete(node.id);
-    this.journal.inodeRemoved(node.id);
+    let n = 0;
+    const stack: Node[] = [node];
+    while (stack.length > 0) {
+      const cur = stack.pop()!;
+      n++;
+      if (cur.kind === 'directory') for (const c of cur.children.values()) stack.push(c);
+      if (cur.kind === 'file') this.blobs.release(cur.blob);
+      this.nodes.delete(cur.id);
+      this.journal.inodeRemoved(cur.id);
+    }
     return n;
   }
 
@@ -399,6 +473,7 @@ export class Vfs {
     const { dir, name } = this.walkParent(cred, abs, op);
     if (dir.children.has(name)) throw new VfsError('EEXIST', op, abs);
     requireAccess(cred, dir, W | X, op, abs);
+    this.checkDepth(dir, 0, { height: 0 }, op, abs);
     const own = this.ownership(cred, dir);
     const t = nowNs();
     const node: LinkNode = { id: this.nextId++, kind: 'symlink', mode: 0o777, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent: dir, name, target };
@@ -464,13 +539,20 @@ export class Vfs {
   }
 
   /** Every directory in the subtree must be listable and writable, and every entry removable. */
-  private checkRemovable(cred: Cred, dir: DirNode, abs: string, op: string): void {
-    if (dir.children.size === 0) return;
-    requireAccess(cred, dir, R | W | X, op, abs);
-    for (const [name, child] of dir.children) {
-      const childPath = abs === '/' ? `/${name}` : `${abs}/${name}`;
-      requireUnlink(cred, dir, child, op, childPath);
-      if (child.kind === 'directory') this.checkRemovable(cred, child, childPath, op);
+  private checkRemovable(cred: Cred, top: DirNode, topPath: string, op: string): void {
+    const stack: { dir: DirNode; abs: string }[] = [{ dir: top, abs: topPath }];
+    while (stack.length > 0) {
+      const { dir, abs } = stack.pop()!;
+      if (dir.children.size === 0) continue;
+      requireAccess(cred, dir, R | W | X, op, abs);
+      const below: { dir: DirNode; abs: string }[] = [];
+      for (const [name, child] of dir.children) {
+        const childPath = abs === '/' ? `/${name}` : `${abs}/${name}`;
+        requireUnlink(cred, dir, child, op, childPath);
+        if (child.kind === 'directory') below.push({ dir: child, abs: childPath });
+      }
+      // reversed onto the stack: directories are checked in the order a recursive walk would take
+      for (let i = below.length - 1; i >= 0; i--) stack.push(below[i]!);
     }
   }
 
@@ -484,10 +566,10 @@ export class Vfs {
     if (src.kind === 'directory' && !opts.recursive) throw new VfsError('EISDIR', op, srcAbs, 'copying a directory needs recursive');
     this.checkReadable(cred, src, srcAbs, op);
     if (src.kind === 'directory') this.refuseInsideSelf(cred, src, dstAbs, op, dstAbs);
-    const { dir, name, fresh } = this.walkParentCreating(cred, dstAbs, op, true);
+    // The copy is as deep as the source really is (the walk is O(subtree), as the copy itself).
+    const height = src.kind === 'directory' ? this.measure(src).height : 0;
+    const { dir, name, fresh } = this.walkParentCreating(cred, dstAbs, op, true, { height });
     if (src.kind === 'directory' && isAncestorOrSelf(src, dir)) throw new VfsError('EINVAL', op, dstAbs, 'cannot copy a directory into itself');
-    let size = 0;
-    this.forEachFile(src, (f) => (size = Math.max(size, f.size)));
     const existing = dir.children.get(name);
     if (existing !== undefined) {
       if (opts.overwrite === false) throw new VfsError('EEXIST', op, dstAbs);
@@ -535,33 +617,48 @@ export class Vfs {
     }
   }
 
-  private checkReadable(cred: Cred, node: Node, abs: string, op: string): void {
-    if (node.kind === 'file') requireAccess(cred, node, R, op, abs);
-    if (node.kind === 'directory') {
-      requireAccess(cred, node, R | X, op, abs);
-      for (const [name, child] of node.children) this.checkReadable(cred, child, `${abs}/${name}`, op);
+  private checkReadable(cred: Cred, top: Node, topPath: string, op: string): void {
+    const stack: { node: Node; abs: string }[] = [{ node: top, abs: topPath }];
+    while (stack.length > 0) {
+      const { node, abs } = stack.pop()!;
+      if (node.kind === 'file') requireAccess(cred, node, R, op, abs);
+      if (node.kind === 'directory') {
+        requireAccess(cred, node, R | X, op, abs);
+        const children = [...node.children];
+        for (let i = children.length - 1; i >= 0; i--) stack.push({ node: children[i]![1], abs: `${abs}/${children[i]![0]}` });
+      }
     }
   }
 
-  private cloneInto(cred: Cred, src: Node, parent: DirNode, name: string): Node {
-    const own = this.ownership(cred, parent);
-    const t = nowNs();
-    const mode = src.mode & 0o777 & ~S_ISUID;
-    let node: Node;
-    if (src.kind === 'file') {
-      this.blobs.ref(src.blob);
-      node = { id: this.nextId++, kind: 'file', mode, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent, name, blob: src.blob, size: src.size };
-    } else if (src.kind === 'symlink') {
-      node = { id: this.nextId++, kind: 'symlink', mode: 0o777, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent, name, target: src.target };
-    } else {
-      const d = this.makeDir(own.uid, own.gid, mode | (own.inheritSgid ? S_ISGID : 0), parent, name);
-      this.attach(parent, d);
-      for (const n of sortedNames(src)) this.cloneInto(cred, src.children.get(n)!, d, n);
-      return d;
+  /** Copies `top` as `name` in `parent`, in pre-order and name order (so new inode ids follow paths). */
+  private cloneInto(cred: Cred, top: Node, parent: DirNode, name: string): Node {
+    let first: Node | undefined;
+    const stack: { src: Node; parent: DirNode; name: string }[] = [{ src: top, parent, name }];
+    while (stack.length > 0) {
+      const { src, parent: into, name: as } = stack.pop()!;
+      const own = this.ownership(cred, into);
+      const t = nowNs();
+      const mode = src.mode & 0o777 & ~S_ISUID;
+      let node: Node;
+      if (src.kind === 'file') {
+        this.blobs.ref(src.blob);
+        node = { id: this.nextId++, kind: 'file', mode, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent: into, name: as, blob: src.blob, size: src.size };
+        this.nodes.set(node.id, node);
+      } else if (src.kind === 'symlink') {
+        node = { id: this.nextId++, kind: 'symlink', mode: 0o777, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent: into, name: as, target: src.target };
+        this.nodes.set(node.id, node);
+      } else {
+        const d = this.makeDir(own.uid, own.gid, mode | (own.inheritSgid ? S_ISGID : 0), into, as);
+        // the source's height (measured by copy) keeps raiseHeights from climbing once per entry
+        d.height = src.height;
+        const names = sortedNames(src);
+        for (let i = names.length - 1; i >= 0; i--) stack.push({ src: src.children.get(names[i]!)!, parent: d, name: names[i]! });
+        node = d;
+      }
+      this.attach(into, node);
+      first ??= node;
     }
-    this.nodes.set(node.id, node);
-    this.attach(parent, node);
-    return node;
+    return first!;
   }
 
   /**
@@ -575,12 +672,13 @@ export class Vfs {
     if (src === undefined) throw new VfsError('ENOENT', op, srcAbs);
     this.checkNotJailRoot(cred, src, op, srcAbs);
     if (src.kind === 'directory') this.refuseInsideSelf(cred, src, splitParent(dstAbs).dir, op, dstAbs);
+    const placing: Placing = { height: heightOf(src), entry: src, oldDepth: depthOf(src) };
     if (this.isMissing(cred, splitParent(dstAbs).dir, op)) {
       // Missing parents of dst will be created: check the source side first, so a refused move changes nothing.
       requireUnlink(cred, sdir, src, op, srcAbs);
       if (src.kind === 'directory') requireAccess(cred, src, W, op, srcAbs);
     }
-    const { dir: ddir, name: dname, fresh } = this.walkParentCreating(cred, dstAbs, op, true);
+    const { dir: ddir, name: dname, fresh } = this.walkParentCreating(cred, dstAbs, op, true, placing);
     if (src.kind === 'directory' && isAncestorOrSelf(src, ddir)) throw new VfsError('EINVAL', op, dstAbs, 'cannot move a directory into itself');
     const existing = ddir.children.get(dname);
     if (existing === src) return { from: pathOf(src), to: pathOf(src) };
@@ -677,13 +775,14 @@ export class Vfs {
   }
 
   /** Creates an entry exactly as a snapshot recorded it (mode and owners included). */
-  revertCreate(parent: DirNode, e: { name: string; kind: 'f' | 'd' | 'l'; mode: number; uid: number; gid: number; ref: string; size: number }): Node {
+  revertCreate(parent: DirNode, e: { name: string; kind: 'f' | 'd' | 'l'; mode: number; uid: number; gid: number; ref: string; size: number }, height = 0): Node {
     const t = nowNs();
     const base = { id: this.nextId++, mode: e.mode, uid: e.uid, gid: e.gid, atime: t, mtime: t, ctime: t, btime: t, parent, name: e.name };
     let node: Node;
     if (e.kind === 'd') {
       this.nextId--;
       node = this.makeDir(e.uid, e.gid, e.mode, parent, e.name);
+      node.height = height;
     } else if (e.kind === 'f') {
       this.blobs.ref(e.ref);
       node = { ...base, kind: 'file', blob: e.ref, size: e.size };
@@ -724,15 +823,14 @@ export class Vfs {
 
   // ---------- traversal helpers for search and VCS ----------
 
-  forEachNode(node: Node, fn: (n: Node) => void): void {
-    fn(node);
-    if (node.kind === 'directory') for (const c of node.children.values()) this.forEachNode(c, fn);
-  }
-
-  private forEachFile(node: Node, fn: (f: FileNode) => void): void {
-    this.forEachNode(node, (n) => {
-      if (n.kind === 'file') fn(n);
-    });
+  /** Calls `fn` on `top` and everything below it (pre-order; iterative, whatever the depth). */
+  forEachNode(top: Node, fn: (n: Node) => void): void {
+    const stack: Node[] = [top];
+    while (stack.length > 0) {
+      const node = stack.pop()!;
+      fn(node);
+      if (node.kind === 'directory') for (const c of node.children.values()) stack.push(c);
+    }
   }
 
   /**
@@ -740,17 +838,21 @@ export class Vfs {
    * search, files it may read. Never yields anything from an unreadable place.
    */
   *visible(cred: Cred, dir: DirNode, dirPath: string, recursive: boolean): Generator<{ node: Node; path: string; depth: number }> {
-    yield* this.visibleAt(cred, dir, dirPath, recursive, 1);
-  }
-
-  private *visibleAt(cred: Cred, dir: DirNode, dirPath: string, recursive: boolean, depth: number): Generator<{ node: Node; path: string; depth: number }> {
     if (!may(cred, dir, R | X)) return;
-    for (const name of sortedNames(dir)) {
-      const child = dir.children.get(name);
+    // An explicit stack (pre-order, name order): nested generators would overflow on deep trees.
+    const stack: { dir: DirNode; path: string; depth: number; names: string[]; i: number }[] = [{ dir, path: dirPath, depth: 1, names: sortedNames(dir), i: 0 }];
+    while (stack.length > 0) {
+      const f = stack[stack.length - 1]!;
+      if (f.i >= f.names.length) {
+        stack.pop();
+        continue;
+      }
+      const name = f.names[f.i++]!;
+      const child = f.dir.children.get(name);
       if (child === undefined) continue;
-      const p = dirPath === '/' ? `/${name}` : `${dirPath}/${name}`;
-      yield { node: child, path: p, depth };
-      if (recursive && child.kind === 'directory') yield* this.visibleAt(cred, child, p, recursive, depth + 1);
+      const p = f.path === '/' ? `/${name}` : `${f.path}/${name}`;
+      yield { node: child, path: p, depth: f.depth };
+      if (recursive && child.kind === 'directory' && may(cred, child, R | X)) stack.push({ dir: child, path: p, depth: f.depth + 1, names: sortedNames(child), i: 0 });
     }
   }
 
