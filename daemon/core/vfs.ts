@@ -7,7 +7,7 @@ import { VfsError } from '../errors.js';
 import { BlobStore, type Journal } from './blobs.js';
 import { compareNames, depthOf, heightOf, isAncestorOrSelf, markDirty, nowNs, pathOf, raiseHeights, sortedNames, S_ISGID, S_ISUID, type DirNode, type FileNode, type LinkNode, type Node } from './inode.js';
 import { components, isWithin, MAX_DEPTH, normalize, splitParent, validateName } from './paths.js';
-import { actor, isRoot, may, R, requireAccess, requireChmod, requireChown, requireUnlink, W, X, type Cred, type Principal } from './perms.js';
+import { actor, isRoot, may, R, requireAccess, requireChmod, requireChown, requireFollow, requireUnlink, W, X, type Cred, type Principal } from './perms.js';
 
 export const MAX_SYMLINKS = 40;
 
@@ -177,6 +177,7 @@ export class Vfs {
       const child: Node | undefined = cur.children.get(name);
       if (child === undefined) throw new VfsError('ENOENT', op, abs);
       if (child.kind === 'symlink' && (i < queue.length || follow)) {
+        requireFollow(cred, cur, child, op, abs);
         if (++links.n > MAX_SYMLINKS) throw new VfsError('ELOOP', op, abs);
         const target = child.target;
         if (target.startsWith('/')) cur = this.root;
@@ -396,6 +397,7 @@ export class Vfs {
       // O_CREAT|O_EXCL never follows a final symlink (POSIX): else a planted dangling link turns a
       // "create a new file" into a write wherever the link points.
       if (opts.exclusive) throw new VfsError('EEXIST', op, abs);
+      requireFollow(cred, dir, existing, op, abs);
       if (depth >= MAX_SYMLINKS) throw new VfsError('ELOOP', op, abs);
       return this.write(cred, normalize(existing.target, pathOf(dir)), data, opts, depth + 1);
     }
