@@ -34,9 +34,9 @@ export interface DirNode extends BaseNode {
    */
   treeId: string | undefined;
   /**
-   * Levels below this directory (0 when empty), an upper bound: attaching raises it up the parent
-   * chain, removing never lowers it. The depth limit checks a moved directory against it and
-   * measures exactly (`Vfs.measure`) only when the bound says no.
+   * Levels below this directory: 0 when empty, else 1 + the tallest child's (files and links count
+   * 0). Kept exact by attach and detach (`raiseHeights`, `lowerHeights`), so the depth limit checks a
+   * moved or copied subtree in O(1) instead of walking it.
    */
   height: number;
 }
@@ -108,13 +108,31 @@ export function depthOf(node: Node): number {
   return d;
 }
 
-/** Levels below a node: 0 for files and links, a directory's height bound otherwise. */
+/** Levels below a node: 0 for files and links, a directory's height otherwise. */
 export function heightOf(node: Node): number {
   return node.kind === 'directory' ? node.height : 0;
 }
 
-/** After `child` was attached to `parent`: raises the height bounds up the chain, stopping at the first ancestor already high enough. */
+/** After `child` was attached to `parent`: raises heights up the chain, stopping at the first ancestor already as high. O(depth). */
 export function raiseHeights(parent: DirNode, child: Node): void {
   let h = heightOf(child) + 1;
   for (let d: DirNode | null = parent; d !== null && d.height < h; d = d.parent, h++) d.height = h;
+}
+
+/**
+ * After `child` was detached from `parent`: lowers heights up the chain while the removed entry was
+ * what made an ancestor as high as it was. Each such ancestor scans its children until one still
+ * reaches that height, so removing anything but the tallest entry is O(1).
+ */
+export function lowerHeights(parent: DirNode, child: Node): void {
+  let h = heightOf(child) + 1;
+  for (let d: DirNode | null = parent; d !== null && d.height === h; d = d.parent) {
+    let best = 0;
+    for (const c of d.children.values()) {
+      best = Math.max(best, heightOf(c) + 1);
+      if (best === h) return;
+    }
+    d.height = best;
+    h++;
+  }
 }

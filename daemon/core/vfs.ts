@@ -5,7 +5,7 @@
  */
 import { VfsError } from '../errors.js';
 import { BlobStore, type Journal } from './blobs.js';
-import { compareNames, depthOf, heightOf, isAncestorOrSelf, markDirty, nowNs, pathOf, raiseHeights, sortedNames, S_ISGID, S_ISUID, type DirNode, type FileNode, type LinkNode, type Node } from './inode.js';
+import { compareNames, depthOf, heightOf, isAncestorOrSelf, lowerHeights, markDirty, nowNs, pathOf, raiseHeights, sortedNames, S_ISGID, S_ISUID, type DirNode, type FileNode, type LinkNode, type Node } from './inode.js';
 import { components, isWithin, MAX_DEPTH, normalize, splitParent, validateName } from './paths.js';
 import { actor, isRoot, may, R, requireAccess, requireChmod, requireChown, requireFollow, requireUnlink, W, X, type Cred, type Principal } from './perms.js';
 
@@ -16,10 +16,9 @@ export interface VfsOptions {
   journal: Journal;
 }
 
-/** What a creating call will place at its path: the entry's own levels, and for a move the entry and its depth now. */
+/** What a creating call will place at its path: the levels below it, and for a move its depth now. */
 interface Placing {
   height: number;
-  entry?: Node;
   oldDepth?: number;
 }
 
@@ -104,10 +103,10 @@ export class Vfs {
   }
 
   /**
-   * Sets the exact height of `top` and of every directory below it (one iterative pass, O(subtree));
+   * Sets the height of `top` and of every directory below it (one iterative pass, O(subtree));
    * returns top's height and the number of inodes in the subtree.
    */
-  measure(top: DirNode): { height: number; nodes: number } {
+  private measure(top: DirNode): { height: number; nodes: number } {
     const order: DirNode[] = [];
     const stack: DirNode[] = [top];
     let nodes = 1;
@@ -269,9 +268,7 @@ export class Vfs {
   private checkDepth(parent: DirNode, missing: number, placing: Placing, op: string, abs: string): void {
     const depth = depthOf(parent) + missing + 1;
     if (placing.oldDepth !== undefined && depth <= placing.oldDepth) return;
-    let height = placing.height;
-    // A directory's height is a bound that deletions leave high: measure before refusing.
-    if (depth + height > MAX_DEPTH && placing.entry?.kind === 'directory') height = this.measure(placing.entry).height;
+    const height = placing.height;
     if (depth + height > MAX_DEPTH) throw new VfsError('ENAMETOOLONG', op, abs, `the tree may be at most ${MAX_DEPTH} levels deep, and this would reach level ${depth + height}`);
   }
 
@@ -303,6 +300,7 @@ export class Vfs {
     const parent = child.parent;
     if (parent === null) return;
     parent.children.delete(child.name);
+    lowerHeights(parent, child);
     this.entriesChanged(parent);
     child.parent = null;
   }
@@ -568,9 +566,7 @@ export class Vfs {
     if (src.kind === 'directory' && !opts.recursive) throw new VfsError('EISDIR', op, srcAbs, 'copying a directory needs recursive');
     this.checkReadable(cred, src, srcAbs, op);
     if (src.kind === 'directory') this.refuseInsideSelf(cred, src, dstAbs, op, dstAbs);
-    // The copy is as deep as the source really is (the walk is O(subtree), as the copy itself).
-    const height = src.kind === 'directory' ? this.measure(src).height : 0;
-    const { dir, name, fresh } = this.walkParentCreating(cred, dstAbs, op, true, { height });
+    const { dir, name, fresh } = this.walkParentCreating(cred, dstAbs, op, true, { height: heightOf(src) });
     if (src.kind === 'directory' && isAncestorOrSelf(src, dir)) throw new VfsError('EINVAL', op, dstAbs, 'cannot copy a directory into itself');
     const existing = dir.children.get(name);
     if (existing !== undefined) {
@@ -651,7 +647,7 @@ export class Vfs {
         this.nodes.set(node.id, node);
       } else {
         const d = this.makeDir(own.uid, own.gid, mode | (own.inheritSgid ? S_ISGID : 0), into, as);
-        // the source's height (measured by copy) keeps raiseHeights from climbing once per entry
+        // taking the source's height now keeps raiseHeights from climbing once per entry
         d.height = src.height;
         const names = sortedNames(src);
         for (let i = names.length - 1; i >= 0; i--) stack.push({ src: src.children.get(names[i]!)!, parent: d, name: names[i]! });
@@ -674,7 +670,7 @@ export class Vfs {
     if (src === undefined) throw new VfsError('ENOENT', op, srcAbs);
     this.checkNotJailRoot(cred, src, op, srcAbs);
     if (src.kind === 'directory') this.refuseInsideSelf(cred, src, splitParent(dstAbs).dir, op, dstAbs);
-    const placing: Placing = { height: heightOf(src), entry: src, oldDepth: depthOf(src) };
+    const placing: Placing = { height: heightOf(src), oldDepth: depthOf(src) };
     if (this.isMissing(cred, splitParent(dstAbs).dir, op)) {
       // Missing parents of dst will be created: check the source side first, so a refused move changes nothing.
       requireUnlink(cred, sdir, src, op, srcAbs);

@@ -61,7 +61,7 @@ t.test('a user cannot build or nest chains past 1,024 levels', async (t) => {
     t.equal((await alice.call('fs.stat', { path: chain('/home/alice/c', 600) + '/f.md' })).size, 4);
   });
 
-  t.test('a directory emptied of a deep chain may go deep again (its height is measured, not remembered)', async (t) => {
+  t.test('a directory emptied of a deep chain may go deep again (heights follow deletions)', async (t) => {
     await alice.call('fs.mkdir', { path: chain('/home/alice/e', 900), parents: true });
     await alice.call('fs.delete', { path: '/home/alice/e/d', recursive: true });
     await alice.call('fs.write', { path: '/home/alice/e/f.md' }, text('f'));

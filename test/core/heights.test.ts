@@ -1,0 +1,75 @@
+/**
+ * The depth limit trusts each directory's cached height (so a move never walks its subtree): after
+ * any sequence of creations, moves, copies and deletions every height must equal a fresh count.
+ */
+import t from 'tap';
+import { Vfs } from '../../daemon/core/vfs.js';
+import type { DirNode, Node } from '../../daemon/core/inode.js';
+import type { Cred } from '../../daemon/core/perms.js';
+
+const journal = { inode: () => undefined, inodeRemoved: () => undefined, object: () => undefined, objectRemoved: () => undefined };
+const root: Cred = { user: { uid: 0, gid: 0, groups: new Set([0]), name: 'root', home: '/', isAgent: false } };
+
+/** Levels below a node, counted from scratch. */
+function counted(n: Node): number {
+  let best = 0;
+  const stack: { node: Node; depth: number }[] = [{ node: n, depth: 0 }];
+  while (stack.length > 0) {
+    const { node, depth } = stack.pop()!;
+    best = Math.max(best, depth);
+    if (node.kind === 'directory') for (const c of node.children.values()) stack.push({ node: c, depth: depth + 1 });
+  }
+  return best;
+}
+
+function wrongHeights(vfs: Vfs): string[] {
+  const bad: string[] = [];
+  for (const n of vfs.nodes.values()) if (n.kind === 'directory' && n.height !== counted(n)) bad.push(`${n.name}: ${n.height} != ${counted(n)}`);
+  return bad;
+}
+
+t.test('heights stay exact through random operations', async (t) => {
+  const vfs = new Vfs({ maxFileSize: 1 << 20, journal });
+  vfs.initFresh();
+  let seed = 12345;
+  const rand = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+  const dirs = (): string[] => {
+    const out: string[] = [];
+    vfs.forEachNode(vfs.root, (n) => {
+      if (n.kind === 'directory' && n.parent !== null) out.push(pathOf(n));
+    });
+    return out.sort();
+  };
+  const pick = (): string => {
+    const all = dirs();
+    return all.length === 0 ? '/tmp' : all[rand(all.length)]!;
+  };
+  for (let step = 0; step < 400; step++) {
+    const op = rand(6);
+    try {
+      if (op === 0) vfs.mkdir(root, pick() + '/c'.repeat(1 + rand(30)) + `/n${step}`, { parents: true });
+      else if (op === 1) vfs.write(root, `${pick()}/f${step}.md`, Buffer.from('x'));
+      else if (op === 2) vfs.remove(root, pick(), true);
+      else if (op === 3) vfs.move(root, pick(), `${pick()}/m${step}`);
+      else if (op === 4) vfs.copy(root, pick(), `${pick()}/k${step}`, { recursive: true });
+      else vfs.symlink(root, '/tmp', `${pick()}/l${step}`);
+    } catch {
+      // refusals (a move into itself, removing /tmp, ...) are part of the mix
+    }
+    const bad = wrongHeights(vfs);
+    if (bad.length > 0) {
+      t.fail(`after step ${step} (op ${op}): ${bad.slice(0, 3).join(', ')}`);
+      return;
+    }
+  }
+  t.pass('every directory height matched a fresh count after each of 400 operations');
+});
+
+function pathOf(n: DirNode): string {
+  const parts: string[] = [];
+  for (let c: DirNode | null = n; c !== null && c.parent !== null; c = c.parent) parts.push(c.name);
+  return '/' + parts.reverse().join('/');
+}
