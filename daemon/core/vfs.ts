@@ -223,26 +223,37 @@ export class Vfs {
     const { dir: dirPath, name } = splitParent(abs);
     validateName(name, op, abs);
     // The deepest directory that exists on the way, and the ones to make below it (deepest first).
-    const missing: { name: string; path: string }[] = [];
     let dir: DirNode;
-    for (let p = dirPath; ; ) {
-      try {
-        const n = this.resolve(cred, p, op, true);
-        if (n.kind !== 'directory') throw new VfsError('ENOTDIR', op, p);
-        dir = n;
-        break;
-      } catch (err) {
-        if (!(err instanceof VfsError) || err.code !== 'ENOENT' || p === '/') throw err;
+    let have = 0; // how many leading components of dirPath exist
+    const parts = components(dirPath);
+    const prefix = (k: number): string => '/' + parts.slice(0, k).join('/');
+    try {
+      dir = this.resolveDir(cred, dirPath, op);
+      have = parts.length;
+    } catch (err) {
+      if (!(err instanceof VfsError) || err.code !== 'ENOENT' || dirPath === '/') throw err;
+      // The walk met a missing entry: every shorter prefix up to it resolves, every longer one is
+      // ENOENT, so a binary search finds it in O(log n) walks instead of one walk per level.
+      let lo = 0;
+      let hi = parts.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (this.isMissing(cred, prefix(mid), op)) hi = mid - 1;
+        else lo = mid;
       }
-      const up = splitParent(p);
-      validateName(up.name, op, p);
-      missing.push({ name: up.name, path: p });
-      p = up.dir;
+      have = lo;
+      dir = this.resolveDir(cred, prefix(have), op);
     }
+    // the directories to make, top-down, each with its path
+    const missing: { name: string; path: string }[] = [];
+    for (let k = have, p = prefix(have); k < parts.length; k++) {
+      p = p === '/' ? `/${parts[k]!}` : `${p}/${parts[k]!}`;
+      missing.push({ name: parts[k]!, path: p });
+    }
+    for (let i = missing.length - 1; i >= 0; i--) validateName(missing[i]!.name, op, missing[i]!.path);
     this.checkDepth(dir, missing.length, placing, op, abs);
     let fresh = false;
-    for (let i = missing.length - 1; i >= 0; i--) {
-      const m = missing[i]!;
+    for (const m of missing) {
       if (dir.children.has(m.name)) {
         // a dangling symlink: resolving through it reports why
         const n = this.resolve(cred, m.path, op, true);
@@ -258,6 +269,12 @@ export class Vfs {
       this.emit(m.path);
     }
     return { dir, name, fresh };
+  }
+
+  private resolveDir(cred: Cred, abs: string, op: string): DirNode {
+    const n = this.resolve(cred, abs, op, true);
+    if (n.kind !== 'directory') throw new VfsError('ENOTDIR', op, abs);
+    return n;
   }
 
   /**

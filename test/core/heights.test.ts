@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import { Vfs } from '../../daemon/core/vfs.js';
-import type { DirNode, Node } from '../../daemon/core/inode.js';
+import type { Node } from '../../daemon/core/inode.js';
 import type { Cred } from '../../daemon/core/perms.js';
 
 const journal = { inode: () => undefined, inodeRemoved: () => undefined, object: () => undefined, objectRemoved: () => undefined };
@@ -36,26 +36,27 @@ t.test('heights stay exact through random operations', async (t) => {
     seed = (seed * 1103515245 + 12345) % 2 ** 31;
     return seed % n;
   };
-  const dirs = (): string[] => {
+  const paths = (kind: Node['kind']): string[] => {
     const out: string[] = [];
     vfs.forEachNode(vfs.root, (n) => {
-      if (n.kind === 'directory' && n.parent !== null) out.push(pathOf(n));
+      if (n.kind === kind && n.parent !== null) out.push(pathOf(n));
     });
     return out.sort();
   };
-  const pick = (): string => {
-    const all = dirs();
+  const pick = (kind: Node['kind'] = 'directory'): string => {
+    const all = paths(kind);
     return all.length === 0 ? '/tmp' : all[rand(all.length)]!;
   };
   for (let step = 0; step < 400; step++) {
-    const op = rand(6);
+    const op = rand(7);
     try {
       if (op === 0) vfs.mkdir(root, pick() + '/c'.repeat(1 + rand(30)) + `/n${step}`, { parents: true });
       else if (op === 1) vfs.write(root, `${pick()}/f${step}.md`, Buffer.from('x'));
       else if (op === 2) vfs.remove(root, pick(), true);
       else if (op === 3) vfs.move(root, pick(), `${pick()}/m${step}`);
       else if (op === 4) vfs.copy(root, pick(), `${pick()}/k${step}`, { recursive: true });
-      else vfs.symlink(root, '/tmp', `${pick()}/l${step}`);
+      else if (op === 5) vfs.symlink(root, rand(2) === 0 ? pick() : '../..', `${pick()}/l${step}`);
+      else vfs.mkdir(root, pick('symlink') + '/s'.repeat(1 + rand(5)) + `/n${step}`, { parents: true }); // mkdir -p through a link
     } catch {
       // refusals (a move into itself, removing /tmp, ...) are part of the mix
     }
@@ -68,8 +69,8 @@ t.test('heights stay exact through random operations', async (t) => {
   t.pass('every directory height matched a fresh count after each of 400 operations');
 });
 
-function pathOf(n: DirNode): string {
+function pathOf(n: Node): string {
   const parts: string[] = [];
-  for (let c: DirNode | null = n; c !== null && c.parent !== null; c = c.parent) parts.push(c.name);
+  for (let c: Node | null = n; c !== null && c.parent !== null; c = c.parent) parts.push(c.name);
   return '/' + parts.reverse().join('/');
 }
