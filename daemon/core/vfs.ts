@@ -222,7 +222,7 @@ export class Vfs {
     if (cred.workspace !== undefined && abs === cred.workspace.root) throw new VfsError('EBUSY', op, abs, 'the workspace root cannot be replaced, removed or moved');
     const { dir: dirPath, name } = splitParent(abs);
     validateName(name, op, abs);
-    // The deepest directory that exists on the way, and the ones to make below it (deepest first).
+    // The deepest directory that exists on the way (the directories below it are made after the depth check).
     let dir: DirNode;
     let have = 0; // how many leading components of dirPath exist
     const parts = components(dirPath);

@@ -4,10 +4,11 @@
  */
 import t from 'tap';
 import { Vfs } from '../../daemon/core/vfs.js';
+import { Vcs } from '../../daemon/vcs/vcs.js';
 import type { Node } from '../../daemon/core/inode.js';
 import type { Cred } from '../../daemon/core/perms.js';
 
-const journal = { inode: () => undefined, inodeRemoved: () => undefined, object: () => undefined, objectRemoved: () => undefined };
+const journal = { inode: () => undefined, inodeRemoved: () => undefined, object: () => undefined, objectRemoved: () => undefined, setRef: () => undefined, durable: () => Promise.resolve(), close: () => undefined };
 const root: Cred = { user: { uid: 0, gid: 0, groups: new Set([0]), name: 'root', home: '/', isAgent: false } };
 
 /** Levels below a node, counted from scratch. */
@@ -28,13 +29,21 @@ function wrongHeights(vfs: Vfs): string[] {
   return bad;
 }
 
-t.test('heights stay exact through random operations', async (t) => {
+t.test('heights stay exact through random operations and reverts', async (t) => {
   const vfs = new Vfs({ maxFileSize: 1 << 20, journal });
   vfs.initFresh();
+  const vcs = new Vcs(vfs, journal);
+  const scope = { id: '', root: '/' };
+  const commits: string[] = [];
+  const succeeded = new Array<number>(8).fill(0);
+  let reverts = 0;
   let seed = 12345;
   const rand = (n: number): number => {
-    seed = (seed * 1103515245 + 12345) % 2 ** 31;
-    return seed % n;
+    // mulberry32: deterministic, and every bit is usable
+    seed = (seed + 0x6d2b79f5) | 0;
+    let x = Math.imul(seed ^ (seed >>> 15), seed | 1);
+    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
+    return ((x ^ (x >>> 14)) >>> 0) % n;
   };
   const paths = (kind: Node['kind']): string[] => {
     const out: string[] = [];
@@ -48,7 +57,7 @@ t.test('heights stay exact through random operations', async (t) => {
     return all.length === 0 ? '/tmp' : all[rand(all.length)]!;
   };
   for (let step = 0; step < 400; step++) {
-    const op = rand(7);
+    const op = rand(8);
     try {
       if (op === 0) vfs.mkdir(root, pick() + '/c'.repeat(1 + rand(30)) + `/n${step}`, { parents: true });
       else if (op === 1) vfs.write(root, `${pick()}/f${step}.md`, Buffer.from('x'));
@@ -56,7 +65,14 @@ t.test('heights stay exact through random operations', async (t) => {
       else if (op === 3) vfs.move(root, pick(), `${pick()}/m${step}`);
       else if (op === 4) vfs.copy(root, pick(), `${pick()}/k${step}`, { recursive: true });
       else if (op === 5) vfs.symlink(root, rand(2) === 0 ? pick() : '../..', `${pick()}/l${step}`);
-      else vfs.mkdir(root, pick('symlink') + '/s'.repeat(1 + rand(5)) + `/n${step}`, { parents: true }); // mkdir -p through a link
+      else if (op === 7) {
+        if (rand(2) === 0 || commits.length === 0) commits.push(vcs.commit(root, scope, `step ${step}`).hash);
+        else {
+          vcs.revert(root, scope, commits[rand(commits.length)]!);
+          reverts++;
+        }
+      } else vfs.mkdir(root, pick('symlink') + '/s'.repeat(1 + rand(5)) + `/n${step}`, { parents: true }); // mkdir -p through a link
+      succeeded[op]!++;
     } catch {
       // refusals (a move into itself, removing /tmp, ...) are part of the mix
     }
@@ -67,6 +83,7 @@ t.test('heights stay exact through random operations', async (t) => {
     }
   }
   t.pass('every directory height matched a fresh count after each of 400 operations');
+  t.ok(succeeded.every((n) => n > 0) && reverts > 0, `every kind of operation succeeded at least once (${succeeded.join(', ')}; ${reverts} reverts)`);
 });
 
 function pathOf(n: Node): string {
