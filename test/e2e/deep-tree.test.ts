@@ -7,6 +7,7 @@ import t from 'tap';
 import Database from 'better-sqlite3';
 import path from 'node:path';
 import { makePersonas, spawnDaemon, text, treeSnapshot } from '../helpers/daemon.js';
+import { withCast } from '../helpers/http.js';
 
 const LIMIT = 1024;
 const tooDeep = { code: 'ENAMETOOLONG', message: /at most 1024 levels deep/ };
@@ -75,6 +76,16 @@ t.test('a user cannot build or nest chains past 1,024 levels', async (t) => {
     t.same((await alice.call('search.find', { path: '~', name: 'f.md' })).count, 4);
     t.equal((await alice.call('search.grep', { pattern: 'deep', path: '~', recursive: true })).count, 2);
   });
+});
+
+t.test('over REST: a PUT one level past the limit is 400 ENAMETOOLONG and creates nothing', async (t) => {
+  const { alice } = await withCast(t);
+  t.equal((await alice.put('/fs/' + chain('', LIMIT - 3).slice(1) + '/f.md', 'at the limit')).status, 200);
+  const r = await alice.put('/fs/' + chain('', LIMIT - 2).slice(1) + '/f.md', 'one too deep');
+  t.equal(r.status, 400);
+  t.equal(r.json?.code, 'ENAMETOOLONG');
+  t.match(r.json?.error, /at most 1024 levels deep, and this would reach level 1025/);
+  t.equal((await alice.get('/fs/' + chain('', LIMIT - 2).slice(1) + '?stat=true')).status, 404, 'not even the missing parent was made');
 });
 
 t.test('a store holding a 10,000-level tree (written before the limit) starts and serves everyone', async (t) => {

@@ -4,6 +4,7 @@
  */
 import t from 'tap';
 import { makePersonas, readText, spawnDaemon, text, treeSnapshot } from '../helpers/daemon.js';
+import { withCast } from '../helpers/http.js';
 
 const denied = { code: 'EACCES', message: /sticky world-writable/ };
 
@@ -73,4 +74,16 @@ t.test('a link planted in sticky /tmp', async (t) => {
     await root.call('fs.chown', { path: '/srv/sticky-group/l.md', owner: 'bob', nofollow: true });
     t.equal(await readText(alice, '/srv/sticky-group/l.md'), 'alice notes', 'sticky but not world-writable');
   });
+});
+
+t.test('over REST: bob\'s link in /tmp does not redirect alice\'s PUT or GET', async (t) => {
+  const { alice, bob } = await withCast(t);
+  t.equal((await alice.put('/fs/secret.md', 'alice secret')).status, 200);
+  t.equal((await bob.put('/fs//tmp/report.md', '/home/alice/secret.md', { headers: { 'x-service-type': 'symlink' } })).status, 200);
+  const put = await alice.put('/fs//tmp/report.md', 'overwritten');
+  t.equal(put.status, 403);
+  t.equal(put.json?.code, 'EACCES');
+  t.match(put.json?.error, /sticky world-writable/);
+  t.equal((await alice.get('/fs//tmp/report.md')).status, 403);
+  t.equal((await alice.get('/fs/secret.md')).text, 'alice secret', 'her secret is unchanged');
 });
