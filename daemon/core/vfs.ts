@@ -216,7 +216,7 @@ export class Vfs {
   private walkParentCreating(cred: Cred, abs: string, op: string, parents: boolean, placing: Placing = { height: 0 }): { dir: DirNode; name: string; fresh: boolean } {
     if (!parents) {
       const r = this.walkParent(cred, abs, op);
-      this.checkDepth(r.dir, 0, placing, op, abs);
+      this.checkDepth(r.dir, 0, placing, op, abs, r.dir.children.has(r.name));
       return { ...r, fresh: false };
     }
     if (cred.workspace !== undefined && abs === cred.workspace.root) throw new VfsError('EBUSY', op, abs, 'the workspace root cannot be replaced, removed or moved');
@@ -251,7 +251,7 @@ export class Vfs {
       missing.push({ name: parts[k]!, path: p });
     }
     for (let i = missing.length - 1; i >= 0; i--) validateName(missing[i]!.name, op, missing[i]!.path);
-    this.checkDepth(dir, missing.length, placing, op, abs);
+    this.checkDepth(dir, missing.length, placing, op, abs, missing.length === 0 && dir.children.has(name));
     let fresh = false;
     for (const m of missing) {
       if (dir.children.has(m.name)) {
@@ -279,10 +279,12 @@ export class Vfs {
 
   /**
    * Security: ENAMETOOLONG unless what `placing` describes, put `missing` levels below `parent`,
-   * stays within MAX_DEPTH. A move that does not take its entry deeper than it is always passes
-   * (trees stored before the limit are served and may be moved up, never deepened).
+   * stays within MAX_DEPTH. Trees stored before the limit are served but never deepened: writing
+   * over an existing entry (`replacing`, with nothing below the new one) and a move that does not
+   * take its entry deeper than it is always pass.
    */
-  private checkDepth(parent: DirNode, missing: number, placing: Placing, op: string, abs: string): void {
+  private checkDepth(parent: DirNode, missing: number, placing: Placing, op: string, abs: string, replacing = false): void {
+    if (replacing && placing.height === 0) return;
     const depth = depthOf(parent) + missing + 1;
     if (placing.oldDepth !== undefined && depth <= placing.oldDepth) return;
     const height = placing.height;

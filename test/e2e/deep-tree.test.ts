@@ -110,6 +110,8 @@ t.test('a store holding a 10,000-level tree (written before the limit) starts an
       parent = id;
     }
     db.prepare('UPDATE inodes SET parent = ? WHERE id = ?').run(parent, row.id);
+    // and a file at level 1030, deeper than the limit but still reachable by path
+    insert.run(maxId + 1 + LEVELS, maxId + 1027, 'mid.md', 'file', 0o644, row.uid, row.gid, row.atime, row.mtime, row.ctime, row.btime, row.blob, row.size, null);
   })();
   db.close();
 
@@ -123,7 +125,7 @@ t.test('a store holding a 10,000-level tree (written before the limit) starts an
   t.test('fsck runs and reports the excess depth', async (t) => {
     const r = await root.call('sys.fsck', {});
     t.equal(r.ok, false);
-    t.match(r.problems.join('\n'), /8979 inode\(s\) lie deeper than the 1024-level limit, down to level 10003 \(\/home\/bob\/deep\/d\/\.\.\.\/d\/d\/x\.md\)/);
+    t.match(r.problems.join('\n'), /8980 inode\(s\) lie deeper than the 1024-level limit, down to level 10003 \(\/home\/bob\/deep\/d\/\.\.\.\/d\/d\/x\.md\)/);
   });
 
   t.test('other users are served: status, commit, grep, find, tree', async (t) => {
@@ -139,7 +141,7 @@ t.test('a store holding a 10,000-level tree (written before the limit) starts an
 
   t.test('the deep tree itself is served: walks over it work for its owner and root', async (t) => {
     t.same((await bob.call('search.find', { path: '~', name: 'x.md' })).count, 1);
-    t.equal((await root.call('search.grep', { pattern: 'needle', path: '/', recursive: true })).count, 1);
+    t.equal((await root.call('search.grep', { pattern: 'needle', path: '/', recursive: true })).count, 2, 'x.md at level 10003 and mid.md at 1030');
     t.match((await root.call('search.tree', { path: '/home/bob', depth: 3 })).text, /deep/);
     t.ok((await root.call('vcs.commit', { message: 'everything, deep chain included' })).hash);
     t.equal((await root.call('vcs.status', {})).clean, true);
@@ -151,6 +153,8 @@ t.test('a store holding a 10,000-level tree (written before the limit) starts an
     t.equal((await bob.call('fs.stat', { path: level1030 })).kind, 'directory');
     await t.rejects(bob.call('fs.mkdir', { path: level1030 + '/more' }), tooDeep);
     await t.rejects(bob.call('fs.write', { path: level1030 + '/f.md' }, text('x')), tooDeep);
+    await bob.call('fs.write', { path: chain('/home/bob/deep', 1026) + '/mid.md' }, text('an existing file may still be written'));
+    t.equal((await bob.call('fs.stat', { path: chain('/home/bob/deep', 1026) + '/mid.md' })).size, 37);
     await t.rejects(bob.call('fs.move', { src: '/home/bob/deep', dst: '/home/bob/sub/deep' }), tooDeep);
     await t.rejects(bob.call('fs.copy', { src: '/home/bob/deep', dst: '/home/bob/copy', recursive: true }), tooDeep);
     await bob.call('fs.move', { src: '/home/bob/deep', dst: '/home/bob/renamed' });
@@ -159,7 +163,7 @@ t.test('a store holding a 10,000-level tree (written before the limit) starts an
 
   t.test('reverting to a commit that holds the deep tree is refused; deleting it works', async (t) => {
     const withDeep = (await root.call('vcs.commit', { message: 'moved' })).hash;
-    t.equal((await root.call('fs.delete', { path: '/srv-deep', recursive: true })).deleted, LEVELS, 'the 9,999 directories below its first level, and x.md');
+    t.equal((await root.call('fs.delete', { path: '/srv-deep', recursive: true })).deleted, LEVELS + 1, 'the 9,999 directories below its first level, x.md and mid.md');
     await root.call('vcs.commit', { message: 'deep chain gone' });
     const before = await treeSnapshot(root, '/home');
     await t.rejects(root.call('vcs.revert', { hash: withDeep }), { code: 'ENAMETOOLONG', message: /reaching level 10000/ });
