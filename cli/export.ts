@@ -6,6 +6,7 @@
 import { lstat, mkdir, symlink, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { VfsError } from '../daemon/errors.js';
+import { listAll } from '../daemon/rpc/listing.js';
 import type { CmdContext } from './context.js';
 import { errorLine } from './errors.js';
 import { baseName } from './format.js';
@@ -56,7 +57,7 @@ export async function runExport(ctx: CmdContext, vfsPath: string, hostDir: strin
       const next: Array<{ src: string; rel: string }> = [];
       await pool(level, CONCURRENCY, async (d) => {
         try {
-          const listing = await caller.call('fs.list', { path: d.src });
+          const listing = await listAll(caller, d.src);
           for (const e of listing.entries) {
             if (!safeName(e.name)) {
               fail(`skipped ${JSON.stringify(e.name)}`, new VfsError('EINVAL', 'export', undefined, 'unsafe file name'));

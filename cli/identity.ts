@@ -4,6 +4,7 @@
  * talks to: the local daemon of SERVICE_DATA_DIR, or a REST server given by `--url` / SERVICE_URL.
  */
 import type { Command } from 'commander';
+import { CredentialError, localCreds } from '../daemon/rpc/credentials.js';
 import type { Creds } from '../daemon/rpc/protocol.js';
 import { UsageError } from './errors.js';
 
@@ -25,22 +26,21 @@ export function addIdentityOptions(cmd: Command): Command {
     .option('--url <url>', 'talk to a remote REST server, e.g. http://127.0.0.1:3000 (env SERVICE_URL)');
 }
 
-/** Flags win over environment variables; nothing at all means root, as the contract says. */
+/**
+ * Flags win over environment variables; nothing at all means root, as the contract says. A blank
+ * flag or variable is a usage error naming it (never root).
+ */
 export function resolveIdentity(opts: IdentityOptions, env: NodeJS.ProcessEnv = process.env): { creds: Creds; url?: string } {
-  const user = opts.user ?? (env.SERVICE_AS_USER || undefined);
-  const token = opts.token ?? (env.SERVICE_TOKEN || undefined);
-  const onBehalfOf = opts.onBehalfOf ?? (env.SERVICE_ON_BEHALF_OF || undefined);
-  const workspace = opts.workspace ?? (env.SERVICE_WORKSPACE || undefined);
+  let creds: Creds;
+  try {
+    creds = localCreds(opts, FLAG_NAMES, env);
+  } catch (err) {
+    if (err instanceof CredentialError) throw new UsageError(err.message);
+    throw err;
+  }
   const url = opts.url ?? (env.SERVICE_URL || undefined);
-  if (opts.user !== undefined && opts.token !== undefined) throw new UsageError('--user and --token are mutually exclusive');
-  const creds: Creds = { origin: 'local' };
-  // An explicit flag of either kind overrides both environment variables.
-  if (opts.token !== undefined) creds.authorization = `Bearer ${opts.token}`;
-  else if (opts.user !== undefined) creds.authorization = `User ${opts.user}`;
-  else if (token !== undefined) creds.authorization = `Bearer ${token}`;
-  else if (user !== undefined) creds.authorization = `User ${user}`;
-  if (onBehalfOf !== undefined) creds.onBehalfOf = onBehalfOf;
-  if (workspace !== undefined) creds.workspace = workspace;
   if (url !== undefined && !/^https?:\/\/[^/]+/.test(url)) throw new UsageError(`--url must look like http://host:port, not '${url}'`);
   return url === undefined ? { creds } : { creds, url: url.replace(/\/+$/, '') };
 }
+
+const FLAG_NAMES = { user: '--user', token: '--token', workspace: '--workspace', onBehalfOf: '--on-behalf-of' };

@@ -226,7 +226,7 @@ export class RestCaller implements Caller {
         return { result: { path: str(p, 'path'), target } };
       }
       case 'fs.list': {
-        const r = await this.http('GET', fs(), {}, method);
+        const r = await this.http('GET', `${fs()}${query({ limit: p.limit === undefined ? undefined : String(p.limit), cursor: opt(p, 'cursor') })}`, {}, method);
         const v = (r.headers.get('content-type') ?? '').includes('json') ? json(r.body) : undefined;
         if (!isListing(v)) throw new VfsError('ENOTDIR', 'scandir', str(p, 'path'));
         return { result: v };

@@ -5,7 +5,8 @@
 import { chmodSync, existsSync, mkdirSync, statSync, unlinkSync, writeFileSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
-import { Registry, type AuthPolicy } from './auth/registry.js';
+import { Registry } from './auth/registry.js';
+import type { AuthPolicy } from './rpc/protocol.js';
 import { Vfs } from './core/vfs.js';
 import { MAX_DEPTH } from './core/paths.js';
 import { GrepPool } from './core/search.js';
@@ -13,6 +14,7 @@ import { VfsError } from './errors.js';
 import { connectSocket } from './rpc/client.js';
 import { defaultDataDir, EXIT_LOCKED, socketPathFor } from './rpc/connect.js';
 import { RpcServer } from './rpc/server.js';
+import { authPolicyFromEnv, intFromEnv, maxFileSizeFromEnv } from './rpc/settings.js';
 import { Service } from './service.js';
 import { SqliteStore } from './store/sqlite.js';
 import { Vcs } from './vcs/vcs.js';
@@ -25,26 +27,16 @@ export interface DaemonConfig {
   regexTimeoutMs: number;
 }
 
-function intEnv(env: NodeJS.ProcessEnv, name: string, def: number): number {
-  const v = env[name];
-  if (v === undefined || v === '') return def;
-  if (!/^\d+$/.test(v)) throw new Error(`${name} must be a whole number, got '${v}'`);
-  return Number(v);
-}
-
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
   const fsync = env.SERVICE_FSYNC ?? 'full';
   if (fsync !== 'full' && fsync !== 'normal' && fsync !== 'off') throw new Error(`SERVICE_FSYNC must be full, normal or off, got '${fsync}'`);
-  const anon = env.SERVICE_ANONYMOUS ?? 'root';
-  if (anon !== 'root' && anon !== 'deny') throw new Error(`SERVICE_ANONYMOUS must be root or deny, got '${anon}'`);
-  const userAuth = env.SERVICE_USER_AUTH ?? 'on';
-  if (userAuth !== 'on' && userAuth !== 'off') throw new Error(`SERVICE_USER_AUTH must be on or off, got '${userAuth}'`);
   return {
     dataDir: defaultDataDir(env),
-    maxFileSize: intEnv(env, 'SERVICE_MAX_FILE_SIZE', 10 * 1024 * 1024),
+    maxFileSize: maxFileSizeFromEnv(env),
     fsync,
-    policy: { anonymous: anon, userAuth: userAuth === 'on' },
-    regexTimeoutMs: intEnv(env, 'SERVICE_REGEX_TIMEOUT_MS', 2000),
+    // For requests that declare no policy (the HTTP sidecar declares its own with every request).
+    policy: authPolicyFromEnv(env),
+    regexTimeoutMs: intFromEnv(env, 'SERVICE_REGEX_TIMEOUT_MS', 2000),
   };
 }
 

@@ -13,7 +13,7 @@ import type { AuthPolicy, Registry, UserRow, WorkspaceRow } from './auth/registr
 import type { Vcs, Scope } from './vcs/vcs.js';
 import type { SqliteStore } from './store/sqlite.js';
 import type { TreeEntry } from './store/objects.js';
-import { formatMode, parseMode, type Creds, type DirEntry, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
+import { formatMode, LIST_PAGE_MAX, parseMode, type Creds, type Listing, type DirEntry, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
 
 export const VERSION = '0.1.0';
 
@@ -107,6 +107,26 @@ export function scrubPaths(w: WireError, jail: string): WireError {
   return out;
 }
 
+/**
+ * Listing cursors: the last name a page returned, opaque to clients (`c1.` + base64url). Paging
+ * by name (not by position) keeps pages exact while entries come and go.
+ */
+const CURSOR = /^c1\.([A-Za-z0-9_-]{1,1400})$/;
+
+function encodeCursor(name: string): string {
+  return `c1.${Buffer.from(name, 'utf8').toString('base64url')}`;
+}
+
+function decodeCursor(cursor: string): string {
+  const m = CURSOR.exec(cursor);
+  const name = m === null ? '' : Buffer.from(m[1]!, 'base64url').toString('utf8');
+  // Canonical encodings of a valid entry name only: anything else is not one of our cursors.
+  if (name === '' || encodeCursor(name) !== cursor || name.includes('/') || name.includes('\0') || name === '.' || name === '..') {
+    throw new VfsError('EINVAL', 'scandir', undefined, `invalid cursor '${cursor.slice(0, 64)}' (pass back the next_cursor of the previous page)`);
+  }
+  return name;
+}
+
 const tsNs = (secsSinceEpoch: number): string => (BigInt(secsSinceEpoch) * 1_000_000_000n).toString();
 
 function parseTime(t: string | number | undefined, op: string): bigint | undefined {
@@ -131,8 +151,13 @@ export class Service {
 
   constructor(private readonly d: ServiceDeps) {}
 
+  /** The policy for a request: the one its server declared (the HTTP sidecar's settings), else ours. */
+  private policyFor(creds: Creds): AuthPolicy {
+    return creds.policy ?? this.d.policy;
+  }
+
   authenticate(creds: Creds): Cred {
-    return this.d.registry.authenticate(creds, this.d.policy);
+    return this.d.registry.authenticate(creds, this.policyFor(creds));
   }
 
   /** Authenticates a request; for workspace callers, errors will show workspace paths only. */
@@ -229,7 +254,7 @@ export class Service {
     // ---------- identity ----------
     'auth.whoami': (ctx) => this.whoami(this.auth(ctx)),
     'auth.login': (ctx, p) => {
-      if (ctx.creds.origin === 'remote' && !this.d.policy.userAuth) throw new VfsError('EAUTH', 'login', undefined, 'login by name is disabled on this server');
+      if (ctx.creds.origin === 'remote' && !this.policyFor(ctx.creds).userAuth) throw new VfsError('EAUTH', 'login', undefined, 'login by name is disabled on this server');
       const u = this.d.registry.user(p.username);
       if (u === undefined) throw new VfsError('EAUTH', 'login', undefined, `unknown user '${p.username.slice(0, 64)}'`);
       return { username: u.name, ...this.whoami({ user: this.d.registry.principal(u) }) };
@@ -358,11 +383,19 @@ export class Service {
       const abs = this.abs(cred, p.path, 'stat');
       return { ...toStat(this.d.vfs.stat(cred, abs, p.nofollow === true)), path: this.show(cred, abs) };
     },
-    'fs.list': (ctx, p) => {
+    'fs.list': async (ctx, p) => {
       const cred = this.auth(ctx);
       const abs = this.abs(cred, p.path, 'scandir');
-      const { entries } = this.d.vfs.list(cred, abs);
-      return { path: this.show(cred, abs), entries: entries.map(toEntry) };
+      const after = p.cursor === undefined ? undefined : decodeCursor(p.cursor);
+      const limit = p.limit ?? LIST_PAGE_MAX;
+      const { entries, more } = await this.d.vfs.listPage(cred, abs, after, limit);
+      const out: Listing = { path: this.show(cred, abs), entries: entries.map(toEntry) };
+      const last = entries[entries.length - 1];
+      if (more && last !== undefined) {
+        out.truncated = true;
+        out.next_cursor = encodeCursor(last.name);
+      }
+      return out;
     },
     'fs.read': (ctx, p) => {
       const cred = this.auth(ctx);
@@ -423,7 +456,7 @@ export class Service {
     'fs.delete': async (ctx, p) => {
       const cred = this.auth(ctx);
       const abs = this.entryAbs(cred, p.path, 'rm');
-      const n = this.d.vfs.remove(cred, abs, p.recursive === true);
+      const n = await this.d.vfs.removeSliced(cred, abs, p.recursive === true);
       await this.durable();
       return { path: this.show(cred, abs), deleted: n };
     },
@@ -519,6 +552,7 @@ export class Service {
     // ---------- version control ----------
     'vcs.commit': async (ctx, p) => {
       const cred = this.auth(ctx);
+      await this.d.vcs.prehash(this.scope(cred));
       const r = this.d.vcs.commit(cred, this.scope(cred), p.message);
       await this.durable();
       return r;
@@ -531,21 +565,25 @@ export class Service {
       if (p.limit !== undefined) opts.limit = p.limit;
       return { commits: this.d.vcs.log(scope, opts, cred) };
     },
-    'vcs.status': (ctx) => {
+    'vcs.status': async (ctx) => {
       const cred = this.auth(ctx);
+      await this.d.vcs.prehash(this.scope(cred));
       return this.d.vcs.status(cred, this.scope(cred));
     },
-    'vcs.diff': (ctx, p) => {
+    'vcs.diff': async (ctx, p) => {
       const cred = this.auth(ctx);
       const scope = this.scope(cred);
       const opts: { from?: string; to?: string; path?: string } = {};
       if (p.from !== undefined && p.from !== '') opts.from = p.from;
       if (p.to !== undefined && p.to !== '') opts.to = p.to;
       if (p.path !== undefined && p.path !== '') opts.path = this.scopeRel(cred, scope, p.path);
-      return { diff: this.d.vcs.diff(cred, scope, opts) };
+      if (opts.to === undefined) await this.d.vcs.prehash(scope);
+      const r = await this.d.vcs.diff(cred, scope, opts);
+      return r.truncated ? { diff: r.diff, truncated: true } : { diff: r.diff };
     },
     'vcs.revert': async (ctx, p) => {
       const cred = this.auth(ctx);
+      await this.d.vcs.prehash(this.scope(cred));
       const r = this.d.vcs.revert(cred, this.scope(cred), p.hash);
       await this.durable();
       return r;

@@ -9,7 +9,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectSocket } from '../daemon/rpc/client.js';
 import { defaultDataDir, socketPathFor } from '../daemon/rpc/connect.js';
-import { formatListen, maxFileSizeFromEnv, parseListen, type ListeningMessage } from './listen.js';
+import { formatListen, httpSettingsFromEnv, SettingsError, type HttpSettings } from '../daemon/rpc/settings.js';
+import type { ListeningMessage } from './listen.js';
 
 const say = (line: string): void => {
   process.stderr.write(`mdvfs: ${line}\n`);
@@ -47,8 +48,16 @@ function waitExit(child: ChildProcess, ms: number): Promise<void> {
 
 export async function runServe(): Promise<void> {
   const dataDir = defaultDataDir();
-  let listen = parseListen(process.env.SERVICE_LISTEN);
-  maxFileSizeFromEnv(); // fail early on a bad value
+  // Every setting is checked before anything starts: a bad one is one line and exit 2.
+  let settings: HttpSettings;
+  try {
+    settings = httpSettingsFromEnv();
+  } catch (err) {
+    if (!(err instanceof SettingsError)) throw err;
+    say(err.message);
+    process.exit(2);
+  }
+  let listen = settings.listen;
   mkdirSync(dataDir, { recursive: true });
   const cli = cliEntry();
   const env = { ...process.env, SERVICE_DATA_DIR: dataDir };

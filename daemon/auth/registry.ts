@@ -5,7 +5,8 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { VfsError } from '../errors.js';
 import { isWheel, ROOT_UID, WHEEL_GID, type Cred, type Principal } from '../core/perms.js';
-import type { Creds } from '../rpc/protocol.js';
+import { credentialField, parseAuthorization } from '../rpc/credentials.js';
+import type { AuthPolicy, Creds } from '../rpc/protocol.js';
 
 export const USER_NAME = /^[a-z_][a-z0-9_.-]{0,31}$/;
 
@@ -40,12 +41,7 @@ export interface WsTokenRow {
   created: number;
 }
 
-export interface AuthPolicy {
-  /** SERVICE_ANONYMOUS: 'root' (contract default) or 'deny' (401 for remote requests without credentials). */
-  anonymous: 'root' | 'deny';
-  /** SERVICE_USER_AUTH: whether remote requests may use `Authorization: User <name>`. */
-  userAuth: boolean;
-}
+export type { AuthPolicy };
 
 export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
@@ -166,45 +162,38 @@ export class Registry {
    */
   authenticate(creds: Creds, policy: AuthPolicy): Cred {
     const remote = creds.origin === 'remote';
-    // Security: a header that is present but blank is not "no header": fail closed.
-    if (creds.authorization !== undefined && creds.authorization.trim() === '') throw new VfsError('EAUTH', 'authenticate', undefined, 'empty Authorization header');
-    const raw = creds.authorization?.trim() ?? '';
+    // Security: one parser for every front end; a blank credential is refused, never "none" (root).
+    const auth = parseAuthorization(creds.authorization);
+    const wsId = credentialField(creds.workspace, 'X-Service-Workspace');
     let user: UserRow | undefined;
     let workspace: Cred['workspace'];
-    if (raw === '') {
+    if (auth.scheme === 'none') {
       if (remote && policy.anonymous === 'deny') throw new VfsError('EAUTH', 'authenticate', undefined, 'credentials required');
-      if (creds.workspace !== undefined && creds.workspace !== '') throw new VfsError('EAUTH', 'authenticate', undefined, 'a workspace needs its bearer secret');
+      if (wsId !== undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'a workspace needs its bearer secret');
       user = this.users.get(ROOT_UID);
+    } else if (auth.scheme === 'user') {
+      if (remote && !policy.userAuth) throw new VfsError('EAUTH', 'authenticate', undefined, 'the User scheme is disabled on this server');
+      if (wsId !== undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'a workspace needs its bearer secret');
+      user = this.userByName.get(auth.name);
+      if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, `unknown user '${auth.name.slice(0, 64)}'`);
     } else {
-      const m = /^(\S+)\s+(.+)$/.exec(raw);
-      const scheme = m?.[1]?.toLowerCase();
-      const value = m?.[2]?.trim() ?? '';
-      if (scheme === 'user') {
-        if (remote && !policy.userAuth) throw new VfsError('EAUTH', 'authenticate', undefined, 'the User scheme is disabled on this server');
-        if (creds.workspace !== undefined && creds.workspace !== '') throw new VfsError('EAUTH', 'authenticate', undefined, 'a workspace needs its bearer secret');
-        user = this.userByName.get(value);
-        if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, `unknown user '${value.slice(0, 64)}'`);
-      } else if (scheme === 'bearer') {
-        const h = hashSecret(value);
-        if (creds.workspace !== undefined && creds.workspace !== '') {
-          const t = this.wsTokens.get(h);
-          const ws = this.workspaces.get(creds.workspace);
-          // Security: a workspace secret only opens the workspace it was issued for.
-          if (t === undefined || ws === undefined || t.workspaceId !== ws.id) throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid workspace credentials');
-          user = this.users.get(t.agentUid);
-          if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'the workspace agent no longer exists');
-          workspace = { id: ws.id, name: ws.name, root: ws.root };
-        } else {
-          user = this.userByToken.get(h);
-          if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid token');
-        }
+      const h = hashSecret(auth.secret);
+      if (wsId !== undefined) {
+        const t = this.wsTokens.get(h);
+        const ws = this.workspaces.get(wsId);
+        // Security: a workspace secret only opens the workspace it was issued for.
+        if (t === undefined || ws === undefined || t.workspaceId !== ws.id) throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid workspace credentials');
+        user = this.users.get(t.agentUid);
+        if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'the workspace agent no longer exists');
+        workspace = { id: ws.id, name: ws.name, root: ws.root };
       } else {
-        throw new VfsError('EAUTH', 'authenticate', undefined, 'unsupported authorization scheme (use "User <name>" or "Bearer <token>")');
+        user = this.userByToken.get(h);
+        if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid token');
       }
     }
     const principal = this.principal(user!);
-    const obo = creds.onBehalfOf?.trim();
-    if (obo === undefined || obo === '') return workspace === undefined ? { user: principal } : { user: principal, workspace };
+    const obo = credentialField(creds.onBehalfOf, 'X-Service-On-Behalf-Of');
+    if (obo === undefined) return workspace === undefined ? { user: principal } : { user: principal, workspace };
     const d = this.userByName.get(obo);
     if (d === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, `unknown on-behalf-of user '${obo.slice(0, 64)}'`);
     if (!isWheel(principal) && !principal.isAgent) throw new VfsError('EPERM', 'delegate', undefined, 'only root, wheel members and agents may act on behalf of another user');

@@ -41,6 +41,13 @@ export class Vfs {
   readonly maxFileSize: number;
   private readonly journal: Journal;
   private readonly listeners = new Set<Listener>();
+  /**
+   * Bumped by every change that can alter what a check-then-apply operation checked (entries,
+   * modes, owners, identities): sliced operations compare it before they apply (see docs/architecture.md).
+   */
+  generation = 0;
+  /** Per directory: bumped when its entries change, so a listing sorted off the clock knows it is still current. */
+  private readonly dirGen = new WeakMap<DirNode, number>();
 
   constructor(opts: VfsOptions) {
     this.journal = opts.journal;
@@ -139,6 +146,7 @@ export class Vfs {
    * tokens or workspaces changed, which alters access without touching any path.
    */
   notifyAll(): void {
+    this.generation++;
     this.emit();
   }
 
@@ -327,6 +335,8 @@ export class Vfs {
   /** A directory gained or lost an entry: new times, listing and tree id recomputed, row rewritten. */
   private entriesChanged(dir: DirNode): void {
     dir.sorted = undefined;
+    this.generation++;
+    this.dirGen.set(dir, (this.dirGen.get(dir) ?? 0) + 1);
     const t = nowNs();
     dir.mtime = t;
     dir.ctime = t;
@@ -350,6 +360,7 @@ export class Vfs {
   }
 
   private touchNode(node: Node, content: boolean): void {
+    this.generation++;
     const t = nowNs();
     node.ctime = t;
     if (content) node.mtime = t;
@@ -374,6 +385,47 @@ export class Vfs {
     if (dir.kind !== 'directory') throw new VfsError('ENOTDIR', 'scandir', abs);
     requireAccess(cred, dir, R, 'scandir', abs);
     return { dir, entries: sortedNames(dir).map((n) => dir.children.get(n)!) };
+  }
+
+  /**
+   * One page of a directory's entries in name order: at most `limit` names after `after` (a name,
+   * not necessarily still present). Needs r on the directory. A directory too big to sort within
+   * one slice of the event loop is sorted in slices (`sortSliced`); the access check is repeated
+   * after that, so the page reflects the directory and permissions as they are when it is cut.
+   * Entries that exist during the whole paging are returned exactly once; entries created or
+   * removed meanwhile may or may not be (as readdir(3) says).
+   */
+  async listPage(cred: Cred, abs: string, after: string | undefined, limit: number): Promise<{ entries: Node[]; more: boolean }> {
+    let stale: string[] | undefined; // an order sorted by an earlier attempt
+    for (let attempt = 0; ; attempt++) {
+      const dir = this.listable(cred, abs);
+      let names = dir.sorted;
+      if (names === undefined && dir.children.size <= SORT_SLICE) names = sortedNames(dir);
+      // A directory that keeps changing while we sort: page from our copy (readdir(3) allows missing what is created meanwhile).
+      if (names === undefined && attempt >= 2) names = stale;
+      if (names === undefined) {
+        const gen = this.dirGen.get(dir) ?? 0;
+        stale = await sortSliced(dir.children.keys());
+        // Still the same entries: keep the order for the next pages and for everyone else.
+        if ((this.dirGen.get(dir) ?? 0) === gen && dir.children.size === stale.length) dir.sorted = stale;
+        continue; // check access again: the directory or its modes may have changed while we sorted
+      }
+      const entries: Node[] = [];
+      let i = after === undefined ? 0 : upperBound(names, after);
+      for (; i < names.length && entries.length < limit; i++) {
+        const child = dir.children.get(names[i]!);
+        if (child !== undefined) entries.push(child);
+      }
+      while (i < names.length && !dir.children.has(names[i]!)) i++;
+      return { entries, more: i < names.length };
+    }
+  }
+
+  private listable(cred: Cred, abs: string): DirNode {
+    const dir = this.resolve(cred, abs, 'scandir', true);
+    if (dir.kind !== 'directory') throw new VfsError('ENOTDIR', 'scandir', abs);
+    requireAccess(cred, dir, R, 'scandir', abs);
+    return dir;
   }
 
   /** A file's bytes. Needs r on the file. Throws EISDIR for directories. */
@@ -555,6 +607,62 @@ export class Vfs {
     const n = this.destroy(node);
     this.emit(p);
     return n;
+  }
+
+  /**
+   * `remove` for subtrees of any size without holding the event loop (see docs/architecture.md):
+   * the permission check walks the subtree in slices; if anything that could change its outcome
+   * changed meanwhile (`generation`), it runs again (the third retry runs in one go). Then the
+   * subtree is detached at once, so every later request sees it gone, and its inodes are freed and
+   * journaled in slices, leaves first: the store holds a connected tree after every batch.
+   */
+  async removeSliced(cred: Cred, abs: string, recursive: boolean): Promise<number> {
+    const op = recursive ? 'rm -r' : 'rm';
+    for (let attempt = 0; ; attempt++) {
+      const gen = this.generation;
+      const { dir, name } = this.walkParent(cred, abs, op);
+      const node = dir.children.get(name);
+      if (node === undefined) throw new VfsError('ENOENT', op, abs);
+      if (node.kind !== 'directory' || node.children.size === 0 || !recursive) return this.remove(cred, abs, recursive);
+      this.checkNotJailRoot(cred, node, op, abs);
+      requireUnlink(cred, dir, node, op, abs);
+      const order = await this.checkRemovableSliced(cred, node, abs, op, attempt < 3);
+      if (this.generation !== gen) continue; // something changed while we checked: check again
+      const p = pathOf(node);
+      this.detach(node);
+      this.emit(p);
+      for (let i = order.length - 1; i >= 0; i--) {
+        const n = order[i]!;
+        if (n.kind === 'file') this.blobs.release(n.blob);
+        this.nodes.delete(n.id);
+        this.journal.inodeRemoved(n.id);
+        // A turn per DESTROY_BATCH inodes: the store's group commit writes each batch in the
+        // yield, so no one transaction (they run on the event loop too) grows with the subtree.
+        if (i % DESTROY_BATCH === 0 && i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+      return order.length;
+    }
+  }
+
+  /** `checkRemovable`, iterative and sliced; returns the subtree in pre-order (parents before children). */
+  private async checkRemovableSliced(cred: Cred, top: DirNode, abs: string, op: string, sliced: boolean): Promise<Node[]> {
+    const pause = sliced ? slicer() : () => undefined;
+    const order: Node[] = [top];
+    const stack: { dir: DirNode; path: string }[] = [{ dir: top, path: abs }];
+    let k = 0;
+    for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+      const { dir, path } = item;
+      if (dir.children.size === 0) continue;
+      requireAccess(cred, dir, R | W | X, op, path);
+      for (const [name, child] of dir.children) {
+        const childPath = path === '/' ? `/${name}` : `${path}/${name}`;
+        requireUnlink(cred, dir, child, op, childPath);
+        order.push(child);
+        if (child.kind === 'directory') stack.push({ dir: child, path: childPath });
+        if ((++k & 1023) === 0) await pause();
+      }
+    }
+    return order;
   }
 
   /** Every directory in the subtree must be listable and writable, and every entry removable. */
@@ -882,6 +990,82 @@ export class Vfs {
     }
     return { inodes: this.nodes.size, files, dirs };
   }
+}
+
+/** Directories up to this many entries are sorted in one go (a few ms); bigger ones in slices. */
+const SORT_SLICE = 16384;
+/** Inodes freed per turn of the event loop by a sliced delete (about 1,000 row deletes per store batch). */
+const DESTROY_BATCH = 1024;
+/** Work done between two yields of the event loop in sliced operations. */
+export const SLICE_MS = 15;
+
+/** Yields to the event loop once `SLICE_MS` have passed since the last yield. */
+export function slicer(): () => Promise<void> | undefined {
+  let deadline = performance.now() + SLICE_MS;
+  return () => {
+    if (performance.now() < deadline) return undefined;
+    return new Promise<void>((resolve) =>
+      setImmediate(() => {
+        deadline = performance.now() + SLICE_MS;
+        resolve();
+      }),
+    );
+  };
+}
+
+/**
+ * Names in `compareNames` order, sorted without holding the event loop: runs of SORT_SLICE names
+ * are sorted natively, then merged pairwise, yielding whenever a slice's time is used up.
+ */
+async function sortSliced(keys: Iterable<string>): Promise<string[]> {
+  const pause = slicer();
+  let runs: string[][] = [];
+  let run: string[] = [];
+  for (const k of keys) {
+    run.push(k);
+    if (run.length === SORT_SLICE) {
+      // the default order of sort() is code-unit order, the same as compareNames, and faster
+      runs.push(run.sort());
+      run = [];
+      await pause();
+    }
+  }
+  if (run.length > 0) runs.push(run.sort());
+  while (runs.length > 1) {
+    const next: string[][] = [];
+    for (let k = 0; k < runs.length; k += 2) {
+      const a = runs[k]!;
+      const b = runs[k + 1];
+      if (b === undefined) {
+        next.push(a);
+        continue;
+      }
+      const out = new Array<string>(a.length + b.length);
+      let i = 0;
+      let j = 0;
+      let o = 0;
+      while (o < out.length) {
+        const end = Math.min(out.length, o + 8192);
+        while (o < end) out[o++] = j >= b.length || (i < a.length && a[i]! < b[j]!) ? a[i++]! : b[j++]!;
+        await pause();
+      }
+      next.push(out);
+    }
+    runs = next;
+  }
+  return runs[0] ?? [];
+}
+
+/** The index of the first name greater than `name` in a sorted array. */
+function upperBound(names: string[], name: string): number {
+  let lo = 0;
+  let hi = names.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareNames(names[mid]!, name) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 export { compareNames };

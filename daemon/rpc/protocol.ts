@@ -16,11 +16,26 @@ import { z } from 'zod';
  * applies SERVICE_ANONYMOUS and SERVICE_USER_AUTH to those. Local front ends (CLI, stdio MCP,
  * FUSE) are trusted like the owner of the 0600 socket.
  */
+export const authPolicySchema = z.object({
+  /** SERVICE_ANONYMOUS: 'root' (contract default) or 'deny' (401 for remote requests without credentials). */
+  anonymous: z.enum(['root', 'deny']),
+  /** SERVICE_USER_AUTH: whether remote requests may use `Authorization: User <name>`. */
+  userAuth: z.boolean(),
+});
+export type AuthPolicy = z.infer<typeof authPolicySchema>;
+
 export const credsSchema = z.object({
   authorization: z.string().max(4096).optional(), // "User <name>" | "Bearer <token>"
   workspace: z.string().max(200).optional(), // X-Service-Workspace
   onBehalfOf: z.string().max(200).optional(), // X-Service-On-Behalf-Of
   origin: z.enum(['local', 'remote']).optional(),
+  /**
+   * For remote requests: the policy of the server the request arrived at, which wins over the
+   * daemon's own SERVICE_ANONYMOUS/SERVICE_USER_AUTH (a daemon started in the background by the CLI
+   * may have another environment than `mdvfs serve`). Security: this grants nothing a socket client
+   * does not already have: whoever may connect to the 0600 socket may send `origin: 'local'`.
+   */
+  policy: authPolicySchema.optional(),
 });
 export type Creds = z.infer<typeof credsSchema>;
 
@@ -66,7 +81,17 @@ export interface DirEntry {
 export interface Listing {
   path: string;
   entries: DirEntry[];
+  /** Present (true) only when the listing was cut at `limit`: ask again with `cursor: next_cursor`. */
+  truncated?: true;
+  next_cursor?: string;
 }
+
+/**
+ * Entries in one listing page, by default and at most. An entry is about 250 bytes of JSON, so a
+ * page stays near 2.5 MB (far below a frame's limit, encoded in a few ms), while every directory
+ * of up to 10,000 entries (any real notes folder) still answers in one page, exactly as before.
+ */
+export const LIST_PAGE_MAX = 10000;
 
 export interface UserRecord {
   name: string;
@@ -129,6 +154,9 @@ export interface StatusResult {
   clean: boolean;
   head: string | null;
   text: string; // git-style plain text
+  /** Present only when the lists were cut (see STATUS_MAX): `more` changes were not listed. */
+  truncated?: true;
+  more?: number;
 }
 
 export interface ChangeEvent {
@@ -179,7 +207,11 @@ export const methods = {
   /** Resolves a path for the caller without touching the tree: what `path` means for this identity. */
   'fs.resolve': { params: z.object({ path }), result: {} as { path: string } },
   'fs.stat': { params: z.object({ path, nofollow: z.boolean().optional() }), result: {} as Stat & { path: string } },
-  'fs.list': { params: z.object({ path: pathOpt }), result: {} as Listing },
+  /**
+   * A directory's entries in name order, at most `limit` (default and maximum LIST_PAGE_MAX). A cut
+   * listing says `truncated: true` and gives `next_cursor`, an opaque string to pass as `cursor`.
+   */
+  'fs.list': { params: z.object({ path: pathOpt, limit: z.number().int().min(1).max(LIST_PAGE_MAX).optional(), cursor: z.string().max(2048).optional() }), result: {} as Listing },
   /** File content is returned as the frame's raw bytes. */
   'fs.read': { params: z.object({ path, if_none_match: z.string().optional() }), result: {} as { path: string; etag: string; size: number; not_modified?: boolean } },
   /**
@@ -235,7 +267,7 @@ export const methods = {
   'vcs.log': { params: z.object({ path: pathOpt, limit: z.number().int().min(1).optional() }), result: {} as { commits: CommitRecord[] } },
   'vcs.status': { params: z.object({}), result: {} as StatusResult },
   /** Unified diff; `from`/`to` are commit prefixes, `to` omitted means the working tree, `from` omitted means HEAD. */
-  'vcs.diff': { params: z.object({ from: z.string().optional(), to: z.string().optional(), path: pathOpt }), result: {} as { diff: string } },
+  'vcs.diff': { params: z.object({ from: z.string().optional(), to: z.string().optional(), path: pathOpt }), result: {} as { diff: string; truncated?: true } },
   'vcs.revert': { params: z.object({ hash: z.string() }), result: {} as { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord } },
   /** Read-only views of a commit's tree (for `.history` in the mount). Paths are absolute within the snapshot. */
   'vcs.ls': { params: z.object({ rev: z.string(), path: pathOpt }), result: {} as Listing },

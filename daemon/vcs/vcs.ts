@@ -7,8 +7,8 @@ import { createTwoFilesPatch } from 'diff';
 import { VfsError } from '../errors.js';
 import { compareNames, depthOf, markDirty, nowNs, pathOf, sortedNames, type DirNode, type Node } from '../core/inode.js';
 import { components, MAX_DEPTH } from '../core/paths.js';
+import { slicer, type Vfs } from '../core/vfs.js';
 import { may, principalMay, isAdminCred, R, W, X, requireUnlink, requireAccess, requireChmod, requireChown, type Cred } from '../core/perms.js';
-import type { Vfs } from '../core/vfs.js';
 import type { Store } from '../store/sqlite.js';
 import { decodeCommit, decodeTree, encodeCommit, encodeTree, objectId, shortId, SHORT, type CommitObject, type TreeEntry } from '../store/objects.js';
 import type { CommitRecord, StatusResult } from '../rpc/protocol.js';
@@ -111,6 +111,41 @@ export class Vcs {
     }
     dir.treeId = id;
     return id;
+  }
+
+  /**
+   * Hashes the scope's changed directories ahead of a commit, status or diff, in slices that yield
+   * the event loop, bottom-up (iteratively), so that the synchronous `treeOf` the operation then
+   * runs, in the same turn as the rest of it (that is what keeps it atomic), finds every unchanged
+   * subtree cached and costs little. Only an optimisation: a directory changed meanwhile has its id
+   * cleared again by `markDirty` and is hashed by that `treeOf`, so the result is always current.
+   * (One directory is hashed in one go: its cost is its number of entries.)
+   */
+  async prehash(scope: Scope): Promise<void> {
+    let top: DirNode;
+    try {
+      top = this.scopeDir(scope);
+    } catch {
+      return; // the operation itself reports it
+    }
+    const pause = slicer();
+    const stack: { dir: DirNode; expanded: boolean }[] = [{ dir: top, expanded: false }];
+    while (stack.length > 0) {
+      const item = stack[stack.length - 1]!;
+      if (this.cached(item.dir)) {
+        stack.pop();
+        continue;
+      }
+      if (!item.expanded) {
+        item.expanded = true;
+        for (const c of item.dir.children.values()) if (c.kind === 'directory' && !this.cached(c)) stack.push({ dir: c, expanded: false });
+        continue;
+      }
+      stack.pop();
+      this.treeOf(item.dir);
+      const p = pause();
+      if (p !== undefined) await p;
+    }
   }
 
   /** Writes a tree and its not-yet-written subtrees to the store; marks their blobs as history. */
@@ -303,7 +338,7 @@ export class Vcs {
     let entries = this.trees.get(tree);
     let found: TreeEntry | undefined;
     for (let i = 0; i < parts.length; i++) {
-      found = entries?.find((e) => e.name === parts[i]);
+      found = entries === undefined ? undefined : findEntry(entries, parts[i]!);
       if (found === undefined) return undefined;
       if (i < parts.length - 1) {
         if (found.kind !== 'd') return undefined;
@@ -322,17 +357,28 @@ export class Vcs {
   }
 
   /** Whether the caller may read `rel` (scope-relative) in the working tree, or for a path that is gone, list its nearest existing ancestor. */
-  private visibleNow(cred: Cred, scope: Scope, rel: string): boolean {
+  private visibleNow(cred: Cred, scope: Scope, rel: string, memo?: Map<string, boolean>): boolean {
     const abs = joinScope(scope.root, rel.replace(/\/$/, ''));
     let p = abs;
     let exact = true;
+    const tried: string[] = [];
+    const answer = (v: boolean): boolean => {
+      // Within one request the answer for a missing path's ancestors is the same for all its siblings.
+      if (memo !== undefined) for (const q of tried) memo.set(q, v);
+      return v;
+    };
     for (;;) {
+      if (!exact) {
+        const known = memo?.get(p);
+        if (known !== undefined) return answer(known);
+        tried.push(p);
+      }
       try {
         const n = this.vfs.resolve(cred, p, 'status', false);
         if (exact) return n.kind === 'directory' ? may(cred, n, R | X) : n.kind === 'symlink' || may(cred, n, R);
-        return n.kind === 'directory' && may(cred, n, R | X);
+        return answer(n.kind === 'directory' && may(cred, n, R | X));
       } catch (err) {
-        if (!(err instanceof VfsError) || err.code !== 'ENOENT' || p === '/') return false;
+        if (!(err instanceof VfsError) || err.code !== 'ENOENT' || p === '/') return answer(false);
       }
       p = p.slice(0, p.lastIndexOf('/')) || '/';
       exact = false;
@@ -345,7 +391,7 @@ export class Vcs {
     const parts = components(rel.replace(/\/$/, ''));
     let entries = this.trees.get(tree);
     for (let i = 0; i < parts.length; i++) {
-      const e = entries?.find((x) => x.name === parts[i]);
+      const e = entries === undefined ? undefined : findEntry(entries, parts[i]!);
       if (e === undefined) return true; // absent here: nothing to hide
       const node = { mode: e.mode, uid: e.uid, gid: e.gid, kind: e.kind === 'd' ? 'directory' : e.kind === 'f' ? 'file' : 'symlink' } as Node;
       const last = i === parts.length - 1;
@@ -363,10 +409,15 @@ export class Vcs {
     const added: string[] = [];
     const modified: string[] = [];
     const deleted: string[] = [];
+    const memo = new Map<string, boolean>();
+    const headTree = this.headTree(scope);
+    // Bounded answer: at most STATUS_MAX paths are listed; `truncated` and a last line count the rest.
+    let more = 0;
     for (const c of changes) {
-      if (!this.visibleNow(cred, scope, c.path)) continue;
-      if (c.kind !== 'added' && !this.visibleIn(cred, this.headTree(scope), c.path)) continue;
-      (c.kind === 'added' ? added : c.kind === 'modified' ? modified : deleted).push(c.path);
+      if (!this.visibleNow(cred, scope, c.path, memo)) continue;
+      if (c.kind !== 'added' && !this.visibleIn(cred, headTree, c.path)) continue;
+      if (added.length + modified.length + deleted.length >= STATUS_MAX) more++;
+      else (c.kind === 'added' ? added : c.kind === 'modified' ? modified : deleted).push(c.path);
     }
     const lines: string[] = [head === null ? 'No commits yet' : `On commit ${shortId(head)}`];
     if (added.length + modified.length + deleted.length === 0) lines.push('nothing to commit, working tree clean');
@@ -375,48 +426,81 @@ export class Vcs {
       for (const p of added) lines.push(`\tadded:    ${p}`);
       for (const p of modified) lines.push(`\tmodified: ${p}`);
       for (const p of deleted) lines.push(`\tdeleted:  ${p}`);
+      if (more > 0) lines.push(`\t... and ${more} more changes (only the first ${STATUS_MAX} are listed)`);
     }
-    return { added, modified, deleted, clean: added.length + modified.length + deleted.length === 0, head: head === null ? null : shortId(head), text: lines.join('\n') + '\n' };
+    const r: StatusResult = { added, modified, deleted, clean: added.length + modified.length + deleted.length === 0, head: head === null ? null : shortId(head), text: lines.join('\n') + '\n' };
+    if (more > 0) {
+      r.truncated = true;
+      r.more = more;
+    }
+    return r;
   }
 
-  /** Unified diff between two commits, or a commit and the working tree, optionally one path. */
-  diff(cred: Cred, scope: Scope, opts: { from?: string; to?: string; path?: string }): string {
+  /**
+   * Unified diff between two commits, or a commit and the working tree, optionally one path.
+   *
+   * Stall-free and consistent (see docs/architecture.md): what to diff is decided synchronously,
+   * in one turn of the event loop and in O(changes): the trees, the changed paths the caller may
+   * see, and the content buffers of both sides (working-tree blobs can be freed by a later write).
+   * The text diffs, the expensive part, then run in slices that yield the event loop, each file
+   * bounded in time, and the output stops at DIFF_MAX_BYTES with `truncated` and a marker line.
+   */
+  async diff(cred: Cred, scope: Scope, opts: { from?: string; to?: string; path?: string }): Promise<{ diff: string; truncated: boolean }> {
     const fromId = opts.from === undefined ? this.head(scope) : this.find(scope, opts.from, 'diff');
     const fromTree = fromId === null ? this.emptyTree : this.commits.get(fromId)!.tree;
     const toWorking = opts.to === undefined;
     const toTree = toWorking ? this.treeOf(this.scopeDir(scope)) : this.commits.get(this.find(scope, opts.to!, 'diff'))!.tree;
     const changes = this.changesSince(scope, fromTree, toTree);
     const filter = opts.path === undefined ? undefined : opts.path.replace(/\/$/, '');
-    const parts: string[] = [];
-    // The diff runs on the event loop and Myers' algorithm is O(N·D): two large unrelated versions
-    // would stall every client for minutes. Past a time budget a file's diff becomes a whole replacement.
-    const deadline = Date.now() + DIFF_BUDGET_MS;
+    const memo = new Map<string, boolean>();
+    const work: { label: string; before: TreeEntry | undefined; after: TreeEntry | undefined; a: Buffer | string; b: Buffer | string }[] = [];
     for (const c of changes) {
       if (filter !== undefined && filter !== '' && c.path !== filter && !c.path.startsWith(filter + '/')) continue;
       if (c.path.endsWith('/')) continue;
       if (!this.visibleIn(cred, fromTree, c.path) || !this.visibleIn(cred, toTree, c.path)) continue;
-      if (toWorking && !this.visibleNow(cred, scope, c.path)) continue;
-      const a = c.before === undefined ? '' : this.entryText(c.before);
-      const b = c.after === undefined ? '' : this.entryText(c.after);
-      const label = c.path.slice(1);
-      if (a === b) {
-        parts.push(`diff ${label}\nmode ${c.before?.mode.toString(8) ?? '-'} -> ${c.after?.mode.toString(8) ?? '-'}\n`);
-        continue;
-      }
-      const oldName = c.before === undefined ? '/dev/null' : `a/${label}`;
-      const newName = c.after === undefined ? '/dev/null' : `b/${label}`;
-      const patch = createTwoFilesPatch(oldName, newName, a, b, undefined, undefined, { context: 3, timeout: Math.max(DIFF_MIN_MS, deadline - Date.now()) });
-      parts.push(patch === undefined ? wholeReplacement(oldName, newName, a, b) : patch.replace(/^=+\n/m, ''));
+      if (toWorking && !this.visibleNow(cred, scope, c.path, memo)) continue;
+      work.push({ label: c.path.slice(1), before: c.before, after: c.after, a: this.entryContent(c.before), b: this.entryContent(c.after) });
     }
-    return parts.join('');
+    const parts: string[] = [];
+    let bytes = 0;
+    let shown = 0;
+    // Myers' algorithm is O(N·D): past a time budget for the request a file's diff becomes a whole
+    // replacement, and no single file may hold the event loop longer than DIFF_FILE_MS.
+    const deadline = Date.now() + DIFF_BUDGET_MS;
+    const pause = slicer();
+    for (const w of work) {
+      await pause();
+      const a = textOf(w.a);
+      const b = textOf(w.b);
+      let part: string;
+      if (a === b) part = `diff ${w.label}\nmode ${w.before?.mode.toString(8) ?? '-'} -> ${w.after?.mode.toString(8) ?? '-'}\n`;
+      else {
+        const oldName = w.before === undefined ? '/dev/null' : `a/${w.label}`;
+        const newName = w.after === undefined ? '/dev/null' : `b/${w.label}`;
+        const timeout = Math.max(DIFF_MIN_MS, Math.min(DIFF_FILE_MS, deadline - Date.now()));
+        const patch = createTwoFilesPatch(oldName, newName, a, b, undefined, undefined, { context: 3, timeout });
+        part = patch === undefined ? wholeReplacement(oldName, newName, a, b) : patch.replace(/^=+\n/m, '');
+      }
+      const size = Buffer.byteLength(part);
+      if (bytes + size > DIFF_MAX_BYTES) {
+        // The first file alone is too big: show its beginning, cut at a line.
+        if (shown === 0) parts.push(part.slice(0, part.lastIndexOf('\n', DIFF_MAX_BYTES / 2) + 1));
+        parts.push(`[diff truncated: the output is limited to ${DIFF_MAX_BYTES} bytes; ${work.length - shown} of ${work.length} changed files not shown (narrow it with a path)]\n`);
+        return { diff: parts.join(''), truncated: true };
+      }
+      parts.push(part);
+      bytes += size;
+      shown++;
+    }
+    return { diff: parts.join(''), truncated: false };
   }
 
-  private entryText(e: TreeEntry): string {
+  /** The bytes to diff for one side of a change, taken now (a symlink's text, nothing for a directory). */
+  private entryContent(e: TreeEntry | undefined): Buffer | string {
+    if (e === undefined || e.kind === 'd') return '';
     if (e.kind === 'l') return `-> ${e.ref}\n`;
-    if (e.kind === 'd') return '';
     const data = this.vfs.blobs.get(e.ref);
-    if (data.includes(0)) return `Binary content (${data.length} bytes, ${shortId(e.ref)})\n`;
-    return data.toString('utf8');
+    return data.includes(0) ? `Binary content (${data.length} bytes, ${shortId(e.ref)})\n` : data;
   }
 
   // ---------- revert ----------
@@ -641,9 +725,21 @@ export class Vcs {
   }
 }
 
-/** Time a diff request may spend finding minimal diffs, and the least any one file gets. */
+/** Time a diff request may spend finding minimal diffs, the least any one file gets, and the most. */
 const DIFF_BUDGET_MS = 1000;
 const DIFF_MIN_MS = 5;
+const DIFF_FILE_MS = 30;
+/**
+ * The most a diff answers, in bytes (a clear marker and `truncated` say when it was cut): well
+ * under a socket frame even with JSON escaping, and more than anyone reads; narrow with a path.
+ */
+export const DIFF_MAX_BYTES = 4 * 1024 * 1024;
+/** The most paths a status lists (about 1 MB of answer); the rest are counted in `more`. */
+export const STATUS_MAX = 10000;
+
+function textOf(content: Buffer | string): string {
+  return typeof content === 'string' ? content : content.toString('utf8');
+}
 
 /** A unified diff that removes every old line and adds every new one (valid, not minimal). */
 function wholeReplacement(oldName: string, newName: string, a: string, b: string): string {
@@ -657,6 +753,20 @@ function wholeReplacement(oldName: string, newName: string, a: string, b: string
   for (const l of lb) out.push('+' + l);
   if (b !== '' && !b.endsWith('\n')) out.push('\\ No newline at end of file');
   return out.join('\n') + '\n';
+}
+
+/** An entry of a tree by name: tree entries are sorted by compareNames, so a binary search. */
+function findEntry(entries: TreeEntry[], name: string): TreeEntry | undefined {
+  let lo = 0;
+  let hi = entries.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const c = compareNames(entries[mid]!.name, name);
+    if (c === 0) return entries[mid];
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return undefined;
 }
 
 export function joinScope(root: string, rel: string): string {
