@@ -8,6 +8,7 @@ import pino from 'pino';
 import { Registry } from './auth/registry.js';
 import type { AuthPolicy } from './rpc/protocol.js';
 import { Vfs } from './core/vfs.js';
+import { MAX_DEPTH } from './core/paths.js';
 import { GrepPool } from './core/search.js';
 import { VfsError } from './errors.js';
 import { connectSocket } from './rpc/client.js';
@@ -66,8 +67,8 @@ export function openCore(cfg: DaemonConfig): { vfs: Vfs; registry: Registry; vcs
     }
     const nodes = state.inodes.map((row) => ({ node: vfs.loadNode(row), parent: row.parent }));
     for (const { node, parent } of nodes) vfs.linkLoaded(node, parent);
-    let reachable = 0;
-    vfs.forEachNode(vfs.root, () => reachable++);
+    // Iterative (no stored tree, however deep, can stop a start); also sets every directory's height.
+    const reachable = vfs.loaded();
     if (reachable !== vfs.nodes.size) throw new VfsError('EIO', 'load store', cfg.dataDir, `the store is corrupt: ${vfs.nodes.size - reachable} inode(s) are not reachable from / (a cycle or a lost subtree). Refusing to start.`);
     for (const { node } of nodes) {
       if (node.kind === 'file' && !vfs.blobs.has(node.blob)) throw new VfsError('EIO', 'load store', cfg.dataDir, `the store is corrupt: file inode ${node.id} ('${node.name}') has no content. Refusing to start.`);
@@ -89,6 +90,9 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
   const log = pino({ name: 'mdvfs-daemon' }, pino.destination(2));
   mkdirSync(cfg.dataDir, { recursive: true, mode: 0o700 });
   const core = openCore(cfg);
+  if (core.vfs.root.height > MAX_DEPTH) {
+    log.warn({ depth: core.vfs.root.height, limit: MAX_DEPTH }, `the tree is ${core.vfs.root.height} levels deep (stored before the limit of ${MAX_DEPTH}): it is served and may be moved up or deleted, but nothing can be created or moved below level ${MAX_DEPTH}; 'mdvfs fsck' names the deepest path`);
+  }
   const rpc = new RpcServer(core.service.handlers, log);
   core.vfs.onChange((paths) => rpc.broadcast({ kind: 'change', paths }));
   core.store.onFatal = (err) => {

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { VfsError } from '../errors.js';
 import type { Journal } from '../core/blobs.js';
 import type { Node } from '../core/inode.js';
+import { MAX_DEPTH } from '../core/paths.js';
 import type { GroupRow, Registry, UserRow, WorkspaceRow, WsTokenRow } from '../auth/registry.js';
 import { verifyObject, type ObjectType } from './objects.js';
 
@@ -328,16 +329,26 @@ export class SqliteStore implements Store {
     if (rows.length > 0 && roots !== 1) problems.push(`expected one root directory, found ${roots}`);
     // Every inode must hang off the root: a parent cycle or a lost subtree is unreachable.
     const children = new Map<number, number[]>();
-    for (const r of rows) if (r.parent !== null) children.set(r.parent, [...(children.get(r.parent) ?? []), r.id]);
+    for (const r of rows) {
+      if (r.parent === null) continue;
+      const list = children.get(r.parent);
+      if (list === undefined) children.set(r.parent, [r.id]);
+      else list.push(r.id);
+    }
     const seen = new Set<number>();
-    const stack = rows.filter((r) => r.parent === null).map((r) => r.id);
+    const stack = rows.filter((r) => r.parent === null).map((r) => ({ id: r.id, depth: 0 }));
+    let tooDeep = 0;
+    let deepest = { id: 0, depth: 0 };
     while (stack.length > 0) {
-      const id = stack.pop()!;
+      const { id, depth } = stack.pop()!;
       if (seen.has(id)) continue;
       seen.add(id);
-      for (const c of children.get(id) ?? []) stack.push(c);
+      if (depth > MAX_DEPTH) tooDeep++;
+      if (depth > deepest.depth) deepest = { id, depth };
+      for (const c of children.get(id) ?? []) stack.push({ id: c, depth: depth + 1 });
     }
     if (seen.size !== rows.length) problems.push(`${rows.length - seen.size} inode(s) are not reachable from / (a parent cycle or a lost subtree)`);
+    if (tooDeep > 0) problems.push(`${tooDeep} inode(s) lie deeper than the ${MAX_DEPTH}-level limit, down to level ${deepest.depth} (${pathBelow(inodeIds, deepest.id)}): they are served, but nothing can be created there; move that subtree up or delete it`);
     for (const r of this.db.prepare('SELECT scope, commit_id FROM refs').all() as { scope: string; commit_id: string }[]) {
       if (types.get(r.commit_id) !== 'commit') problems.push(`ref '${r.scope || 'HEAD'}' points to missing commit ${r.commit_id.slice(0, 12)}`);
     }
@@ -375,4 +386,12 @@ function rowToInode(r: Record<string, unknown>): InodeRow {
     size: n(r.size),
     target: (r.target as string | null) ?? null,
   };
+}
+
+/** The path of an inode from the stored rows, shortened to its first and last components when long. */
+function pathBelow(rows: Map<number, { parent: number | null; name: string }>, id: number): string {
+  const parts: string[] = [];
+  for (let r = rows.get(id); r !== undefined && r.parent !== null; r = rows.get(r.parent)) parts.push(r.name);
+  parts.reverse();
+  return parts.length <= 8 ? `/${parts.join('/')}` : `/${parts.slice(0, 4).join('/')}/.../${parts.slice(-3).join('/')}`;
 }

@@ -5,8 +5,8 @@
  */
 import { createTwoFilesPatch } from 'diff';
 import { VfsError } from '../errors.js';
-import { compareNames, markDirty, nowNs, pathOf, sortedNames, type DirNode, type Node } from '../core/inode.js';
-import { components } from '../core/paths.js';
+import { compareNames, depthOf, markDirty, nowNs, pathOf, sortedNames, type DirNode, type Node } from '../core/inode.js';
+import { components, MAX_DEPTH } from '../core/paths.js';
 import { slicer, type Vfs } from '../core/vfs.js';
 import { may, principalMay, isAdminCred, R, W, X, requireUnlink, requireAccess, requireChmod, requireChown, type Cred } from '../core/perms.js';
 import type { Store } from '../store/sqlite.js';
@@ -35,6 +35,8 @@ export class Vcs {
   /** payloads of trees hashed but not yet written, so a commit does not serialise them twice */
   private readonly encoded = new Map<string, Buffer>();
   readonly refs = new Map<string, string>();
+  /** levels below each tree measured so far (trees never change, so neither does this) */
+  private readonly heights = new Map<string, number>();
   private readonly emptyTree: string;
 
   constructor(private readonly vfs: Vfs, private readonly store: Store) {
@@ -66,8 +68,31 @@ export class Vcs {
   // ---------- trees of the working tree ----------
 
   /** The tree id of a directory, hashing only directories changed since last time. */
-  treeOf(dir: DirNode): string {
-    if (dir.treeId !== undefined && this.trees.has(dir.treeId)) return dir.treeId;
+  treeOf(top: DirNode): string {
+    if (this.cached(top)) return top.treeId!;
+    // Post-order with an explicit stack (a deep tree would overflow recursion): a directory is
+    // hashed once every changed subdirectory below it has its id.
+    const stack: DirNode[] = [top];
+    const opened = new Set<DirNode>();
+    while (stack.length > 0) {
+      const dir = stack[stack.length - 1]!;
+      if (!opened.has(dir)) {
+        opened.add(dir);
+        for (const c of dir.children.values()) if (c.kind === 'directory' && !this.cached(c)) stack.push(c);
+        continue;
+      }
+      stack.pop();
+      this.hashDir(dir);
+    }
+    return top.treeId!;
+  }
+
+  private cached(dir: DirNode): boolean {
+    return dir.treeId !== undefined && this.trees.has(dir.treeId);
+  }
+
+  /** Hashes one directory whose subdirectories all have their tree ids. */
+  private hashDir(dir: DirNode): string {
     const names = sortedNames(dir);
     const entries: TreeEntry[] = new Array<TreeEntry>(names.length);
     for (let i = 0; i < names.length; i++) {
@@ -76,7 +101,7 @@ export class Vcs {
       // one object shape for every entry (no spreads): this loop runs over whole directories
       if (c.kind === 'file') entries[i] = { name, kind: 'f', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.blob, size: c.size };
       else if (c.kind === 'symlink') entries[i] = { name, kind: 'l', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.target, size: Buffer.byteLength(c.target) };
-      else entries[i] = { name, kind: 'd', mode: c.mode, uid: c.uid, gid: c.gid, ref: this.treeOf(c), size: 0 };
+      else entries[i] = { name, kind: 'd', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.treeId!, size: 0 };
     }
     const payload = encodeTree(entries);
     const id = objectId('tree', payload);
@@ -97,7 +122,6 @@ export class Vcs {
    * (One directory is hashed in one go: its cost is its number of entries.)
    */
   async prehash(scope: Scope): Promise<void> {
-    const cached = (d: DirNode): boolean => d.treeId !== undefined && this.trees.has(d.treeId);
     let top: DirNode;
     try {
       top = this.scopeDir(scope);
@@ -108,13 +132,13 @@ export class Vcs {
     const stack: { dir: DirNode; expanded: boolean }[] = [{ dir: top, expanded: false }];
     while (stack.length > 0) {
       const item = stack[stack.length - 1]!;
-      if (cached(item.dir)) {
+      if (this.cached(item.dir)) {
         stack.pop();
         continue;
       }
       if (!item.expanded) {
         item.expanded = true;
-        for (const c of item.dir.children.values()) if (c.kind === 'directory' && !cached(c)) stack.push({ dir: c, expanded: false });
+        for (const c of item.dir.children.values()) if (c.kind === 'directory' && !this.cached(c)) stack.push({ dir: c, expanded: false });
         continue;
       }
       stack.pop();
@@ -125,17 +149,56 @@ export class Vcs {
   }
 
   /** Writes a tree and its not-yet-written subtrees to the store; marks their blobs as history. */
-  private persistTree(id: string): void {
-    if (this.persisted.has(id)) return;
-    const entries = this.trees.get(id);
-    if (entries === undefined) throw new VfsError('EIO', 'commit', undefined, `tree ${shortId(id)} is missing`);
-    for (const e of entries) {
-      if (e.kind === 'd') this.persistTree(e.ref);
-      else if (e.kind === 'f') this.vfs.blobs.inHistory.add(e.ref);
+  private persistTree(top: string): void {
+    // First find every tree to write (all present, or nothing is written), then write them.
+    const todo: string[] = [];
+    const seen = new Set<string>();
+    const stack = [top];
+    while (stack.length > 0) {
+      const id = stack.pop()!;
+      if (this.persisted.has(id) || seen.has(id)) continue;
+      seen.add(id);
+      const entries = this.trees.get(id);
+      if (entries === undefined) throw new VfsError('EIO', 'commit', undefined, `tree ${shortId(id)} is missing`);
+      todo.push(id);
+      for (const e of entries) if (e.kind === 'd') stack.push(e.ref);
     }
-    this.store.object(id, 'tree', this.encoded.get(id) ?? encodeTree(entries));
-    this.encoded.delete(id);
-    this.persisted.add(id);
+    for (const id of todo) {
+      const entries = this.trees.get(id)!;
+      for (const e of entries) if (e.kind === 'f') this.vfs.blobs.inHistory.add(e.ref);
+      this.store.object(id, 'tree', this.encoded.get(id) ?? encodeTree(entries));
+      this.encoded.delete(id);
+      this.persisted.add(id);
+    }
+  }
+
+  /** Levels below a tree's root (0 for an empty tree), as `DirNode.height` counts them; memoised. */
+  treeHeight(top: string): number {
+    const stack = [top];
+    while (stack.length > 0) {
+      const id = stack[stack.length - 1]!;
+      if (this.heights.has(id)) {
+        stack.pop();
+        continue;
+      }
+      let h = 0;
+      let ready = true;
+      for (const e of this.trees.get(id) ?? EMPTY_TREE_ENTRIES) {
+        if (e.kind !== 'd') h = Math.max(h, 1);
+        else {
+          const below = this.heights.get(e.ref);
+          if (below === undefined) {
+            ready = false;
+            stack.push(e.ref);
+          } else h = Math.max(h, below + 1);
+        }
+      }
+      if (ready) {
+        this.heights.set(id, h);
+        stack.pop();
+      }
+    }
+    return this.heights.get(top)!;
   }
 
   private scopeDir(scope: Scope): DirNode {
@@ -162,20 +225,25 @@ export class Vcs {
 
   private diffTrees(a: string, b: string, prefix: string, out: Change[]): void {
     if (a === b) return;
-    const ea = this.trees.get(a) ?? EMPTY_TREE_ENTRIES;
-    const eb = this.trees.get(b) ?? EMPTY_TREE_ENTRIES;
-    // Both lists are sorted by name: walk them side by side (a commit's cost is one pass per changed directory).
-    let i = 0;
-    let j = 0;
-    while (i < ea.length || j < eb.length) {
-      const cmp = i >= ea.length ? 1 : j >= eb.length ? -1 : compareNames(ea[i]!.name, eb[j]!.name);
-      const x = cmp <= 0 ? ea[i++] : undefined;
-      const y = cmp >= 0 ? eb[j++] : undefined;
+    // Depth-first with an explicit stack of directory pairs (a deep tree would overflow recursion);
+    // changes come out in the same order as a recursive walk.
+    const frames = [{ ea: this.trees.get(a) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(b) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0, prefix }];
+    while (frames.length > 0) {
+      const f = frames[frames.length - 1]!;
+      const { ea, eb } = f;
+      // Both lists are sorted by name: walk them side by side (a commit's cost is one pass per changed directory).
+      if (f.i >= ea.length && f.j >= eb.length) {
+        frames.pop();
+        continue;
+      }
+      const cmp = f.i >= ea.length ? 1 : f.j >= eb.length ? -1 : compareNames(ea[f.i]!.name, eb[f.j]!.name);
+      const x = cmp <= 0 ? ea[f.i++] : undefined;
+      const y = cmp >= 0 ? eb[f.j++] : undefined;
       if (x !== undefined && y !== undefined && x.ref === y.ref && x.kind === y.kind && x.mode === y.mode && x.uid === y.uid && x.gid === y.gid) continue;
-      const p = `${prefix}/${(x ?? y)!.name}`;
+      const p = `${f.prefix}/${(x ?? y)!.name}`;
       if (x !== undefined && y !== undefined && x.kind === 'd' && y.kind === 'd') {
         if (x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid) out.push({ path: p + '/', kind: 'modified', before: x, after: y });
-        this.diffTrees(x.ref, y.ref, p, out);
+        if (x.ref !== y.ref) frames.push({ ea: this.trees.get(x.ref) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(y.ref) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0, prefix: p });
         continue;
       }
       if (x !== undefined && (y === undefined || x.kind !== y.kind)) this.pushAll(x, p, 'deleted', out);
@@ -184,14 +252,19 @@ export class Vcs {
     }
   }
 
-  private pushAll(e: TreeEntry, p: string, kind: 'added' | 'deleted', out: Change[]): void {
-    if (e.kind !== 'd') {
-      out.push(kind === 'added' ? { path: p, kind, after: e } : { path: p, kind, before: e });
-      return;
+  /** Every entry of a subtree as one kind of change, in path order (iterative). */
+  private pushAll(top: TreeEntry, topPath: string, kind: 'added' | 'deleted', out: Change[]): void {
+    const stack: { e: TreeEntry; p: string }[] = [{ e: top, p: topPath }];
+    while (stack.length > 0) {
+      const { e, p } = stack.pop()!;
+      if (e.kind !== 'd') {
+        out.push(kind === 'added' ? { path: p, kind, after: e } : { path: p, kind, before: e });
+        continue;
+      }
+      const entries = this.trees.get(e.ref) ?? [];
+      if (entries.length === 0) out.push(kind === 'added' ? { path: p + '/', kind, after: e } : { path: p + '/', kind, before: e });
+      for (let k = entries.length - 1; k >= 0; k--) stack.push({ e: entries[k]!, p: `${p}/${entries[k]!.name}` });
     }
-    const entries = this.trees.get(e.ref) ?? [];
-    if (entries.length === 0) out.push(kind === 'added' ? { path: p + '/', kind, after: e } : { path: p + '/', kind, before: e });
-    for (const c of entries) this.pushAll(c, `${p}/${c.name}`, kind, out);
   }
 
   // ---------- commit ----------
@@ -440,6 +513,9 @@ export class Vcs {
     const target = this.find(scope, prefix);
     const targetTree = this.commits.get(target)!.tree;
     const dir = this.scopeDir(scope);
+    // Security: a commit taken before the depth limit may hold a deeper tree; it is not rebuilt.
+    const deepest = depthOf(dir) + this.treeHeight(targetTree);
+    if (deepest > MAX_DEPTH) throw new VfsError('ENAMETOOLONG', 'revert', scope.root, `commit ${shortId(target)} holds a tree reaching level ${deepest}, and the tree may be at most ${MAX_DEPTH} levels deep`);
     let saved: string | null = null;
     if (this.treeOf(dir) !== this.headTree(scope)) {
       this.checkRevert(cred, scope, dir, targetTree);
@@ -523,39 +599,51 @@ export class Vcs {
     }
   }
 
-  /** Makes `dir`'s contents equal to `tree`, touching only what differs. */
-  private applyTree(dir: DirNode, tree: string): void {
-    if (dir.treeId === tree) return;
-    const entries = this.trees.get(tree) ?? [];
-    const want = new Map(entries.map((e) => [e.name, e]));
-    for (const [name, child] of [...dir.children]) {
-      const e = want.get(name);
-      if (e === undefined || kindOf(e) !== child.kind) this.vfs.revertRemove(child);
-    }
-    for (const e of entries) {
-      const cur = dir.children.get(e.name);
-      if (cur === undefined) {
-        this.materialize(dir, e);
-        continue;
+  /** Makes `dir`'s contents equal to `tree`, touching only what differs (iterative, whatever the depth). */
+  private applyTree(top: DirNode, topTree: string): void {
+    const stack: { dir: DirNode; tree: string }[] = [{ dir: top, tree: topTree }];
+    while (stack.length > 0) {
+      const { dir, tree } = stack.pop()!;
+      if (dir.treeId === tree) continue;
+      const entries = this.trees.get(tree) ?? [];
+      const want = new Map(entries.map((e) => [e.name, e]));
+      for (const [name, child] of [...dir.children]) {
+        const e = want.get(name);
+        if (e === undefined || kindOf(e) !== child.kind) this.vfs.revertRemove(child);
       }
-      if (cur.mode !== e.mode || cur.uid !== e.uid || cur.gid !== e.gid) {
-        cur.mode = e.mode;
-        cur.uid = e.uid;
-        cur.gid = e.gid;
-        this.vfs.revertTouch(cur, false);
+      const below: { dir: DirNode; tree: string }[] = [];
+      for (const e of entries) {
+        const cur = dir.children.get(e.name);
+        if (cur === undefined) {
+          this.materialize(dir, e);
+          continue;
+        }
+        if (cur.mode !== e.mode || cur.uid !== e.uid || cur.gid !== e.gid) {
+          cur.mode = e.mode;
+          cur.uid = e.uid;
+          cur.gid = e.gid;
+          this.vfs.revertTouch(cur, false);
+        }
+        if (cur.kind === 'file' && cur.blob !== e.ref) this.vfs.revertContent(cur, e.ref, e.size);
+        else if (cur.kind === 'symlink' && cur.target !== e.ref) {
+          cur.target = e.ref;
+          this.vfs.revertTouch(cur, true);
+        } else if (cur.kind === 'directory') below.push({ dir: cur, tree: e.ref });
       }
-      if (cur.kind === 'file' && cur.blob !== e.ref) this.vfs.revertContent(cur, e.ref, e.size);
-      else if (cur.kind === 'symlink' && cur.target !== e.ref) {
-        cur.target = e.ref;
-        this.vfs.revertTouch(cur, true);
-      } else if (cur.kind === 'directory') this.applyTree(cur, e.ref);
+      markDirty(dir);
+      for (let k = below.length - 1; k >= 0; k--) stack.push(below[k]!);
     }
-    markDirty(dir);
   }
 
-  private materialize(parent: DirNode, e: TreeEntry): void {
-    const node = this.vfs.revertCreate(parent, e);
-    if (node.kind === 'directory') for (const c of this.trees.get(e.ref) ?? []) this.materialize(node, c);
+  private materialize(parent: DirNode, top: TreeEntry): void {
+    const stack: { parent: DirNode; e: TreeEntry }[] = [{ parent, e: top }];
+    while (stack.length > 0) {
+      const { parent: into, e } = stack.pop()!;
+      const node = this.vfs.revertCreate(into, e, e.kind === 'd' ? this.treeHeight(e.ref) : 0);
+      if (node.kind !== 'directory') continue;
+      const children = this.trees.get(e.ref) ?? [];
+      for (let k = children.length - 1; k >= 0; k--) stack.push({ parent: node, e: children[k]! });
+    }
   }
 
   // ---------- snapshot views (.history) ----------
@@ -594,15 +682,16 @@ export class Vcs {
   reachableBlobs(): Set<string> {
     const seen = new Set<string>();
     const blobs = new Set<string>();
-    const walk = (t: string): void => {
-      if (seen.has(t)) return;
+    const stack = [...this.commits.values()].map((c) => c.tree);
+    while (stack.length > 0) {
+      const t = stack.pop()!;
+      if (seen.has(t)) continue;
       seen.add(t);
       for (const e of this.trees.get(t) ?? []) {
-        if (e.kind === 'd') walk(e.ref);
+        if (e.kind === 'd') stack.push(e.ref);
         else if (e.kind === 'f') blobs.add(e.ref);
       }
-    };
-    for (const c of this.commits.values()) walk(c.tree);
+    }
     return blobs;
   }
 
@@ -625,6 +714,7 @@ export class Vcs {
       if (id === this.emptyTree || this.persisted.has(id)) continue;
       this.trees.delete(id);
       this.encoded.delete(id);
+      this.heights.delete(id);
       n++;
     }
     return n;
