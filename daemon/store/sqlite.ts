@@ -7,6 +7,7 @@
  * one fsync, and no reply is sent before its change is on disk.
  */
 import Database from 'better-sqlite3';
+import { chmodSync, closeSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { VfsError } from '../errors.js';
 import type { Journal } from '../core/blobs.js';
@@ -85,8 +86,17 @@ export class SqliteStore implements Store {
     try {
       // timeout 0: a second daemon fails at once instead of waiting 5 s on the lock and then
       // quietly taking over the data dir if the first one happens to stop meanwhile.
+      // Security: SQLite gives the -wal and -shm files the main file's mode, so it is created 0600 first.
+      closeSync(openSync(file, 'a', 0o600));
       this.db = new Database(file, { timeout: 0 });
       this.db.pragma('journal_mode = WAL');
+      for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+        try {
+          chmodSync(f, 0o600);
+        } catch {
+          // -shm is absent in exclusive locking mode
+        }
+      }
       // Security/durability: one daemon per data dir, enforced by SQLite's own file lock.
       this.db.pragma('locking_mode = EXCLUSIVE');
       this.db.pragma(`synchronous = ${fsync === 'full' ? 'FULL' : fsync === 'normal' ? 'NORMAL' : 'OFF'}`);
