@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import type { CommandHost } from '../context.js';
 import { UsageError } from '../errors.js';
+import { readTokenFile, warnSecretFlag } from '../identity.js';
 import { columns } from '../format.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -37,12 +38,16 @@ export function registerWorkspaceCommands(program: Command, host: CommandHost): 
       .description("issue a workspace secret against an agent's token; use it as --token with --workspace <id>")
       .argument('<workspace>', 'workspace id or name')
       .argument('<name>', 'a name for the secret')
-      .option('--agent-token <token>', "the agent's API token (default: the --token you act with)"),
+      .option('--agent-token <token>', "the agent's API token (default: the token you act with; visible in ps: prefer --agent-token-file)")
+      .option('--agent-token-file <path>', "a file holding the agent's API token"),
     async (ctx, cmd) => {
       const [wsArg, name] = cmd.processedArgs as [string, string];
-      const o = cmd.opts<{ agentToken?: string }>();
+      const o = cmd.opts<{ agentToken?: string; agentTokenFile?: string }>();
+      if (o.agentToken !== undefined && o.agentTokenFile !== undefined) throw new UsageError('workspace token: --agent-token and --agent-token-file are mutually exclusive');
+      if (o.agentToken !== undefined) warnSecretFlag('--agent-token', '--agent-token-file', (line) => ctx.err.write(`mdvfs: warning: ${line}\n`));
+      const fromFile = o.agentTokenFile !== undefined ? readTokenFile(o.agentTokenFile, '--agent-token-file', (line) => ctx.err.write(`mdvfs: warning: ${line}\n`)) : undefined;
       const auth = ctx.caller.creds.authorization;
-      const agentToken = o.agentToken ?? (auth?.startsWith('Bearer ') ? auth.slice(7) : undefined);
+      const agentToken = fromFile ?? o.agentToken ?? (auth?.startsWith('Bearer ') ? auth.slice(7) : undefined);
       if (agentToken === undefined) throw new UsageError('workspace token: --agent-token is required (or act with --token <agent token>)');
       let id = wsArg;
       if (!UUID.test(wsArg)) {
