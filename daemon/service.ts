@@ -235,8 +235,8 @@ export class Service {
       return { username: u.name, ...this.whoami({ user: this.d.registry.principal(u) }) };
     },
     'auth.bootstrap': async (_ctx, p) => {
-      // Only while no user but root exists; no credentials needed (that is its purpose).
-      if (!this.d.registry.needsBootstrap()) throw new VfsError('EEXIST', 'bootstrap', undefined, 'already bootstrapped: an administrator exists');
+      // Only while the store never had a user besides root; no credentials needed (that is its purpose).
+      if (!this.d.registry.needsBootstrap()) throw new VfsError('EEXIST', 'bootstrap', undefined, 'already bootstrapped: this store has (or had) users besides root');
       const u = this.d.registry.addUser(p.username, false);
       this.d.registry.addMember(u.name, 'wheel');
       this.d.vfs.ensureHome(this.d.registry.principal(u));

@@ -67,6 +67,11 @@ export class Registry {
   nextGid = 1000;
   /** Set when anything changed; the store rewrites the auth tables. */
   dirty = false;
+  /**
+   * Security: set for good (and persisted) once any user besides root was created, so that deleting
+   * every administrator never reopens `auth.bootstrap` to whoever asks first.
+   */
+  bootstrapped = false;
 
   /** A fresh registry: root (uid 0), groups root (0) and wheel (1). */
   initFresh(): void {
@@ -153,9 +158,9 @@ export class Registry {
     return this.principal(this.users.get(ROOT_UID)!);
   }
 
-  /** Whether only root exists (bootstrap is possible). */
+  /** Whether bootstrap is possible: no user besides root was ever created in this store. */
   needsBootstrap(): boolean {
-    return this.users.size === 1;
+    return !this.bootstrapped && this.users.size === 1;
   }
 
   // ---------- authentication ----------
@@ -226,6 +231,7 @@ export class Registry {
     this.putGroup({ gid, name, members: new Set() });
     const u: UserRow = { uid: this.nextUid++, name, gid, isAgent, tokenHash: null, created: now() };
     this.putUser(u);
+    this.bootstrapped = true;
     this.touched();
     return u;
   }

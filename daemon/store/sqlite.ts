@@ -153,7 +153,10 @@ export class SqliteStore implements Store {
     for (const m of meta) {
       if (m.key === 'next_uid') reg.nextUid = Math.max(reg.nextUid, Number(m.value));
       if (m.key === 'next_gid') reg.nextGid = Math.max(reg.nextGid, Number(m.value));
+      if (m.key === 'bootstrapped' && m.value === '1') reg.bootstrapped = true;
     }
+    // A store written before the flag existed: other users mean it was bootstrapped.
+    if (reg.users.size > 1) reg.bootstrapped = true;
   }
 
   // ---------- Journal ----------
@@ -289,6 +292,7 @@ export class SqliteStore implements Store {
     for (const t of reg.wsTokens.values() as Iterable<WsTokenRow>) s.insertWsToken!.run(t.hash, t.workspaceId, t.name, t.agentUid, t.created);
     s.setMeta!.run('next_uid', String(reg.nextUid));
     s.setMeta!.run('next_gid', String(reg.nextGid));
+    s.setMeta!.run('bootstrapped', reg.bootstrapped ? '1' : '0');
   }
 
   /**
