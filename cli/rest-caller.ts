@@ -339,6 +339,7 @@ export class RestCaller implements Caller {
 
       case 'sys.gc':
       case 'sys.fsck':
+      case 'auth.scope':
       case 'sys.ping':
       case 'sys.subscribe':
       case 'fs.resolve':

@@ -238,6 +238,7 @@ export class Service {
 
     // ---------- identity ----------
     'auth.whoami': (ctx) => this.whoami(this.auth(ctx)),
+    'auth.scope': (ctx) => ({ root_path: this.auth(ctx).workspace?.root ?? '/' }),
     'auth.login': (ctx, p) => {
       if (ctx.creds.origin === 'remote' && !this.d.policy.userAuth) throw new VfsError('EAUTH', 'login', undefined, 'login by name is disabled on this server');
       const u = this.d.registry.user(p.username);

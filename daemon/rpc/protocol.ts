@@ -165,6 +165,12 @@ export const methods = {
 
   // identity
   'auth.whoami': { params: z.object({}), result: {} as WhoAmI },
+  /**
+   * For front ends only (never exposed to callers): the real root of the caller's workspace ('/'
+   * outside one), to map the daemon's global change events to the caller's paths. Security:
+   * whoami and /workspaces show a workspace caller its root as '/', never where it lives.
+   */
+  'auth.scope': { params: z.object({}), result: {} as { root_path: string } },
   'auth.login': { params: z.object({ username: z.string() }), result: {} as WhoAmI & { username: string } },
   'auth.bootstrap': { params: z.object({ username: z.string() }), result: {} as { username: string; uid: number; token: string } },
 
