@@ -51,8 +51,19 @@ export async function localUser(t: Teardown): Promise<LocalUser | string> {
     }
   }
   if (lastErr !== '') return `useradd failed: ${lastErr}`;
+  const children: ChildProcess[] = [];
   t.teardown(async () => {
-    for (let attempt = 0; attempt < 20; attempt++) {
+    // Its processes first: userdel refuses a user that still runs something.
+    for (const p of children) {
+      try {
+        process.kill(-p.pid!, 'SIGKILL'); // runuser does not pass SIGKILL on: the whole group goes
+      } catch {
+        // already gone
+      }
+      p.stdout?.destroy();
+      p.stderr?.destroy();
+    }
+    for (let attempt = 0; attempt < 50; attempt++) {
       try {
         await execFileP('userdel', [name]);
         return;
@@ -71,16 +82,7 @@ export async function localUser(t: Teardown): Promise<LocalUser | string> {
     gid,
     spawn: (cmd, args) => {
       const p = spawnAs(cmd, args, true);
-      t.teardown(() => {
-        // runuser does not pass SIGKILL on: the whole group goes.
-        try {
-          process.kill(-p.pid!, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-        p.stdout?.destroy();
-        p.stderr?.destroy();
-      });
+      children.push(p);
       return p;
     },
     run: (cmd, args) =>
