@@ -2,7 +2,7 @@
  * `mdvfs daemon`: loads the data dir into memory and serves the socket until SIGINT/SIGTERM.
  * Settings come from SERVICE_* environment variables (see the README).
  */
-import { chmodSync, existsSync, mkdirSync, statSync, unlinkSync, writeFileSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, statSync, unlinkSync, writeFileSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
 import { Registry } from './auth/registry.js';
@@ -13,6 +13,7 @@ import { GrepPool } from './core/search.js';
 import { VfsError } from './errors.js';
 import { connectSocket } from './rpc/client.js';
 import { defaultDataDir, EXIT_LOCKED, socketPathFor } from './rpc/connect.js';
+import { PRIVATE_UMASK, prepareSocketDir, securePrivateDataDir } from './rpc/private-dir.js';
 import { RpcServer } from './rpc/server.js';
 import { authPolicyFromEnv, intFromEnv, maxFileSizeFromEnv } from './rpc/settings.js';
 import { Service } from './service.js';
@@ -88,7 +89,9 @@ export function openCore(cfg: DaemonConfig): { vfs: Vfs; registry: Registry; vcs
 /** Starts a daemon on the data dir's socket. */
 export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
   const log = pino({ name: 'mdvfs-daemon' }, pino.destination(2));
-  mkdirSync(cfg.dataDir, { recursive: true, mode: 0o700 });
+  // Security: whoever created the data dir, the store, its WAL, the pid file and the socket are ours alone.
+  process.umask(PRIVATE_UMASK);
+  securePrivateDataDir(cfg.dataDir);
   const core = openCore(cfg);
   if (core.vfs.root.height > MAX_DEPTH) {
     log.warn({ depth: core.vfs.root.height, limit: MAX_DEPTH }, `the tree is ${core.vfs.root.height} levels deep (stored before the limit of ${MAX_DEPTH}): it is served and may be moved up or deleted, but nothing can be created or moved below level ${MAX_DEPTH}; 'mdvfs fsck' names the deepest path`);
@@ -100,6 +103,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     process.exit(1);
   };
   const socketPath = socketPathFor(cfg.dataDir);
+  if (path.dirname(socketPath) !== path.resolve(cfg.dataDir)) prepareSocketDir(socketPath);
   // We hold the store's exclusive lock, so any socket file left here is stale.
   if (existsSync(socketPath)) unlinkSync(socketPath);
   await new Promise<void>((resolve, reject) => {
@@ -143,7 +147,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     }
   };
   const pidFile = path.join(cfg.dataDir, 'daemon.pid');
-  writeFileSync(pidFile, `${process.pid}\n`);
+  writeFileSync(pidFile, `${process.pid}\n`, { mode: 0o600 });
   log.info({ dataDir: cfg.dataDir, socket: socketPath, pid: process.pid }, 'daemon ready');
   let stopped = false;
   return {

@@ -209,13 +209,23 @@ export class Service {
     const u = cred.user;
     const w: WhoAmI = { user: u.name, uid: u.uid, gid: u.gid, groups: [...u.groups], home: this.home(cred), is_agent: u.isAgent, is_admin: isWheel(u) };
     if (cred.delegate !== undefined) w.on_behalf_of = cred.delegate.name;
-    if (cred.workspace !== undefined) w.workspace = { id: cred.workspace.id, name: cred.workspace.name, root_path: cred.workspace.root };
+    // Security: a workspace caller sees its workspace as `/`, never where it really lives.
+    if (cred.workspace !== undefined) w.workspace = { id: cred.workspace.id, name: cred.workspace.name, root_path: '/' };
     return w;
   }
 
-  private wsRecord(w: WorkspaceRow): WorkspaceRecord {
+  private wsRecord(w: WorkspaceRow, cred: Cred): WorkspaceRecord {
     const owner = this.d.registry.users.get(w.ownerUid);
-    return { id: w.id, name: w.name, root_path: w.root, owner: owner?.name ?? String(w.ownerUid), created: w.created };
+    return { id: w.id, name: w.name, root_path: cred.workspace === undefined ? w.root : '/', owner: owner?.name ?? String(w.ownerUid), created: w.created };
+  }
+
+  /** The workspace `id` for managing its secrets: owner, root or wheel, never a workspace caller. */
+  private ownedWorkspace(cred: Cred, id: string, op: string): WorkspaceRow {
+    this.noWorkspace(cred, op);
+    const w = this.d.registry.workspaces.get(id);
+    if (w === undefined) throw new VfsError('ENOENT', op, undefined, `no such workspace: ${id.slice(0, 64)}`);
+    requireWorkspaceOwner(cred, w.ownerUid, op);
+    return w;
   }
 
   private noWorkspace(cred: Cred, op: string): void {
@@ -253,6 +263,7 @@ export class Service {
 
     // ---------- identity ----------
     'auth.whoami': (ctx) => this.whoami(this.auth(ctx)),
+    'auth.scope': (ctx) => ({ root_path: this.auth(ctx).workspace?.root ?? '/' }),
     'auth.login': (ctx, p) => {
       if (ctx.creds.origin === 'remote' && !this.policyFor(ctx.creds).userAuth) throw new VfsError('EAUTH', 'login', undefined, 'login by name is disabled on this server');
       const u = this.d.registry.user(p.username);
@@ -260,8 +271,8 @@ export class Service {
       return { username: u.name, ...this.whoami({ user: this.d.registry.principal(u) }) };
     },
     'auth.bootstrap': async (_ctx, p) => {
-      // Only while no user but root exists; no credentials needed (that is its purpose).
-      if (!this.d.registry.needsBootstrap()) throw new VfsError('EEXIST', 'bootstrap', undefined, 'already bootstrapped: an administrator exists');
+      // Only while the store never had a user besides root; no credentials needed (that is its purpose).
+      if (!this.d.registry.needsBootstrap()) throw new VfsError('EEXIST', 'bootstrap', undefined, 'already bootstrapped: this store has (or had) users besides root');
       const u = this.d.registry.addUser(p.username, false);
       this.d.registry.addMember(u.name, 'wheel');
       this.d.vfs.ensureHome(this.d.registry.principal(u));
@@ -353,24 +364,32 @@ export class Service {
       const w = this.d.registry.addWorkspace(p.name, pathOf(node), actor(cred).uid);
       this.d.vfs.notifyAll();
       await this.durable();
-      return this.wsRecord(w);
+      return this.wsRecord(w, cred);
     },
     'ws.list': (ctx) => {
       const cred = this.auth(ctx);
       const all = [...this.d.registry.workspaces.values()].sort((a, b) => a.created - b.created || a.name.localeCompare(b.name));
       const mine = cred.workspace !== undefined ? all.filter((w) => w.id === cred.workspace!.id) : isAdminCred(cred) ? all : all.filter((w) => w.ownerUid === actor(cred).uid);
-      return { workspaces: mine.map((w) => this.wsRecord(w)) };
+      return { workspaces: mine.map((w) => this.wsRecord(w, cred)) };
     },
     'ws.token': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      this.noWorkspace(cred, 'workspace token');
-      const w = this.d.registry.workspaces.get(p.id);
-      if (w === undefined) throw new VfsError('ENOENT', 'workspace token', undefined, `no such workspace: ${p.id.slice(0, 64)}`);
-      requireWorkspaceOwner(cred, w.ownerUid, 'workspace token');
-      const secret = this.d.registry.issueWorkspaceToken(w.id, p.name, p.agent_token);
+      const w = this.ownedWorkspace(this.auth(ctx), p.id, 'workspace token');
+      const { secret, row } = this.d.registry.issueWorkspaceToken(w.id, p.name, p.agent_token);
       this.d.vfs.notifyAll();
       await this.durable();
-      return { workspace_id: w.id, name: p.name, secret };
+      return { workspace_id: w.id, name: p.name, secret, token_id: row.id };
+    },
+    'ws.tokenList': (ctx, p) => {
+      const w = this.ownedWorkspace(this.auth(ctx), p.id, 'workspace tokens');
+      const tokens = this.d.registry.workspaceTokens(w.id).map((t) => ({ id: t.id, name: t.name, agent: this.d.registry.users.get(t.agentUid)?.name ?? String(t.agentUid), created: t.created }));
+      return { workspace_id: w.id, tokens };
+    },
+    'ws.tokenRevoke': async (ctx, p) => {
+      const w = this.ownedWorkspace(this.auth(ctx), p.id, 'revoke workspace token');
+      const t = this.d.registry.revokeWorkspaceToken(w.id, p.token_id);
+      this.d.vfs.notifyAll();
+      await this.durable();
+      return { workspace_id: w.id, revoked: t.id };
     },
 
     // ---------- filesystem ----------

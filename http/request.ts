@@ -55,13 +55,13 @@ export class Registrar {
  * Security: inside a workspace, results show workspace paths, but the daemon's error messages
  * still name the real absolute path (`open '/proj/ws/x.md'`), which would reveal root_path. Until
  * the daemon maps them itself, rewrite `'<root_path>/x'` to `'/x'` for workspace callers. Only
- * error responses of workspace requests pay the extra whoami.
+ * error responses of workspace requests pay the extra auth.scope.
  */
 async function confineMessage(ctx: RouteContext, req: Request, err: unknown): Promise<unknown> {
   if (!(err instanceof VfsError) || req.get('x-service-workspace') === undefined || err.code === 'EAUTH') return err;
   let root: string | undefined;
   try {
-    root = (await callerOf(ctx, req).call('auth.whoami', {})).workspace?.root_path;
+    root = (await callerOf(ctx, req).call('auth.scope', {})).root_path;
   } catch {
     return err;
   }

@@ -283,7 +283,8 @@ export function registerResources(server: McpServer, callerFor: CallerFor, opts:
       // Security: only what the subscriber may read now (a directory: may list).
       const st = await caller.call('fs.stat', { path: p });
       await caller.call('fs.access', { path: st.path, mode: 4 });
-      workspaceRoot ??= caller.call('auth.whoami', {}).then((w) => w.workspace?.root_path ?? null);
+      // The real root, to match global change events: whoami shows a workspace caller only '/'.
+      workspaceRoot ??= caller.call('auth.scope', {}).then((s) => (s.root_path === '/' ? null : s.root_path));
       const root = await workspaceRoot;
       const global = root === null ? st.path : path.join(root, st.path);
       listening ??= feed.listen(onChange).catch((err: unknown) => {

@@ -35,9 +35,13 @@ export interface WorkspaceRow {
 
 export interface WsTokenRow {
   hash: string;
+  /** A public id for listing and revoking (never the secret or its hash). */
+  id: string;
   workspaceId: string;
   name: string;
   agentUid: number;
+  /** Hash of the agent token the secret was issued against: rotating that token revokes the secret. */
+  agentTokenHash: string | null;
   created: number;
 }
 
@@ -63,6 +67,11 @@ export class Registry {
   nextGid = 1000;
   /** Set when anything changed; the store rewrites the auth tables. */
   dirty = false;
+  /**
+   * Security: set for good (and persisted) once any user besides root was created, so that deleting
+   * every administrator never reopens `auth.bootstrap` to whoever asks first.
+   */
+  bootstrapped = false;
 
   /** A fresh registry: root (uid 0), groups root (0) and wheel (1). */
   initFresh(): void {
@@ -149,9 +158,9 @@ export class Registry {
     return this.principal(this.users.get(ROOT_UID)!);
   }
 
-  /** Whether only root exists (bootstrap is possible). */
+  /** Whether bootstrap is possible: no user besides root was ever created in this store. */
   needsBootstrap(): boolean {
-    return this.users.size === 1;
+    return !this.bootstrapped && this.users.size === 1;
   }
 
   // ---------- authentication ----------
@@ -185,6 +194,8 @@ export class Registry {
         if (t === undefined || ws === undefined || t.workspaceId !== ws.id) throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid workspace credentials');
         user = this.users.get(t.agentUid);
         if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'the workspace agent no longer exists');
+        // Security: valid only while the agent token it was issued against is the agent's token.
+        if (t.agentTokenHash === null || user.tokenHash !== t.agentTokenHash) throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid workspace credentials');
         workspace = { id: ws.id, name: ws.name, root: ws.root };
       } else {
         user = this.userByToken.get(h);
@@ -215,6 +226,7 @@ export class Registry {
     this.putGroup({ gid, name, members: new Set() });
     const u: UserRow = { uid: this.nextUid++, name, gid, isAgent, tokenHash: null, created: now() };
     this.putUser(u);
+    this.bootstrapped = true;
     this.touched();
     return u;
   }
@@ -242,6 +254,8 @@ export class Registry {
     const u = this.userByName.get(name);
     if (u === undefined) throw new VfsError('ENOENT', 'token', undefined, `no such user: ${name}`);
     if (u.tokenHash !== null) this.userByToken.delete(u.tokenHash);
+    // Security: workspace secrets issued against the replaced token go with it.
+    for (const [h, t] of this.wsTokens) if (t.agentUid === u.uid) this.wsTokens.delete(h);
     const token = newSecret('mdvfs_');
     u.tokenHash = hashSecret(token);
     this.userByToken.set(u.tokenHash, u);
@@ -297,7 +311,7 @@ export class Registry {
    * Issues a workspace secret against an agent's token (proof of possession). Only the agent's
    * uid is stored, never its token.
    */
-  issueWorkspaceToken(workspaceId: string, name: string, agentToken: string): string {
+  issueWorkspaceToken(workspaceId: string, name: string, agentToken: string): { secret: string; row: WsTokenRow } {
     const w = this.workspaces.get(workspaceId);
     if (w === undefined) throw new VfsError('ENOENT', 'workspace token', undefined, `no such workspace: ${workspaceId.slice(0, 64)}`);
     if (name.trim() === '' || name.length > 200) throw new VfsError('EINVAL', 'workspace token', undefined, 'a token needs a name of 1 to 200 characters');
@@ -305,9 +319,27 @@ export class Registry {
     if (agent === undefined) throw new VfsError('EAUTH', 'workspace token', undefined, 'agent_token is not a valid token');
     if (!agent.isAgent) throw new VfsError('EINVAL', 'workspace token', undefined, 'agent_token must belong to an agent user');
     const secret = newSecret('mdvfsws_');
-    this.wsTokens.set(hashSecret(secret), { hash: hashSecret(secret), workspaceId: w.id, name, agentUid: agent.uid, created: now() });
+    const row: WsTokenRow = { hash: hashSecret(secret), id: randomBytes(8).toString('hex'), workspaceId: w.id, name, agentUid: agent.uid, agentTokenHash: agent.tokenHash, created: now() };
+    this.wsTokens.set(row.hash, row);
     this.touched();
-    return secret;
+    return { secret, row };
+  }
+
+  /** The secrets of a workspace, oldest first (rows carry hashes: callers show only id, name, agent, created). */
+  workspaceTokens(workspaceId: string): WsTokenRow[] {
+    return [...this.wsTokens.values()].filter((t) => t.workspaceId === workspaceId).sort((a, b) => a.created - b.created || a.id.localeCompare(b.id));
+  }
+
+  /** Revokes one secret of a workspace by its public id. Throws ENOENT if there is none. */
+  revokeWorkspaceToken(workspaceId: string, tokenId: string): WsTokenRow {
+    for (const [h, t] of this.wsTokens) {
+      if (t.workspaceId === workspaceId && t.id === tokenId) {
+        this.wsTokens.delete(h);
+        this.touched();
+        return t;
+      }
+    }
+    throw new VfsError('ENOENT', 'workspace token', undefined, `no token '${tokenId.slice(0, 64)}' in workspace ${workspaceId.slice(0, 64)}`);
   }
 }
 

@@ -172,11 +172,15 @@ export class Vfs {
     let cur: Node = this.root;
     let queue = components(abs);
     let i = 0;
+    const jail = cred.workspace?.root;
     while (i < queue.length) {
       const name = queue[i++]!;
       if (cur.kind !== 'directory') throw new VfsError('ENOTDIR', op, abs);
-      requireAccess(cred, cur, X, op, abs);
       if (name === '.' || name === '') continue;
+      // Security: a workspace caller steps only inside its workspace (or on the way down to it), and a
+      // step outside fails before anything there is looked up, so a symlink cannot tell which outside paths exist.
+      if (jail !== undefined && !onJailPath(name === '..' ? pathOf(cur.parent ?? this.root) : joinPath(pathOf(cur), name), jail)) throw new VfsError('EACCES', op, abs, 'outside the workspace');
+      requireAccess(cred, cur, X, op, abs);
       if (name === '..') {
         cur = cur.parent ?? this.root;
         continue;
@@ -1069,3 +1073,12 @@ function upperBound(names: string[], name: string): number {
 }
 
 export { compareNames };
+
+/** `p` is inside the workspace `jail` or one of the directories leading down to it. */
+function onJailPath(p: string, jail: string): boolean {
+  return isWithin(p, jail) || isWithin(jail, p);
+}
+
+function joinPath(dir: string, name: string): string {
+  return dir === '/' ? `/${name}` : `${dir}/${name}`;
+}

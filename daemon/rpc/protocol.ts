@@ -118,6 +118,14 @@ export interface WorkspaceRecord {
   created: number;
 }
 
+/** A workspace secret as listed: never the secret or its hash. */
+export interface WorkspaceTokenRecord {
+  id: string;
+  name: string;
+  agent: string;
+  created: number;
+}
+
 export interface WhoAmI {
   user: string;
   uid: number;
@@ -185,6 +193,12 @@ export const methods = {
 
   // identity
   'auth.whoami': { params: z.object({}), result: {} as WhoAmI },
+  /**
+   * For front ends only (never exposed to callers): the real root of the caller's workspace ('/'
+   * outside one), to map the daemon's global change events to the caller's paths. Security:
+   * whoami and /workspaces show a workspace caller its root as '/', never where it lives.
+   */
+  'auth.scope': { params: z.object({}), result: {} as { root_path: string } },
   'auth.login': { params: z.object({ username: z.string() }), result: {} as WhoAmI & { username: string } },
   'auth.bootstrap': { params: z.object({ username: z.string() }), result: {} as { username: string; uid: number; token: string } },
 
@@ -201,7 +215,9 @@ export const methods = {
   // workspaces
   'ws.create': { params: z.object({ name: z.string(), root_path: z.string() }), result: {} as WorkspaceRecord },
   'ws.list': { params: z.object({}), result: {} as { workspaces: WorkspaceRecord[] } },
-  'ws.token': { params: z.object({ id: z.string(), name: z.string(), agent_token: z.string() }), result: {} as { workspace_id: string; name: string; secret: string } },
+  'ws.token': { params: z.object({ id: z.string(), name: z.string(), agent_token: z.string() }), result: {} as { workspace_id: string; name: string; secret: string; token_id: string } },
+  'ws.tokenList': { params: z.object({ id: z.string() }), result: {} as { workspace_id: string; tokens: WorkspaceTokenRecord[] } },
+  'ws.tokenRevoke': { params: z.object({ id: z.string(), token_id: z.string() }), result: {} as { workspace_id: string; revoked: string } },
 
   // filesystem: paths are as the caller wrote them; the daemon resolves them (contract §2)
   /** Resolves a path for the caller without touching the tree: what `path` means for this identity. */
