@@ -8,7 +8,7 @@ import { actor, isAdminCred, isWheel, requireAdmin, requireTokenIssue, requireWo
 import { displayPath, isWithin, resolveFor, normalize } from './core/paths.js';
 import { pathOf, type DirNode, type Node } from './core/inode.js';
 import type { Vfs } from './core/vfs.js';
-import { compilePattern, find, grepFiles, tree, type GrepPool } from './core/search.js';
+import { capPaths, compilePattern, find, grepFiles, tree, type GrepPool } from './core/search.js';
 import type { AuthPolicy, Registry, UserRow, WorkspaceRow } from './auth/registry.js';
 import type { Vcs, Scope } from './vcs/vcs.js';
 import type { SqliteStore } from './store/sqlite.js';
@@ -507,8 +507,9 @@ export class Service {
     'search.find': async (ctx, p) => {
       const cred = this.auth(ctx);
       const abs = this.abs(cred, p.path, 'find');
-      const results = await find(this.d.vfs, this.d.grep, cred, abs, p.name, p.type, (x) => this.show(cred, x));
-      return { results, count: results.length };
+      const all = await find(this.d.vfs, this.d.grep, cred, abs, p.name, p.type, (x) => this.show(cred, x));
+      const { results, truncated } = capPaths(all);
+      return truncated ? { results, count: results.length, truncated } : { results, count: results.length };
     },
     'search.tree': (ctx, p) => {
       const cred = this.auth(ctx);

@@ -210,18 +210,39 @@ export async function find(vfs: Vfs, pool: GrepPool, cred: Cred, abs: string, na
   return byOrder(await pool.match(re, subjects, 'find'));
 }
 
+/**
+ * Characters of one find or tree answer (at most 6 bytes of JSON each, well under the socket's
+ * 16 MiB header limit). Past it the answer is cut and flagged `truncated`.
+ */
+export const LISTING_ANSWER_MAX = 2 * 1024 * 1024;
+
+/** The leading paths that fit the answer budget, and whether any were left out. */
+export function capPaths(paths: string[]): { results: string[]; truncated: boolean } {
+  let budget = LISTING_ANSWER_MAX;
+  for (let i = 0; i < paths.length; i++) {
+    budget -= paths[i]!.length + 3;
+    if (budget < 0) return { results: paths.slice(0, i), truncated: true };
+  }
+  return { results: paths, truncated: false };
+}
+
 /** Text like the Unix `tree` command; unreadable directories are shown but not opened. */
-export function tree(vfs: Vfs, cred: Cred, abs: string, label: string, maxDepth: number | undefined): { text: string; directories: number; files: number } {
+export function tree(vfs: Vfs, cred: Cred, abs: string, label: string, maxDepth: number | undefined): { text: string; directories: number; files: number; truncated?: boolean } {
   const start = vfs.resolve(cred, abs, 'tree', true);
   if (start.kind !== 'directory') throw new VfsError('ENOTDIR', 'tree', abs);
   if (!may(cred, start, R)) throw new VfsError('EACCES', 'tree', abs);
   const lines: string[] = [label];
   let directories = 0;
   let files = 0;
+  let budget = LISTING_ANSWER_MAX;
+  let truncated = false;
   const walk = (dir: DirNode, prefix: string, depth: number) => {
     if (!may(cred, dir, R | X)) return;
     const names = sortedNames(dir);
     names.forEach((name, i) => {
+      budget -= prefix.length + name.length + 8;
+      if (budget < 0) truncated = true;
+      if (truncated) return;
       const child = dir.children.get(name)!;
       const last = i === names.length - 1;
       const suffix = child.kind === 'symlink' ? ` -> ${child.target}` : '';
@@ -233,6 +254,7 @@ export function tree(vfs: Vfs, cred: Cred, abs: string, label: string, maxDepth:
     });
   };
   walk(start, '', 1);
-  lines.push('', `${directories} director${directories === 1 ? 'y' : 'ies'}, ${files} file${files === 1 ? '' : 's'}`);
-  return { text: lines.join('\n') + '\n', directories, files };
+  if (truncated) lines.push(`[… tree cut at ${LISTING_ANSWER_MAX} characters; pass a deeper path or a depth]`);
+  lines.push('', `${directories} director${directories === 1 ? 'y' : 'ies'}, ${files} file${files === 1 ? '' : 's'}${truncated ? ' shown' : ''}`);
+  return truncated ? { text: lines.join('\n') + '\n', directories, files, truncated } : { text: lines.join('\n') + '\n', directories, files };
 }

@@ -9,7 +9,7 @@
 import net from 'node:net';
 import { EventEmitter } from 'node:events';
 import { VfsError, type WireError } from '../errors.js';
-import { FrameDecoder, FrameWriter } from './framing.js';
+import { FrameDecoder, FrameError, FrameTooLarge, FrameWriter } from './framing.js';
 import type { ChangeEvent, Creds, Method, Params, Result } from './protocol.js';
 
 export interface CallOptions {
@@ -40,7 +40,8 @@ export class DaemonClient extends EventEmitter implements Caller {
   readonly creds: Creds = {};
   private nextId = 1;
   private pending = new Map<number, Pending>();
-  private decoder = new FrameDecoder();
+  /** Skips an oversized reply (failing only its request) instead of dropping every request in flight. */
+  private decoder = new FrameDecoder({ skipOversized: true });
   private readonly out: FrameWriter;
   private closed = false;
 
@@ -93,9 +94,15 @@ export class DaemonClient extends EventEmitter implements Caller {
     if (this.closed) return Promise.reject(new VfsError('EIO', method, undefined, 'connection to the daemon closed'));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (r: { result: unknown; data: Buffer }) => void, reject });
       // Queued: the requests of one event-loop turn leave in one write.
-      this.out.push({ id, method, params, creds }, opts?.data);
+      try {
+        this.out.push({ id, method, params, creds }, opts?.data);
+      } catch (err) {
+        if (!(err instanceof FrameTooLarge)) throw err;
+        reject(new VfsError(err.dataBytes > 0 ? 'EFBIG' : 'E2BIG', method, undefined, `the request is larger than one message may be (${err.message})`));
+        return;
+      }
+      this.pending.set(id, { resolve: resolve as (r: { result: unknown; data: Buffer }) => void, reject });
     });
   }
 
@@ -109,6 +116,15 @@ export class DaemonClient extends EventEmitter implements Caller {
       return;
     }
     for (const { header, data } of frames) {
+      if (header instanceof FrameError) {
+        const err = new VfsError('E2BIG', 'rpc', undefined, `the daemon's answer was refused: ${header.reason}; narrow the request`);
+        const p = header.id === undefined ? undefined : this.pending.get(header.id);
+        if (p) {
+          this.pending.delete(header.id!);
+          p.reject(err);
+        } else this.emit('protocol-error', err);
+        continue;
+      }
       const h = header as { id?: number | null; result?: unknown; error?: WireError; event?: string; data?: unknown };
       if (h.event !== undefined) {
         this.emit('event', h.data as ChangeEvent);

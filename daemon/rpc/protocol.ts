@@ -227,8 +227,8 @@ export const methods = {
     params: z.object({ pattern: z.string().max(10000), path: pathOpt, recursive: z.boolean().optional(), ignore_case: z.boolean().optional(), max_results: z.number().int().min(1).optional() }),
     result: {} as { results: GrepMatch[]; count: number; truncated: boolean },
   },
-  'search.find': { params: z.object({ path: pathOpt, name: z.string().max(4096).optional(), type: z.enum(['f', 'd', 'l']).optional() }), result: {} as { results: string[]; count: number } },
-  'search.tree': { params: z.object({ path: pathOpt, depth: z.number().int().min(1).optional() }), result: {} as { text: string; directories: number; files: number } },
+  'search.find': { params: z.object({ path: pathOpt, name: z.string().max(4096).optional(), type: z.enum(['f', 'd', 'l']).optional() }), result: {} as { results: string[]; count: number; truncated?: boolean } },
+  'search.tree': { params: z.object({ path: pathOpt, depth: z.number().int().min(1).optional() }), result: {} as { text: string; directories: number; files: number; truncated?: boolean } },
 
   // version control (scoped to the caller's workspace, if any)
   'vcs.commit': { params: z.object({ message: z.string().max(100000) }), result: {} as CommitRecord },
