@@ -8,7 +8,7 @@ import { actor, isAdminCred, isWheel, requireAdmin, requireTokenIssue, requireWo
 import { displayPath, isWithin, resolveFor, normalize } from './core/paths.js';
 import { pathOf, type DirNode, type Node } from './core/inode.js';
 import type { Vfs } from './core/vfs.js';
-import { capPaths, compilePattern, find, grepFiles, tree, type GrepPool } from './core/search.js';
+import { capItems, capPaths, compilePattern, LOG_ANSWER_BYTES, find, grepFiles, tree, type GrepPool } from './core/search.js';
 import type { AuthPolicy, Registry, UserRow, WorkspaceRow } from './auth/registry.js';
 import type { Vcs, Scope } from './vcs/vcs.js';
 import type { SqliteStore } from './store/sqlite.js';
@@ -530,7 +530,9 @@ export class Service {
       const opts: { path?: string; limit?: number } = {};
       if (p.path !== undefined && p.path !== '') opts.path = this.scopeRel(cred, scope, p.path);
       if (p.limit !== undefined) opts.limit = p.limit;
-      return { commits: this.d.vcs.log(scope, opts, cred) };
+      // The newest commits that fit one answer; `truncated` says older ones were left out (ask with a path or limit).
+      const { results, truncated } = capItems(this.d.vcs.log(scope, opts, cred), (c) => Buffer.byteLength(JSON.stringify(c)) + 1, LOG_ANSWER_BYTES);
+      return truncated ? { commits: results, truncated } : { commits: results };
     },
     'vcs.status': (ctx) => {
       const cred = this.auth(ctx);

@@ -216,15 +216,22 @@ export async function find(vfs: Vfs, pool: GrepPool, cred: Cred, abs: string, na
  */
 export const LISTING_ANSWER_MAX = 2 * 1024 * 1024;
 
+/** The leading items whose `size` fits `budget`, and whether any were left out. */
+export function capItems<T>(items: T[], size: (x: T) => number, budget = LISTING_ANSWER_MAX): { results: T[]; truncated: boolean } {
+  for (let i = 0; i < items.length; i++) {
+    budget -= size(items[i]!);
+    if (budget < 0) return { results: items.slice(0, i), truncated: true };
+  }
+  return { results: items, truncated: false };
+}
+
 /** The leading paths that fit the answer budget, and whether any were left out. */
 export function capPaths(paths: string[]): { results: string[]; truncated: boolean } {
-  let budget = LISTING_ANSWER_MAX;
-  for (let i = 0; i < paths.length; i++) {
-    budget -= paths[i]!.length + 3;
-    if (budget < 0) return { results: paths.slice(0, i), truncated: true };
-  }
-  return { results: paths, truncated: false };
+  return capItems(paths, (p) => p.length + 3);
 }
+
+/** Bytes of JSON one log answer may carry (commit messages may be 100,000 characters each). */
+export const LOG_ANSWER_BYTES = 8 * 1024 * 1024;
 
 /** Text like the Unix `tree` command; unreadable directories are shown but not opened. */
 export function tree(vfs: Vfs, cred: Cred, abs: string, label: string, maxDepth: number | undefined): { text: string; directories: number; files: number; truncated?: boolean } {

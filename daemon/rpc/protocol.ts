@@ -232,7 +232,7 @@ export const methods = {
 
   // version control (scoped to the caller's workspace, if any)
   'vcs.commit': { params: z.object({ message: z.string().max(100000) }), result: {} as CommitRecord },
-  'vcs.log': { params: z.object({ path: pathOpt, limit: z.number().int().min(1).optional() }), result: {} as { commits: CommitRecord[] } },
+  'vcs.log': { params: z.object({ path: pathOpt, limit: z.number().int().min(1).optional() }), result: {} as { commits: CommitRecord[]; truncated?: boolean } },
   'vcs.status': { params: z.object({}), result: {} as StatusResult },
   /** Unified diff; `from`/`to` are commit prefixes, `to` omitted means the working tree, `from` omitted means HEAD. */
   'vcs.diff': { params: z.object({ from: z.string().optional(), to: z.string().optional(), path: pathOpt }), result: {} as { diff: string } },

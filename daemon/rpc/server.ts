@@ -45,15 +45,18 @@ export class RpcServer {
     sock.setNoDelay(true);
     this.writers.set(sock, new FrameWriter(sock));
     const decoder = new FrameDecoder();
+    let broken = false;
     sock.on('data', (chunk: Buffer) => {
+      if (broken) return;
       let frames;
       try {
         frames = decoder.push(chunk);
       } catch (err) {
-        // Lengths we cannot trust: say why and drop this connection only.
+        // Lengths we cannot trust: say why and drop this connection only (whatever it sends next is ignored).
+        broken = true;
         this.reply(sock, null, { code: 'EPROTO', message: `EPROTO: ${(err as Error).message}` });
         this.writers.get(sock)?.flush();
-        sock.end();
+        sock.end(() => sock.destroy());
         return;
       }
       for (const f of frames) void this.dispatch(sock, f.header, f.data);
