@@ -44,6 +44,9 @@ t.test('grep over two 9 MB one-line files: cut answer, sidecar up, other users u
     }
   };
   const aliceDone = aliceLoop();
+  t.teardown(() => {
+    stop = true; // also when an assertion below throws
+  });
 
   const { client } = await httpClient(t, svc, { authorization: 'User bob' });
   for (let round = 0; round < 3; round++) {
