@@ -8,7 +8,7 @@ import { actor, isAdminCred, isWheel, requireAdmin, requireTokenIssue, requireWo
 import { displayPath, isWithin, resolveFor, normalize } from './core/paths.js';
 import { pathOf, type DirNode, type Node } from './core/inode.js';
 import type { Vfs } from './core/vfs.js';
-import { capItems, capPaths, compilePattern, LOG_ANSWER_BYTES, find, grepFiles, tree, type GrepPool } from './core/search.js';
+import { callerKey, capItems, capPaths, compilePattern, LOG_ANSWER_BYTES, find, grepFiles, tree, type GrepPool } from './core/search.js';
 import type { AuthPolicy, Registry, UserRow, WorkspaceRow } from './auth/registry.js';
 import type { Vcs, Scope } from './vcs/vcs.js';
 import type { SqliteStore } from './store/sqlite.js';
@@ -501,7 +501,7 @@ export class Service {
       const flags = compilePattern(p.pattern, p.ignore_case === true);
       const abs = this.abs(cred, p.path, 'grep');
       const files = grepFiles(this.d.vfs, cred, abs, p.recursive === true, (x) => this.show(cred, x));
-      const r = await this.d.grep.run({ pattern: p.pattern, flags, max: p.max_results ?? 10000, files });
+      const r = await this.d.grep.run({ pattern: p.pattern, flags, max: p.max_results ?? 10000, files }, callerKey(cred));
       return { results: r.results, count: r.results.length, truncated: r.truncated };
     },
     'search.find': async (ctx, p) => {
