@@ -13,7 +13,7 @@ import type { AuthPolicy, Registry, UserRow, WorkspaceRow } from './auth/registr
 import type { Vcs, Scope } from './vcs/vcs.js';
 import type { SqliteStore } from './store/sqlite.js';
 import type { TreeEntry } from './store/objects.js';
-import { formatMode, parseMode, type Creds, type DirEntry, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
+import { formatMode, parseMode, READ_CHUNK, type Creds, type DirEntry, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
 
 export const VERSION = '0.1.0';
 
@@ -370,7 +370,11 @@ export class Service {
       const { node, data } = this.d.vfs.read(cred, abs);
       const base = { path: this.show(cred, abs), etag: node.blob, size: node.size };
       if (p.if_none_match !== undefined && (p.if_none_match === node.blob || p.if_none_match === '*')) return { ...base, not_modified: true };
-      ctx.out = data;
+      if (p.if_match !== undefined && p.if_match !== node.blob) throw new VfsError('EPRECOND', 'read', abs, 'the file changed while it was being read in parts');
+      // Bounded parts: no answer carries more than READ_CHUNK bytes, whatever SERVICE_MAX_FILE_SIZE allows.
+      const off = Math.min(p.offset ?? 0, data.length);
+      const len = Math.min(p.length ?? READ_CHUNK, READ_CHUNK);
+      ctx.out = off === 0 && data.length <= len ? data : data.subarray(off, off + len);
       return base;
     },
     'fs.write': async (ctx, p) => {

@@ -10,7 +10,7 @@ import net from 'node:net';
 import { EventEmitter } from 'node:events';
 import { VfsError, type WireError } from '../errors.js';
 import { FrameDecoder, FrameError, FrameTooLarge, FrameWriter } from './framing.js';
-import type { ChangeEvent, Creds, Method, Params, Result } from './protocol.js';
+import { READ_CHUNK, type ChangeEvent, type Creds, type Method, type Params, type Result } from './protocol.js';
 
 export interface CallOptions {
   data?: Buffer;
@@ -91,6 +91,40 @@ export class DaemonClient extends EventEmitter implements Caller {
   }
 
   private send<M extends Method>(method: M, params: Params<M>, creds: Creds, opts?: CallOptions): Promise<Reply<M>> {
+    if (method === 'fs.read') {
+      const p = params as Params<'fs.read'>;
+      if (p.offset === undefined && p.length === undefined) return this.readWhole(p, creds) as Promise<Reply<M>>;
+    }
+    return this.sendOne(method, params, creds, opts);
+  }
+
+  /**
+   * A whole file, in parts of at most READ_CHUNK bytes (one frame each). Every later part names the
+   * first part's etag, so the parts are of one version; if the file changes meanwhile, start again.
+   */
+  private async readWhole(params: Params<'fs.read'>, creds: Creds): Promise<Reply<'fs.read'>> {
+    for (let attempt = 1; ; attempt++) {
+      const first = await this.sendOne('fs.read', params, creds);
+      const { size, etag } = first.result;
+      if (first.result.not_modified === true || first.data.length >= size) return first;
+      const whole = Buffer.allocUnsafe(size);
+      first.data.copy(whole, 0);
+      let off = first.data.length;
+      try {
+        while (off < size) {
+          const part = await this.sendOne('fs.read', { path: params.path, if_match: etag, offset: off, length: READ_CHUNK }, creds);
+          if (part.data.length === 0) throw new VfsError('EPRECOND', 'read', params.path, 'the file changed while it was being read in parts');
+          part.data.copy(whole, off);
+          off += part.data.length;
+        }
+        return { result: first.result, data: whole };
+      } catch (err) {
+        if (!(err instanceof VfsError) || err.code !== 'EPRECOND' || attempt >= 5) throw err;
+      }
+    }
+  }
+
+  private sendOne<M extends Method>(method: M, params: Params<M>, creds: Creds, opts?: CallOptions): Promise<Reply<M>> {
     if (this.closed) return Promise.reject(new VfsError('EIO', method, undefined, 'connection to the daemon closed'));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {

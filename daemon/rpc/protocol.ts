@@ -16,6 +16,9 @@ import { z } from 'zod';
  * applies SERVICE_ANONYMOUS and SERVICE_USER_AUTH to those. Local front ends (CLI, stdio MCP,
  * FUSE) are trusted like the owner of the 0600 socket.
  */
+/** The most file bytes one fs.read answer carries; larger files travel in several (see DaemonClient). */
+export const READ_CHUNK = 8 * 1024 * 1024;
+
 export const credsSchema = z.object({
   authorization: z.string().max(4096).optional(), // "User <name>" | "Bearer <token>"
   workspace: z.string().max(200).optional(), // X-Service-Workspace
@@ -180,8 +183,15 @@ export const methods = {
   'fs.resolve': { params: z.object({ path }), result: {} as { path: string } },
   'fs.stat': { params: z.object({ path, nofollow: z.boolean().optional() }), result: {} as Stat & { path: string } },
   'fs.list': { params: z.object({ path: pathOpt }), result: {} as Listing },
-  /** File content is returned as the frame's raw bytes. */
-  'fs.read': { params: z.object({ path, if_none_match: z.string().optional() }), result: {} as { path: string; etag: string; size: number; not_modified?: boolean } },
+  /**
+   * File content is returned as the frame's raw bytes, at most READ_CHUNK of them per answer (from
+   * `offset`, at most `length`); `size` is the whole file's. `if_match` (an etag) makes a later part
+   * fail with EPRECOND if the file changed meanwhile. DaemonClient assembles a whole file from parts.
+   */
+  'fs.read': {
+    params: z.object({ path, if_none_match: z.string().optional(), if_match: z.string().optional(), offset: z.number().int().min(0).optional(), length: z.number().int().min(0).optional() }),
+    result: {} as { path: string; etag: string; size: number; not_modified?: boolean },
+  },
   /**
    * File content comes as the frame's raw bytes. Creates missing parents unless `parents: false`.
    * `if_match` (etag) and `if_none_match: '*'` are preconditions (EPRECOND).
