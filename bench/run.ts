@@ -44,6 +44,7 @@ export const MODULES: ModuleSpec[] = [
   { key: 'fuse', file: 'fuse.ts', export: 'benchFuse', title: 'FUSE mount vs tmpfs and bindfs', quickBudgetS: 25, fullBudgetS: 900 },
   { key: 'startup', file: 'startup.ts', export: 'benchStartup', title: 'Cold start and resident memory', quickBudgetS: 15, fullBudgetS: 600 },
   { key: 'recovery', file: 'recovery.ts', export: 'benchRecovery', title: 'kill -9 recovery', quickBudgetS: 20, fullBudgetS: 300 },
+  { key: 'stall', file: 'stall.ts', export: 'benchStall', title: 'Stalls: worst latency of a small read while one heavy request runs', quickBudgetS: 60, fullBudgetS: 600 },
 ];
 
 function argValue(args: string[], name: string): string | undefined {

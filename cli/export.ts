@@ -2,10 +2,13 @@
  * `mdvfs export <path> <hostdir>`: writes a subtree of the filesystem out to a host folder, byte
  * for byte. Security: names come from the daemon, which never allows '/', '.', '..' or NUL, and
  * they are checked again here; existing host symlinks in the way are replaced, never followed.
+ * Security: no symlink is created that resolves outside the export directory, chained links
+ * included (a -> b, b -> ../..): such links are skipped with a warning naming them.
  */
-import { lstat, mkdir, symlink, unlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, realpath, symlink, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { VfsError } from '../daemon/errors.js';
+import { listAll } from '../daemon/rpc/listing.js';
 import type { CmdContext } from './context.js';
 import { errorLine } from './errors.js';
 import { baseName } from './format.js';
@@ -21,6 +24,45 @@ const CONCURRENCY = 16;
 
 function safeName(name: string): boolean {
   return name !== '' && name !== '.' && name !== '..' && !name.includes('/') && !name.includes('\0');
+}
+
+const MAX_LINKS = 40;
+
+/**
+ * Whether the link at `rel` (with `targets` for every exported link) resolves outside the exported
+ * tree, resolving component by component as the kernel will on the host: through other links, with
+ * `..` taken after each link, not lexically. A path that stops existing, crosses a file or loops
+ * cannot be followed at all, so it cannot lead outside either.
+ */
+function escapesTree(rel: string, kinds: ReadonlyMap<string, Job['kind']>, targets: ReadonlyMap<string, string>): boolean {
+  const dir = rel.split('/').slice(0, -1);
+  const first = targets.get(rel);
+  if (first === undefined) return false;
+  if (first.startsWith('/')) return true;
+  let queue = first.split('/');
+  let hops = 0;
+  while (queue.length > 0) {
+    const c = queue.shift()!;
+    if (c === '' || c === '.') continue;
+    if (c === '..') {
+      if (dir.length === 0) return true;
+      dir.pop();
+      continue;
+    }
+    const here = [...dir, c].join('/');
+    const kind = kinds.get(here);
+    if (kind === undefined) return false;
+    if (kind === 'symlink') {
+      const target = targets.get(here);
+      if (target === undefined || ++hops > MAX_LINKS) return false;
+      if (target.startsWith('/')) return true;
+      queue = [...target.split('/'), ...queue];
+      continue;
+    }
+    if (kind === 'file' && queue.some((q) => q !== '' && q !== '.')) return false;
+    dir.push(c);
+  }
+  return false;
 }
 
 async function isSymlink(p: string): Promise<boolean> {
@@ -56,7 +98,7 @@ export async function runExport(ctx: CmdContext, vfsPath: string, hostDir: strin
       const next: Array<{ src: string; rel: string }> = [];
       await pool(level, CONCURRENCY, async (d) => {
         try {
-          const listing = await caller.call('fs.list', { path: d.src });
+          const listing = await listAll(caller, d.src);
           for (const e of listing.entries) {
             if (!safeName(e.name)) {
               fail(`skipped ${JSON.stringify(e.name)}`, new VfsError('EINVAL', 'export', undefined, 'unsafe file name'));
@@ -93,6 +135,25 @@ export async function runExport(ctx: CmdContext, vfsPath: string, hostDir: strin
     }
     progress.tick();
   }
+  // Every link's target first: whether one stays inside can depend on the others.
+  const targets = new Map<string, string>();
+  await pool(
+    jobs.filter((j) => j.kind === 'symlink'),
+    CONCURRENCY,
+    async (j) => {
+      try {
+        targets.set(j.rel, (await caller.call('fs.readlink', { path: j.src })).target);
+      } catch (err) {
+        fail(`cannot export ${j.src}`, err);
+      }
+    },
+  );
+  const kinds = new Map(jobs.map((j) => [j.rel, j.kind]));
+  const made: { dst: string; src: string; target: string }[] = [];
+  const skipLink = (src: string, target: string): void => {
+    progress.interrupt();
+    ctx.err.write(`mdvfs: export: skipped ${src}: symlink -> ${target} resolves outside the exported tree\n`);
+  };
   await pool(
     jobs.filter((j) => j.kind !== 'dir'),
     CONCURRENCY,
@@ -106,15 +167,15 @@ export async function runExport(ctx: CmdContext, vfsPath: string, hostDir: strin
           files++;
           bytes += data.length;
         } else {
-          const { target } = await caller.call('fs.readlink', { path: j.src });
+          const target = targets.get(j.rel);
           // Only links that stay inside the exported tree are recreated; others would point elsewhere on the host.
-          const resolved = path.posix.normalize(path.posix.join(path.posix.dirname(j.rel), target));
-          if (target.startsWith('/') || resolved === '..' || resolved.startsWith('../')) {
-            progress.interrupt();
-            ctx.err.write(`mdvfs: export: skipped ${j.src}: symlink -> ${target} points outside the exported tree\n`);
-          } else {
+          if (target === undefined) {
+            // its readlink failed (reported above)
+          } else if (escapesTree(j.rel, kinds, targets)) skipLink(j.src, target);
+          else {
             await unlink(dst).catch(() => undefined);
             await symlink(target, dst);
+            made.push({ dst, src: j.src, target });
             links++;
           }
         }
@@ -124,6 +185,17 @@ export async function runExport(ctx: CmdContext, vfsPath: string, hostDir: strin
       progress.tick();
     },
   );
+  // Second line of defence: what was already in the host directory (a link of its own on the way)
+  // can still lead out. The host decides: a link that resolves outside the real root is removed.
+  const realRoot = await realpath(root);
+  for (const m of made) {
+    const real = await realpath(m.dst).catch(() => null); // dangling: leads nowhere
+    if (real !== null && real !== realRoot && !real.startsWith(realRoot + '/')) {
+      await unlink(m.dst).catch(() => undefined);
+      links--;
+      skipLink(m.src, m.target);
+    }
+  }
   progress.finish();
   ctx.out.write(
     `exported ${files} file${files === 1 ? '' : 's'}, ${dirs} director${dirs === 1 ? 'y' : 'ies'}${links > 0 ? `, ${links} symlink${links === 1 ? '' : 's'}` : ''} (${bytes} bytes) to ${root}${failed > 0 ? `; ${failed} failed` : ''}\n`,

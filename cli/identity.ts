@@ -3,13 +3,16 @@
  * (and SERVICE_AS_USER, SERVICE_TOKEN, SERVICE_ON_BEHALF_OF, SERVICE_WORKSPACE), and where it
  * talks to: the local daemon of SERVICE_DATA_DIR, or a REST server given by `--url` / SERVICE_URL.
  */
+import { readFileSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
+import { CredentialError, localCreds } from '../daemon/rpc/credentials.js';
 import type { Creds } from '../daemon/rpc/protocol.js';
 import { UsageError } from './errors.js';
 
 export interface IdentityOptions {
   user?: string;
   token?: string;
+  tokenFile?: string;
   onBehalfOf?: string;
   workspace?: string;
   url?: string;
@@ -19,28 +22,63 @@ export interface IdentityOptions {
 export function addIdentityOptions(cmd: Command): Command {
   return cmd
     .option('--user <name>', 'act as this user (env SERVICE_AS_USER)')
-    .option('--token <token>', 'act as the holder of this API token (env SERVICE_TOKEN)')
+    .option('--token <token>', 'act as the holder of this API token (visible to other local users in ps: prefer SERVICE_TOKEN or --token-file)')
+    .option('--token-file <path>', 'act as the holder of the API token in this file (env SERVICE_TOKEN)')
     .option('--on-behalf-of <user>', 'delegate to this user (env SERVICE_ON_BEHALF_OF)')
     .option('--workspace <id>', 'scope a workspace token to this workspace (env SERVICE_WORKSPACE)')
     .option('--url <url>', 'talk to a remote REST server, e.g. http://127.0.0.1:3000 (env SERVICE_URL)');
 }
 
-/** Flags win over environment variables; nothing at all means root, as the contract says. */
+const warnLine = (line: string): void => {
+  process.stderr.write(`mdvfs: warning: ${line}\n`);
+};
+
+/**
+ * Security: a secret given as a command-line argument is readable by every local user (ps,
+ * /proc/<pid>/cmdline). It still works; this says so, in one line that does not repeat it.
+ */
+export function warnSecretFlag(flag: string, instead: string, warn: (line: string) => void = warnLine): void {
+  warn(`${flag} shows the secret to every local user (ps); use ${instead} instead`);
+}
+
+/**
+ * Reads a token from a file (one token, surrounding whitespace ignored). Like ssh with a private
+ * key, a file that other users may read gets a warning. Throws UsageError when unreadable or empty.
+ */
+export function readTokenFile(file: string, flag = '--token-file', warn: (line: string) => void = warnLine): string {
+  let text: string;
+  try {
+    const st = statSync(file);
+    if (st.isFile() && (st.mode & 0o077) !== 0) warn(`${file} is accessible by other users (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); run chmod 600 ${file}`);
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`${flag}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  const token = text.trim();
+  if (token === '') throw new UsageError(`${flag}: ${file} is empty`);
+  if (/\s/.test(token)) throw new UsageError(`${flag}: ${file} must hold one token on one line`);
+  return token;
+}
+
+/**
+ * Flags win over environment variables; nothing at all means root, as the contract says. A blank
+ * flag or variable is a usage error naming it (never root). `--token-file` counts as the token flag.
+ */
 export function resolveIdentity(opts: IdentityOptions, env: NodeJS.ProcessEnv = process.env): { creds: Creds; url?: string } {
-  const user = opts.user ?? (env.SERVICE_AS_USER || undefined);
-  const token = opts.token ?? (env.SERVICE_TOKEN || undefined);
-  const onBehalfOf = opts.onBehalfOf ?? (env.SERVICE_ON_BEHALF_OF || undefined);
-  const workspace = opts.workspace ?? (env.SERVICE_WORKSPACE || undefined);
+  if (opts.token !== undefined && opts.tokenFile !== undefined) throw new UsageError('--token and --token-file are mutually exclusive');
+  if (opts.token !== undefined) warnSecretFlag('--token', 'SERVICE_TOKEN or --token-file');
+  const fromFile = opts.tokenFile !== undefined;
+  const flags = fromFile ? { ...opts, token: readTokenFile(opts.tokenFile!) } : opts;
+  let creds: Creds;
+  try {
+    creds = localCreds(flags, fromFile ? { ...FLAG_NAMES, token: '--token-file' } : FLAG_NAMES, env);
+  } catch (err) {
+    if (err instanceof CredentialError) throw new UsageError(err.message);
+    throw err;
+  }
   const url = opts.url ?? (env.SERVICE_URL || undefined);
-  if (opts.user !== undefined && opts.token !== undefined) throw new UsageError('--user and --token are mutually exclusive');
-  const creds: Creds = { origin: 'local' };
-  // An explicit flag of either kind overrides both environment variables.
-  if (opts.token !== undefined) creds.authorization = `Bearer ${opts.token}`;
-  else if (opts.user !== undefined) creds.authorization = `User ${opts.user}`;
-  else if (token !== undefined) creds.authorization = `Bearer ${token}`;
-  else if (user !== undefined) creds.authorization = `User ${user}`;
-  if (onBehalfOf !== undefined) creds.onBehalfOf = onBehalfOf;
-  if (workspace !== undefined) creds.workspace = workspace;
   if (url !== undefined && !/^https?:\/\/[^/]+/.test(url)) throw new UsageError(`--url must look like http://host:port, not '${url}'`);
   return url === undefined ? { creds } : { creds, url: url.replace(/\/+$/, '') };
 }
+
+const FLAG_NAMES = { user: '--user', token: '--token', workspace: '--workspace', onBehalfOf: '--on-behalf-of' };

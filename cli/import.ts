@@ -7,6 +7,7 @@
  */
 import { lstat, readdir, readFile, readlink, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
+import type { Dirent } from 'node:fs';
 import { VfsError } from '../daemon/errors.js';
 import type { CmdContext } from './context.js';
 import { CliError, errorLine } from './errors.js';
@@ -66,34 +67,43 @@ class Importer {
   /** Walks the source without following symlinks; names that are not valid UTF-8 are reported. */
   async walk(): Promise<Entry[]> {
     const out: Entry[] = [];
-    const visit = async (rel: string): Promise<void> => {
+    // Pre-order in name order with an explicit stack of open directories (no recursion, whatever the depth).
+    const stack: { rel: string; names: Dirent<Buffer>[]; i: number }[] = [];
+    const open = async (rel: string): Promise<void> => {
       const dir = path.join(this.root, rel);
-      let names;
       try {
-        names = await readdir(dir, { withFileTypes: true, encoding: 'buffer' });
+        const names = await readdir(dir, { withFileTypes: true, encoding: 'buffer' });
+        names.sort((a, b) => Buffer.compare(a.name, b.name));
+        stack.push({ rel, names, i: 0 });
       } catch (err) {
         this.fail(`cannot read ${dir}`, err);
-        return;
-      }
-      names.sort((a, b) => Buffer.compare(a.name, b.name));
-      for (const d of names) {
-        const name = d.name.toString('utf8');
-        const childRel = rel === '' ? name : `${rel}/${name}`;
-        if (!Buffer.from(name, 'utf8').equals(d.name)) {
-          this.fail(`cannot import ${path.join(dir, name)}`, new CliError('EILSEQ', 'the file name is not valid UTF-8'));
-          continue;
-        }
-        if (d.isDirectory()) {
-          out.push({ rel: childRel, kind: 'dir' });
-          await visit(childRel);
-        } else if (d.isFile()) out.push({ rel: childRel, kind: 'file' });
-        else if (d.isSymbolicLink()) out.push({ rel: childRel, kind: 'symlink' });
-        else this.fail(`cannot import ${path.join(dir, name)}`, new CliError('EINVAL', 'not a regular file, directory or symlink'));
       }
     };
-    await visit('');
+    await open('');
+    while (stack.length > 0) {
+      const f = stack[stack.length - 1]!;
+      const d = f.names[f.i++];
+      if (d === undefined) {
+        stack.pop();
+        continue;
+      }
+      const dir = path.join(this.root, f.rel);
+      const name = d.name.toString('utf8');
+      const childRel = f.rel === '' ? name : `${f.rel}/${name}`;
+      if (!Buffer.from(name, 'utf8').equals(d.name)) {
+        this.fail(`cannot import ${path.join(dir, name)}`, new CliError('EILSEQ', 'the file name is not valid UTF-8'));
+        continue;
+      }
+      if (d.isDirectory()) {
+        out.push({ rel: childRel, kind: 'dir' });
+        await open(childRel);
+      } else if (d.isFile()) out.push({ rel: childRel, kind: 'file' });
+      else if (d.isSymbolicLink()) out.push({ rel: childRel, kind: 'symlink' });
+      else this.fail(`cannot import ${path.join(dir, name)}`, new CliError('EINVAL', 'not a regular file, directory or symlink'));
+    }
     return out;
   }
+
 
   async copyAll(entries: Entry[]): Promise<void> {
     this.progress = new Progress('importing', entries.length);

@@ -6,7 +6,8 @@
 import { Command, CommanderError } from 'commander';
 import { registerCommands } from './commands/index.js';
 import { errorLine, describeError } from './errors.js';
-import { addIdentityOptions } from './identity.js';
+import { addIdentityOptions, readTokenFile, warnSecretFlag } from './identity.js';
+import { UsageError } from './errors.js';
 
 const VERSION = '0.1.0';
 
@@ -52,12 +53,19 @@ export function buildProgram(): Command {
     .command('mount <dir>')
     .description('mount the filesystem at <dir> with FUSE (foreground)')
     .option('--user <name>', 'act as this user')
-    .option('--token <token>', 'act as the holder of this token')
+    .option('--token <token>', 'act as the holder of this token (visible in ps: prefer SERVICE_TOKEN or --token-file)')
+    .option('--token-file <path>', 'act as the holder of the token in this file (env SERVICE_TOKEN)')
     .option('--on-behalf-of <user>', 'delegate to this user')
     .option('--read-only', 'mount read-only')
-    .action(async (dir: string, opts: { user?: string; token?: string; onBehalfOf?: string; readOnly?: boolean }) => {
+    .action(async (dir: string, opts: { user?: string; token?: string; tokenFile?: string; onBehalfOf?: string; readOnly?: boolean }) => {
+      const { tokenFile, ...rest } = opts;
+      if (rest.token !== undefined && tokenFile !== undefined) throw new UsageError('--token and --token-file are mutually exclusive');
+      if (rest.token !== undefined) warnSecretFlag('--token', 'SERVICE_TOKEN or --token-file');
+      if (tokenFile !== undefined) rest.token = readTokenFile(tokenFile);
+      // Without a flag, the token in SERVICE_TOKEN (never on the command line).
+      else if (rest.token === undefined && rest.user === undefined && process.env.SERVICE_TOKEN) rest.token = process.env.SERVICE_TOKEN;
       const { runMount } = await import('../fuse/mount.js');
-      await runMount(dir, opts);
+      await runMount(dir, rest);
     });
 
   program

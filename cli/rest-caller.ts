@@ -216,6 +216,10 @@ export class RestCaller implements Caller {
         return {
           result: await this.sendJson('POST', `/workspaces/${encodeURIComponent(str(p, 'id'))}/tokens`, { name: str(p, 'name'), agent_token: str(p, 'agent_token') }, method),
         };
+      case 'ws.tokenList':
+        return { result: await this.getJson(`/workspaces/${encodeURIComponent(str(p, 'id'))}/tokens`, method) };
+      case 'ws.tokenRevoke':
+        return { result: await this.sendJson('DELETE', `/workspaces/${encodeURIComponent(str(p, 'id'))}/tokens/${encodeURIComponent(str(p, 'token_id'))}`, undefined, method) };
 
       case 'fs.stat':
         return { result: await this.getJson(`${fs()}${query({ stat: 'true', nofollow: p.nofollow === true ? 'true' : undefined })}`, method) };
@@ -226,7 +230,7 @@ export class RestCaller implements Caller {
         return { result: { path: str(p, 'path'), target } };
       }
       case 'fs.list': {
-        const r = await this.http('GET', fs(), {}, method);
+        const r = await this.http('GET', `${fs()}${query({ limit: p.limit === undefined ? undefined : String(p.limit), cursor: opt(p, 'cursor') })}`, {}, method);
         const v = (r.headers.get('content-type') ?? '').includes('json') ? json(r.body) : undefined;
         if (!isListing(v)) throw new VfsError('ENOTDIR', 'scandir', str(p, 'path'));
         return { result: v };
@@ -335,6 +339,7 @@ export class RestCaller implements Caller {
 
       case 'sys.gc':
       case 'sys.fsck':
+      case 'auth.scope':
       case 'sys.ping':
       case 'sys.subscribe':
       case 'fs.resolve':

@@ -2,16 +2,20 @@
  * `mdvfs daemon`: loads the data dir into memory and serves the socket until SIGINT/SIGTERM.
  * Settings come from SERVICE_* environment variables (see the README).
  */
-import { chmodSync, existsSync, mkdirSync, statSync, unlinkSync, writeFileSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, statSync, unlinkSync, writeFileSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
-import { Registry, type AuthPolicy } from './auth/registry.js';
+import { Registry } from './auth/registry.js';
+import type { AuthPolicy } from './rpc/protocol.js';
 import { Vfs } from './core/vfs.js';
+import { MAX_DEPTH } from './core/paths.js';
 import { GrepPool } from './core/search.js';
 import { VfsError } from './errors.js';
 import { connectSocket } from './rpc/client.js';
 import { defaultDataDir, EXIT_LOCKED, socketPathFor } from './rpc/connect.js';
+import { PRIVATE_UMASK, prepareSocketDir, securePrivateDataDir } from './rpc/private-dir.js';
 import { RpcServer } from './rpc/server.js';
+import { authPolicyFromEnv, intFromEnv, maxFileSizeFromEnv } from './rpc/settings.js';
 import { Service } from './service.js';
 import { SqliteStore } from './store/sqlite.js';
 import { Vcs } from './vcs/vcs.js';
@@ -24,26 +28,16 @@ export interface DaemonConfig {
   regexTimeoutMs: number;
 }
 
-function intEnv(env: NodeJS.ProcessEnv, name: string, def: number): number {
-  const v = env[name];
-  if (v === undefined || v === '') return def;
-  if (!/^\d+$/.test(v)) throw new Error(`${name} must be a whole number, got '${v}'`);
-  return Number(v);
-}
-
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
   const fsync = env.SERVICE_FSYNC ?? 'full';
   if (fsync !== 'full' && fsync !== 'normal' && fsync !== 'off') throw new Error(`SERVICE_FSYNC must be full, normal or off, got '${fsync}'`);
-  const anon = env.SERVICE_ANONYMOUS ?? 'root';
-  if (anon !== 'root' && anon !== 'deny') throw new Error(`SERVICE_ANONYMOUS must be root or deny, got '${anon}'`);
-  const userAuth = env.SERVICE_USER_AUTH ?? 'on';
-  if (userAuth !== 'on' && userAuth !== 'off') throw new Error(`SERVICE_USER_AUTH must be on or off, got '${userAuth}'`);
   return {
     dataDir: defaultDataDir(env),
-    maxFileSize: intEnv(env, 'SERVICE_MAX_FILE_SIZE', 10 * 1024 * 1024),
+    maxFileSize: maxFileSizeFromEnv(env),
     fsync,
-    policy: { anonymous: anon, userAuth: userAuth === 'on' },
-    regexTimeoutMs: intEnv(env, 'SERVICE_REGEX_TIMEOUT_MS', 2000),
+    // For requests that declare no policy (the HTTP sidecar declares its own with every request).
+    policy: authPolicyFromEnv(env),
+    regexTimeoutMs: intFromEnv(env, 'SERVICE_REGEX_TIMEOUT_MS', 2000),
   };
 }
 
@@ -74,8 +68,8 @@ export function openCore(cfg: DaemonConfig): { vfs: Vfs; registry: Registry; vcs
     }
     const nodes = state.inodes.map((row) => ({ node: vfs.loadNode(row), parent: row.parent }));
     for (const { node, parent } of nodes) vfs.linkLoaded(node, parent);
-    let reachable = 0;
-    vfs.forEachNode(vfs.root, () => reachable++);
+    // Iterative (no stored tree, however deep, can stop a start); also sets every directory's height.
+    const reachable = vfs.loaded();
     if (reachable !== vfs.nodes.size) throw new VfsError('EIO', 'load store', cfg.dataDir, `the store is corrupt: ${vfs.nodes.size - reachable} inode(s) are not reachable from / (a cycle or a lost subtree). Refusing to start.`);
     for (const { node } of nodes) {
       if (node.kind === 'file' && !vfs.blobs.has(node.blob)) throw new VfsError('EIO', 'load store', cfg.dataDir, `the store is corrupt: file inode ${node.id} ('${node.name}') has no content. Refusing to start.`);
@@ -95,8 +89,13 @@ export function openCore(cfg: DaemonConfig): { vfs: Vfs; registry: Registry; vcs
 /** Starts a daemon on the data dir's socket. */
 export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
   const log = pino({ name: 'mdvfs-daemon' }, pino.destination(2));
-  mkdirSync(cfg.dataDir, { recursive: true, mode: 0o700 });
+  // Security: whoever created the data dir, the store, its WAL, the pid file and the socket are ours alone.
+  process.umask(PRIVATE_UMASK);
+  securePrivateDataDir(cfg.dataDir);
   const core = openCore(cfg);
+  if (core.vfs.root.height > MAX_DEPTH) {
+    log.warn({ depth: core.vfs.root.height, limit: MAX_DEPTH }, `the tree is ${core.vfs.root.height} levels deep (stored before the limit of ${MAX_DEPTH}): it is served and may be moved up or deleted, but nothing can be created or moved below level ${MAX_DEPTH}; 'mdvfs fsck' names the deepest path`);
+  }
   const rpc = new RpcServer(core.service.handlers, log);
   core.vfs.onChange((paths) => rpc.broadcast({ kind: 'change', paths }));
   core.store.onFatal = (err) => {
@@ -104,6 +103,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     process.exit(1);
   };
   const socketPath = socketPathFor(cfg.dataDir);
+  if (path.dirname(socketPath) !== path.resolve(cfg.dataDir)) prepareSocketDir(socketPath);
   // We hold the store's exclusive lock, so any socket file left here is stale.
   if (existsSync(socketPath)) unlinkSync(socketPath);
   await new Promise<void>((resolve, reject) => {
@@ -147,7 +147,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     }
   };
   const pidFile = path.join(cfg.dataDir, 'daemon.pid');
-  writeFileSync(pidFile, `${process.pid}\n`);
+  writeFileSync(pidFile, `${process.pid}\n`, { mode: 0o600 });
   log.info({ dataDir: cfg.dataDir, socket: socketPath, pid: process.pid }, 'daemon ready');
   let stopped = false;
   return {

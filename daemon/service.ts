@@ -13,7 +13,7 @@ import type { AuthPolicy, Registry, UserRow, WorkspaceRow } from './auth/registr
 import type { Vcs, Scope } from './vcs/vcs.js';
 import type { SqliteStore } from './store/sqlite.js';
 import type { TreeEntry } from './store/objects.js';
-import { formatMode, parseMode, READ_CHUNK, type Creds, type DirEntry, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
+import { formatMode, LIST_PAGE_MAX, parseMode, READ_CHUNK, type Creds, type Listing, type DirEntry, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
 
 export const VERSION = '0.1.0';
 
@@ -107,6 +107,26 @@ export function scrubPaths(w: WireError, jail: string): WireError {
   return out;
 }
 
+/**
+ * Listing cursors: the last name a page returned, opaque to clients (`c1.` + base64url). Paging
+ * by name (not by position) keeps pages exact while entries come and go.
+ */
+const CURSOR = /^c1\.([A-Za-z0-9_-]{1,1400})$/;
+
+function encodeCursor(name: string): string {
+  return `c1.${Buffer.from(name, 'utf8').toString('base64url')}`;
+}
+
+function decodeCursor(cursor: string): string {
+  const m = CURSOR.exec(cursor);
+  const name = m === null ? '' : Buffer.from(m[1]!, 'base64url').toString('utf8');
+  // Canonical encodings of a valid entry name only: anything else is not one of our cursors.
+  if (name === '' || encodeCursor(name) !== cursor || name.includes('/') || name.includes('\0') || name === '.' || name === '..') {
+    throw new VfsError('EINVAL', 'scandir', undefined, `invalid cursor '${cursor.slice(0, 64)}' (pass back the next_cursor of the previous page)`);
+  }
+  return name;
+}
+
 const tsNs = (secsSinceEpoch: number): string => (BigInt(secsSinceEpoch) * 1_000_000_000n).toString();
 
 function parseTime(t: string | number | undefined, op: string): bigint | undefined {
@@ -131,8 +151,13 @@ export class Service {
 
   constructor(private readonly d: ServiceDeps) {}
 
+  /** The policy for a request: the one its server declared (the HTTP sidecar's settings), else ours. */
+  private policyFor(creds: Creds): AuthPolicy {
+    return creds.policy ?? this.d.policy;
+  }
+
   authenticate(creds: Creds): Cred {
-    return this.d.registry.authenticate(creds, this.d.policy);
+    return this.d.registry.authenticate(creds, this.policyFor(creds));
   }
 
   /** Authenticates a request; for workspace callers, errors will show workspace paths only. */
@@ -184,13 +209,23 @@ export class Service {
     const u = cred.user;
     const w: WhoAmI = { user: u.name, uid: u.uid, gid: u.gid, groups: [...u.groups], home: this.home(cred), is_agent: u.isAgent, is_admin: isWheel(u) };
     if (cred.delegate !== undefined) w.on_behalf_of = cred.delegate.name;
-    if (cred.workspace !== undefined) w.workspace = { id: cred.workspace.id, name: cred.workspace.name, root_path: cred.workspace.root };
+    // Security: a workspace caller sees its workspace as `/`, never where it really lives.
+    if (cred.workspace !== undefined) w.workspace = { id: cred.workspace.id, name: cred.workspace.name, root_path: '/' };
     return w;
   }
 
-  private wsRecord(w: WorkspaceRow): WorkspaceRecord {
+  private wsRecord(w: WorkspaceRow, cred: Cred): WorkspaceRecord {
     const owner = this.d.registry.users.get(w.ownerUid);
-    return { id: w.id, name: w.name, root_path: w.root, owner: owner?.name ?? String(w.ownerUid), created: w.created };
+    return { id: w.id, name: w.name, root_path: cred.workspace === undefined ? w.root : '/', owner: owner?.name ?? String(w.ownerUid), created: w.created };
+  }
+
+  /** The workspace `id` for managing its secrets: owner, root or wheel, never a workspace caller. */
+  private ownedWorkspace(cred: Cred, id: string, op: string): WorkspaceRow {
+    this.noWorkspace(cred, op);
+    const w = this.d.registry.workspaces.get(id);
+    if (w === undefined) throw new VfsError('ENOENT', op, undefined, `no such workspace: ${id.slice(0, 64)}`);
+    requireWorkspaceOwner(cred, w.ownerUid, op);
+    return w;
   }
 
   private noWorkspace(cred: Cred, op: string): void {
@@ -228,15 +263,16 @@ export class Service {
 
     // ---------- identity ----------
     'auth.whoami': (ctx) => this.whoami(this.auth(ctx)),
+    'auth.scope': (ctx) => ({ root_path: this.auth(ctx).workspace?.root ?? '/' }),
     'auth.login': (ctx, p) => {
-      if (ctx.creds.origin === 'remote' && !this.d.policy.userAuth) throw new VfsError('EAUTH', 'login', undefined, 'login by name is disabled on this server');
+      if (ctx.creds.origin === 'remote' && !this.policyFor(ctx.creds).userAuth) throw new VfsError('EAUTH', 'login', undefined, 'login by name is disabled on this server');
       const u = this.d.registry.user(p.username);
       if (u === undefined) throw new VfsError('EAUTH', 'login', undefined, `unknown user '${p.username.slice(0, 64)}'`);
       return { username: u.name, ...this.whoami({ user: this.d.registry.principal(u) }) };
     },
     'auth.bootstrap': async (_ctx, p) => {
-      // Only while no user but root exists; no credentials needed (that is its purpose).
-      if (!this.d.registry.needsBootstrap()) throw new VfsError('EEXIST', 'bootstrap', undefined, 'already bootstrapped: an administrator exists');
+      // Only while the store never had a user besides root; no credentials needed (that is its purpose).
+      if (!this.d.registry.needsBootstrap()) throw new VfsError('EEXIST', 'bootstrap', undefined, 'already bootstrapped: this store has (or had) users besides root');
       const u = this.d.registry.addUser(p.username, false);
       this.d.registry.addMember(u.name, 'wheel');
       this.d.vfs.ensureHome(this.d.registry.principal(u));
@@ -328,24 +364,32 @@ export class Service {
       const w = this.d.registry.addWorkspace(p.name, pathOf(node), actor(cred).uid);
       this.d.vfs.notifyAll();
       await this.durable();
-      return this.wsRecord(w);
+      return this.wsRecord(w, cred);
     },
     'ws.list': (ctx) => {
       const cred = this.auth(ctx);
       const all = [...this.d.registry.workspaces.values()].sort((a, b) => a.created - b.created || a.name.localeCompare(b.name));
       const mine = cred.workspace !== undefined ? all.filter((w) => w.id === cred.workspace!.id) : isAdminCred(cred) ? all : all.filter((w) => w.ownerUid === actor(cred).uid);
-      return { workspaces: mine.map((w) => this.wsRecord(w)) };
+      return { workspaces: mine.map((w) => this.wsRecord(w, cred)) };
     },
     'ws.token': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      this.noWorkspace(cred, 'workspace token');
-      const w = this.d.registry.workspaces.get(p.id);
-      if (w === undefined) throw new VfsError('ENOENT', 'workspace token', undefined, `no such workspace: ${p.id.slice(0, 64)}`);
-      requireWorkspaceOwner(cred, w.ownerUid, 'workspace token');
-      const secret = this.d.registry.issueWorkspaceToken(w.id, p.name, p.agent_token);
+      const w = this.ownedWorkspace(this.auth(ctx), p.id, 'workspace token');
+      const { secret, row } = this.d.registry.issueWorkspaceToken(w.id, p.name, p.agent_token);
       this.d.vfs.notifyAll();
       await this.durable();
-      return { workspace_id: w.id, name: p.name, secret };
+      return { workspace_id: w.id, name: p.name, secret, token_id: row.id };
+    },
+    'ws.tokenList': (ctx, p) => {
+      const w = this.ownedWorkspace(this.auth(ctx), p.id, 'workspace tokens');
+      const tokens = this.d.registry.workspaceTokens(w.id).map((t) => ({ id: t.id, name: t.name, agent: this.d.registry.users.get(t.agentUid)?.name ?? String(t.agentUid), created: t.created }));
+      return { workspace_id: w.id, tokens };
+    },
+    'ws.tokenRevoke': async (ctx, p) => {
+      const w = this.ownedWorkspace(this.auth(ctx), p.id, 'revoke workspace token');
+      const t = this.d.registry.revokeWorkspaceToken(w.id, p.token_id);
+      this.d.vfs.notifyAll();
+      await this.durable();
+      return { workspace_id: w.id, revoked: t.id };
     },
 
     // ---------- filesystem ----------
@@ -358,11 +402,19 @@ export class Service {
       const abs = this.abs(cred, p.path, 'stat');
       return { ...toStat(this.d.vfs.stat(cred, abs, p.nofollow === true)), path: this.show(cred, abs) };
     },
-    'fs.list': (ctx, p) => {
+    'fs.list': async (ctx, p) => {
       const cred = this.auth(ctx);
       const abs = this.abs(cred, p.path, 'scandir');
-      const { entries } = this.d.vfs.list(cred, abs);
-      return { path: this.show(cred, abs), entries: entries.map(toEntry) };
+      const after = p.cursor === undefined ? undefined : decodeCursor(p.cursor);
+      const limit = p.limit ?? LIST_PAGE_MAX;
+      const { entries, more } = await this.d.vfs.listPage(cred, abs, after, limit);
+      const out: Listing = { path: this.show(cred, abs), entries: entries.map(toEntry) };
+      const last = entries[entries.length - 1];
+      if (more && last !== undefined) {
+        out.truncated = true;
+        out.next_cursor = encodeCursor(last.name);
+      }
+      return out;
     },
     'fs.read': (ctx, p) => {
       const cred = this.auth(ctx);
@@ -427,7 +479,7 @@ export class Service {
     'fs.delete': async (ctx, p) => {
       const cred = this.auth(ctx);
       const abs = this.entryAbs(cred, p.path, 'rm');
-      const n = this.d.vfs.remove(cred, abs, p.recursive === true);
+      const n = await this.d.vfs.removeSliced(cred, abs, p.recursive === true);
       await this.durable();
       return { path: this.show(cred, abs), deleted: n };
     },
@@ -524,6 +576,7 @@ export class Service {
     // ---------- version control ----------
     'vcs.commit': async (ctx, p) => {
       const cred = this.auth(ctx);
+      await this.d.vcs.prehash(this.scope(cred));
       const r = this.d.vcs.commit(cred, this.scope(cred), p.message);
       await this.durable();
       return r;
@@ -538,21 +591,25 @@ export class Service {
       const { results, truncated } = capItems(this.d.vcs.log(scope, opts, cred), (c) => Buffer.byteLength(JSON.stringify(c)) + 1, LOG_ANSWER_BYTES);
       return truncated ? { commits: results, truncated } : { commits: results };
     },
-    'vcs.status': (ctx) => {
+    'vcs.status': async (ctx) => {
       const cred = this.auth(ctx);
+      await this.d.vcs.prehash(this.scope(cred));
       return this.d.vcs.status(cred, this.scope(cred));
     },
-    'vcs.diff': (ctx, p) => {
+    'vcs.diff': async (ctx, p) => {
       const cred = this.auth(ctx);
       const scope = this.scope(cred);
       const opts: { from?: string; to?: string; path?: string } = {};
       if (p.from !== undefined && p.from !== '') opts.from = p.from;
       if (p.to !== undefined && p.to !== '') opts.to = p.to;
       if (p.path !== undefined && p.path !== '') opts.path = this.scopeRel(cred, scope, p.path);
-      return { diff: this.d.vcs.diff(cred, scope, opts) };
+      if (opts.to === undefined) await this.d.vcs.prehash(scope);
+      const r = await this.d.vcs.diff(cred, scope, opts);
+      return r.truncated ? { diff: r.diff, truncated: true } : { diff: r.diff };
     },
     'vcs.revert': async (ctx, p) => {
       const cred = this.auth(ctx);
+      await this.d.vcs.prehash(this.scope(cred));
       const r = this.d.vcs.revert(cred, this.scope(cred), p.hash);
       await this.durable();
       return r;

@@ -9,6 +9,7 @@
  */
 import { VfsError } from '../daemon/errors.js';
 import type { Caller } from '../daemon/rpc/client.js';
+import { listAll } from '../daemon/rpc/listing.js';
 import type { ChangeEvent, Listing } from '../daemon/rpc/protocol.js';
 import { AttrCache, childPath, ListingCache, parentOf } from './attr-cache.js';
 import { entryToFuseStat, toFuseStat, type OwnerMap } from './attrs.js';
@@ -92,7 +93,7 @@ export class MountFs {
     const cached = this.listings.get(path);
     if (cached) return cached;
     const since = this.log.now();
-    return this.remember(path, await this.rpc.call('fs.list', { path }), since);
+    return this.remember(path, await listAll(this.rpc, path), since);
   }
 
   /** Caches a daemon listing (and the attributes of its non-directory entries), as readdir answers it. */

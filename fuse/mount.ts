@@ -77,7 +77,9 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   }
 
   const owners = new OwnerMap(who.uid, who.gid, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
-  const mfs = new MountFs(link, { readOnly: opts.readOnly === true, owners, ...(who.workspace ? { jail: who.workspace.root_path } : {}) });
+  // whoami shows a workspace caller its root as '/': change events need the real one.
+  const jail = who.workspace ? (await link.call('auth.scope', {})).root_path : '/';
+  const mfs = new MountFs(link, { readOnly: opts.readOnly === true, owners, ...(jail !== '/' ? { jail } : {}) });
   try {
     await link.onChange((ev) => mfs.onChange(ev));
   } catch (err) {

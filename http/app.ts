@@ -1,15 +1,17 @@
 /**
- * The REST app: CORS, request log, the routes of the contract, MCP at /mcp, JSON errors.
+ * The REST app: the browser guard and CORS, request log, the routes of the contract, MCP at /mcp, JSON errors.
  * Every route is one call into the daemon with the caller's raw credentials; the daemon
  * authenticates and checks permissions.
  */
 import { randomUUID } from 'node:crypto';
-import express, { type Express, type RequestHandler } from 'express';
+import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import type { DaemonClient } from '../daemon/rpc/client.js';
+import { formatListen, type HttpSettings } from '../daemon/rpc/settings.js';
 import { mountMcp } from '../mcp/http.js';
 import { errorHandler, notFound } from './errors.js';
 import { openApiDocument } from './openapi.js';
-import { Registrar, sendJson, type RouteContext } from './request.js';
+import { browserGuard } from './browser-guard.js';
+import { Registrar, callerOf, sendJson, type RouteContext } from './request.js';
 import { registerAdmin } from './routes/admin.js';
 import { registerAuth } from './routes/auth.js';
 import { registerFs } from './routes/fs.js';
@@ -18,15 +20,11 @@ import { registerVcs } from './routes/vcs.js';
 import { registerWorkspaces } from './routes/workspaces.js';
 
 export interface AppOptions {
-  /** host:port the server listens on (for MCP's Host check and the OpenAPI server URL). */
-  listen: string;
-  /** SERVICE_MAX_FILE_SIZE (bytes). */
-  maxFileSize?: number;
+  /** The sidecar's settings (mode, listen address, CORS origins, policy, limits). */
+  settings: HttpSettings;
   /** One structured line per call; defaults to JSON on stderr. */
   log?: (fields: Record<string, unknown>) => void;
 }
-
-export const DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024;
 
 // Log lines are batched: one stderr write per LOG_FLUSH_MS (or per LOG_BATCH lines), not one per
 // request. A write(2) per request was a visible share of the sidecar's profile, and at one request
@@ -98,10 +96,14 @@ const REQ_ID = /^[\w.:-]{1,100}$/;
 /**
  * The front of every request, one middleware (it runs on every request, so one router layer):
  * a request id (the client's X-Request-Id if it is sane, else a UUID), one log line when the
- * response is done, and permissive CORS (the contract's hosted deployment; preflights answer 204
- * on any path). Security: never logs headers, so Authorization values cannot leak.
+ * response is done, the browser guard (see browser-guard.ts: local mode refuses foreign Hosts and
+ * Origins here, before any handler, /mcp included), and CORS: hosted mode is permissive (the
+ * contract's hosted deployment), local mode answers only allowed origins. Preflights answer 204 on
+ * any path. Security: never logs headers, so Authorization values cannot leak.
  */
-function front(log: ((fields: Record<string, unknown>) => void) | undefined): RequestHandler {
+function front(settings: HttpSettings, log: ((fields: Record<string, unknown>) => void) | undefined): RequestHandler {
+  const guard = browserGuard(settings);
+  const local = settings.mode === 'local';
   return (req, res, next) => {
     const given = req.headers['x-request-id'];
     const reqId = typeof given === 'string' && REQ_ID.test(given) ? given : randomUUID();
@@ -124,12 +126,22 @@ function front(log: ((fields: Record<string, unknown>) => void) | undefined): Re
       else log({ ...f });
     });
     res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('Access-Control-Allow-Origin', '*');
-    res.setHeader('Access-Control-Expose-Headers', EXPOSE_HEADERS);
+    if (local) res.setHeader('Vary', 'Origin');
+    const verdict = guard(req.headers, req.socket.localPort);
+    if (!verdict.ok) {
+      refuse(req, res, verdict.message);
+      return;
+    }
+    if (verdict.allowOrigin !== undefined) {
+      res.setHeader('Access-Control-Allow-Origin', verdict.allowOrigin);
+      res.setHeader('Access-Control-Expose-Headers', EXPOSE_HEADERS);
+    }
     if (req.method === 'OPTIONS') {
-      res.setHeader('Access-Control-Allow-Methods', 'GET, HEAD, PUT, POST, DELETE, OPTIONS');
-      res.setHeader('Access-Control-Allow-Headers', ALLOW_HEADERS);
-      res.setHeader('Access-Control-Max-Age', '600');
+      if (verdict.allowOrigin !== undefined) {
+        res.setHeader('Access-Control-Allow-Methods', 'GET, HEAD, PUT, POST, DELETE, OPTIONS');
+        res.setHeader('Access-Control-Allow-Headers', ALLOW_HEADERS);
+        res.setHeader('Access-Control-Max-Age', '600');
+      }
       res.status(204).end();
       return;
     }
@@ -137,10 +149,22 @@ function front(log: ((fields: Record<string, unknown>) => void) | undefined): Re
   };
 }
 
+/** 403 from the browser guard: REST's `{error, code}`, or a JSON-RPC error on /mcp. */
+function refuse(req: Request, res: Response, message: string): void {
+  res.locals.errorCode = 'EACCES';
+  const body =
+    req.path === '/mcp'
+      ? { jsonrpc: '2.0', error: { code: -32003, message: `Forbidden: ${message}`, data: { code: 'EACCES' } }, id: null }
+      : { error: `EACCES: ${message}`, code: 'EACCES' };
+  res.status(403).setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.end(JSON.stringify(body));
+}
+
 /** The express app for one daemon connection. */
 export function createApp(client: DaemonClient, opts: AppOptions): Express {
   const log = opts.log ?? stderrLog;
-  const ctx: RouteContext = { client, maxFileSize: opts.maxFileSize ?? DEFAULT_MAX_FILE_SIZE };
+  const { settings } = opts;
+  const ctx: RouteContext = { client, maxFileSize: settings.maxFileSize, policy: settings.policy };
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false); // ETags are the daemon's content ids, set by the fs routes
@@ -148,10 +172,10 @@ export function createApp(client: DaemonClient, opts: AppOptions): Express {
   // Read when app.router is first made (app.use below): paths are case-sensitive, /MCP is not /mcp.
   app.enable('case sensitive routing');
 
-  app.use(front(opts.log));
+  app.use(front(settings, opts.log));
 
   // The routes go on the app's own router (not a mounted sub-router): one router pass per request.
-  const r = new Registrar(app.router, client);
+  const r = new Registrar(app.router, ctx);
   // /fs first: the router tries layers in order, and file reads and writes are the hot path.
   registerFs(r, ctx);
   registerAuth(r, ctx);
@@ -160,11 +184,13 @@ export function createApp(client: DaemonClient, opts: AppOptions): Express {
   registerSearch(r, ctx);
   registerVcs(r, ctx);
   r.add('get', '/openapi.json', async (req, res) => {
-    sendJson(res, openApiDocument(`${req.protocol}://${req.get('host') ?? opts.listen}`));
+    // Like every route but /health, the document follows SERVICE_ANONYMOUS=deny.
+    await callerOf(ctx, req).call('auth.whoami', {});
+    sendJson(res, openApiDocument(`${req.protocol}://${req.get('host') ?? formatListen(settings.listen)}`));
   });
   r.addMethodNotAllowed();
 
-  mountMcp(app, client, { listen: opts.listen });
+  mountMcp(app, client, { policy: settings.policy, sessions: settings.mcp, maxFileSize: settings.maxFileSize });
 
   app.use(notFound);
   app.use(errorHandler(log));

@@ -9,7 +9,8 @@ import type { DaemonClient } from '../daemon/rpc/client.js';
 import { connectDaemon, defaultDataDir } from '../daemon/rpc/connect.js';
 import { createApp, stderrLog } from './app.js';
 import { clientErrorResponse } from './errors.js';
-import { formatListen, maxFileSizeFromEnv, parseListen, type ListeningMessage } from './listen.js';
+import { formatListen, httpSettingsFromEnv, SettingsError, type HttpSettings } from '../daemon/rpc/settings.js';
+import type { ListeningMessage } from './listen.js';
 
 async function connectUnderServe(dataDir: string): Promise<DaemonClient> {
   const deadline = Date.now() + 30_000;
@@ -25,8 +26,15 @@ async function connectUnderServe(dataDir: string): Promise<DaemonClient> {
 
 export async function runHttp(): Promise<void> {
   const dataDir = defaultDataDir();
-  const listen = parseListen(process.env.SERVICE_LISTEN);
-  const maxFileSize = maxFileSizeFromEnv();
+  let settings: HttpSettings;
+  try {
+    settings = httpSettingsFromEnv();
+  } catch (err) {
+    if (!(err instanceof SettingsError)) throw err;
+    process.stderr.write(`mdvfs http: ${err.message}\n`);
+    process.exit(2);
+  }
+  const { listen } = settings;
   const underServe = typeof process.send === 'function';
   const client = underServe ? await connectUnderServe(dataDir) : await connectDaemon({ dataDir });
 
@@ -37,7 +45,7 @@ export async function runHttp(): Promise<void> {
     process.exit(1);
   });
 
-  const app = createApp(client, { listen: formatListen(listen), maxFileSize });
+  const app = createApp(client, { settings });
   const server = app.listen(listen.port, listen.host);
   server.on('error', (err: NodeJS.ErrnoException) => {
     process.stderr.write(`mdvfs http: cannot listen on ${formatListen(listen)}: ${err.code ?? err.message}\n`);

@@ -52,13 +52,15 @@ const ops: Op[] = [
 
   { method: 'get', express: '/workspaces', paths: ['/workspaces'], spec: { summary: 'List workspaces', responses: { '200': json({ type: 'object', properties: { workspaces: { type: 'array', items: ref('Workspace') } } }), ...errors(401, 403, 500) } } },
   { method: 'post', express: '/workspaces', paths: ['/workspaces'], spec: { summary: 'Create a workspace rooted at an absolute path', requestBody: body({ name: str, root_path: str }, ['name', 'root_path']), responses: { '200': json(ref('Workspace')), ...errors(...common, 409) } } },
-  { method: 'post', express: '/workspaces/:id/tokens', paths: ['/workspaces/{id}/tokens'], spec: { summary: 'Issue a workspace secret against an existing agent token; use it as `Bearer <secret>` with `X-Service-Workspace: <id>`', parameters: [p('id', 'workspace UUID')], requestBody: body({ name: str, agent_token: str }, ['name', 'agent_token']), responses: { '200': json({ type: 'object', properties: { workspace_id: str, name: str, secret: str } }), ...errors(...common) } } },
+  { method: 'post', express: '/workspaces/:id/tokens', paths: ['/workspaces/{id}/tokens'], spec: { summary: 'Issue a workspace secret against an existing agent token; use it as `Bearer <secret>` with `X-Service-Workspace: <id>`', parameters: [p('id', 'workspace UUID')], requestBody: body({ name: str, agent_token: str }, ['name', 'agent_token']), responses: { '200': json({ type: 'object', properties: { workspace_id: str, name: str, secret: str, token_id: str } }), ...errors(...common) } } },
+  { method: 'get', express: '/workspaces/:id/tokens', paths: ['/workspaces/{id}/tokens'], spec: { summary: "List a workspace's secrets (id, name, agent, created; never the secret): its owner, root or wheel", parameters: [p('id', 'workspace UUID')], responses: { '200': json({ type: 'object', properties: { workspace_id: str, tokens: { type: 'array', items: { type: 'object', properties: { id: str, name: str, agent: str, created: { type: 'integer' } } } } } }), ...errors(...common) } } },
+  { method: 'delete', express: '/workspaces/:id/tokens/:tokenId', paths: ['/workspaces/{id}/tokens/{tokenId}'], spec: { summary: 'Revoke one workspace secret by its id', parameters: [p('id', 'workspace UUID'), p('tokenId', 'the token id from the listing')], responses: { '200': json({ type: 'object', properties: { workspace_id: str, revoked: str } }), ...errors(...common) } } },
 
   {
     method: 'get', express: '/fs{/*path}', paths: ['/fs/', '/fs/{path}'],
     spec: {
       summary: 'Read a file (raw bytes, ETag), list a directory (JSON), or stat (`?stat=true`)',
-      parameters: [q('stat', 'answer the stat record instead of the content', bool), q('nofollow', 'with stat: do not follow a final symlink', bool), { name: 'If-None-Match', in: 'header', required: false, schema: str, description: 'ETag; a match answers 304' }],
+      parameters: [q('stat', 'answer the stat record instead of the content', bool), q('nofollow', 'with stat: do not follow a final symlink', bool), q('limit', 'directory: at most this many entries per page (default and maximum 10,000)', int), q('cursor', 'directory: the `next_cursor` of the previous page', str), { name: 'If-None-Match', in: 'header', required: false, schema: str, description: 'ETag; a match answers 304' }],
       responses: {
         '200': { description: 'file content, listing or stat record', headers: { ETag: { schema: str } }, content: { 'text/markdown': { schema: str }, 'text/plain': { schema: str }, 'application/octet-stream': { schema: { type: 'string', format: 'binary' } }, 'application/json': { schema: { oneOf: [ref('Listing'), ref('Stat')] } } } },
         '304': { description: 'not modified' },
@@ -104,7 +106,7 @@ const schemas: Json = {
   Group: { type: 'object', properties: { name: str, gid: int, members: { type: 'array', items: str } } },
   Workspace: { type: 'object', properties: { id: { type: 'string', format: 'uuid' }, name: str, root_path: str, owner: str, created: int } },
   DirEntry: { type: 'object', properties: { name: str, is_dir: bool, is_symlink: bool, mode: { type: 'string', pattern: '^[0-7]{4}$' }, uid: int, gid: int, size: int, modified: int } },
-  Listing: { type: 'object', properties: { path: str, entries: { type: 'array', items: ref('DirEntry') } } },
+  Listing: { type: 'object', properties: { path: str, entries: { type: 'array', items: ref('DirEntry') }, truncated: bool, next_cursor: str } },
   Stat: { type: 'object', properties: { path: str, inode_id: int, kind: { type: 'string', enum: ['file', 'directory', 'symlink'] }, size: int, mode: str, uid: int, gid: int, created: int, modified: int, etag: str, target: str } },
   WriteResult: { type: 'object', properties: { path: str, size: int, etag: str } },
   GrepResult: { type: 'object', properties: { results: { type: 'array', items: { type: 'object', properties: { file: str, line_num: int, line: str } } }, count: int, truncated: bool } },

@@ -4,7 +4,8 @@
  */
 import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { Caller, DaemonClient } from '../daemon/rpc/client.js';
-import type { Creds } from '../daemon/rpc/protocol.js';
+import { credsFromHeaders } from '../daemon/rpc/credentials.js';
+import type { AuthPolicy, Creds } from '../daemon/rpc/protocol.js';
 import { VfsError } from '../daemon/errors.js';
 import { httpError, methodNotAllowed } from './errors.js';
 
@@ -14,6 +15,8 @@ export interface RouteContext {
   client: DaemonClient;
   /** SERVICE_MAX_FILE_SIZE: the PUT body limit. */
   maxFileSize: number;
+  /** SERVICE_ANONYMOUS/SERVICE_USER_AUTH of this server, declared to the daemon with every request. */
+  policy: AuthPolicy;
 }
 
 export type Handler = (req: Request, res: Response) => Promise<void>;
@@ -24,8 +27,8 @@ export class Registrar {
 
   constructor(
     private readonly router: Router,
-    /** The daemon client, for rewriting workspace error messages (see confineMessage). */
-    private readonly client: DaemonClient,
+    /** For rewriting workspace error messages (see confineMessage). */
+    private readonly ctx: RouteContext,
   ) {}
 
   add(method: Verb, path: string, ...handlers: [...RequestHandler[], Handler]): void {
@@ -35,7 +38,7 @@ export class Registrar {
     // Express 5 forwards rejected promises to the error handler.
     this.router[method](path, ...middleware, (req: Request, res: Response) =>
       last(req, res).catch(async (err: unknown) => {
-        throw await confineMessage(this.client, req, err);
+        throw await confineMessage(this.ctx, req, err);
       }),
     );
   }
@@ -52,13 +55,13 @@ export class Registrar {
  * Security: inside a workspace, results show workspace paths, but the daemon's error messages
  * still name the real absolute path (`open '/proj/ws/x.md'`), which would reveal root_path. Until
  * the daemon maps them itself, rewrite `'<root_path>/x'` to `'/x'` for workspace callers. Only
- * error responses of workspace requests pay the extra whoami.
+ * error responses of workspace requests pay the extra auth.scope.
  */
-async function confineMessage(client: DaemonClient, req: Request, err: unknown): Promise<unknown> {
+async function confineMessage(ctx: RouteContext, req: Request, err: unknown): Promise<unknown> {
   if (!(err instanceof VfsError) || req.get('x-service-workspace') === undefined || err.code === 'EAUTH') return err;
   let root: string | undefined;
   try {
-    root = (await client.as(credsOf(req)).call('auth.whoami', {})).workspace?.root_path;
+    root = (await callerOf(ctx, req).call('auth.scope', {})).root_path;
   } catch {
     return err;
   }
@@ -68,20 +71,13 @@ async function confineMessage(client: DaemonClient, req: Request, err: unknown):
   return rewritten;
 }
 
-/** The caller's raw credentials, exactly as sent; the daemon authenticates them. */
-export function credsOf(req: Request): Creds {
-  const creds: Creds = { origin: 'remote' };
-  const authorization = req.get('authorization');
-  const workspace = req.get('x-service-workspace');
-  const onBehalfOf = req.get('x-service-on-behalf-of');
-  if (authorization !== undefined) creds.authorization = authorization;
-  if (workspace !== undefined) creds.workspace = workspace;
-  if (onBehalfOf !== undefined) creds.onBehalfOf = onBehalfOf;
-  return creds;
+/** The caller's raw credentials, exactly as sent (the daemon authenticates them), with this server's policy. */
+export function credsOf(ctx: RouteContext, req: Request): Creds {
+  return credsFromHeaders((name) => req.get(name), ctx.policy);
 }
 
 export function callerOf(ctx: RouteContext, req: Request): Caller {
-  return ctx.client.as(credsOf(req));
+  return ctx.client.as(credsOf(ctx, req));
 }
 
 /**

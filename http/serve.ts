@@ -4,12 +4,13 @@
  * SIGINT/SIGTERM stop the sidecar first, then the daemon (which flushes on SIGTERM), then exit 0.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectSocket } from '../daemon/rpc/client.js';
 import { defaultDataDir, socketPathFor } from '../daemon/rpc/connect.js';
-import { formatListen, maxFileSizeFromEnv, parseListen, type ListeningMessage } from './listen.js';
+import { PRIVATE_UMASK, securePrivateDataDir, verifySocket } from '../daemon/rpc/private-dir.js';
+import { formatListen, httpSettingsFromEnv, SettingsError, type HttpSettings } from '../daemon/rpc/settings.js';
+import type { ListeningMessage } from './listen.js';
 
 const say = (line: string): void => {
   process.stderr.write(`mdvfs: ${line}\n`);
@@ -24,7 +25,9 @@ function cliEntry(): string {
 
 async function daemonAnswers(dataDir: string): Promise<boolean> {
   try {
-    const c = await connectSocket(socketPathFor(dataDir));
+    const sock = socketPathFor(dataDir);
+    verifySocket(sock); // a socket another user could own is not our daemon
+    const c = await connectSocket(sock);
     c.close();
     return true;
   } catch {
@@ -47,9 +50,24 @@ function waitExit(child: ChildProcess, ms: number): Promise<void> {
 
 export async function runServe(): Promise<void> {
   const dataDir = defaultDataDir();
-  let listen = parseListen(process.env.SERVICE_LISTEN);
-  maxFileSizeFromEnv(); // fail early on a bad value
-  mkdirSync(dataDir, { recursive: true });
+  // Every setting is checked before anything starts: a bad one is one line and exit 2.
+  let settings: HttpSettings;
+  try {
+    settings = httpSettingsFromEnv();
+  } catch (err) {
+    if (!(err instanceof SettingsError)) throw err;
+    say(err.message);
+    process.exit(2);
+  }
+  let listen = settings.listen;
+  // Security: the data dir is 0700 and its files 0600 whoever creates them (the children inherit the umask).
+  process.umask(PRIVATE_UMASK);
+  try {
+    securePrivateDataDir(dataDir);
+  } catch (err) {
+    say((err as Error).message.replace(/^[A-Z]+: /, ''));
+    process.exit(1);
+  }
   const cli = cliEntry();
   const env = { ...process.env, SERVICE_DATA_DIR: dataDir };
 

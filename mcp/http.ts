@@ -1,38 +1,43 @@
 /**
  * Streamable HTTP MCP at /mcp, mounted on the HTTP sidecar's express app. The REST app calls
- * `mountMcp(app, client, opts)` once, before its JSON 404 handler.
+ * `mountMcp(app, client, opts)` once, before its JSON 404 handler, after its browser guard (Host
+ * and Origin checks, http/browser-guard.ts), which covers /mcp as every other route.
  *
  * - Every request carries its own credentials (`Authorization`, `X-Service-Workspace`,
- *   `X-Service-On-Behalf-Of`) and is authenticated by the daemon (`auth.whoami`, origin remote, so
- *   the anonymous rules are REST's).
+ *   `X-Service-On-Behalf-Of`) and is authenticated by the daemon (`auth.whoami`, origin remote,
+ *   with this server's policy, so the anonymous rules are REST's).
  * - `initialize` without `Mcp-Session-Id` starts a session bound to the identity that created it;
  *   any later request on it must present the very same credentials (else 403), so a leaked
  *   session id is useless with someone else's credentials, and vice versa.
+ * - Sessions are capped per client (its credentials; anonymous callers per address): a client over
+ *   its cap loses its own least recently used session, never another client's. When the server's
+ *   cap is reached, new sessions are refused (503) rather than evicting anyone.
  * - Any other POST without `Mcp-Session-Id` is served statelessly (a fresh server per request,
  *   JSON response).
- * - On loopback binds the Host header must name the loopback address (DNS-rebinding protection).
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
-import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import express, { type Express, type Request, type Response } from 'express';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Caller, DaemonClient } from '../daemon/rpc/client.js';
 import { connectDaemon, defaultDataDir } from '../daemon/rpc/connect.js';
-import type { Creds } from '../daemon/rpc/protocol.js';
+import { credsFromHeaders } from '../daemon/rpc/credentials.js';
+import type { AuthPolicy, Creds, WhoAmI } from '../daemon/rpc/protocol.js';
+import type { McpSessionSettings } from '../daemon/rpc/settings.js';
 import { VfsError, httpStatus } from '../daemon/errors.js';
 import { ChangeFeed } from './resources.js';
 import { createMcpServer } from './server.js';
 
 export interface McpHttpOptions {
-  /** host:port the sidecar listens on (for the Host-header check on localhost binds). */
-  listen: string;
+  /** The server's SERVICE_ANONYMOUS/SERVICE_USER_AUTH, declared to the daemon with every request. */
+  policy: AuthPolicy;
+  /** Session lifetime and caps (SERVICE_MCP_SESSION_TTL, SERVICE_MCP_MAX_SESSIONS, SERVICE_MCP_MAX_SESSIONS_PER_CLIENT). */
+  sessions: McpSessionSettings;
+  /** SERVICE_MAX_FILE_SIZE: bounds the JSON body (a write_file carries a whole file). */
+  maxFileSize: number;
   /** The daemon's data dir, for the dedicated change-event connection (default SERVICE_DATA_DIR). */
   dataDir?: string;
-  /** Idle sessions are closed after this many ms (default SERVICE_MCP_SESSION_TTL seconds, else 30 min). */
-  sessionIdleMs?: number;
-  /** Most live sessions; the least recently used is closed beyond it (default SERVICE_MCP_MAX_SESSIONS, else 1000). */
-  maxSessions?: number;
 }
 
 interface Session {
@@ -40,14 +45,19 @@ interface Session {
   transport: StreamableHTTPServerTransport;
   server: McpServer;
   fingerprint: Buffer;
+  /** Whose cap this session counts against (see clientKey). */
+  client: string;
   lastSeen: number;
   openStreams: number;
+  /** False while its initialize request is still being answered: never evicted mid-answer. */
+  settled: boolean;
 }
 
 // JSON-RPC error codes for transport-level refusals (the spec leaves -32000..-32099 to servers).
 const RPC_UNAUTHORIZED = -32001;
 const RPC_FORBIDDEN = -32003;
 const RPC_SESSION_NOT_FOUND = -32004;
+const RPC_BUSY = -32005;
 
 function rpcError(res: Response, status: number, code: number, message: string, data?: unknown): void {
   if (res.headersSent) return;
@@ -59,69 +69,64 @@ function header(req: Request, name: string): string | undefined {
   return v ? v : undefined;
 }
 
-function credsOf(req: Request): Creds {
-  const creds: Creds = { origin: 'remote' };
-  const authorization = header(req, 'authorization');
-  const workspace = header(req, 'x-service-workspace');
-  const onBehalfOf = header(req, 'x-service-on-behalf-of');
-  if (authorization !== undefined) creds.authorization = authorization;
-  if (workspace !== undefined) creds.workspace = workspace;
-  if (onBehalfOf !== undefined) creds.onBehalfOf = onBehalfOf;
-  return creds;
-}
-
 /** Security: a digest of the raw credentials, so sessions never keep a second copy of a token to compare. */
 function fingerprint(c: Creds): Buffer {
   return createHash('sha256').update(JSON.stringify([c.authorization ?? null, c.workspace ?? null, c.onBehalfOf ?? null])).digest();
 }
 
-function isLoopbackHost(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
-  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);
-}
-
-function listenHost(listen: string): string {
-  const i = listen.lastIndexOf(':');
-  return i < 0 ? listen : listen.slice(0, i);
-}
-
 /**
- * Security: DNS-rebinding protection. A page on evil.example that rebinds its name to 127.0.0.1
- * still sends `Host: evil.example`; only loopback names with the port we actually accepted on pass.
+ * Whose session cap a new session counts against: the authenticated identity (user, delegate,
+ * workspace), so spelling the same credentials differently does not buy more sessions; anonymous
+ * callers (who all share the empty credentials) count per address.
  */
-function hostCheck(listen: string): (req: Request, res: Response, next: NextFunction) => void {
-  const loopback = isLoopbackHost(listenHost(listen));
-  return (req, res, next) => {
-    if (!loopback) return next();
-    const port = req.socket.localPort;
-    const host = (req.headers.host ?? '').toLowerCase();
-    const names = ['127.0.0.1', 'localhost', '[::1]'];
-    const allowed = names.map((n) => `${n}:${port}`);
-    if (port === 80) allowed.push(...names);
-    if (allowed.includes(host)) return next();
-    rpcError(res, 403, RPC_FORBIDDEN, `Invalid Host header: ${host || '(none)'}`);
-  };
-}
-
-function envNumber(name: string): number | undefined {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : undefined;
+function clientKey(c: Creds, me: WhoAmI, req: Request): string {
+  if (c.authorization === undefined) return `anon:${req.socket.remoteAddress ?? ''}`;
+  return JSON.stringify([me.uid, me.on_behalf_of ?? null, me.workspace?.id ?? null]);
 }
 
 export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOptions): void {
   const sessions = new Map<string, Session>();
-  const idleMs = opts.sessionIdleMs ?? (envNumber('SERVICE_MCP_SESSION_TTL') ?? 1800) * 1000;
-  const maxSessions = opts.maxSessions ?? envNumber('SERVICE_MCP_MAX_SESSIONS') ?? 1000;
+  const byClient = new Map<string, Set<Session>>();
+  let initializing = 0;
+  const { idleMs, maxSessions, maxSessionsPerClient } = opts.sessions;
   const dataDir = opts.dataDir ?? defaultDataDir();
   // Change events for resource subscriptions arrive on their own connection, opened on first use.
   const feed = new ChangeFeed(() => connectDaemon({ dataDir, spawn: false }));
-  const maxFile = envNumber('SERVICE_MAX_FILE_SIZE') ?? 10 * 1024 * 1024;
-  const json = express.json({ limit: maxFile * 2 + 1024 * 1024 });
+  const json = express.json({ limit: opts.maxFileSize * 2 + 1024 * 1024 });
 
   const closeSession = (s: Session): void => {
     sessions.delete(s.id);
+    const mine = byClient.get(s.client);
+    mine?.delete(s);
+    if (mine?.size === 0) byClient.delete(s.client);
     void s.transport.close().catch(() => undefined);
     void s.server.close().catch(() => undefined);
+  };
+
+  /**
+   * Security: a client over its cap loses its own least recently used sessions (idle ones first),
+   * never another client's. Sessions still answering their initialize are spared (the cap is
+   * enforced again when they settle).
+   */
+  const enforceClientCap = (key: string, keep?: Session): void => {
+    const mine = byClient.get(key);
+    while (mine !== undefined && mine.size > maxSessionsPerClient) {
+      let victim: Session | undefined;
+      for (const o of mine) {
+        if (o === keep || !o.settled) continue;
+        if (!victim || (o.openStreams === 0 && victim.openStreams > 0) || (o.openStreams === victim.openStreams && o.lastSeen < victim.lastSeen)) victim = o;
+      }
+      if (victim === undefined) break;
+      closeSession(victim);
+    }
+  };
+
+  const addSession = (s: Session): void => {
+    sessions.set(s.id, s);
+    let mine = byClient.get(s.client);
+    if (mine === undefined) byClient.set(s.client, (mine = new Set()));
+    mine.add(s);
+    enforceClientCap(s.client, s);
   };
 
   const sweep = setInterval(() => {
@@ -130,17 +135,7 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
   }, Math.min(60_000, Math.max(1000, idleMs / 2)));
   sweep.unref();
 
-  const evictIfFull = (): void => {
-    if (sessions.size < maxSessions) return;
-    let victim: Session | undefined;
-    for (const s of sessions.values()) {
-      if (!victim || (s.openStreams === 0 && victim.openStreams > 0) || (s.openStreams === victim.openStreams && s.lastSeen < victim.lastSeen)) victim = s;
-    }
-    if (victim) closeSession(victim);
-  };
-
   const router = express.Router();
-  router.use('/mcp', hostCheck(opts.listen));
   router.use('/mcp', (req, res, next) => {
     json(req, res, (err?: unknown) => {
       if (err === undefined) return next();
@@ -170,11 +165,13 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
       return rpcError(res, 405, -32000, 'Method not allowed', { code: 'EMETHOD' });
     }
 
-    // Authenticate this very request; the daemon applies SERVICE_ANONYMOUS / SERVICE_USER_AUTH.
-    const creds = credsOf(req);
+    // Authenticate this very request; the daemon applies this server's SERVICE_ANONYMOUS / SERVICE_USER_AUTH.
+    const creds = credsFromHeaders((name) => req.get(name), opts.policy);
+    const fp = fingerprint(creds);
     const caller: Caller = client.as(creds);
+    let me: WhoAmI;
     try {
-      await caller.call('auth.whoami', {});
+      me = await caller.call('auth.whoami', {});
     } catch (err) {
       if (!(err instanceof VfsError)) throw err;
       const status = httpStatus(err.code);
@@ -187,7 +184,7 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
       if (!s) return rpcError(res, 404, RPC_SESSION_NOT_FOUND, 'Session not found', { code: 'ENOENT' });
       // Security: the credential-switch attack. The session acts with its creator's identity, so
       // a request presenting other credentials must not ride on it.
-      if (!timingSafeEqual(s.fingerprint, fingerprint(creds))) {
+      if (!timingSafeEqual(s.fingerprint, fp)) {
         return rpcError(res, 403, RPC_FORBIDDEN, 'This session belongs to another identity; start a new session with these credentials', { code: 'EPERM' });
       }
       s.lastSeen = Date.now();
@@ -209,20 +206,38 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
     if (req.method === 'DELETE') return rpcError(res, 400, -32000, 'Bad request: Mcp-Session-Id header required', { code: 'EINVAL' });
 
     if (isInitializeRequest(req.body)) {
-      evictIfFull();
+      const key = clientKey(creds, me, req);
+      // Security: a full server refuses new sessions instead of evicting other clients' sessions.
+      // A client already at its own cap may still start one (it replaces its own oldest).
+      if (sessions.size + initializing >= maxSessions && (byClient.get(key)?.size ?? 0) < maxSessionsPerClient) {
+        res.set('Retry-After', '60');
+        return rpcError(res, 503, RPC_BUSY, `Too many MCP sessions on this server (SERVICE_MCP_MAX_SESSIONS=${maxSessions}); close unused sessions (DELETE /mcp) or retry later`, { code: 'EBUSY' });
+      }
       const server = createMcpServer({ callerFor: () => caller, feed });
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => {
-          sessions.set(id, { id, transport, server, fingerprint: fingerprint(creds), lastSeen: Date.now(), openStreams: 0 });
+          addSession({ id, transport, server, fingerprint: fp, client: key, lastSeen: Date.now(), openStreams: 0, settled: false });
         },
       });
       transport.onclose = () => {
         const id = transport.sessionId;
-        if (id !== undefined && sessions.get(id)?.transport === transport) sessions.delete(id);
+        const s = id === undefined ? undefined : sessions.get(id);
+        if (s?.transport === transport) closeSession(s);
       };
-      await server.connect(transport);
-      await transport.handleRequest(req, res, req.body);
+      initializing++;
+      try {
+        await server.connect(transport);
+        await transport.handleRequest(req, res, req.body);
+      } finally {
+        initializing--;
+        const s = transport.sessionId === undefined ? undefined : sessions.get(transport.sessionId);
+        if (s?.transport === transport) {
+          s.settled = true;
+          s.lastSeen = Date.now();
+          enforceClientCap(key, s);
+        }
+      }
       if (transport.sessionId === undefined) void server.close().catch(() => undefined);
       return;
     }

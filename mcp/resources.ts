@@ -235,16 +235,40 @@ export function registerResources(server: McpServer, callerFor: CallerFor, opts:
 
   const onChange = (e: ChangeEvent): void => {
     for (const [uri, s] of subs) {
-      if (!e.paths.some((p) => affects(p, s.global))) continue;
-      // Security: re-check with the subscriber's own credentials; permissions may have changed
-      // since it subscribed. ENOENT is passed on: the subscriber can observe the deletion itself.
-      s.caller.call('fs.access', { path: s.path, mode: 4 }).then(
-        () => notify(uri),
-        (err: unknown) => {
-          if (err instanceof VfsError && err.code === 'ENOENT') notify(uri);
-        },
-      );
+      const relevant = e.paths.filter((p) => affects(p, s.global));
+      if (relevant.length === 0) continue;
+      void visibleChange(s, relevant).then((visible) => {
+        if (visible) notify(uri);
+      });
     }
+  };
+  /**
+   * Security: whether the subscriber may see any of these changes now, checked with its own
+   * credentials (delegation and workspace included; permissions may have changed since it
+   * subscribed). A change to the watched path or one of its ancestors counts if the watched path
+   * may still be read, or is gone (the subscriber can observe the deletion itself). A change below
+   * it counts only if the changed path may be read, or if it is gone or unreadable but its parent
+   * directory may be read (the entry's appearance, removal or size shows in that listing anyway):
+   * changes inside a private directory below a readable folder are never reported.
+   */
+  const visibleChange = async (s: Subscription, changed: string[]): Promise<boolean> => {
+    const may = async (p: string, gone: boolean): Promise<boolean> => {
+      try {
+        await s.caller.call('fs.access', { path: p, mode: 4 });
+        return true;
+      } catch (err) {
+        return gone && err instanceof VfsError && err.code === 'ENOENT';
+      }
+    };
+    const prefix = s.global === '/' ? '/' : `${s.global}/`;
+    const below = (p: string): boolean => p !== s.global && p.startsWith(prefix);
+    if (changed.some((p) => !below(p)) && (await may(s.path, true))) return true;
+    // Bounded: a huge batch is judged by its first paths.
+    for (const p of changed.filter(below).slice(0, 64)) {
+      const mine = path.join(s.path, p.slice(prefix.length));
+      if ((await may(mine, false)) || (await may(path.dirname(mine), false))) return true;
+    }
+    return false;
   };
   const notify = (uri: string): void => {
     if (!subs.has(uri) || !server.isConnected()) return;
@@ -259,7 +283,8 @@ export function registerResources(server: McpServer, callerFor: CallerFor, opts:
       // Security: only what the subscriber may read now (a directory: may list).
       const st = await caller.call('fs.stat', { path: p });
       await caller.call('fs.access', { path: st.path, mode: 4 });
-      workspaceRoot ??= caller.call('auth.whoami', {}).then((w) => w.workspace?.root_path ?? null);
+      // The real root, to match global change events: whoami shows a workspace caller only '/'.
+      workspaceRoot ??= caller.call('auth.scope', {}).then((s) => (s.root_path === '/' ? null : s.root_path));
       const root = await workspaceRoot;
       const global = root === null ? st.path : path.join(root, st.path);
       listening ??= feed.listen(onChange).catch((err: unknown) => {

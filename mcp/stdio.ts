@@ -4,12 +4,14 @@
  *
  * Identity comes from the environment: SERVICE_AS_USER (→ `User <name>`) or SERVICE_TOKEN
  * (→ `Bearer <token>`), optionally SERVICE_WORKSPACE and SERVICE_ON_BEHALF_OF; neither means root
- * (a local, trusted process, like the CLI). The identity is verified with the daemon at startup:
+ * (a local, trusted process, like the CLI). A variable set but blank is an error naming it, never root
+ * (daemon/rpc/credentials.ts, the parser every front end uses). The identity is verified with the daemon at startup:
  * an unknown user or a bad token is a one-line error on stderr and exit 1, never a fallback to root.
  *
  * stdout carries the protocol and nothing else; every log line goes to stderr.
  */
 import { connectDaemon, defaultDataDir } from '../daemon/rpc/connect.js';
+import { localCreds } from '../daemon/rpc/credentials.js';
 import type { Creds } from '../daemon/rpc/protocol.js';
 import { ReconnectingCaller } from './daemon-link.js';
 
@@ -18,30 +20,17 @@ console.log = console.error;
 console.info = console.error;
 console.debug = console.error;
 
+const NO_FLAGS = { user: '', token: '', workspace: '', onBehalfOf: '' };
+
 function fail(message: string): never {
   process.stderr.write(`mdvfs-mcp: ${message}\n`);
   process.exit(1);
 }
 
-/** The caller's credentials from the environment. */
-function credsFromEnv(env: NodeJS.ProcessEnv): Creds {
-  const user = env.SERVICE_AS_USER?.trim();
-  const token = env.SERVICE_TOKEN?.trim();
-  if (user && token) throw new Error('set SERVICE_AS_USER or SERVICE_TOKEN, not both');
-  const creds: Creds = { origin: 'local' };
-  if (user) creds.authorization = `User ${user}`;
-  if (token) creds.authorization = `Bearer ${token}`;
-  const workspace = env.SERVICE_WORKSPACE?.trim();
-  if (workspace) creds.workspace = workspace;
-  const onBehalfOf = env.SERVICE_ON_BEHALF_OF?.trim();
-  if (onBehalfOf) creds.onBehalfOf = onBehalfOf;
-  return creds;
-}
-
 async function main(): Promise<void> {
   let creds: Creds;
   try {
-    creds = credsFromEnv(process.env);
+    creds = localCreds({}, NO_FLAGS, process.env);
   } catch (err) {
     fail((err as Error).message);
   }

@@ -9,7 +9,7 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Caller } from '../daemon/rpc/client.js';
-import type { CommitRecord, DirEntry } from '../daemon/rpc/protocol.js';
+import { LIST_PAGE_MAX, type CommitRecord, type DirEntry } from '../daemon/rpc/protocol.js';
 import { VfsError, toWireError } from '../daemon/errors.js';
 import type { ToolTable } from './tool-calls.js';
 
@@ -172,19 +172,26 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
       title: 'List directory',
       description:
         'List the entries of a directory (name order) with type, octal mode, owner uid/gid, size and modification time. ' +
-        'Without a path, lists your home directory.',
-      inputSchema: { path: pathArg.optional().describe(`${pathDesc} Defaults to your home directory.`) },
-      outputSchema: { path: z.string(), entries: z.array(entrySchema) },
+        `Without a path, lists your home directory. At most ${LIST_PAGE_MAX} entries per call (\`limit\`); a longer listing ends with ` +
+        '`truncated: true` and a `next_cursor` to pass as `cursor` for the next page.',
+      inputSchema: {
+        path: pathArg.optional().describe(`${pathDesc} Defaults to your home directory.`),
+        limit: z.number().int().min(1).max(LIST_PAGE_MAX).optional().describe(`Most entries to return (default and maximum ${LIST_PAGE_MAX}).`),
+        cursor: z.string().max(2048).optional().describe('The next_cursor of the previous page, to continue a truncated listing.'),
+      },
+      outputSchema: { path: z.string(), entries: z.array(entrySchema), truncated: z.boolean().optional(), next_cursor: z.string().optional() },
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    async ({ path }, extra) =>
+    async ({ path, limit, cursor }, extra) =>
       attempt(async () => {
-        const r = await callerFor(extra).call('fs.list', { path: path ?? '' });
+        const r = await callerFor(extra).call('fs.list', { path: path ?? '', ...(limit === undefined ? {} : { limit }), ...(cursor === undefined ? {} : { cursor }) });
         const lines = r.entries.map((e) => {
           const kind = e.is_dir ? '[DIR] ' : e.is_symlink ? '[LINK]' : '[FILE]';
           return `${kind} ${e.mode} ${String(e.size).padStart(8)}  ${e.name}${e.is_dir ? '/' : ''}`;
         });
-        return ok(`${r.path}:\n${lines.length ? lines.join('\n') : '(empty)'}`, { path: r.path, entries: r.entries.map(entryOut) });
+        if (r.truncated === true) lines.push(`(truncated after ${r.entries.length} entries: call again with cursor "${r.next_cursor ?? ''}" for more)`);
+        const out = { path: r.path, entries: r.entries.map(entryOut), ...(r.truncated === true ? { truncated: true, next_cursor: r.next_cursor } : {}) };
+        return ok(`${r.path}:\n${lines.length ? lines.join('\n') : '(empty)'}`, out);
       }),
   );
 

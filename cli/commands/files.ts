@@ -1,6 +1,7 @@
 /** File commands: ls, cat, write, mkdir, rm, mv, cp, stat, tree, find, grep, chmod, chown, ln. */
 import { Option, type Command } from 'commander';
 import { VfsError } from '../../daemon/errors.js';
+import { listAll } from '../../daemon/rpc/listing.js';
 import type { DirEntry, Stat } from '../../daemon/rpc/protocol.js';
 import type { CmdContext, CommandHost } from '../context.js';
 import { CliError, UsageError } from '../errors.js';
@@ -60,7 +61,7 @@ export function registerFileCommands(program: Command, host: CommandHost): void 
           let entries: DirEntry[];
           let shown = path;
           if (st.kind === 'directory') {
-            const listing = await ctx.caller.call('fs.list', { path });
+            const listing = await listAll(ctx.caller, path);
             entries = listing.entries.filter((e) => o.all || !e.name.startsWith('.'));
             shown = listing.path;
           } else {

@@ -5,7 +5,8 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { VfsError } from '../errors.js';
 import { isWheel, ROOT_UID, WHEEL_GID, type Cred, type Principal } from '../core/perms.js';
-import type { Creds } from '../rpc/protocol.js';
+import { credentialField, parseAuthorization } from '../rpc/credentials.js';
+import type { AuthPolicy, Creds } from '../rpc/protocol.js';
 
 export const USER_NAME = /^[a-z_][a-z0-9_.-]{0,31}$/;
 
@@ -34,18 +35,17 @@ export interface WorkspaceRow {
 
 export interface WsTokenRow {
   hash: string;
+  /** A public id for listing and revoking (never the secret or its hash). */
+  id: string;
   workspaceId: string;
   name: string;
   agentUid: number;
+  /** Hash of the agent token the secret was issued against: rotating that token revokes the secret. */
+  agentTokenHash: string | null;
   created: number;
 }
 
-export interface AuthPolicy {
-  /** SERVICE_ANONYMOUS: 'root' (contract default) or 'deny' (401 for remote requests without credentials). */
-  anonymous: 'root' | 'deny';
-  /** SERVICE_USER_AUTH: whether remote requests may use `Authorization: User <name>`. */
-  userAuth: boolean;
-}
+export type { AuthPolicy };
 
 export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
@@ -67,6 +67,11 @@ export class Registry {
   nextGid = 1000;
   /** Set when anything changed; the store rewrites the auth tables. */
   dirty = false;
+  /**
+   * Security: set for good (and persisted) once any user besides root was created, so that deleting
+   * every administrator never reopens `auth.bootstrap` to whoever asks first.
+   */
+  bootstrapped = false;
 
   /** A fresh registry: root (uid 0), groups root (0) and wheel (1). */
   initFresh(): void {
@@ -153,9 +158,9 @@ export class Registry {
     return this.principal(this.users.get(ROOT_UID)!);
   }
 
-  /** Whether only root exists (bootstrap is possible). */
+  /** Whether bootstrap is possible: no user besides root was ever created in this store. */
   needsBootstrap(): boolean {
-    return this.users.size === 1;
+    return !this.bootstrapped && this.users.size === 1;
   }
 
   // ---------- authentication ----------
@@ -166,45 +171,40 @@ export class Registry {
    */
   authenticate(creds: Creds, policy: AuthPolicy): Cred {
     const remote = creds.origin === 'remote';
-    // Security: a header that is present but blank is not "no header": fail closed.
-    if (creds.authorization !== undefined && creds.authorization.trim() === '') throw new VfsError('EAUTH', 'authenticate', undefined, 'empty Authorization header');
-    const raw = creds.authorization?.trim() ?? '';
+    // Security: one parser for every front end; a blank credential is refused, never "none" (root).
+    const auth = parseAuthorization(creds.authorization);
+    const wsId = credentialField(creds.workspace, 'X-Service-Workspace');
     let user: UserRow | undefined;
     let workspace: Cred['workspace'];
-    if (raw === '') {
+    if (auth.scheme === 'none') {
       if (remote && policy.anonymous === 'deny') throw new VfsError('EAUTH', 'authenticate', undefined, 'credentials required');
-      if (creds.workspace !== undefined && creds.workspace !== '') throw new VfsError('EAUTH', 'authenticate', undefined, 'a workspace needs its bearer secret');
+      if (wsId !== undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'a workspace needs its bearer secret');
       user = this.users.get(ROOT_UID);
+    } else if (auth.scheme === 'user') {
+      if (remote && !policy.userAuth) throw new VfsError('EAUTH', 'authenticate', undefined, 'the User scheme is disabled on this server');
+      if (wsId !== undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'a workspace needs its bearer secret');
+      user = this.userByName.get(auth.name);
+      if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, `unknown user '${auth.name.slice(0, 64)}'`);
     } else {
-      const m = /^(\S+)\s+(.+)$/.exec(raw);
-      const scheme = m?.[1]?.toLowerCase();
-      const value = m?.[2]?.trim() ?? '';
-      if (scheme === 'user') {
-        if (remote && !policy.userAuth) throw new VfsError('EAUTH', 'authenticate', undefined, 'the User scheme is disabled on this server');
-        if (creds.workspace !== undefined && creds.workspace !== '') throw new VfsError('EAUTH', 'authenticate', undefined, 'a workspace needs its bearer secret');
-        user = this.userByName.get(value);
-        if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, `unknown user '${value.slice(0, 64)}'`);
-      } else if (scheme === 'bearer') {
-        const h = hashSecret(value);
-        if (creds.workspace !== undefined && creds.workspace !== '') {
-          const t = this.wsTokens.get(h);
-          const ws = this.workspaces.get(creds.workspace);
-          // Security: a workspace secret only opens the workspace it was issued for.
-          if (t === undefined || ws === undefined || t.workspaceId !== ws.id) throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid workspace credentials');
-          user = this.users.get(t.agentUid);
-          if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'the workspace agent no longer exists');
-          workspace = { id: ws.id, name: ws.name, root: ws.root };
-        } else {
-          user = this.userByToken.get(h);
-          if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid token');
-        }
+      const h = hashSecret(auth.secret);
+      if (wsId !== undefined) {
+        const t = this.wsTokens.get(h);
+        const ws = this.workspaces.get(wsId);
+        // Security: a workspace secret only opens the workspace it was issued for.
+        if (t === undefined || ws === undefined || t.workspaceId !== ws.id) throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid workspace credentials');
+        user = this.users.get(t.agentUid);
+        if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'the workspace agent no longer exists');
+        // Security: valid only while the agent token it was issued against is the agent's token.
+        if (t.agentTokenHash === null || user.tokenHash !== t.agentTokenHash) throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid workspace credentials');
+        workspace = { id: ws.id, name: ws.name, root: ws.root };
       } else {
-        throw new VfsError('EAUTH', 'authenticate', undefined, 'unsupported authorization scheme (use "User <name>" or "Bearer <token>")');
+        user = this.userByToken.get(h);
+        if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid token');
       }
     }
     const principal = this.principal(user!);
-    const obo = creds.onBehalfOf?.trim();
-    if (obo === undefined || obo === '') return workspace === undefined ? { user: principal } : { user: principal, workspace };
+    const obo = credentialField(creds.onBehalfOf, 'X-Service-On-Behalf-Of');
+    if (obo === undefined) return workspace === undefined ? { user: principal } : { user: principal, workspace };
     const d = this.userByName.get(obo);
     if (d === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, `unknown on-behalf-of user '${obo.slice(0, 64)}'`);
     if (!isWheel(principal) && !principal.isAgent) throw new VfsError('EPERM', 'delegate', undefined, 'only root, wheel members and agents may act on behalf of another user');
@@ -226,6 +226,7 @@ export class Registry {
     this.putGroup({ gid, name, members: new Set() });
     const u: UserRow = { uid: this.nextUid++, name, gid, isAgent, tokenHash: null, created: now() };
     this.putUser(u);
+    this.bootstrapped = true;
     this.touched();
     return u;
   }
@@ -253,6 +254,8 @@ export class Registry {
     const u = this.userByName.get(name);
     if (u === undefined) throw new VfsError('ENOENT', 'token', undefined, `no such user: ${name}`);
     if (u.tokenHash !== null) this.userByToken.delete(u.tokenHash);
+    // Security: workspace secrets issued against the replaced token go with it.
+    for (const [h, t] of this.wsTokens) if (t.agentUid === u.uid) this.wsTokens.delete(h);
     const token = newSecret('mdvfs_');
     u.tokenHash = hashSecret(token);
     this.userByToken.set(u.tokenHash, u);
@@ -308,7 +311,7 @@ export class Registry {
    * Issues a workspace secret against an agent's token (proof of possession). Only the agent's
    * uid is stored, never its token.
    */
-  issueWorkspaceToken(workspaceId: string, name: string, agentToken: string): string {
+  issueWorkspaceToken(workspaceId: string, name: string, agentToken: string): { secret: string; row: WsTokenRow } {
     const w = this.workspaces.get(workspaceId);
     if (w === undefined) throw new VfsError('ENOENT', 'workspace token', undefined, `no such workspace: ${workspaceId.slice(0, 64)}`);
     if (name.trim() === '' || name.length > 200) throw new VfsError('EINVAL', 'workspace token', undefined, 'a token needs a name of 1 to 200 characters');
@@ -316,9 +319,27 @@ export class Registry {
     if (agent === undefined) throw new VfsError('EAUTH', 'workspace token', undefined, 'agent_token is not a valid token');
     if (!agent.isAgent) throw new VfsError('EINVAL', 'workspace token', undefined, 'agent_token must belong to an agent user');
     const secret = newSecret('mdvfsws_');
-    this.wsTokens.set(hashSecret(secret), { hash: hashSecret(secret), workspaceId: w.id, name, agentUid: agent.uid, created: now() });
+    const row: WsTokenRow = { hash: hashSecret(secret), id: randomBytes(8).toString('hex'), workspaceId: w.id, name, agentUid: agent.uid, agentTokenHash: agent.tokenHash, created: now() };
+    this.wsTokens.set(row.hash, row);
     this.touched();
-    return secret;
+    return { secret, row };
+  }
+
+  /** The secrets of a workspace, oldest first (rows carry hashes: callers show only id, name, agent, created). */
+  workspaceTokens(workspaceId: string): WsTokenRow[] {
+    return [...this.wsTokens.values()].filter((t) => t.workspaceId === workspaceId).sort((a, b) => a.created - b.created || a.id.localeCompare(b.id));
+  }
+
+  /** Revokes one secret of a workspace by its public id. Throws ENOENT if there is none. */
+  revokeWorkspaceToken(workspaceId: string, tokenId: string): WsTokenRow {
+    for (const [h, t] of this.wsTokens) {
+      if (t.workspaceId === workspaceId && t.id === tokenId) {
+        this.wsTokens.delete(h);
+        this.touched();
+        return t;
+      }
+    }
+    throw new VfsError('ENOENT', 'workspace token', undefined, `no token '${tokenId.slice(0, 64)}' in workspace ${workspaceId.slice(0, 64)}`);
   }
 }
 

@@ -33,6 +33,12 @@ export interface DirNode extends BaseNode {
    * so marking dirty can stop at the first ancestor already dirty.
    */
   treeId: string | undefined;
+  /**
+   * Levels below this directory: 0 when empty, else 1 + the tallest child's (files and links count
+   * 0). Kept exact by attach and detach (`raiseHeights`, `lowerHeights`), so the depth limit checks a
+   * moved or copied subtree in O(1) instead of walking it.
+   */
+  height: number;
 }
 
 export interface LinkNode extends BaseNode {
@@ -93,4 +99,40 @@ export function isAncestorOrSelf(maybeAncestor: Node, node: Node): boolean {
     n = n.parent;
   }
   return false;
+}
+
+/** Levels below `/`: `/` is 0, `/a` is 1. O(depth). */
+export function depthOf(node: Node): number {
+  let d = 0;
+  for (let n = node.parent; n !== null; n = n.parent) d++;
+  return d;
+}
+
+/** Levels below a node: 0 for files and links, a directory's height otherwise. */
+export function heightOf(node: Node): number {
+  return node.kind === 'directory' ? node.height : 0;
+}
+
+/** After `child` was attached to `parent`: raises heights up the chain, stopping at the first ancestor already as high. O(depth). */
+export function raiseHeights(parent: DirNode, child: Node): void {
+  let h = heightOf(child) + 1;
+  for (let d: DirNode | null = parent; d !== null && d.height < h; d = d.parent, h++) d.height = h;
+}
+
+/**
+ * After `child` was detached from `parent`: lowers heights up the chain while the removed entry was
+ * what made an ancestor as high as it was. Each such ancestor scans its children until one still
+ * reaches that height, so removing anything but the tallest entry is O(1).
+ */
+export function lowerHeights(parent: DirNode, child: Node): void {
+  let h = heightOf(child) + 1;
+  for (let d: DirNode | null = parent; d !== null && d.height === h; d = d.parent) {
+    let best = 0;
+    for (const c of d.children.values()) {
+      best = Math.max(best, heightOf(c) + 1);
+      if (best === h) return;
+    }
+    d.height = best;
+    h++;
+  }
 }

@@ -6,6 +6,12 @@ import { VfsError } from '../errors.js';
 
 export const NAME_MAX = 255;
 export const PATH_MAX = 4096;
+/**
+ * Security: the deepest level an entry may have below `/` (`/a` is level 1). PATH_MAX does not bound
+ * depth (moves nest chains), and deep trees cost every walk; creations, copies, moves and reverts
+ * that would reach past it are ENAMETOOLONG.
+ */
+export const MAX_DEPTH = 1024;
 
 /** Throws EINVAL / ENAMETOOLONG for a name that can never exist. */
 export function validateName(name: string, op: string, path?: string): void {

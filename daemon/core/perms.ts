@@ -90,6 +90,19 @@ export function requireUnlink(cred: Cred, dir: DirNode, child: Node, op: string,
   }
 }
 
+/**
+ * Linux `fs.protected_symlinks`: in a sticky world-writable directory (`/tmp`) a symlink is followed
+ * only when the follower owns it or the directory's owner does, root included. The follower is the
+ * acting user (the delegate when delegating, like Linux's fsuid): the links a delegated session
+ * makes belong to the delegate. Security: else anyone may plant `/tmp/x -> ~victim/secret` and turn
+ * the victim's write to `/tmp/x` into a write to their own secret.
+ */
+export function requireFollow(cred: Cred, dir: DirNode, link: Node, op: string, path: string): void {
+  if ((dir.mode & (S_ISVTX | 0o002)) !== (S_ISVTX | 0o002)) return;
+  if (link.uid === actor(cred).uid || link.uid === dir.uid) return;
+  throw new VfsError('EACCES', op, path, 'a symbolic link in a sticky world-writable directory is followed only by its owner or when the directory owner owns it');
+}
+
 /** chmod: the owner, root, or a wheel member (for both principals when delegating). */
 export function requireChmod(cred: Cred, node: Node, op: string, path: string): void {
   for (const p of principals(cred)) {

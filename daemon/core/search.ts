@@ -298,24 +298,34 @@ export function tree(vfs: Vfs, cred: Cred, abs: string, label: string, maxDepth:
   let files = 0;
   let budget = LISTING_ANSWER_MAX;
   let truncated = false;
-  const walk = (dir: DirNode, prefix: string, depth: number) => {
-    if (!may(cred, dir, R | X)) return;
-    const names = sortedNames(dir);
-    names.forEach((name, i) => {
-      budget -= prefix.length + name.length + 8;
-      if (budget < 0) truncated = true;
-      if (truncated) return;
-      const child = dir.children.get(name)!;
-      const last = i === names.length - 1;
-      const suffix = child.kind === 'symlink' ? ` -> ${child.target}` : '';
-      lines.push(`${prefix}${last ? '└── ' : '├── '}${name}${suffix}`);
-      if (child.kind === 'directory') {
-        directories++;
-        if (maxDepth === undefined || depth < maxDepth) walk(child, prefix + (last ? '    ' : '│   '), depth + 1);
-      } else files++;
-    });
+  // Pre-order with an explicit stack: a recursive walk would overflow on a deep tree.
+  const stack: { dir: DirNode; prefix: string; depth: number; names: string[]; i: number }[] = [];
+  const open = (dir: DirNode, prefix: string, depth: number) => {
+    if (may(cred, dir, R | X)) stack.push({ dir, prefix, depth, names: sortedNames(dir), i: 0 });
   };
-  walk(start, '', 1);
+  open(start, '', 1);
+  while (stack.length > 0) {
+    const f = stack[stack.length - 1]!;
+    if (f.i >= f.names.length) {
+      stack.pop();
+      continue;
+    }
+    const i = f.i++;
+    const name = f.names[i]!;
+    budget -= f.prefix.length + name.length + 8;
+    if (budget < 0) {
+      truncated = true;
+      break;
+    }
+    const child = f.dir.children.get(name)!;
+    const last = i === f.names.length - 1;
+    const suffix = child.kind === 'symlink' ? ` -> ${child.target}` : '';
+    lines.push(`${f.prefix}${last ? '└── ' : '├── '}${name}${suffix}`);
+    if (child.kind === 'directory') {
+      directories++;
+      if (maxDepth === undefined || f.depth < maxDepth) open(child, f.prefix + (last ? '    ' : '│   '), f.depth + 1);
+    } else files++;
+  }
   if (truncated) lines.push(`[… tree cut at ${LISTING_ANSWER_MAX} characters; pass a deeper path or a depth]`);
   lines.push('', `${directories} director${directories === 1 ? 'y' : 'ies'}, ${files} file${files === 1 ? '' : 's'}${truncated ? ' shown' : ''}`);
   return truncated ? { text: lines.join('\n') + '\n', directories, files, truncated } : { text: lines.join('\n') + '\n', directories, files };

@@ -5,15 +5,21 @@
  */
 import { VfsError } from '../errors.js';
 import { BlobStore, type Journal } from './blobs.js';
-import { compareNames, isAncestorOrSelf, markDirty, nowNs, pathOf, sortedNames, S_ISGID, S_ISUID, type DirNode, type FileNode, type LinkNode, type Node } from './inode.js';
-import { components, isWithin, normalize, splitParent, validateName } from './paths.js';
-import { actor, isRoot, may, R, requireAccess, requireChmod, requireChown, requireUnlink, W, X, type Cred, type Principal } from './perms.js';
+import { compareNames, depthOf, heightOf, isAncestorOrSelf, lowerHeights, markDirty, nowNs, pathOf, raiseHeights, sortedNames, S_ISGID, S_ISUID, type DirNode, type FileNode, type LinkNode, type Node } from './inode.js';
+import { components, isWithin, MAX_DEPTH, normalize, splitParent, validateName } from './paths.js';
+import { actor, isRoot, may, R, requireAccess, requireChmod, requireChown, requireFollow, requireUnlink, W, X, type Cred, type Principal } from './perms.js';
 
 export const MAX_SYMLINKS = 40;
 
 export interface VfsOptions {
   maxFileSize: number;
   journal: Journal;
+}
+
+/** What a creating call will place at its path: the levels below it, and for a move its depth now. */
+interface Placing {
+  height: number;
+  oldDepth?: number;
 }
 
 export interface WriteOptions {
@@ -35,6 +41,13 @@ export class Vfs {
   readonly maxFileSize: number;
   private readonly journal: Journal;
   private readonly listeners = new Set<Listener>();
+  /**
+   * Bumped by every change that can alter what a check-then-apply operation checked (entries,
+   * modes, owners, identities): sliced operations compare it before they apply (see docs/architecture.md).
+   */
+  generation = 0;
+  /** Per directory: bumped when its entries change, so a listing sorted off the clock knows it is still current. */
+  private readonly dirGen = new WeakMap<DirNode, number>();
 
   constructor(opts: VfsOptions) {
     this.journal = opts.journal;
@@ -56,7 +69,7 @@ export class Vfs {
 
   private makeDir(uid: number, gid: number, mode: number, parent: DirNode | null, name: string, id = this.nextId++): DirNode {
     const t = nowNs();
-    const d: DirNode = { id, kind: 'directory', mode, uid, gid, atime: t, mtime: t, ctime: t, btime: t, parent, name, children: new Map(), sorted: undefined, treeId: undefined };
+    const d: DirNode = { id, kind: 'directory', mode, uid, gid, atime: t, mtime: t, ctime: t, btime: t, parent, name, children: new Map(), sorted: undefined, treeId: undefined, height: 0 };
     this.nodes.set(id, d);
     return d;
   }
@@ -65,7 +78,7 @@ export class Vfs {
   loadNode(row: { id: number; kind: Node['kind']; mode: number; uid: number; gid: number; atime: bigint; mtime: bigint; ctime: bigint; btime: bigint; name: string; blob: string | null; size: number; target: string | null }): Node {
     const base = { id: row.id, mode: row.mode, uid: row.uid, gid: row.gid, atime: row.atime, mtime: row.mtime, ctime: row.ctime, btime: row.btime, parent: null, name: row.name };
     let node: Node;
-    if (row.kind === 'directory') node = { ...base, kind: 'directory', children: new Map(), sorted: undefined, treeId: undefined };
+    if (row.kind === 'directory') node = { ...base, kind: 'directory', children: new Map(), sorted: undefined, treeId: undefined, height: 0 };
     else if (row.kind === 'file') {
       node = { ...base, kind: 'file', blob: row.blob ?? '', size: row.size };
       this.blobs.loadRef(node.blob);
@@ -88,6 +101,41 @@ export class Vfs {
     parent.children.set(child.name, child);
   }
 
+  /**
+   * After loading: sets every directory's height and returns how many inodes hang off `/` (fewer
+   * than loaded means a cycle or a lost subtree). Iterative, so no stored tree can stop a start.
+   */
+  loaded(): number {
+    return this.measure(this.root).nodes;
+  }
+
+  /**
+   * Sets the height of `top` and of every directory below it (one iterative pass, O(subtree));
+   * returns top's height and the number of inodes in the subtree.
+   */
+  private measure(top: DirNode): { height: number; nodes: number } {
+    const order: DirNode[] = [];
+    const stack: DirNode[] = [top];
+    let nodes = 1;
+    while (stack.length > 0) {
+      const d = stack.pop()!;
+      order.push(d);
+      d.height = 0;
+      nodes += d.children.size;
+      for (const c of d.children.values()) {
+        if (c.kind === 'directory') stack.push(c);
+        else d.height = 1;
+      }
+    }
+    // Reverse pre-order visits every directory after all of its descendants.
+    for (let i = order.length - 1; i > 0; i--) {
+      const d = order[i]!;
+      const p = d.parent!;
+      if (p.height <= d.height) p.height = d.height + 1;
+    }
+    return { height: top.height, nodes };
+  }
+
   onChange(fn: Listener): () => void {
     this.listeners.add(fn);
     return () => this.listeners.delete(fn);
@@ -98,6 +146,7 @@ export class Vfs {
    * tokens or workspaces changed, which alters access without touching any path.
    */
   notifyAll(): void {
+    this.generation++;
     this.emit();
   }
 
@@ -123,11 +172,15 @@ export class Vfs {
     let cur: Node = this.root;
     let queue = components(abs);
     let i = 0;
+    const jail = cred.workspace?.root;
     while (i < queue.length) {
       const name = queue[i++]!;
       if (cur.kind !== 'directory') throw new VfsError('ENOTDIR', op, abs);
-      requireAccess(cred, cur, X, op, abs);
       if (name === '.' || name === '') continue;
+      // Security: a workspace caller steps only inside its workspace (or on the way down to it), and a
+      // step outside fails before anything there is looked up, so a symlink cannot tell which outside paths exist.
+      if (jail !== undefined && !onJailPath(name === '..' ? pathOf(cur.parent ?? this.root) : joinPath(pathOf(cur), name), jail)) throw new VfsError('EACCES', op, abs, 'outside the workspace');
+      requireAccess(cred, cur, X, op, abs);
       if (name === '..') {
         cur = cur.parent ?? this.root;
         continue;
@@ -135,6 +188,7 @@ export class Vfs {
       const child: Node | undefined = cur.children.get(name);
       if (child === undefined) throw new VfsError('ENOENT', op, abs);
       if (child.kind === 'symlink' && (i < queue.length || follow)) {
+        requireFollow(cred, cur, child, op, abs);
         if (++links.n > MAX_SYMLINKS) throw new VfsError('ELOOP', op, abs);
         const target = child.target;
         if (target.startsWith('/')) cur = this.root;
@@ -169,41 +223,84 @@ export class Vfs {
    * the returned directory was created by this very call: creating in it needs no further check.
    * Why: with delegation it belongs to the delegate, and the caller (who passed the w+x check on
    * its parent, as did the delegate) would otherwise be locked out of a directory it just made.
+   * `placing` is what will be put at `abs`: its depth is checked before any directory is made.
    */
-  private walkParentCreating(cred: Cred, abs: string, op: string, parents: boolean): { dir: DirNode; name: string; fresh: boolean } {
-    if (!parents) return { ...this.walkParent(cred, abs, op), fresh: false };
+  private walkParentCreating(cred: Cred, abs: string, op: string, parents: boolean, placing: Placing = { height: 0 }): { dir: DirNode; name: string; fresh: boolean } {
+    if (!parents) {
+      const r = this.walkParent(cred, abs, op);
+      this.checkDepth(r.dir, 0, placing, op, abs, r.dir.children.has(r.name));
+      return { ...r, fresh: false };
+    }
     if (cred.workspace !== undefined && abs === cred.workspace.root) throw new VfsError('EBUSY', op, abs, 'the workspace root cannot be replaced, removed or moved');
     const { dir: dirPath, name } = splitParent(abs);
     validateName(name, op, abs);
-    const fresh = new Set<DirNode>();
-    const dir = this.ensureDir(cred, dirPath, op, fresh);
-    return { dir, name, fresh: fresh.has(dir) };
+    // The deepest directory that exists on the way (the directories below it are made after the depth check).
+    let dir: DirNode;
+    let have = 0; // how many leading components of dirPath exist
+    const parts = components(dirPath);
+    const prefix = (k: number): string => '/' + parts.slice(0, k).join('/');
+    try {
+      dir = this.resolveDir(cred, dirPath, op);
+      have = parts.length;
+    } catch (err) {
+      if (!(err instanceof VfsError) || err.code !== 'ENOENT' || dirPath === '/') throw err;
+      // The walk met a missing entry: every shorter prefix up to it resolves, every longer one is
+      // ENOENT, so a binary search finds it in O(log n) walks instead of one walk per level.
+      let lo = 0;
+      let hi = parts.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (this.isMissing(cred, prefix(mid), op)) hi = mid - 1;
+        else lo = mid;
+      }
+      have = lo;
+      dir = this.resolveDir(cred, prefix(have), op);
+    }
+    // the directories to make, top-down, each with its path
+    const missing: { name: string; path: string }[] = [];
+    for (let k = have, p = prefix(have); k < parts.length; k++) {
+      p = p === '/' ? `/${parts[k]!}` : `${p}/${parts[k]!}`;
+      missing.push({ name: parts[k]!, path: p });
+    }
+    for (let i = missing.length - 1; i >= 0; i--) validateName(missing[i]!.name, op, missing[i]!.path);
+    this.checkDepth(dir, missing.length, placing, op, abs, missing.length === 0 && dir.children.has(name));
+    let fresh = false;
+    for (const m of missing) {
+      if (dir.children.has(m.name)) {
+        // a dangling symlink: resolving through it reports why
+        const n = this.resolve(cred, m.path, op, true);
+        if (n.kind !== 'directory') throw new VfsError('ENOTDIR', op, m.path);
+        dir = n;
+        fresh = false;
+        continue;
+      }
+      if (!fresh) requireAccess(cred, dir, W | X, op, m.path);
+      dir = this.createDir(cred, dir, m.name, 0o755);
+      fresh = true;
+      // A directory made on the way is a change of its own: listings of its parent are stale now.
+      this.emit(m.path);
+    }
+    return { dir, name, fresh };
   }
 
-  private ensureDir(cred: Cred, abs: string, op: string, fresh: Set<DirNode>): DirNode {
-    try {
-      const n = this.resolve(cred, abs, op, true);
-      if (n.kind !== 'directory') throw new VfsError('ENOTDIR', op, abs);
-      return n;
-    } catch (err) {
-      if (!(err instanceof VfsError) || err.code !== 'ENOENT' || abs === '/') throw err;
-    }
-    const { dir: parentPath, name } = splitParent(abs);
-    validateName(name, op, abs);
-    const parent = this.ensureDir(cred, parentPath, op, fresh);
-    const existing = parent.children.get(name);
-    if (existing !== undefined) {
-      // a dangling symlink or a race-free re-check: resolve through it
-      const n = this.resolve(cred, abs, op, true);
-      if (n.kind !== 'directory') throw new VfsError('ENOTDIR', op, abs);
-      return n;
-    }
-    if (!fresh.has(parent)) requireAccess(cred, parent, W | X, op, abs);
-    const d = this.createDir(cred, parent, name, 0o755);
-    fresh.add(d);
-    // A directory made on the way is a change of its own: listings of its parent are stale now.
-    this.emit(abs);
-    return d;
+  private resolveDir(cred: Cred, abs: string, op: string): DirNode {
+    const n = this.resolve(cred, abs, op, true);
+    if (n.kind !== 'directory') throw new VfsError('ENOTDIR', op, abs);
+    return n;
+  }
+
+  /**
+   * Security: ENAMETOOLONG unless what `placing` describes, put `missing` levels below `parent`,
+   * stays within MAX_DEPTH. Trees stored before the limit are served but never deepened: writing
+   * over an existing entry (`replacing`, with nothing below the new one) and a move that does not
+   * take its entry deeper than it is always pass.
+   */
+  private checkDepth(parent: DirNode, missing: number, placing: Placing, op: string, abs: string, replacing = false): void {
+    if (replacing && placing.height === 0) return;
+    const depth = depthOf(parent) + missing + 1;
+    if (placing.oldDepth !== undefined && depth <= placing.oldDepth) return;
+    const height = placing.height;
+    if (depth + height > MAX_DEPTH) throw new VfsError('ENAMETOOLONG', op, abs, `the tree may be at most ${MAX_DEPTH} levels deep, and this would reach level ${depth + height}`);
   }
 
   // ---------- node creation and removal ----------
@@ -225,6 +322,7 @@ export class Vfs {
   private attach(parent: DirNode, child: Node): void {
     child.parent = parent;
     parent.children.set(child.name, child);
+    raiseHeights(parent, child);
     this.entriesChanged(parent);
     this.journal.inode(child);
   }
@@ -233,6 +331,7 @@ export class Vfs {
     const parent = child.parent;
     if (parent === null) return;
     parent.children.delete(child.name);
+    lowerHeights(parent, child);
     this.entriesChanged(parent);
     child.parent = null;
   }
@@ -240,6 +339,8 @@ export class Vfs {
   /** A directory gained or lost an entry: new times, listing and tree id recomputed, row rewritten. */
   private entriesChanged(dir: DirNode): void {
     dir.sorted = undefined;
+    this.generation++;
+    this.dirGen.set(dir, (this.dirGen.get(dir) ?? 0) + 1);
     const t = nowNs();
     dir.mtime = t;
     dir.ctime = t;
@@ -249,15 +350,21 @@ export class Vfs {
 
   /** Frees a detached subtree: its inodes and its blob references. */
   private destroy(node: Node): number {
-    let n = 1;
-    if (node.kind === 'directory') for (const c of node.children.values()) n += this.destroy(c);
-    if (node.kind === 'file') this.blobs.release(node.blob);
-    this.nodes.delete(node.id);
-    this.journal.inodeRemoved(node.id);
+    let n = 0;
+    const stack: Node[] = [node];
+    while (stack.length > 0) {
+      const cur = stack.pop()!;
+      n++;
+      if (cur.kind === 'directory') for (const c of cur.children.values()) stack.push(c);
+      if (cur.kind === 'file') this.blobs.release(cur.blob);
+      this.nodes.delete(cur.id);
+      this.journal.inodeRemoved(cur.id);
+    }
     return n;
   }
 
   private touchNode(node: Node, content: boolean): void {
+    this.generation++;
     const t = nowNs();
     node.ctime = t;
     if (content) node.mtime = t;
@@ -282,6 +389,47 @@ export class Vfs {
     if (dir.kind !== 'directory') throw new VfsError('ENOTDIR', 'scandir', abs);
     requireAccess(cred, dir, R, 'scandir', abs);
     return { dir, entries: sortedNames(dir).map((n) => dir.children.get(n)!) };
+  }
+
+  /**
+   * One page of a directory's entries in name order: at most `limit` names after `after` (a name,
+   * not necessarily still present). Needs r on the directory. A directory too big to sort within
+   * one slice of the event loop is sorted in slices (`sortSliced`); the access check is repeated
+   * after that, so the page reflects the directory and permissions as they are when it is cut.
+   * Entries that exist during the whole paging are returned exactly once; entries created or
+   * removed meanwhile may or may not be (as readdir(3) says).
+   */
+  async listPage(cred: Cred, abs: string, after: string | undefined, limit: number): Promise<{ entries: Node[]; more: boolean }> {
+    let stale: string[] | undefined; // an order sorted by an earlier attempt
+    for (let attempt = 0; ; attempt++) {
+      const dir = this.listable(cred, abs);
+      let names = dir.sorted;
+      if (names === undefined && dir.children.size <= SORT_SLICE) names = sortedNames(dir);
+      // A directory that keeps changing while we sort: page from our copy (readdir(3) allows missing what is created meanwhile).
+      if (names === undefined && attempt >= 2) names = stale;
+      if (names === undefined) {
+        const gen = this.dirGen.get(dir) ?? 0;
+        stale = await sortSliced(dir.children.keys());
+        // Still the same entries: keep the order for the next pages and for everyone else.
+        if ((this.dirGen.get(dir) ?? 0) === gen && dir.children.size === stale.length) dir.sorted = stale;
+        continue; // check access again: the directory or its modes may have changed while we sorted
+      }
+      const entries: Node[] = [];
+      let i = after === undefined ? 0 : upperBound(names, after);
+      for (; i < names.length && entries.length < limit; i++) {
+        const child = dir.children.get(names[i]!);
+        if (child !== undefined) entries.push(child);
+      }
+      while (i < names.length && !dir.children.has(names[i]!)) i++;
+      return { entries, more: i < names.length };
+    }
+  }
+
+  private listable(cred: Cred, abs: string): DirNode {
+    const dir = this.resolve(cred, abs, 'scandir', true);
+    if (dir.kind !== 'directory') throw new VfsError('ENOTDIR', 'scandir', abs);
+    requireAccess(cred, dir, R, 'scandir', abs);
+    return dir;
   }
 
   /** A file's bytes. Needs r on the file. Throws EISDIR for directories. */
@@ -322,6 +470,7 @@ export class Vfs {
       // O_CREAT|O_EXCL never follows a final symlink (POSIX): else a planted dangling link turns a
       // "create a new file" into a write wherever the link points.
       if (opts.exclusive) throw new VfsError('EEXIST', op, abs);
+      requireFollow(cred, dir, existing, op, abs);
       if (depth >= MAX_SYMLINKS) throw new VfsError('ELOOP', op, abs);
       return this.write(cred, normalize(existing.target, pathOf(dir)), data, opts, depth + 1);
     }
@@ -399,6 +548,7 @@ export class Vfs {
     const { dir, name } = this.walkParent(cred, abs, op);
     if (dir.children.has(name)) throw new VfsError('EEXIST', op, abs);
     requireAccess(cred, dir, W | X, op, abs);
+    this.checkDepth(dir, 0, { height: 0 }, op, abs);
     const own = this.ownership(cred, dir);
     const t = nowNs();
     const node: LinkNode = { id: this.nextId++, kind: 'symlink', mode: 0o777, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent: dir, name, target };
@@ -463,14 +613,77 @@ export class Vfs {
     return n;
   }
 
+  /**
+   * `remove` for subtrees of any size without holding the event loop (see docs/architecture.md):
+   * the permission check walks the subtree in slices; if anything that could change its outcome
+   * changed meanwhile (`generation`), it runs again (the third retry runs in one go). Then the
+   * subtree is detached at once, so every later request sees it gone, and its inodes are freed and
+   * journaled in slices, leaves first: the store holds a connected tree after every batch.
+   */
+  async removeSliced(cred: Cred, abs: string, recursive: boolean): Promise<number> {
+    const op = recursive ? 'rm -r' : 'rm';
+    for (let attempt = 0; ; attempt++) {
+      const gen = this.generation;
+      const { dir, name } = this.walkParent(cred, abs, op);
+      const node = dir.children.get(name);
+      if (node === undefined) throw new VfsError('ENOENT', op, abs);
+      if (node.kind !== 'directory' || node.children.size === 0 || !recursive) return this.remove(cred, abs, recursive);
+      this.checkNotJailRoot(cred, node, op, abs);
+      requireUnlink(cred, dir, node, op, abs);
+      const order = await this.checkRemovableSliced(cred, node, abs, op, attempt < 3);
+      if (this.generation !== gen) continue; // something changed while we checked: check again
+      const p = pathOf(node);
+      this.detach(node);
+      this.emit(p);
+      for (let i = order.length - 1; i >= 0; i--) {
+        const n = order[i]!;
+        if (n.kind === 'file') this.blobs.release(n.blob);
+        this.nodes.delete(n.id);
+        this.journal.inodeRemoved(n.id);
+        // A turn per DESTROY_BATCH inodes: the store's group commit writes each batch in the
+        // yield, so no one transaction (they run on the event loop too) grows with the subtree.
+        if (i % DESTROY_BATCH === 0 && i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+      return order.length;
+    }
+  }
+
+  /** `checkRemovable`, iterative and sliced; returns the subtree in pre-order (parents before children). */
+  private async checkRemovableSliced(cred: Cred, top: DirNode, abs: string, op: string, sliced: boolean): Promise<Node[]> {
+    const pause = sliced ? slicer() : () => undefined;
+    const order: Node[] = [top];
+    const stack: { dir: DirNode; path: string }[] = [{ dir: top, path: abs }];
+    let k = 0;
+    for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+      const { dir, path } = item;
+      if (dir.children.size === 0) continue;
+      requireAccess(cred, dir, R | W | X, op, path);
+      for (const [name, child] of dir.children) {
+        const childPath = path === '/' ? `/${name}` : `${path}/${name}`;
+        requireUnlink(cred, dir, child, op, childPath);
+        order.push(child);
+        if (child.kind === 'directory') stack.push({ dir: child, path: childPath });
+        if ((++k & 1023) === 0) await pause();
+      }
+    }
+    return order;
+  }
+
   /** Every directory in the subtree must be listable and writable, and every entry removable. */
-  private checkRemovable(cred: Cred, dir: DirNode, abs: string, op: string): void {
-    if (dir.children.size === 0) return;
-    requireAccess(cred, dir, R | W | X, op, abs);
-    for (const [name, child] of dir.children) {
-      const childPath = abs === '/' ? `/${name}` : `${abs}/${name}`;
-      requireUnlink(cred, dir, child, op, childPath);
-      if (child.kind === 'directory') this.checkRemovable(cred, child, childPath, op);
+  private checkRemovable(cred: Cred, top: DirNode, topPath: string, op: string): void {
+    const stack: { dir: DirNode; abs: string }[] = [{ dir: top, abs: topPath }];
+    while (stack.length > 0) {
+      const { dir, abs } = stack.pop()!;
+      if (dir.children.size === 0) continue;
+      requireAccess(cred, dir, R | W | X, op, abs);
+      const below: { dir: DirNode; abs: string }[] = [];
+      for (const [name, child] of dir.children) {
+        const childPath = abs === '/' ? `/${name}` : `${abs}/${name}`;
+        requireUnlink(cred, dir, child, op, childPath);
+        if (child.kind === 'directory') below.push({ dir: child, abs: childPath });
+      }
+      // reversed onto the stack: directories are checked in the order a recursive walk would take
+      for (let i = below.length - 1; i >= 0; i--) stack.push(below[i]!);
     }
   }
 
@@ -484,10 +697,8 @@ export class Vfs {
     if (src.kind === 'directory' && !opts.recursive) throw new VfsError('EISDIR', op, srcAbs, 'copying a directory needs recursive');
     this.checkReadable(cred, src, srcAbs, op);
     if (src.kind === 'directory') this.refuseInsideSelf(cred, src, dstAbs, op, dstAbs);
-    const { dir, name, fresh } = this.walkParentCreating(cred, dstAbs, op, true);
+    const { dir, name, fresh } = this.walkParentCreating(cred, dstAbs, op, true, { height: heightOf(src) });
     if (src.kind === 'directory' && isAncestorOrSelf(src, dir)) throw new VfsError('EINVAL', op, dstAbs, 'cannot copy a directory into itself');
-    let size = 0;
-    this.forEachFile(src, (f) => (size = Math.max(size, f.size)));
     const existing = dir.children.get(name);
     if (existing !== undefined) {
       if (opts.overwrite === false) throw new VfsError('EEXIST', op, dstAbs);
@@ -535,33 +746,48 @@ export class Vfs {
     }
   }
 
-  private checkReadable(cred: Cred, node: Node, abs: string, op: string): void {
-    if (node.kind === 'file') requireAccess(cred, node, R, op, abs);
-    if (node.kind === 'directory') {
-      requireAccess(cred, node, R | X, op, abs);
-      for (const [name, child] of node.children) this.checkReadable(cred, child, `${abs}/${name}`, op);
+  private checkReadable(cred: Cred, top: Node, topPath: string, op: string): void {
+    const stack: { node: Node; abs: string }[] = [{ node: top, abs: topPath }];
+    while (stack.length > 0) {
+      const { node, abs } = stack.pop()!;
+      if (node.kind === 'file') requireAccess(cred, node, R, op, abs);
+      if (node.kind === 'directory') {
+        requireAccess(cred, node, R | X, op, abs);
+        const children = [...node.children];
+        for (let i = children.length - 1; i >= 0; i--) stack.push({ node: children[i]![1], abs: `${abs}/${children[i]![0]}` });
+      }
     }
   }
 
-  private cloneInto(cred: Cred, src: Node, parent: DirNode, name: string): Node {
-    const own = this.ownership(cred, parent);
-    const t = nowNs();
-    const mode = src.mode & 0o777 & ~S_ISUID;
-    let node: Node;
-    if (src.kind === 'file') {
-      this.blobs.ref(src.blob);
-      node = { id: this.nextId++, kind: 'file', mode, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent, name, blob: src.blob, size: src.size };
-    } else if (src.kind === 'symlink') {
-      node = { id: this.nextId++, kind: 'symlink', mode: 0o777, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent, name, target: src.target };
-    } else {
-      const d = this.makeDir(own.uid, own.gid, mode | (own.inheritSgid ? S_ISGID : 0), parent, name);
-      this.attach(parent, d);
-      for (const n of sortedNames(src)) this.cloneInto(cred, src.children.get(n)!, d, n);
-      return d;
+  /** Copies `top` as `name` in `parent`, in pre-order and name order (so new inode ids follow paths). */
+  private cloneInto(cred: Cred, top: Node, parent: DirNode, name: string): Node {
+    let first: Node | undefined;
+    const stack: { src: Node; parent: DirNode; name: string }[] = [{ src: top, parent, name }];
+    while (stack.length > 0) {
+      const { src, parent: into, name: as } = stack.pop()!;
+      const own = this.ownership(cred, into);
+      const t = nowNs();
+      const mode = src.mode & 0o777 & ~S_ISUID;
+      let node: Node;
+      if (src.kind === 'file') {
+        this.blobs.ref(src.blob);
+        node = { id: this.nextId++, kind: 'file', mode, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent: into, name: as, blob: src.blob, size: src.size };
+        this.nodes.set(node.id, node);
+      } else if (src.kind === 'symlink') {
+        node = { id: this.nextId++, kind: 'symlink', mode: 0o777, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent: into, name: as, target: src.target };
+        this.nodes.set(node.id, node);
+      } else {
+        const d = this.makeDir(own.uid, own.gid, mode | (own.inheritSgid ? S_ISGID : 0), into, as);
+        // taking the source's height now keeps raiseHeights from climbing once per entry
+        d.height = src.height;
+        const names = sortedNames(src);
+        for (let i = names.length - 1; i >= 0; i--) stack.push({ src: src.children.get(names[i]!)!, parent: d, name: names[i]! });
+        node = d;
+      }
+      this.attach(into, node);
+      first ??= node;
     }
-    this.nodes.set(node.id, node);
-    this.attach(parent, node);
-    return node;
+    return first!;
   }
 
   /**
@@ -575,12 +801,13 @@ export class Vfs {
     if (src === undefined) throw new VfsError('ENOENT', op, srcAbs);
     this.checkNotJailRoot(cred, src, op, srcAbs);
     if (src.kind === 'directory') this.refuseInsideSelf(cred, src, splitParent(dstAbs).dir, op, dstAbs);
+    const placing: Placing = { height: heightOf(src), oldDepth: depthOf(src) };
     if (this.isMissing(cred, splitParent(dstAbs).dir, op)) {
       // Missing parents of dst will be created: check the source side first, so a refused move changes nothing.
       requireUnlink(cred, sdir, src, op, srcAbs);
       if (src.kind === 'directory') requireAccess(cred, src, W, op, srcAbs);
     }
-    const { dir: ddir, name: dname, fresh } = this.walkParentCreating(cred, dstAbs, op, true);
+    const { dir: ddir, name: dname, fresh } = this.walkParentCreating(cred, dstAbs, op, true, placing);
     if (src.kind === 'directory' && isAncestorOrSelf(src, ddir)) throw new VfsError('EINVAL', op, dstAbs, 'cannot move a directory into itself');
     const existing = ddir.children.get(dname);
     if (existing === src) return { from: pathOf(src), to: pathOf(src) };
@@ -677,13 +904,14 @@ export class Vfs {
   }
 
   /** Creates an entry exactly as a snapshot recorded it (mode and owners included). */
-  revertCreate(parent: DirNode, e: { name: string; kind: 'f' | 'd' | 'l'; mode: number; uid: number; gid: number; ref: string; size: number }): Node {
+  revertCreate(parent: DirNode, e: { name: string; kind: 'f' | 'd' | 'l'; mode: number; uid: number; gid: number; ref: string; size: number }, height = 0): Node {
     const t = nowNs();
     const base = { id: this.nextId++, mode: e.mode, uid: e.uid, gid: e.gid, atime: t, mtime: t, ctime: t, btime: t, parent, name: e.name };
     let node: Node;
     if (e.kind === 'd') {
       this.nextId--;
       node = this.makeDir(e.uid, e.gid, e.mode, parent, e.name);
+      node.height = height;
     } else if (e.kind === 'f') {
       this.blobs.ref(e.ref);
       node = { ...base, kind: 'file', blob: e.ref, size: e.size };
@@ -724,15 +952,14 @@ export class Vfs {
 
   // ---------- traversal helpers for search and VCS ----------
 
-  forEachNode(node: Node, fn: (n: Node) => void): void {
-    fn(node);
-    if (node.kind === 'directory') for (const c of node.children.values()) this.forEachNode(c, fn);
-  }
-
-  private forEachFile(node: Node, fn: (f: FileNode) => void): void {
-    this.forEachNode(node, (n) => {
-      if (n.kind === 'file') fn(n);
-    });
+  /** Calls `fn` on `top` and everything below it (pre-order; iterative, whatever the depth). */
+  forEachNode(top: Node, fn: (n: Node) => void): void {
+    const stack: Node[] = [top];
+    while (stack.length > 0) {
+      const node = stack.pop()!;
+      fn(node);
+      if (node.kind === 'directory') for (const c of node.children.values()) stack.push(c);
+    }
   }
 
   /**
@@ -740,17 +967,21 @@ export class Vfs {
    * search, files it may read. Never yields anything from an unreadable place.
    */
   *visible(cred: Cred, dir: DirNode, dirPath: string, recursive: boolean): Generator<{ node: Node; path: string; depth: number }> {
-    yield* this.visibleAt(cred, dir, dirPath, recursive, 1);
-  }
-
-  private *visibleAt(cred: Cred, dir: DirNode, dirPath: string, recursive: boolean, depth: number): Generator<{ node: Node; path: string; depth: number }> {
     if (!may(cred, dir, R | X)) return;
-    for (const name of sortedNames(dir)) {
-      const child = dir.children.get(name);
+    // An explicit stack (pre-order, name order): nested generators would overflow on deep trees.
+    const stack: { dir: DirNode; path: string; depth: number; names: string[]; i: number }[] = [{ dir, path: dirPath, depth: 1, names: sortedNames(dir), i: 0 }];
+    while (stack.length > 0) {
+      const f = stack[stack.length - 1]!;
+      if (f.i >= f.names.length) {
+        stack.pop();
+        continue;
+      }
+      const name = f.names[f.i++]!;
+      const child = f.dir.children.get(name);
       if (child === undefined) continue;
-      const p = dirPath === '/' ? `/${name}` : `${dirPath}/${name}`;
-      yield { node: child, path: p, depth };
-      if (recursive && child.kind === 'directory') yield* this.visibleAt(cred, child, p, recursive, depth + 1);
+      const p = f.path === '/' ? `/${name}` : `${f.path}/${name}`;
+      yield { node: child, path: p, depth: f.depth };
+      if (recursive && child.kind === 'directory' && may(cred, child, R | X)) stack.push({ dir: child, path: p, depth: f.depth + 1, names: sortedNames(child), i: 0 });
     }
   }
 
@@ -765,4 +996,89 @@ export class Vfs {
   }
 }
 
+/** Directories up to this many entries are sorted in one go (a few ms); bigger ones in slices. */
+const SORT_SLICE = 16384;
+/** Inodes freed per turn of the event loop by a sliced delete (about 1,000 row deletes per store batch). */
+const DESTROY_BATCH = 1024;
+/** Work done between two yields of the event loop in sliced operations. */
+export const SLICE_MS = 15;
+
+/** Yields to the event loop once `SLICE_MS` have passed since the last yield. */
+export function slicer(): () => Promise<void> | undefined {
+  let deadline = performance.now() + SLICE_MS;
+  return () => {
+    if (performance.now() < deadline) return undefined;
+    return new Promise<void>((resolve) =>
+      setImmediate(() => {
+        deadline = performance.now() + SLICE_MS;
+        resolve();
+      }),
+    );
+  };
+}
+
+/**
+ * Names in `compareNames` order, sorted without holding the event loop: runs of SORT_SLICE names
+ * are sorted natively, then merged pairwise, yielding whenever a slice's time is used up.
+ */
+async function sortSliced(keys: Iterable<string>): Promise<string[]> {
+  const pause = slicer();
+  let runs: string[][] = [];
+  let run: string[] = [];
+  for (const k of keys) {
+    run.push(k);
+    if (run.length === SORT_SLICE) {
+      // the default order of sort() is code-unit order, the same as compareNames, and faster
+      runs.push(run.sort());
+      run = [];
+      await pause();
+    }
+  }
+  if (run.length > 0) runs.push(run.sort());
+  while (runs.length > 1) {
+    const next: string[][] = [];
+    for (let k = 0; k < runs.length; k += 2) {
+      const a = runs[k]!;
+      const b = runs[k + 1];
+      if (b === undefined) {
+        next.push(a);
+        continue;
+      }
+      const out = new Array<string>(a.length + b.length);
+      let i = 0;
+      let j = 0;
+      let o = 0;
+      while (o < out.length) {
+        const end = Math.min(out.length, o + 8192);
+        while (o < end) out[o++] = j >= b.length || (i < a.length && a[i]! < b[j]!) ? a[i++]! : b[j++]!;
+        await pause();
+      }
+      next.push(out);
+    }
+    runs = next;
+  }
+  return runs[0] ?? [];
+}
+
+/** The index of the first name greater than `name` in a sorted array. */
+function upperBound(names: string[], name: string): number {
+  let lo = 0;
+  let hi = names.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareNames(names[mid]!, name) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 export { compareNames };
+
+/** `p` is inside the workspace `jail` or one of the directories leading down to it. */
+function onJailPath(p: string, jail: string): boolean {
+  return isWithin(p, jail) || isWithin(jail, p);
+}
+
+function joinPath(dir: string, name: string): string {
+  return dir === '/' ? `/${name}` : `${dir}/${name}`;
+}

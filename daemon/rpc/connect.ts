@@ -4,11 +4,16 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, openSync, closeSync } from 'node:fs';
+import { existsSync, openSync, closeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectSocket, type DaemonClient } from './client.js';
+import { securePrivateDataDir, verifySocket } from './private-dir.js';
+import { VfsError } from '../errors.js';
+
+/** A socket or data dir refused by private-dir.ts: retrying or starting a daemon cannot help. */
+const refused = (err: unknown): boolean => err instanceof VfsError && err.code === 'EACCES';
 
 /** The daemon's exit status when another daemon holds the data dir's lock (EX_TEMPFAIL). */
 export const EXIT_LOCKED = 75;
@@ -21,15 +26,17 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /**
- * The socket of a data dir: `<dataDir>/daemon.sock`, or a short path under the runtime dir when
- * that would pass the 107-byte limit of Unix socket paths.
+ * The socket of a data dir: `<dataDir>/daemon.sock`, or, when that would pass the 107-byte limit
+ * of Unix socket paths, `<runtime dir>/mdvfs-<uid>/<hash>.sock`. Security: that directory is private
+ * (0700, ours): the daemon checks it before binding and clients before connecting (private-dir.ts),
+ * because a predictable name in a shared /tmp can be taken first by another local user.
  */
-export function socketPathFor(dataDir: string): string {
+export function socketPathFor(dataDir: string, env: NodeJS.ProcessEnv = process.env): string {
   const direct = path.join(path.resolve(dataDir), 'daemon.sock');
   if (Buffer.byteLength(direct) <= 100) return direct;
-  const runtime = process.env.XDG_RUNTIME_DIR && existsSync(process.env.XDG_RUNTIME_DIR) ? process.env.XDG_RUNTIME_DIR : os.tmpdir();
+  const runtime = env.XDG_RUNTIME_DIR && existsSync(env.XDG_RUNTIME_DIR) ? env.XDG_RUNTIME_DIR : (env.TMPDIR || '/tmp').replace(/(.)\/+$/, '$1');
   const id = createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 16);
-  return path.join(runtime, `mdvfs-${id}.sock`);
+  return path.join(runtime, `mdvfs-${process.getuid?.() ?? 0}`, `${id}.sock`);
 }
 
 export interface ConnectOptions {
@@ -70,14 +77,16 @@ export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonCl
   const dataDir = path.resolve(opts.dataDir ?? defaultDataDir());
   // mkdir on a kernel pseudo filesystem may never return: refuse it clearly instead (/dev/shm is plain tmpfs).
   if (/^\/(proc|sys)(\/|$)/.test(dataDir)) throw new Error(`SERVICE_DATA_DIR cannot be under /proc or /sys (got ${dataDir})`);
+  // Security: never send a credential to a socket another local user could own (private-dir.ts).
+  if (opts.spawn !== false || existsSync(dataDir)) securePrivateDataDir(dataDir);
   const sock = socketPathFor(dataDir);
   try {
+    verifySocket(sock);
     return await connectSocket(sock);
   } catch (err) {
-    if (opts.spawn === false) throw err;
+    if (opts.spawn === false || refused(err)) throw err;
   }
-  mkdirSync(dataDir, { recursive: true });
-  const logFd = openSync(path.join(dataDir, 'daemon.log'), 'a');
+  const logFd = openSync(path.join(dataDir, 'daemon.log'), 'a', 0o600);
   const child = spawn(process.execPath, daemonArgs(daemonEntry()), {
     detached: true,
     stdio: ['ignore', logFd, logFd],
@@ -93,8 +102,10 @@ export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonCl
   let lastErr: unknown;
   while (Date.now() < deadline) {
     try {
+      verifySocket(sock);
       return await connectSocket(sock);
     } catch (err) {
+      if (refused(err)) throw err;
       lastErr = err;
     }
     // EXIT_LOCKED: another starter won the race for the lock; keep waiting for its socket.

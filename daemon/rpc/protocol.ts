@@ -16,6 +16,14 @@ import { z } from 'zod';
  * applies SERVICE_ANONYMOUS and SERVICE_USER_AUTH to those. Local front ends (CLI, stdio MCP,
  * FUSE) are trusted like the owner of the 0600 socket.
  */
+export const authPolicySchema = z.object({
+  /** SERVICE_ANONYMOUS: 'root' (contract default) or 'deny' (401 for remote requests without credentials). */
+  anonymous: z.enum(['root', 'deny']),
+  /** SERVICE_USER_AUTH: whether remote requests may use `Authorization: User <name>`. */
+  userAuth: z.boolean(),
+});
+export type AuthPolicy = z.infer<typeof authPolicySchema>;
+
 /** The most file bytes one fs.read answer carries; larger files travel in several (see DaemonClient). */
 export const READ_CHUNK = 8 * 1024 * 1024;
 
@@ -24,6 +32,13 @@ export const credsSchema = z.object({
   workspace: z.string().max(200).optional(), // X-Service-Workspace
   onBehalfOf: z.string().max(200).optional(), // X-Service-On-Behalf-Of
   origin: z.enum(['local', 'remote']).optional(),
+  /**
+   * For remote requests: the policy of the server the request arrived at, which wins over the
+   * daemon's own SERVICE_ANONYMOUS/SERVICE_USER_AUTH (a daemon started in the background by the CLI
+   * may have another environment than `mdvfs serve`). Security: this grants nothing a socket client
+   * does not already have: whoever may connect to the 0600 socket may send `origin: 'local'`.
+   */
+  policy: authPolicySchema.optional(),
 });
 export type Creds = z.infer<typeof credsSchema>;
 
@@ -69,7 +84,17 @@ export interface DirEntry {
 export interface Listing {
   path: string;
   entries: DirEntry[];
+  /** Present (true) only when the listing was cut at `limit`: ask again with `cursor: next_cursor`. */
+  truncated?: true;
+  next_cursor?: string;
 }
+
+/**
+ * Entries in one listing page, by default and at most. An entry is about 250 bytes of JSON, so a
+ * page stays near 2.5 MB (far below a frame's limit, encoded in a few ms), while every directory
+ * of up to 10,000 entries (any real notes folder) still answers in one page, exactly as before.
+ */
+export const LIST_PAGE_MAX = 10000;
 
 export interface UserRecord {
   name: string;
@@ -93,6 +118,14 @@ export interface WorkspaceRecord {
   name: string;
   root_path: string;
   owner: string;
+  created: number;
+}
+
+/** A workspace secret as listed: never the secret or its hash. */
+export interface WorkspaceTokenRecord {
+  id: string;
+  name: string;
+  agent: string;
   created: number;
 }
 
@@ -132,6 +165,9 @@ export interface StatusResult {
   clean: boolean;
   head: string | null;
   text: string; // git-style plain text
+  /** Present only when the lists were cut (see STATUS_MAX): `more` changes were not listed. */
+  truncated?: true;
+  more?: number;
 }
 
 export interface ChangeEvent {
@@ -160,6 +196,12 @@ export const methods = {
 
   // identity
   'auth.whoami': { params: z.object({}), result: {} as WhoAmI },
+  /**
+   * For front ends only (never exposed to callers): the real root of the caller's workspace ('/'
+   * outside one), to map the daemon's global change events to the caller's paths. Security:
+   * whoami and /workspaces show a workspace caller its root as '/', never where it lives.
+   */
+  'auth.scope': { params: z.object({}), result: {} as { root_path: string } },
   'auth.login': { params: z.object({ username: z.string() }), result: {} as WhoAmI & { username: string } },
   'auth.bootstrap': { params: z.object({ username: z.string() }), result: {} as { username: string; uid: number; token: string } },
 
@@ -176,13 +218,19 @@ export const methods = {
   // workspaces
   'ws.create': { params: z.object({ name: z.string(), root_path: z.string() }), result: {} as WorkspaceRecord },
   'ws.list': { params: z.object({}), result: {} as { workspaces: WorkspaceRecord[] } },
-  'ws.token': { params: z.object({ id: z.string(), name: z.string(), agent_token: z.string() }), result: {} as { workspace_id: string; name: string; secret: string } },
+  'ws.token': { params: z.object({ id: z.string(), name: z.string(), agent_token: z.string() }), result: {} as { workspace_id: string; name: string; secret: string; token_id: string } },
+  'ws.tokenList': { params: z.object({ id: z.string() }), result: {} as { workspace_id: string; tokens: WorkspaceTokenRecord[] } },
+  'ws.tokenRevoke': { params: z.object({ id: z.string(), token_id: z.string() }), result: {} as { workspace_id: string; revoked: string } },
 
   // filesystem: paths are as the caller wrote them; the daemon resolves them (contract §2)
   /** Resolves a path for the caller without touching the tree: what `path` means for this identity. */
   'fs.resolve': { params: z.object({ path }), result: {} as { path: string } },
   'fs.stat': { params: z.object({ path, nofollow: z.boolean().optional() }), result: {} as Stat & { path: string } },
-  'fs.list': { params: z.object({ path: pathOpt }), result: {} as Listing },
+  /**
+   * A directory's entries in name order, at most `limit` (default and maximum LIST_PAGE_MAX). A cut
+   * listing says `truncated: true` and gives `next_cursor`, an opaque string to pass as `cursor`.
+   */
+  'fs.list': { params: z.object({ path: pathOpt, limit: z.number().int().min(1).max(LIST_PAGE_MAX).optional(), cursor: z.string().max(2048).optional() }), result: {} as Listing },
   /**
    * File content is returned as the frame's raw bytes, at most READ_CHUNK of them per answer (from
    * `offset`, at most `length`); `size` is the whole file's. `if_match` (an etag) makes a later part
@@ -245,7 +293,7 @@ export const methods = {
   'vcs.log': { params: z.object({ path: pathOpt, limit: z.number().int().min(1).optional() }), result: {} as { commits: CommitRecord[]; truncated?: boolean } },
   'vcs.status': { params: z.object({}), result: {} as StatusResult },
   /** Unified diff; `from`/`to` are commit prefixes, `to` omitted means the working tree, `from` omitted means HEAD. */
-  'vcs.diff': { params: z.object({ from: z.string().optional(), to: z.string().optional(), path: pathOpt }), result: {} as { diff: string } },
+  'vcs.diff': { params: z.object({ from: z.string().optional(), to: z.string().optional(), path: pathOpt }), result: {} as { diff: string; truncated?: true } },
   'vcs.revert': { params: z.object({ hash: z.string() }), result: {} as { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord } },
   /** Read-only views of a commit's tree (for `.history` in the mount). Paths are absolute within the snapshot. */
   'vcs.ls': { params: z.object({ rev: z.string(), path: pathOpt }), result: {} as Listing },

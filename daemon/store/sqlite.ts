@@ -7,10 +7,12 @@
  * one fsync, and no reply is sent before its change is on disk.
  */
 import Database from 'better-sqlite3';
+import { chmodSync, closeSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { VfsError } from '../errors.js';
 import type { Journal } from '../core/blobs.js';
 import type { Node } from '../core/inode.js';
+import { MAX_DEPTH } from '../core/paths.js';
 import type { GroupRow, Registry, UserRow, WorkspaceRow, WsTokenRow } from '../auth/registry.js';
 import { verifyObject, type ObjectType } from './objects.js';
 
@@ -58,7 +60,7 @@ CREATE TABLE IF NOT EXISTS objects (id TEXT PRIMARY KEY, type TEXT NOT NULL, dat
 CREATE TABLE IF NOT EXISTS users (uid INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, gid INTEGER NOT NULL, is_agent INTEGER NOT NULL, token_hash TEXT, created INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS groups_ (gid INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, members TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, name TEXT NOT NULL, root TEXT NOT NULL, owner_uid INTEGER NOT NULL, created INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS ws_tokens (hash TEXT PRIMARY KEY, workspace_id TEXT NOT NULL, name TEXT NOT NULL, agent_uid INTEGER NOT NULL, created INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS ws_tokens (hash TEXT PRIMARY KEY, workspace_id TEXT NOT NULL, name TEXT NOT NULL, agent_uid INTEGER NOT NULL, created INTEGER NOT NULL, id TEXT, agent_token_hash TEXT);
 CREATE TABLE IF NOT EXISTS refs (scope TEXT PRIMARY KEY, commit_id TEXT NOT NULL);
 `;
 
@@ -85,8 +87,17 @@ export class SqliteStore implements Store {
     try {
       // timeout 0: a second daemon fails at once instead of waiting 5 s on the lock and then
       // quietly taking over the data dir if the first one happens to stop meanwhile.
+      // Security: SQLite gives the -wal and -shm files the main file's mode, so it is created 0600 first.
+      closeSync(openSync(file, 'a', 0o600));
       this.db = new Database(file, { timeout: 0 });
       this.db.pragma('journal_mode = WAL');
+      for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+        try {
+          chmodSync(f, 0o600);
+        } catch {
+          // -shm is absent in exclusive locking mode
+        }
+      }
       // Security/durability: one daemon per data dir, enforced by SQLite's own file lock.
       this.db.pragma('locking_mode = EXCLUSIVE');
       this.db.pragma(`synchronous = ${fsync === 'full' ? 'FULL' : fsync === 'normal' ? 'NORMAL' : 'OFF'}`);
@@ -95,6 +106,10 @@ export class SqliteStore implements Store {
       const check = this.db.pragma('quick_check', { simple: true });
       if (check !== 'ok') throw new Error(`integrity check failed: ${String(check)}`);
       this.db.exec(SCHEMA);
+      // Stores made before workspace secrets had a public id and were bound to the agent's token.
+      const wsCols = new Set((this.db.prepare('PRAGMA table_info(ws_tokens)').all() as { name: string }[]).map((c) => c.name));
+      if (!wsCols.has('id')) this.db.exec('ALTER TABLE ws_tokens ADD COLUMN id TEXT');
+      if (!wsCols.has('agent_token_hash')) this.db.exec('ALTER TABLE ws_tokens ADD COLUMN agent_token_hash TEXT');
     } catch (err) {
       const msg = (err as Error).message;
       if (/locked|busy/i.test(msg)) throw new VfsError('EBUSY', 'open store', dataDir, `another mdvfs daemon owns this data dir (${file} is locked)`);
@@ -136,14 +151,19 @@ export class SqliteStore implements Store {
     for (const r of this.db.prepare('SELECT * FROM workspaces').all() as { id: string; name: string; root: string; owner_uid: number; created: number }[]) {
       reg.workspaces.set(r.id, { id: r.id, name: r.name, root: r.root, ownerUid: r.owner_uid, created: r.created });
     }
-    for (const r of this.db.prepare('SELECT * FROM ws_tokens').all() as { hash: string; workspace_id: string; name: string; agent_uid: number; created: number }[]) {
-      reg.wsTokens.set(r.hash, { hash: r.hash, workspaceId: r.workspace_id, name: r.name, agentUid: r.agent_uid, created: r.created });
+    for (const r of this.db.prepare('SELECT * FROM ws_tokens').all() as { hash: string; id: string | null; workspace_id: string; name: string; agent_uid: number; agent_token_hash: string | null; created: number }[]) {
+      // An older row is bound to the agent's token of today, so the next rotation revokes it.
+      const agentTokenHash = r.agent_token_hash ?? reg.users.get(r.agent_uid)?.tokenHash ?? null;
+      reg.wsTokens.set(r.hash, { hash: r.hash, id: r.id ?? r.hash.slice(0, 16), workspaceId: r.workspace_id, name: r.name, agentUid: r.agent_uid, agentTokenHash, created: r.created });
     }
     const meta = this.db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[];
     for (const m of meta) {
       if (m.key === 'next_uid') reg.nextUid = Math.max(reg.nextUid, Number(m.value));
       if (m.key === 'next_gid') reg.nextGid = Math.max(reg.nextGid, Number(m.value));
+      if (m.key === 'bootstrapped' && m.value === '1') reg.bootstrapped = true;
     }
+    // A store written before the flag existed: other users mean it was bootstrapped.
+    if (reg.users.size > 1) reg.bootstrapped = true;
   }
 
   // ---------- Journal ----------
@@ -238,7 +258,7 @@ export class SqliteStore implements Store {
         insertUser: this.db.prepare('INSERT INTO users (uid, name, gid, is_agent, token_hash, created) VALUES (?, ?, ?, ?, ?, ?)'),
         insertGroup: this.db.prepare('INSERT INTO groups_ (gid, name, members) VALUES (?, ?, ?)'),
         insertWorkspace: this.db.prepare('INSERT INTO workspaces (id, name, root, owner_uid, created) VALUES (?, ?, ?, ?, ?)'),
-        insertWsToken: this.db.prepare('INSERT INTO ws_tokens (hash, workspace_id, name, agent_uid, created) VALUES (?, ?, ?, ?, ?)'),
+        insertWsToken: this.db.prepare('INSERT INTO ws_tokens (hash, id, workspace_id, name, agent_uid, agent_token_hash, created) VALUES (?, ?, ?, ?, ?, ?, ?)'),
       };
     }
     return this.stmts;
@@ -276,9 +296,10 @@ export class SqliteStore implements Store {
     for (const u of reg.users.values() as Iterable<UserRow>) s.insertUser!.run(u.uid, u.name, u.gid, u.isAgent ? 1 : 0, u.tokenHash, u.created);
     for (const g of reg.groups.values() as Iterable<GroupRow>) s.insertGroup!.run(g.gid, g.name, JSON.stringify([...g.members].sort((a, b) => a - b)));
     for (const w of reg.workspaces.values() as Iterable<WorkspaceRow>) s.insertWorkspace!.run(w.id, w.name, w.root, w.ownerUid, w.created);
-    for (const t of reg.wsTokens.values() as Iterable<WsTokenRow>) s.insertWsToken!.run(t.hash, t.workspaceId, t.name, t.agentUid, t.created);
+    for (const t of reg.wsTokens.values() as Iterable<WsTokenRow>) s.insertWsToken!.run(t.hash, t.id, t.workspaceId, t.name, t.agentUid, t.agentTokenHash, t.created);
     s.setMeta!.run('next_uid', String(reg.nextUid));
     s.setMeta!.run('next_gid', String(reg.nextGid));
+    s.setMeta!.run('bootstrapped', reg.bootstrapped ? '1' : '0');
   }
 
   /**
@@ -328,16 +349,26 @@ export class SqliteStore implements Store {
     if (rows.length > 0 && roots !== 1) problems.push(`expected one root directory, found ${roots}`);
     // Every inode must hang off the root: a parent cycle or a lost subtree is unreachable.
     const children = new Map<number, number[]>();
-    for (const r of rows) if (r.parent !== null) children.set(r.parent, [...(children.get(r.parent) ?? []), r.id]);
+    for (const r of rows) {
+      if (r.parent === null) continue;
+      const list = children.get(r.parent);
+      if (list === undefined) children.set(r.parent, [r.id]);
+      else list.push(r.id);
+    }
     const seen = new Set<number>();
-    const stack = rows.filter((r) => r.parent === null).map((r) => r.id);
+    const stack = rows.filter((r) => r.parent === null).map((r) => ({ id: r.id, depth: 0 }));
+    let tooDeep = 0;
+    let deepest = { id: 0, depth: 0 };
     while (stack.length > 0) {
-      const id = stack.pop()!;
+      const { id, depth } = stack.pop()!;
       if (seen.has(id)) continue;
       seen.add(id);
-      for (const c of children.get(id) ?? []) stack.push(c);
+      if (depth > MAX_DEPTH) tooDeep++;
+      if (depth > deepest.depth) deepest = { id, depth };
+      for (const c of children.get(id) ?? []) stack.push({ id: c, depth: depth + 1 });
     }
     if (seen.size !== rows.length) problems.push(`${rows.length - seen.size} inode(s) are not reachable from / (a parent cycle or a lost subtree)`);
+    if (tooDeep > 0) problems.push(`${tooDeep} inode(s) lie deeper than the ${MAX_DEPTH}-level limit, down to level ${deepest.depth} (${pathBelow(inodeIds, deepest.id)}): they are served, but nothing can be created there; move that subtree up or delete it`);
     for (const r of this.db.prepare('SELECT scope, commit_id FROM refs').all() as { scope: string; commit_id: string }[]) {
       if (types.get(r.commit_id) !== 'commit') problems.push(`ref '${r.scope || 'HEAD'}' points to missing commit ${r.commit_id.slice(0, 12)}`);
     }
@@ -375,4 +406,12 @@ function rowToInode(r: Record<string, unknown>): InodeRow {
     size: n(r.size),
     target: (r.target as string | null) ?? null,
   };
+}
+
+/** The path of an inode from the stored rows, shortened to its first and last components when long. */
+function pathBelow(rows: Map<number, { parent: number | null; name: string }>, id: number): string {
+  const parts: string[] = [];
+  for (let r = rows.get(id); r !== undefined && r.parent !== null; r = rows.get(r.parent)) parts.push(r.name);
+  parts.reverse();
+  return parts.length <= 8 ? `/${parts.join('/')}` : `/${parts.slice(0, 4).join('/')}/.../${parts.slice(-3).join('/')}`;
 }

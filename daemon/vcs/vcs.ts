@@ -5,10 +5,10 @@
  */
 import { createTwoFilesPatch } from 'diff';
 import { VfsError } from '../errors.js';
-import { compareNames, markDirty, nowNs, pathOf, sortedNames, type DirNode, type Node } from '../core/inode.js';
-import { components } from '../core/paths.js';
+import { compareNames, depthOf, markDirty, nowNs, pathOf, sortedNames, type DirNode, type Node } from '../core/inode.js';
+import { components, MAX_DEPTH } from '../core/paths.js';
+import { slicer, type Vfs } from '../core/vfs.js';
 import { may, principalMay, isAdminCred, R, W, X, requireUnlink, requireAccess, requireChmod, requireChown, type Cred } from '../core/perms.js';
-import type { Vfs } from '../core/vfs.js';
 import type { Store } from '../store/sqlite.js';
 import { decodeCommit, decodeTree, encodeCommit, encodeTree, objectId, shortId, SHORT, type CommitObject, type TreeEntry } from '../store/objects.js';
 import type { CommitRecord, StatusResult } from '../rpc/protocol.js';
@@ -35,6 +35,8 @@ export class Vcs {
   /** payloads of trees hashed but not yet written, so a commit does not serialise them twice */
   private readonly encoded = new Map<string, Buffer>();
   readonly refs = new Map<string, string>();
+  /** levels below each tree measured so far (trees never change, so neither does this) */
+  private readonly heights = new Map<string, number>();
   private readonly emptyTree: string;
 
   constructor(private readonly vfs: Vfs, private readonly store: Store) {
@@ -66,8 +68,31 @@ export class Vcs {
   // ---------- trees of the working tree ----------
 
   /** The tree id of a directory, hashing only directories changed since last time. */
-  treeOf(dir: DirNode): string {
-    if (dir.treeId !== undefined && this.trees.has(dir.treeId)) return dir.treeId;
+  treeOf(top: DirNode): string {
+    if (this.cached(top)) return top.treeId!;
+    // Post-order with an explicit stack (a deep tree would overflow recursion): a directory is
+    // hashed once every changed subdirectory below it has its id.
+    const stack: DirNode[] = [top];
+    const opened = new Set<DirNode>();
+    while (stack.length > 0) {
+      const dir = stack[stack.length - 1]!;
+      if (!opened.has(dir)) {
+        opened.add(dir);
+        for (const c of dir.children.values()) if (c.kind === 'directory' && !this.cached(c)) stack.push(c);
+        continue;
+      }
+      stack.pop();
+      this.hashDir(dir);
+    }
+    return top.treeId!;
+  }
+
+  private cached(dir: DirNode): boolean {
+    return dir.treeId !== undefined && this.trees.has(dir.treeId);
+  }
+
+  /** Hashes one directory whose subdirectories all have their tree ids. */
+  private hashDir(dir: DirNode): string {
     const names = sortedNames(dir);
     const entries: TreeEntry[] = new Array<TreeEntry>(names.length);
     for (let i = 0; i < names.length; i++) {
@@ -76,7 +101,7 @@ export class Vcs {
       // one object shape for every entry (no spreads): this loop runs over whole directories
       if (c.kind === 'file') entries[i] = { name, kind: 'f', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.blob, size: c.size };
       else if (c.kind === 'symlink') entries[i] = { name, kind: 'l', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.target, size: Buffer.byteLength(c.target) };
-      else entries[i] = { name, kind: 'd', mode: c.mode, uid: c.uid, gid: c.gid, ref: this.treeOf(c), size: 0 };
+      else entries[i] = { name, kind: 'd', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.treeId!, size: 0 };
     }
     const payload = encodeTree(entries);
     const id = objectId('tree', payload);
@@ -88,18 +113,92 @@ export class Vcs {
     return id;
   }
 
-  /** Writes a tree and its not-yet-written subtrees to the store; marks their blobs as history. */
-  private persistTree(id: string): void {
-    if (this.persisted.has(id)) return;
-    const entries = this.trees.get(id);
-    if (entries === undefined) throw new VfsError('EIO', 'commit', undefined, `tree ${shortId(id)} is missing`);
-    for (const e of entries) {
-      if (e.kind === 'd') this.persistTree(e.ref);
-      else if (e.kind === 'f') this.vfs.blobs.inHistory.add(e.ref);
+  /**
+   * Hashes the scope's changed directories ahead of a commit, status or diff, in slices that yield
+   * the event loop, bottom-up (iteratively), so that the synchronous `treeOf` the operation then
+   * runs, in the same turn as the rest of it (that is what keeps it atomic), finds every unchanged
+   * subtree cached and costs little. Only an optimisation: a directory changed meanwhile has its id
+   * cleared again by `markDirty` and is hashed by that `treeOf`, so the result is always current.
+   * (One directory is hashed in one go: its cost is its number of entries.)
+   */
+  async prehash(scope: Scope): Promise<void> {
+    let top: DirNode;
+    try {
+      top = this.scopeDir(scope);
+    } catch {
+      return; // the operation itself reports it
     }
-    this.store.object(id, 'tree', this.encoded.get(id) ?? encodeTree(entries));
-    this.encoded.delete(id);
-    this.persisted.add(id);
+    const pause = slicer();
+    const stack: { dir: DirNode; expanded: boolean }[] = [{ dir: top, expanded: false }];
+    while (stack.length > 0) {
+      const item = stack[stack.length - 1]!;
+      if (this.cached(item.dir)) {
+        stack.pop();
+        continue;
+      }
+      if (!item.expanded) {
+        item.expanded = true;
+        for (const c of item.dir.children.values()) if (c.kind === 'directory' && !this.cached(c)) stack.push({ dir: c, expanded: false });
+        continue;
+      }
+      stack.pop();
+      this.treeOf(item.dir);
+      const p = pause();
+      if (p !== undefined) await p;
+    }
+  }
+
+  /** Writes a tree and its not-yet-written subtrees to the store; marks their blobs as history. */
+  private persistTree(top: string): void {
+    // First find every tree to write (all present, or nothing is written), then write them.
+    const todo: string[] = [];
+    const seen = new Set<string>();
+    const stack = [top];
+    while (stack.length > 0) {
+      const id = stack.pop()!;
+      if (this.persisted.has(id) || seen.has(id)) continue;
+      seen.add(id);
+      const entries = this.trees.get(id);
+      if (entries === undefined) throw new VfsError('EIO', 'commit', undefined, `tree ${shortId(id)} is missing`);
+      todo.push(id);
+      for (const e of entries) if (e.kind === 'd') stack.push(e.ref);
+    }
+    for (const id of todo) {
+      const entries = this.trees.get(id)!;
+      for (const e of entries) if (e.kind === 'f') this.vfs.blobs.inHistory.add(e.ref);
+      this.store.object(id, 'tree', this.encoded.get(id) ?? encodeTree(entries));
+      this.encoded.delete(id);
+      this.persisted.add(id);
+    }
+  }
+
+  /** Levels below a tree's root (0 for an empty tree), as `DirNode.height` counts them; memoised. */
+  treeHeight(top: string): number {
+    const stack = [top];
+    while (stack.length > 0) {
+      const id = stack[stack.length - 1]!;
+      if (this.heights.has(id)) {
+        stack.pop();
+        continue;
+      }
+      let h = 0;
+      let ready = true;
+      for (const e of this.trees.get(id) ?? EMPTY_TREE_ENTRIES) {
+        if (e.kind !== 'd') h = Math.max(h, 1);
+        else {
+          const below = this.heights.get(e.ref);
+          if (below === undefined) {
+            ready = false;
+            stack.push(e.ref);
+          } else h = Math.max(h, below + 1);
+        }
+      }
+      if (ready) {
+        this.heights.set(id, h);
+        stack.pop();
+      }
+    }
+    return this.heights.get(top)!;
   }
 
   private scopeDir(scope: Scope): DirNode {
@@ -126,20 +225,25 @@ export class Vcs {
 
   private diffTrees(a: string, b: string, prefix: string, out: Change[]): void {
     if (a === b) return;
-    const ea = this.trees.get(a) ?? EMPTY_TREE_ENTRIES;
-    const eb = this.trees.get(b) ?? EMPTY_TREE_ENTRIES;
-    // Both lists are sorted by name: walk them side by side (a commit's cost is one pass per changed directory).
-    let i = 0;
-    let j = 0;
-    while (i < ea.length || j < eb.length) {
-      const cmp = i >= ea.length ? 1 : j >= eb.length ? -1 : compareNames(ea[i]!.name, eb[j]!.name);
-      const x = cmp <= 0 ? ea[i++] : undefined;
-      const y = cmp >= 0 ? eb[j++] : undefined;
+    // Depth-first with an explicit stack of directory pairs (a deep tree would overflow recursion);
+    // changes come out in the same order as a recursive walk.
+    const frames = [{ ea: this.trees.get(a) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(b) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0, prefix }];
+    while (frames.length > 0) {
+      const f = frames[frames.length - 1]!;
+      const { ea, eb } = f;
+      // Both lists are sorted by name: walk them side by side (a commit's cost is one pass per changed directory).
+      if (f.i >= ea.length && f.j >= eb.length) {
+        frames.pop();
+        continue;
+      }
+      const cmp = f.i >= ea.length ? 1 : f.j >= eb.length ? -1 : compareNames(ea[f.i]!.name, eb[f.j]!.name);
+      const x = cmp <= 0 ? ea[f.i++] : undefined;
+      const y = cmp >= 0 ? eb[f.j++] : undefined;
       if (x !== undefined && y !== undefined && x.ref === y.ref && x.kind === y.kind && x.mode === y.mode && x.uid === y.uid && x.gid === y.gid) continue;
-      const p = `${prefix}/${(x ?? y)!.name}`;
+      const p = `${f.prefix}/${(x ?? y)!.name}`;
       if (x !== undefined && y !== undefined && x.kind === 'd' && y.kind === 'd') {
         if (x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid) out.push({ path: p + '/', kind: 'modified', before: x, after: y });
-        this.diffTrees(x.ref, y.ref, p, out);
+        if (x.ref !== y.ref) frames.push({ ea: this.trees.get(x.ref) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(y.ref) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0, prefix: p });
         continue;
       }
       if (x !== undefined && (y === undefined || x.kind !== y.kind)) this.pushAll(x, p, 'deleted', out);
@@ -148,14 +252,19 @@ export class Vcs {
     }
   }
 
-  private pushAll(e: TreeEntry, p: string, kind: 'added' | 'deleted', out: Change[]): void {
-    if (e.kind !== 'd') {
-      out.push(kind === 'added' ? { path: p, kind, after: e } : { path: p, kind, before: e });
-      return;
+  /** Every entry of a subtree as one kind of change, in path order (iterative). */
+  private pushAll(top: TreeEntry, topPath: string, kind: 'added' | 'deleted', out: Change[]): void {
+    const stack: { e: TreeEntry; p: string }[] = [{ e: top, p: topPath }];
+    while (stack.length > 0) {
+      const { e, p } = stack.pop()!;
+      if (e.kind !== 'd') {
+        out.push(kind === 'added' ? { path: p, kind, after: e } : { path: p, kind, before: e });
+        continue;
+      }
+      const entries = this.trees.get(e.ref) ?? [];
+      if (entries.length === 0) out.push(kind === 'added' ? { path: p + '/', kind, after: e } : { path: p + '/', kind, before: e });
+      for (let k = entries.length - 1; k >= 0; k--) stack.push({ e: entries[k]!, p: `${p}/${entries[k]!.name}` });
     }
-    const entries = this.trees.get(e.ref) ?? [];
-    if (entries.length === 0) out.push(kind === 'added' ? { path: p + '/', kind, after: e } : { path: p + '/', kind, before: e });
-    for (const c of entries) this.pushAll(c, `${p}/${c.name}`, kind, out);
   }
 
   // ---------- commit ----------
@@ -229,7 +338,7 @@ export class Vcs {
     let entries = this.trees.get(tree);
     let found: TreeEntry | undefined;
     for (let i = 0; i < parts.length; i++) {
-      found = entries?.find((e) => e.name === parts[i]);
+      found = entries === undefined ? undefined : findEntry(entries, parts[i]!);
       if (found === undefined) return undefined;
       if (i < parts.length - 1) {
         if (found.kind !== 'd') return undefined;
@@ -248,17 +357,28 @@ export class Vcs {
   }
 
   /** Whether the caller may read `rel` (scope-relative) in the working tree, or for a path that is gone, list its nearest existing ancestor. */
-  private visibleNow(cred: Cred, scope: Scope, rel: string): boolean {
+  private visibleNow(cred: Cred, scope: Scope, rel: string, memo?: Map<string, boolean>): boolean {
     const abs = joinScope(scope.root, rel.replace(/\/$/, ''));
     let p = abs;
     let exact = true;
+    const tried: string[] = [];
+    const answer = (v: boolean): boolean => {
+      // Within one request the answer for a missing path's ancestors is the same for all its siblings.
+      if (memo !== undefined) for (const q of tried) memo.set(q, v);
+      return v;
+    };
     for (;;) {
+      if (!exact) {
+        const known = memo?.get(p);
+        if (known !== undefined) return answer(known);
+        tried.push(p);
+      }
       try {
         const n = this.vfs.resolve(cred, p, 'status', false);
         if (exact) return n.kind === 'directory' ? may(cred, n, R | X) : n.kind === 'symlink' || may(cred, n, R);
-        return n.kind === 'directory' && may(cred, n, R | X);
+        return answer(n.kind === 'directory' && may(cred, n, R | X));
       } catch (err) {
-        if (!(err instanceof VfsError) || err.code !== 'ENOENT' || p === '/') return false;
+        if (!(err instanceof VfsError) || err.code !== 'ENOENT' || p === '/') return answer(false);
       }
       p = p.slice(0, p.lastIndexOf('/')) || '/';
       exact = false;
@@ -271,7 +391,7 @@ export class Vcs {
     const parts = components(rel.replace(/\/$/, ''));
     let entries = this.trees.get(tree);
     for (let i = 0; i < parts.length; i++) {
-      const e = entries?.find((x) => x.name === parts[i]);
+      const e = entries === undefined ? undefined : findEntry(entries, parts[i]!);
       if (e === undefined) return true; // absent here: nothing to hide
       const node = { mode: e.mode, uid: e.uid, gid: e.gid, kind: e.kind === 'd' ? 'directory' : e.kind === 'f' ? 'file' : 'symlink' } as Node;
       const last = i === parts.length - 1;
@@ -289,10 +409,15 @@ export class Vcs {
     const added: string[] = [];
     const modified: string[] = [];
     const deleted: string[] = [];
+    const memo = new Map<string, boolean>();
+    const headTree = this.headTree(scope);
+    // Bounded answer: at most STATUS_MAX paths are listed; `truncated` and a last line count the rest.
+    let more = 0;
     for (const c of changes) {
-      if (!this.visibleNow(cred, scope, c.path)) continue;
-      if (c.kind !== 'added' && !this.visibleIn(cred, this.headTree(scope), c.path)) continue;
-      (c.kind === 'added' ? added : c.kind === 'modified' ? modified : deleted).push(c.path);
+      if (!this.visibleNow(cred, scope, c.path, memo)) continue;
+      if (c.kind !== 'added' && !this.visibleIn(cred, headTree, c.path)) continue;
+      if (added.length + modified.length + deleted.length >= STATUS_MAX) more++;
+      else (c.kind === 'added' ? added : c.kind === 'modified' ? modified : deleted).push(c.path);
     }
     const lines: string[] = [head === null ? 'No commits yet' : `On commit ${shortId(head)}`];
     if (added.length + modified.length + deleted.length === 0) lines.push('nothing to commit, working tree clean');
@@ -301,48 +426,81 @@ export class Vcs {
       for (const p of added) lines.push(`\tadded:    ${p}`);
       for (const p of modified) lines.push(`\tmodified: ${p}`);
       for (const p of deleted) lines.push(`\tdeleted:  ${p}`);
+      if (more > 0) lines.push(`\t... and ${more} more changes (only the first ${STATUS_MAX} are listed)`);
     }
-    return { added, modified, deleted, clean: added.length + modified.length + deleted.length === 0, head: head === null ? null : shortId(head), text: lines.join('\n') + '\n' };
+    const r: StatusResult = { added, modified, deleted, clean: added.length + modified.length + deleted.length === 0, head: head === null ? null : shortId(head), text: lines.join('\n') + '\n' };
+    if (more > 0) {
+      r.truncated = true;
+      r.more = more;
+    }
+    return r;
   }
 
-  /** Unified diff between two commits, or a commit and the working tree, optionally one path. */
-  diff(cred: Cred, scope: Scope, opts: { from?: string; to?: string; path?: string }): string {
+  /**
+   * Unified diff between two commits, or a commit and the working tree, optionally one path.
+   *
+   * Stall-free and consistent (see docs/architecture.md): what to diff is decided synchronously,
+   * in one turn of the event loop and in O(changes): the trees, the changed paths the caller may
+   * see, and the content buffers of both sides (working-tree blobs can be freed by a later write).
+   * The text diffs, the expensive part, then run in slices that yield the event loop, each file
+   * bounded in time, and the output stops at DIFF_MAX_BYTES with `truncated` and a marker line.
+   */
+  async diff(cred: Cred, scope: Scope, opts: { from?: string; to?: string; path?: string }): Promise<{ diff: string; truncated: boolean }> {
     const fromId = opts.from === undefined ? this.head(scope) : this.find(scope, opts.from, 'diff');
     const fromTree = fromId === null ? this.emptyTree : this.commits.get(fromId)!.tree;
     const toWorking = opts.to === undefined;
     const toTree = toWorking ? this.treeOf(this.scopeDir(scope)) : this.commits.get(this.find(scope, opts.to!, 'diff'))!.tree;
     const changes = this.changesSince(scope, fromTree, toTree);
     const filter = opts.path === undefined ? undefined : opts.path.replace(/\/$/, '');
-    const parts: string[] = [];
-    // The diff runs on the event loop and Myers' algorithm is O(N·D): two large unrelated versions
-    // would stall every client for minutes. Past a time budget a file's diff becomes a whole replacement.
-    const deadline = Date.now() + DIFF_BUDGET_MS;
+    const memo = new Map<string, boolean>();
+    const work: { label: string; before: TreeEntry | undefined; after: TreeEntry | undefined; a: Buffer | string; b: Buffer | string }[] = [];
     for (const c of changes) {
       if (filter !== undefined && filter !== '' && c.path !== filter && !c.path.startsWith(filter + '/')) continue;
       if (c.path.endsWith('/')) continue;
       if (!this.visibleIn(cred, fromTree, c.path) || !this.visibleIn(cred, toTree, c.path)) continue;
-      if (toWorking && !this.visibleNow(cred, scope, c.path)) continue;
-      const a = c.before === undefined ? '' : this.entryText(c.before);
-      const b = c.after === undefined ? '' : this.entryText(c.after);
-      const label = c.path.slice(1);
-      if (a === b) {
-        parts.push(`diff ${label}\nmode ${c.before?.mode.toString(8) ?? '-'} -> ${c.after?.mode.toString(8) ?? '-'}\n`);
-        continue;
-      }
-      const oldName = c.before === undefined ? '/dev/null' : `a/${label}`;
-      const newName = c.after === undefined ? '/dev/null' : `b/${label}`;
-      const patch = createTwoFilesPatch(oldName, newName, a, b, undefined, undefined, { context: 3, timeout: Math.max(DIFF_MIN_MS, deadline - Date.now()) });
-      parts.push(patch === undefined ? wholeReplacement(oldName, newName, a, b) : patch.replace(/^=+\n/m, ''));
+      if (toWorking && !this.visibleNow(cred, scope, c.path, memo)) continue;
+      work.push({ label: c.path.slice(1), before: c.before, after: c.after, a: this.entryContent(c.before), b: this.entryContent(c.after) });
     }
-    return parts.join('');
+    const parts: string[] = [];
+    let bytes = 0;
+    let shown = 0;
+    // Myers' algorithm is O(N·D): past a time budget for the request a file's diff becomes a whole
+    // replacement, and no single file may hold the event loop longer than DIFF_FILE_MS.
+    const deadline = Date.now() + DIFF_BUDGET_MS;
+    const pause = slicer();
+    for (const w of work) {
+      await pause();
+      const a = textOf(w.a);
+      const b = textOf(w.b);
+      let part: string;
+      if (a === b) part = `diff ${w.label}\nmode ${w.before?.mode.toString(8) ?? '-'} -> ${w.after?.mode.toString(8) ?? '-'}\n`;
+      else {
+        const oldName = w.before === undefined ? '/dev/null' : `a/${w.label}`;
+        const newName = w.after === undefined ? '/dev/null' : `b/${w.label}`;
+        const timeout = Math.max(DIFF_MIN_MS, Math.min(DIFF_FILE_MS, deadline - Date.now()));
+        const patch = createTwoFilesPatch(oldName, newName, a, b, undefined, undefined, { context: 3, timeout });
+        part = patch === undefined ? wholeReplacement(oldName, newName, a, b) : patch.replace(/^=+\n/m, '');
+      }
+      const size = Buffer.byteLength(part);
+      if (bytes + size > DIFF_MAX_BYTES) {
+        // The first file alone is too big: show its beginning, cut at a line.
+        if (shown === 0) parts.push(part.slice(0, part.lastIndexOf('\n', DIFF_MAX_BYTES / 2) + 1));
+        parts.push(`[diff truncated: the output is limited to ${DIFF_MAX_BYTES} bytes; ${work.length - shown} of ${work.length} changed files not shown (narrow it with a path)]\n`);
+        return { diff: parts.join(''), truncated: true };
+      }
+      parts.push(part);
+      bytes += size;
+      shown++;
+    }
+    return { diff: parts.join(''), truncated: false };
   }
 
-  private entryText(e: TreeEntry): string {
+  /** The bytes to diff for one side of a change, taken now (a symlink's text, nothing for a directory). */
+  private entryContent(e: TreeEntry | undefined): Buffer | string {
+    if (e === undefined || e.kind === 'd') return '';
     if (e.kind === 'l') return `-> ${e.ref}\n`;
-    if (e.kind === 'd') return '';
     const data = this.vfs.blobs.get(e.ref);
-    if (data.includes(0)) return `Binary content (${data.length} bytes, ${shortId(e.ref)})\n`;
-    return data.toString('utf8');
+    return data.includes(0) ? `Binary content (${data.length} bytes, ${shortId(e.ref)})\n` : data;
   }
 
   // ---------- revert ----------
@@ -355,6 +513,9 @@ export class Vcs {
     const target = this.find(scope, prefix);
     const targetTree = this.commits.get(target)!.tree;
     const dir = this.scopeDir(scope);
+    // Security: a commit taken before the depth limit may hold a deeper tree; it is not rebuilt.
+    const deepest = depthOf(dir) + this.treeHeight(targetTree);
+    if (deepest > MAX_DEPTH) throw new VfsError('ENAMETOOLONG', 'revert', scope.root, `commit ${shortId(target)} holds a tree reaching level ${deepest}, and the tree may be at most ${MAX_DEPTH} levels deep`);
     let saved: string | null = null;
     if (this.treeOf(dir) !== this.headTree(scope)) {
       this.checkRevert(cred, scope, dir, targetTree);
@@ -438,39 +599,51 @@ export class Vcs {
     }
   }
 
-  /** Makes `dir`'s contents equal to `tree`, touching only what differs. */
-  private applyTree(dir: DirNode, tree: string): void {
-    if (dir.treeId === tree) return;
-    const entries = this.trees.get(tree) ?? [];
-    const want = new Map(entries.map((e) => [e.name, e]));
-    for (const [name, child] of [...dir.children]) {
-      const e = want.get(name);
-      if (e === undefined || kindOf(e) !== child.kind) this.vfs.revertRemove(child);
-    }
-    for (const e of entries) {
-      const cur = dir.children.get(e.name);
-      if (cur === undefined) {
-        this.materialize(dir, e);
-        continue;
+  /** Makes `dir`'s contents equal to `tree`, touching only what differs (iterative, whatever the depth). */
+  private applyTree(top: DirNode, topTree: string): void {
+    const stack: { dir: DirNode; tree: string }[] = [{ dir: top, tree: topTree }];
+    while (stack.length > 0) {
+      const { dir, tree } = stack.pop()!;
+      if (dir.treeId === tree) continue;
+      const entries = this.trees.get(tree) ?? [];
+      const want = new Map(entries.map((e) => [e.name, e]));
+      for (const [name, child] of [...dir.children]) {
+        const e = want.get(name);
+        if (e === undefined || kindOf(e) !== child.kind) this.vfs.revertRemove(child);
       }
-      if (cur.mode !== e.mode || cur.uid !== e.uid || cur.gid !== e.gid) {
-        cur.mode = e.mode;
-        cur.uid = e.uid;
-        cur.gid = e.gid;
-        this.vfs.revertTouch(cur, false);
+      const below: { dir: DirNode; tree: string }[] = [];
+      for (const e of entries) {
+        const cur = dir.children.get(e.name);
+        if (cur === undefined) {
+          this.materialize(dir, e);
+          continue;
+        }
+        if (cur.mode !== e.mode || cur.uid !== e.uid || cur.gid !== e.gid) {
+          cur.mode = e.mode;
+          cur.uid = e.uid;
+          cur.gid = e.gid;
+          this.vfs.revertTouch(cur, false);
+        }
+        if (cur.kind === 'file' && cur.blob !== e.ref) this.vfs.revertContent(cur, e.ref, e.size);
+        else if (cur.kind === 'symlink' && cur.target !== e.ref) {
+          cur.target = e.ref;
+          this.vfs.revertTouch(cur, true);
+        } else if (cur.kind === 'directory') below.push({ dir: cur, tree: e.ref });
       }
-      if (cur.kind === 'file' && cur.blob !== e.ref) this.vfs.revertContent(cur, e.ref, e.size);
-      else if (cur.kind === 'symlink' && cur.target !== e.ref) {
-        cur.target = e.ref;
-        this.vfs.revertTouch(cur, true);
-      } else if (cur.kind === 'directory') this.applyTree(cur, e.ref);
+      markDirty(dir);
+      for (let k = below.length - 1; k >= 0; k--) stack.push(below[k]!);
     }
-    markDirty(dir);
   }
 
-  private materialize(parent: DirNode, e: TreeEntry): void {
-    const node = this.vfs.revertCreate(parent, e);
-    if (node.kind === 'directory') for (const c of this.trees.get(e.ref) ?? []) this.materialize(node, c);
+  private materialize(parent: DirNode, top: TreeEntry): void {
+    const stack: { parent: DirNode; e: TreeEntry }[] = [{ parent, e: top }];
+    while (stack.length > 0) {
+      const { parent: into, e } = stack.pop()!;
+      const node = this.vfs.revertCreate(into, e, e.kind === 'd' ? this.treeHeight(e.ref) : 0);
+      if (node.kind !== 'directory') continue;
+      const children = this.trees.get(e.ref) ?? [];
+      for (let k = children.length - 1; k >= 0; k--) stack.push({ parent: node, e: children[k]! });
+    }
   }
 
   // ---------- snapshot views (.history) ----------
@@ -509,15 +682,16 @@ export class Vcs {
   reachableBlobs(): Set<string> {
     const seen = new Set<string>();
     const blobs = new Set<string>();
-    const walk = (t: string): void => {
-      if (seen.has(t)) return;
+    const stack = [...this.commits.values()].map((c) => c.tree);
+    while (stack.length > 0) {
+      const t = stack.pop()!;
+      if (seen.has(t)) continue;
       seen.add(t);
       for (const e of this.trees.get(t) ?? []) {
-        if (e.kind === 'd') walk(e.ref);
+        if (e.kind === 'd') stack.push(e.ref);
         else if (e.kind === 'f') blobs.add(e.ref);
       }
-    };
-    for (const c of this.commits.values()) walk(c.tree);
+    }
     return blobs;
   }
 
@@ -540,6 +714,7 @@ export class Vcs {
       if (id === this.emptyTree || this.persisted.has(id)) continue;
       this.trees.delete(id);
       this.encoded.delete(id);
+      this.heights.delete(id);
       n++;
     }
     return n;
@@ -550,9 +725,21 @@ export class Vcs {
   }
 }
 
-/** Time a diff request may spend finding minimal diffs, and the least any one file gets. */
+/** Time a diff request may spend finding minimal diffs, the least any one file gets, and the most. */
 const DIFF_BUDGET_MS = 1000;
 const DIFF_MIN_MS = 5;
+const DIFF_FILE_MS = 30;
+/**
+ * The most a diff answers, in bytes (a clear marker and `truncated` say when it was cut): well
+ * under a socket frame even with JSON escaping, and more than anyone reads; narrow with a path.
+ */
+export const DIFF_MAX_BYTES = 4 * 1024 * 1024;
+/** The most paths a status lists (about 1 MB of answer); the rest are counted in `more`. */
+export const STATUS_MAX = 10000;
+
+function textOf(content: Buffer | string): string {
+  return typeof content === 'string' ? content : content.toString('utf8');
+}
 
 /** A unified diff that removes every old line and adds every new one (valid, not minimal). */
 function wholeReplacement(oldName: string, newName: string, a: string, b: string): string {
@@ -566,6 +753,20 @@ function wholeReplacement(oldName: string, newName: string, a: string, b: string
   for (const l of lb) out.push('+' + l);
   if (b !== '' && !b.endsWith('\n')) out.push('\\ No newline at end of file');
   return out.join('\n') + '\n';
+}
+
+/** An entry of a tree by name: tree entries are sorted by compareNames, so a binary search. */
+function findEntry(entries: TreeEntry[], name: string): TreeEntry | undefined {
+  let lo = 0;
+  let hi = entries.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const c = compareNames(entries[mid]!.name, name);
+    if (c === 0) return entries[mid];
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return undefined;
 }
 
 export function joinScope(root: string, rel: string): string {

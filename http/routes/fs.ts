@@ -1,7 +1,8 @@
 /** `/fs/<path>`: read, list, stat, write, mkdir, symlink, delete, copy, move. */
 import { VfsError } from '../../daemon/errors.js';
 import { httpError } from '../errors.js';
-import { boolQuery, callerOf, parseEtags, query, quoteEtag, rawBody, requiredQuery, sendJson, wildcardPath, type Registrar, type RouteContext } from '../request.js';
+import { LIST_PAGE_MAX } from '../../daemon/rpc/protocol.js';
+import { boolQuery, callerOf, intQuery, parseEtags, query, quoteEtag, rawBody, requiredQuery, sendJson, wildcardPath, type Registrar, type RouteContext } from '../request.js';
 
 const FS = '/fs{/*path}';
 
@@ -32,6 +33,14 @@ export function registerFs(r: Registrar, ctx: RouteContext): void {
     const as = callerOf(ctx, req);
     if (boolQuery(req, 'stat')) {
       sendJson(res, await as.call('fs.stat', { path, nofollow: boolQuery(req, 'nofollow') }));
+      return;
+    }
+    // Paging a listing (?limit=&cursor=): a cut listing carries truncated and next_cursor.
+    const limit = intQuery(req, 'limit', 1, LIST_PAGE_MAX);
+    const cursor = query(req, 'cursor');
+    const page = { ...(limit === undefined ? {} : { limit }), ...(cursor === undefined ? {} : { cursor }) };
+    if (limit !== undefined || cursor !== undefined) {
+      sendJson(res, await as.call('fs.list', { path, ...page }));
       return;
     }
     const wanted = parseEtags(req.get('if-none-match'));

@@ -32,12 +32,12 @@ export function registerVcs(r: Registrar, ctx: RouteContext): void {
     const from = query(req, 'from');
     const to = query(req, 'to');
     const path = query(req, 'path');
-    const { diff } = await callerOf(ctx, req).call('vcs.diff', {
+    const { diff, truncated } = await callerOf(ctx, req).call('vcs.diff', {
       ...(from === undefined || from === '' ? {} : { from }),
       ...(to === undefined || to === '' ? {} : { to }),
       ...(path === undefined ? {} : { path }),
     });
-    if (fmt === 'json') sendJson(res, { diff });
+    if (fmt === 'json') sendJson(res, truncated === true ? { diff, truncated } : { diff });
     else sendText(res, diff, 'text/x-diff; charset=utf-8');
   });
 }

@@ -4,6 +4,9 @@
  * local user running the mount. Bad credentials never produce a mount.
  */
 import t from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { mount, mountFailure, skipWithoutFuse, startDaemon } from '../helpers/fuse.js';
 
 skipWithoutFuse(t);
@@ -51,10 +54,15 @@ void t.test('mounted as bob', async (t) => {
   t.equal((await m.sh('test -w home/bob/mine.md && ! test -w shared/readme.md && echo ok')).stdout, 'ok\n', 'access(2) answers for bob');
 });
 
-void t.test('mounted with a token', async (t) => {
+void t.test('mounted with a token file (never on the command line)', async (t) => {
   const { token } = await root.call('admin.token', { name: 'bob' });
-  const m = await mount(t, d, ['--token', token]);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-tok-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'token');
+  writeFileSync(file, `${token}\n`, { mode: 0o600 });
+  const m = await mount(t, d, ['--token-file', file]);
   t.notMatch(m.stderr(), token, 'the token is not logged');
+  t.notMatch(m.stderr(), /warning/, 'no warning for a private token file');
   t.match((await m.sh('cat home/alice/private.md')).stderr, /Permission denied/);
   t.equal((await m.sh('echo t > home/bob/t.md')).code, 0);
   t.equal((await root.call('fs.stat', { path: '/home/bob/t.md' })).uid, bob.uid);

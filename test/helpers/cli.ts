@@ -16,7 +16,8 @@ import { connectDaemon } from '../../daemon/rpc/connect.js';
 import type { DaemonClient } from '../../daemon/rpc/client.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const CLI = path.join(ROOT, 'dist', 'cli', 'main.js');
+// MDVFS_TEST_DIST lets a developer test another build (e.g. the unfixed one), as the other helpers do.
+export const CLI = path.join(process.env.MDVFS_TEST_DIST ?? path.join(ROOT, 'dist'), 'cli', 'main.js');
 
 interface Teardown {
   teardown(fn: () => unknown): void;

@@ -30,9 +30,10 @@ t.test('document shape', async (t) => {
 t.test('every registered route is described, and every description is registered', async (t) => {
   const { createApp } = (await import(pathToFileURL(path.join(DIST, 'http', 'app.js')).href)) as typeof import('../../http/app.js');
   const { connectDaemon } = (await import(pathToFileURL(path.join(DIST, 'daemon', 'rpc', 'connect.js')).href)) as typeof import('../../daemon/rpc/connect.js');
+  const { httpSettingsFromEnv } = (await import(pathToFileURL(path.join(DIST, 'daemon', 'rpc', 'settings.js')).href)) as typeof import('../../daemon/rpc/settings.js');
   const daemon = await connectDaemon({ dataDir: svc.dataDir, spawn: false });
   t.teardown(() => daemon.close());
-  const app = createApp(daemon, { listen: '127.0.0.1:0', log: () => {} });
+  const app = createApp(daemon, { settings: httpSettingsFromEnv({ SERVICE_LISTEN: '127.0.0.1:0' }), log: () => {} });
   const registered = new Set<string>();
   const walk = (stack: Layer[]) => {
     for (const layer of stack) {
@@ -62,4 +63,16 @@ t.test('every described operation answers (never 404 ENOSYS or 405)', async (t) 
       t.not(r.json?.code, 'ENOSYS', `${m} ${url}`);
     }
   }
+});
+
+t.test('/openapi.json follows SERVICE_ANONYMOUS=deny, like every route but /health', async (t) => {
+  const strict = await startService(t, { env: { SERVICE_ANONYMOUS: 'deny' } });
+  const anon = client(strict);
+  const denied = await anon.get('/openapi.json');
+  t.equal(denied.status, 401);
+  t.equal(denied.json.code, 'EAUTH');
+  t.equal(denied.json.paths, undefined, 'no document');
+  t.equal((await anon.get('/health')).status, 200);
+  const boot = await anon.post('/auth/bootstrap', { username: 'admin' });
+  t.equal((await client(strict, { auth: `Bearer ${boot.json.token}` }).get('/openapi.json')).json.openapi, '3.1.0', 'with a token it is served');
 });

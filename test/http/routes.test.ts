@@ -295,13 +295,15 @@ t.test('chmod and chown', async (t) => {
 });
 
 t.test('CORS, errors, methods, unknown routes, OpenAPI, logs', async (t) => {
-  const pre = await request(svc, 'OPTIONS', '/fs/notes/a.md', { headers: { origin: 'https://example.com', 'access-control-request-method': 'PUT', 'access-control-request-headers': 'authorization,x-service-type' } });
+  // Local mode: only allowed origins (here the server's own) get CORS; test/http/origin.test.ts has the rest.
+  const own = `http://127.0.0.1:${svc.port}`;
+  const pre = await request(svc, 'OPTIONS', '/fs/notes/a.md', { headers: { origin: own, 'access-control-request-method': 'PUT', 'access-control-request-headers': 'authorization,x-service-type' } });
   t.equal(pre.status, 204);
-  t.equal(pre.headers['access-control-allow-origin'], '*');
+  t.equal(pre.headers['access-control-allow-origin'], own);
   for (const h of ['Authorization', 'Content-Type', 'X-Service-Type', 'X-Service-Workspace', 'X-Service-On-Behalf-Of', 'If-Match', 'If-None-Match']) t.match(pre.headers['access-control-allow-headers'], h);
   t.match(pre.headers['access-control-allow-methods'], /PUT/);
-  const get = await request(svc, 'GET', '/health', { headers: { origin: 'https://example.com' } });
-  t.equal(get.headers['access-control-allow-origin'], '*');
+  const get = await request(svc, 'GET', '/health', { headers: { origin: own } });
+  t.equal(get.headers['access-control-allow-origin'], own);
   t.match(get.headers['access-control-expose-headers'], /ETag/);
 
   const unknown = await root.get('/nope');

@@ -1,0 +1,144 @@
+/**
+ * The service's SERVICE_* settings, each parsed in exactly one function here, used by the daemon
+ * and by the front ends (it lives under daemon/rpc so that the front ends may import it).
+ * A bad value throws a SettingsError whose message is one line naming the variable and the fix.
+ */
+import type { AuthPolicy } from './protocol.js';
+
+export class SettingsError extends Error {}
+
+export type ServiceMode = 'local' | 'hosted';
+
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+const DEFAULT_HOST = '127.0.0.1';
+const DEFAULT_PORT = 3000;
+export const DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024;
+
+type Env = NodeJS.ProcessEnv;
+
+/** SERVICE_MODE: `local` (default) or `hosted`. */
+export function modeFromEnv(env: Env = process.env): ServiceMode {
+  const v = (env.SERVICE_MODE ?? '').trim();
+  if (v === '' || v === 'local') return 'local';
+  if (v === 'hosted') return 'hosted';
+  throw new SettingsError(`SERVICE_MODE must be local or hosted, got '${v.slice(0, 64)}'`);
+}
+
+/**
+ * SERVICE_ANONYMOUS and SERVICE_USER_AUTH, applied by the daemon to requests that came over the
+ * network. Their defaults follow SERVICE_MODE: local keeps the contract's (anonymous is root, the
+ * User scheme works); hosted denies anonymous requests and the User scheme. Explicit values win.
+ */
+export function authPolicyFromEnv(env: Env = process.env): AuthPolicy {
+  const hosted = modeFromEnv(env) === 'hosted';
+  const anon = env.SERVICE_ANONYMOUS || (hosted ? 'deny' : 'root');
+  if (anon !== 'root' && anon !== 'deny') throw new SettingsError(`SERVICE_ANONYMOUS must be root or deny, got '${anon.slice(0, 64)}'`);
+  const userAuth = env.SERVICE_USER_AUTH || (hosted ? 'off' : 'on');
+  if (userAuth !== 'on' && userAuth !== 'off') throw new SettingsError(`SERVICE_USER_AUTH must be on or off, got '${userAuth.slice(0, 64)}'`);
+  return { anonymous: anon, userAuth: userAuth === 'on' };
+}
+
+/** A whole number setting (empty or unset: the default). */
+export function intFromEnv(env: Env, name: string, dflt: number, min = 0): number {
+  const v = env[name]?.trim();
+  if (v === undefined || v === '') return dflt;
+  if (!/^\d{1,15}$/.test(v) || Number(v) < min) throw new SettingsError(`${name} must be a whole number${min > 0 ? ` of at least ${min}` : ''}, got '${v.slice(0, 64)}'`);
+  return Number(v);
+}
+
+/** SERVICE_MAX_FILE_SIZE in bytes (default 10 MiB). */
+export function maxFileSizeFromEnv(env: Env = process.env): number {
+  return intFromEnv(env, 'SERVICE_MAX_FILE_SIZE', DEFAULT_MAX_FILE_SIZE);
+}
+
+/** SERVICE_LISTEN: `host:port`, `[v6]:port`, `:port` or `port` (host defaults to 127.0.0.1). */
+export function parseListen(value: string | undefined): ListenAddress {
+  const v = (value ?? '').trim();
+  if (v === '') return { host: DEFAULT_HOST, port: DEFAULT_PORT };
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(v) ?? /^()()(\d{1,5})$/.exec(v);
+  const port = Number(m?.[3]);
+  if (!m || !Number.isInteger(port) || port > 65535) throw new SettingsError(`SERVICE_LISTEN must be host:port (got '${v.slice(0, 100)}')`);
+  return { host: m[1] || m[2] || DEFAULT_HOST, port };
+}
+
+export function formatListen(a: ListenAddress): string {
+  return a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
+}
+
+/** `localhost`, `127.x.x.x` or `::1` (brackets allowed). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);
+}
+
+/**
+ * SERVICE_CORS_ORIGINS: comma-separated exact origins `scheme://host[:port]`, as browsers send
+ * them in `Origin` (default ports dropped, lowercase). `*` is refused: that is hosted mode.
+ */
+export function corsOriginsFromEnv(env: Env = process.env): ReadonlySet<string> {
+  const out = new Set<string>();
+  for (const raw of (env.SERVICE_CORS_ORIGINS ?? '').split(',')) {
+    const entry = raw.trim();
+    if (entry === '') continue;
+    const bad = (why: string): never => {
+      throw new SettingsError(`SERVICE_CORS_ORIGINS: '${entry.slice(0, 100)}' is not an origin (${why}); list origins like https://app.example.com or http://localhost:5173, separated by commas`);
+    };
+    if (entry === '*') bad('use SERVICE_MODE=hosted for a server every origin may call');
+    if (!/^https?:\/\/(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(entry)) bad('scheme://host[:port], nothing after the port');
+    let origin: string;
+    try {
+      origin = new URL(entry).origin;
+    } catch {
+      return bad('not a valid URL');
+    }
+    out.add(origin);
+  }
+  return out;
+}
+
+/** Everything the HTTP sidecar needs (`mdvfs serve`, `mdvfs http`), checked together at start. */
+export interface HttpSettings {
+  mode: ServiceMode;
+  listen: ListenAddress;
+  corsOrigins: ReadonlySet<string>;
+  /** The policy the sidecar declares to the daemon with every request (see Creds.policy). */
+  policy: AuthPolicy;
+  maxFileSize: number;
+  mcp: McpSessionSettings;
+}
+
+export interface McpSessionSettings {
+  /** SERVICE_MCP_SESSION_TTL (seconds, default 1800), in ms. */
+  idleMs: number;
+  /** SERVICE_MCP_MAX_SESSIONS (default 1000): live sessions in all; beyond it new ones are refused. */
+  maxSessions: number;
+  /** SERVICE_MCP_MAX_SESSIONS_PER_CLIENT (default 16): live sessions per credential (or per anonymous client address). */
+  maxSessionsPerClient: number;
+}
+
+export function mcpSessionsFromEnv(env: Env = process.env): McpSessionSettings {
+  return {
+    idleMs: intFromEnv(env, 'SERVICE_MCP_SESSION_TTL', 1800, 1) * 1000,
+    maxSessions: intFromEnv(env, 'SERVICE_MCP_MAX_SESSIONS', 1000, 1),
+    maxSessionsPerClient: intFromEnv(env, 'SERVICE_MCP_MAX_SESSIONS_PER_CLIENT', 16, 1),
+  };
+}
+
+/**
+ * The sidecar's settings. Security: in local mode anonymous requests run as root, so the server
+ * must only be reachable from this machine: a non-loopback SERVICE_LISTEN refuses to start.
+ */
+export function httpSettingsFromEnv(env: Env = process.env): HttpSettings {
+  const mode = modeFromEnv(env);
+  const listen = parseListen(env.SERVICE_LISTEN);
+  if (mode === 'local' && !isLoopbackHost(listen.host)) {
+    throw new SettingsError(
+      `refusing to listen on ${formatListen(listen)}: in local mode (the default) requests without credentials act as root, so the server only listens on loopback; set SERVICE_LISTEN=127.0.0.1:${listen.port}, or SERVICE_MODE=hosted to require bearer tokens and listen anywhere`,
+    );
+  }
+  return { mode, listen, corsOrigins: corsOriginsFromEnv(env), policy: authPolicyFromEnv(env), maxFileSize: maxFileSizeFromEnv(env), mcp: mcpSessionsFromEnv(env) };
+}
