@@ -16,6 +16,7 @@ export const ERRORS = {
   EXDEV: { http: 400, errno: 18, text: 'invalid cross-device link' },
   EROFS: { http: 403, errno: 30, text: 'read-only file system' },
   EFBIG: { http: 413, errno: 27, text: 'file too large' },
+  E2BIG: { http: 400, errno: 7, text: 'answer too large' },
   EBUSY: { http: 409, errno: 16, text: 'device or resource busy' },
   ETIMEDOUT: { http: 400, errno: 110, text: 'operation timed out' },
   ENOTSUP: { http: 400, errno: 95, text: 'operation not supported' },

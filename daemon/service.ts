@@ -8,12 +8,12 @@ import { actor, isAdminCred, isWheel, requireAdmin, requireTokenIssue, requireWo
 import { displayPath, isWithin, resolveFor, normalize } from './core/paths.js';
 import { pathOf, type DirNode, type Node } from './core/inode.js';
 import type { Vfs } from './core/vfs.js';
-import { compilePattern, find, grepFiles, tree, type GrepPool } from './core/search.js';
+import { callerKey, capItems, capPaths, compilePattern, LOG_ANSWER_BYTES, find, grepFiles, tree, type GrepPool } from './core/search.js';
 import type { AuthPolicy, Registry, UserRow, WorkspaceRow } from './auth/registry.js';
 import type { Vcs, Scope } from './vcs/vcs.js';
 import type { SqliteStore } from './store/sqlite.js';
 import type { TreeEntry } from './store/objects.js';
-import { formatMode, LIST_PAGE_MAX, parseMode, type Creds, type Listing, type DirEntry, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
+import { formatMode, LIST_PAGE_MAX, parseMode, READ_CHUNK, type Creds, type Listing, type DirEntry, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
 
 export const VERSION = '0.1.0';
 
@@ -422,7 +422,11 @@ export class Service {
       const { node, data } = this.d.vfs.read(cred, abs);
       const base = { path: this.show(cred, abs), etag: node.blob, size: node.size };
       if (p.if_none_match !== undefined && (p.if_none_match === node.blob || p.if_none_match === '*')) return { ...base, not_modified: true };
-      ctx.out = data;
+      if (p.if_match !== undefined && p.if_match !== node.blob) throw new VfsError('EPRECOND', 'read', abs, 'the file changed while it was being read in parts');
+      // Bounded parts: no answer carries more than READ_CHUNK bytes, whatever SERVICE_MAX_FILE_SIZE allows.
+      const off = Math.min(p.offset ?? 0, data.length);
+      const len = Math.min(p.length ?? READ_CHUNK, READ_CHUNK);
+      ctx.out = off === 0 && data.length <= len ? data : data.subarray(off, off + len);
       return base;
     },
     'fs.write': async (ctx, p) => {
@@ -553,14 +557,15 @@ export class Service {
       const flags = compilePattern(p.pattern, p.ignore_case === true);
       const abs = this.abs(cred, p.path, 'grep');
       const files = grepFiles(this.d.vfs, cred, abs, p.recursive === true, (x) => this.show(cred, x));
-      const r = await this.d.grep.run({ pattern: p.pattern, flags, max: p.max_results ?? 10000, files });
+      const r = await this.d.grep.run({ pattern: p.pattern, flags, max: p.max_results ?? 10000, files }, callerKey(cred));
       return { results: r.results, count: r.results.length, truncated: r.truncated };
     },
     'search.find': async (ctx, p) => {
       const cred = this.auth(ctx);
       const abs = this.abs(cred, p.path, 'find');
-      const results = await find(this.d.vfs, this.d.grep, cred, abs, p.name, p.type, (x) => this.show(cred, x));
-      return { results, count: results.length };
+      const all = await find(this.d.vfs, this.d.grep, cred, abs, p.name, p.type, (x) => this.show(cred, x));
+      const { results, truncated } = capPaths(all);
+      return truncated ? { results, count: results.length, truncated } : { results, count: results.length };
     },
     'search.tree': (ctx, p) => {
       const cred = this.auth(ctx);
@@ -582,7 +587,9 @@ export class Service {
       const opts: { path?: string; limit?: number } = {};
       if (p.path !== undefined && p.path !== '') opts.path = this.scopeRel(cred, scope, p.path);
       if (p.limit !== undefined) opts.limit = p.limit;
-      return { commits: this.d.vcs.log(scope, opts, cred) };
+      // The newest commits that fit one answer; `truncated` says older ones were left out (ask with a path or limit).
+      const { results, truncated } = capItems(this.d.vcs.log(scope, opts, cred), (c) => Buffer.byteLength(JSON.stringify(c)) + 1, LOG_ANSWER_BYTES);
+      return truncated ? { commits: results, truncated } : { commits: results };
     },
     'vcs.status': async (ctx) => {
       const cred = this.auth(ctx);

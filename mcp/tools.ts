@@ -244,7 +244,7 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
         path: pathArg.optional().describe(`Directory to search. ${pathDesc} Defaults to your home directory.`),
         type: z.enum(['f', 'd', 'l', 'file', 'directory', 'symlink']).optional().describe('Only files (f), directories (d) or symlinks (l).'),
       },
-      outputSchema: { results: z.array(z.string()), count: z.number() },
+      outputSchema: { results: z.array(z.string()), count: z.number(), truncated: z.boolean().optional() },
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     async ({ name, path, type }, extra) =>
@@ -254,7 +254,9 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
         const t = typeFlag(type);
         if (t !== undefined) params.type = t;
         const r = await callerFor(extra).call('search.find', params);
-        return ok(r.results.length ? r.results.join('\n') : 'No matches.', { results: r.results, count: r.count });
+        const text = r.results.length ? r.results.join('\n') : 'No matches.';
+        if (r.truncated) return ok(`${text}\n(truncated after ${r.count} results; narrow the path or the name)`, { results: r.results, count: r.count, truncated: true });
+        return ok(text, { results: r.results, count: r.count });
       }),
   );
 

@@ -42,7 +42,21 @@ export interface MatchReply {
 
 export interface GrepReply {
   results: { file: string; line_num: number; line: string }[];
+  /** true when results were left out (max_results, the answer budget) or a returned line was cut */
   truncated: boolean;
+}
+
+/** Characters of one matching line returned; a longer line is cut there and marked. */
+export const GREP_LINE_MAX = 4096;
+/**
+ * Characters (lines plus paths) of one grep answer. At most 6 bytes of JSON per character, so a
+ * full answer stays well under the socket's 16 MiB header limit; past it the answer is `truncated`.
+ */
+export const GREP_ANSWER_MAX = 2 * 1024 * 1024;
+
+/** A line as returned: cut at GREP_LINE_MAX characters with a marker saying how long it was. */
+export function cutLine(line: string): string {
+  return line.length <= GREP_LINE_MAX ? line : `${line.slice(0, GREP_LINE_MAX)} [… line cut: ${line.length} characters]`;
 }
 
 // Decoded contents by id, as sent by the pool, so repeated searches skip copying and decoding.
@@ -59,6 +73,8 @@ function run(job: WireJob): GrepReply {
   // A cheap whole-file pre-test: most files of a selective search do not match at all.
   const whole = new RegExp(job.pattern, job.flags + 'm');
   const results: GrepReply['results'] = [];
+  let budget = GREP_ANSWER_MAX;
+  let cut = false;
   for (let k = 0; k < job.ids.length; k++) {
     const s = text(job.ids[k]!);
     // an empty file has no lines (GNU grep finds nothing in it, not even with ^$)
@@ -68,11 +84,15 @@ function run(job: WireJob): GrepReply {
     for (let i = 0; i < lines.length; i++) {
       if (line.test(lines[i]!)) {
         if (results.length >= job.max) return { results, truncated: true };
-        results.push({ file: job.paths[k]!, line_num: i + 1, line: lines[i]! });
+        const shown = cutLine(lines[i]!);
+        if (shown.length !== lines[i]!.length) cut = true;
+        budget -= shown.length + job.paths[k]!.length + 32;
+        if (budget < 0) return { results, truncated: true };
+        results.push({ file: job.paths[k]!, line_num: i + 1, line: shown });
       }
     }
   }
-  return { results, truncated: false };
+  return { results, truncated: cut };
 }
 
 function match(job: MatchJob): MatchReply {

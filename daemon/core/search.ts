@@ -26,12 +26,63 @@ const WORKER_CACHE_BYTES = 256 * 1024 * 1024;
 export class GrepPool {
   private idle: Worker[] = [];
   private busy = 0;
-  private queue: (() => void)[] = [];
+  /**
+   * Jobs waiting for a worker, per caller. The map's order is the round-robin order: a caller whose
+   * job starts moves to the back, so one caller's batch never holds everyone else's behind it.
+   */
+  private readonly waiting = new Map<string, (() => void)[]>();
+  /** Workers each caller holds now; at most `perCaller`, so another caller always finds one free soon. */
+  private readonly busyBy = new Map<string, number>();
+  private readonly perCaller: number;
   /** per worker: the contents it already holds (mirrors the worker's maps; it never evicts on its own) */
   private readonly sent = new WeakMap<Worker, { ids: Set<string>; bytes: number }>();
   private readonly online = new WeakMap<Worker, Promise<void>>();
 
-  constructor(private readonly size: number, private readonly timeoutMs: number) {}
+  constructor(private readonly size: number, private readonly timeoutMs: number) {
+    this.perCaller = Math.max(1, size - 1);
+  }
+
+  /** Waits for a worker slot for `caller` (fair: round-robin between callers, a cap per caller). */
+  private async acquire(caller: string): Promise<void> {
+    if (this.busy < this.size && !this.waiting.has(caller) && (this.busyBy.get(caller) ?? 0) < this.perCaller) {
+      this.take(caller);
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const q = this.waiting.get(caller);
+      if (q) q.push(resolve);
+      else this.waiting.set(caller, [resolve]);
+    });
+  }
+
+  private take(caller: string): void {
+    this.busy++;
+    this.busyBy.set(caller, (this.busyBy.get(caller) ?? 0) + 1);
+  }
+
+  private release(caller: string): void {
+    this.busy--;
+    const n = (this.busyBy.get(caller) ?? 1) - 1;
+    if (n === 0) this.busyBy.delete(caller);
+    else this.busyBy.set(caller, n);
+    // Start waiting jobs: the first caller in round-robin order that is under its cap.
+    while (this.busy < this.size) {
+      let next: string | undefined;
+      for (const k of this.waiting.keys()) {
+        if ((this.busyBy.get(k) ?? 0) < this.perCaller) {
+          next = k;
+          break;
+        }
+      }
+      if (next === undefined) return;
+      const q = this.waiting.get(next)!;
+      const resolve = q.shift()!;
+      this.waiting.delete(next);
+      if (q.length > 0) this.waiting.set(next, q); // to the back of the line
+      this.take(next);
+      resolve();
+    }
+  }
 
   private spawn(): Worker {
     const here = fileURLToPath(import.meta.url);
@@ -81,23 +132,23 @@ export class GrepPool {
     return { pattern: job.pattern, flags: job.flags, max: job.max, reset, paths, ids, fresh: { ids: fresh.map((f) => f.id), lens: fresh.map((f) => f.len), data: data.buffer } };
   }
 
-  run(job: GrepJob): Promise<GrepReply> {
-    return this.exec<GrepReply>('grep', 'pattern', (w) => {
+  /** `caller` names who asked (callerKey): the pool shares its workers fairly between callers. */
+  run(job: GrepJob, caller: string): Promise<GrepReply> {
+    return this.exec<GrepReply>(caller, 'grep', 'pattern', (w) => {
       const msg = this.wire(w, job);
       w.postMessage(msg, [msg.fresh.data]);
     });
   }
 
   /** The indices of `subjects` that `re` matches, under the same time bound as grep. */
-  async match(re: RegExp, subjects: string[], op: string): Promise<number[]> {
+  async match(re: RegExp, subjects: string[], op: string, caller: string): Promise<number[]> {
     if (subjects.length === 0) return [];
     const job: MatchJob = { kind: 'match', source: re.source, flags: re.flags, subjects };
-    return (await this.exec<MatchReply>(op, 'glob', (w) => w.postMessage(job))).indices;
+    return (await this.exec<MatchReply>(caller, op, 'glob', (w) => w.postMessage(job))).indices;
   }
 
-  private async exec<R>(op: string, what: string, post: (w: Worker) => void): Promise<R> {
-    if (this.busy >= this.size) await new Promise<void>((r) => this.queue.push(r));
-    this.busy++;
+  private async exec<R>(caller: string, op: string, what: string, post: (w: Worker) => void): Promise<R> {
+    await this.acquire(caller);
     const worker = this.idle.pop() ?? this.spawn();
     try {
       await this.online.get(worker);
@@ -128,8 +179,7 @@ export class GrepPool {
         post(worker);
       });
     } finally {
-      this.busy--;
-      this.queue.shift()?.();
+      this.release(caller);
     }
   }
 
@@ -137,6 +187,11 @@ export class GrepPool {
     for (const w of this.idle) void w.terminate();
     this.idle = [];
   }
+}
+
+/** Who shares the grep pool as one caller: the authenticated principal (delegation or not). */
+export function callerKey(cred: Cred): string {
+  return String(cred.user.uid);
 }
 
 /** Compiles the pattern first, so syntax errors are EINVAL rather than worker failures. */
@@ -207,17 +262,42 @@ export async function find(vfs: Vfs, pool: GrepPool, cred: Cred, abs: string, na
   const byOrder = (hits: number[]) => hits.map((i) => paths[i]!).sort(compareNames).map(display); // sorted paths, as grep
   if (name === undefined || name === '') return byOrder(paths.map((_, i) => i));
   const re = picomatch.makeRe(name, { dot: true, nocase: false });
-  return byOrder(await pool.match(re, subjects, 'find'));
+  return byOrder(await pool.match(re, subjects, 'find', callerKey(cred)));
 }
 
+/**
+ * Characters of one find or tree answer (at most 6 bytes of JSON each, well under the socket's
+ * 16 MiB header limit). Past it the answer is cut and flagged `truncated`.
+ */
+export const LISTING_ANSWER_MAX = 2 * 1024 * 1024;
+
+/** The leading items whose `size` fits `budget`, and whether any were left out. */
+export function capItems<T>(items: T[], size: (x: T) => number, budget = LISTING_ANSWER_MAX): { results: T[]; truncated: boolean } {
+  for (let i = 0; i < items.length; i++) {
+    budget -= size(items[i]!);
+    if (budget < 0) return { results: items.slice(0, i), truncated: true };
+  }
+  return { results: items, truncated: false };
+}
+
+/** The leading paths that fit the answer budget, and whether any were left out. */
+export function capPaths(paths: string[]): { results: string[]; truncated: boolean } {
+  return capItems(paths, (p) => p.length + 3);
+}
+
+/** Bytes of JSON one log answer may carry (commit messages may be 100,000 characters each). */
+export const LOG_ANSWER_BYTES = 8 * 1024 * 1024;
+
 /** Text like the Unix `tree` command; unreadable directories are shown but not opened. */
-export function tree(vfs: Vfs, cred: Cred, abs: string, label: string, maxDepth: number | undefined): { text: string; directories: number; files: number } {
+export function tree(vfs: Vfs, cred: Cred, abs: string, label: string, maxDepth: number | undefined): { text: string; directories: number; files: number; truncated?: boolean } {
   const start = vfs.resolve(cred, abs, 'tree', true);
   if (start.kind !== 'directory') throw new VfsError('ENOTDIR', 'tree', abs);
   if (!may(cred, start, R)) throw new VfsError('EACCES', 'tree', abs);
   const lines: string[] = [label];
   let directories = 0;
   let files = 0;
+  let budget = LISTING_ANSWER_MAX;
+  let truncated = false;
   // Pre-order with an explicit stack: a recursive walk would overflow on a deep tree.
   const stack: { dir: DirNode; prefix: string; depth: number; names: string[]; i: number }[] = [];
   const open = (dir: DirNode, prefix: string, depth: number) => {
@@ -232,6 +312,11 @@ export function tree(vfs: Vfs, cred: Cred, abs: string, label: string, maxDepth:
     }
     const i = f.i++;
     const name = f.names[i]!;
+    budget -= f.prefix.length + name.length + 8;
+    if (budget < 0) {
+      truncated = true;
+      break;
+    }
     const child = f.dir.children.get(name)!;
     const last = i === f.names.length - 1;
     const suffix = child.kind === 'symlink' ? ` -> ${child.target}` : '';
@@ -241,6 +326,7 @@ export function tree(vfs: Vfs, cred: Cred, abs: string, label: string, maxDepth:
       if (maxDepth === undefined || f.depth < maxDepth) open(child, f.prefix + (last ? '    ' : '│   '), f.depth + 1);
     } else files++;
   }
-  lines.push('', `${directories} director${directories === 1 ? 'y' : 'ies'}, ${files} file${files === 1 ? '' : 's'}`);
-  return { text: lines.join('\n') + '\n', directories, files };
+  if (truncated) lines.push(`[… tree cut at ${LISTING_ANSWER_MAX} characters; pass a deeper path or a depth]`);
+  lines.push('', `${directories} director${directories === 1 ? 'y' : 'ies'}, ${files} file${files === 1 ? '' : 's'}${truncated ? ' shown' : ''}`);
+  return truncated ? { text: lines.join('\n') + '\n', directories, files, truncated } : { text: lines.join('\n') + '\n', directories, files };
 }

@@ -9,8 +9,8 @@
 import net from 'node:net';
 import { EventEmitter } from 'node:events';
 import { VfsError, type WireError } from '../errors.js';
-import { FrameDecoder, FrameWriter } from './framing.js';
-import type { ChangeEvent, Creds, Method, Params, Result } from './protocol.js';
+import { FrameDecoder, FrameError, FrameTooLarge, FrameWriter } from './framing.js';
+import { READ_CHUNK, type ChangeEvent, type Creds, type Method, type Params, type Result } from './protocol.js';
 
 export interface CallOptions {
   data?: Buffer;
@@ -40,7 +40,8 @@ export class DaemonClient extends EventEmitter implements Caller {
   readonly creds: Creds = {};
   private nextId = 1;
   private pending = new Map<number, Pending>();
-  private decoder = new FrameDecoder();
+  /** Skips an oversized reply (failing only its request) instead of dropping every request in flight. */
+  private decoder = new FrameDecoder({ skipOversized: true });
   private readonly out: FrameWriter;
   private closed = false;
 
@@ -90,12 +91,52 @@ export class DaemonClient extends EventEmitter implements Caller {
   }
 
   private send<M extends Method>(method: M, params: Params<M>, creds: Creds, opts?: CallOptions): Promise<Reply<M>> {
+    if (method === 'fs.read') {
+      const p = params as Params<'fs.read'>;
+      if (p.offset === undefined && p.length === undefined) return this.readWhole(p, creds) as Promise<Reply<M>>;
+    }
+    return this.sendOne(method, params, creds, opts);
+  }
+
+  /**
+   * A whole file, in parts of at most READ_CHUNK bytes (one frame each). Every later part names the
+   * first part's etag, so the parts are of one version; if the file changes meanwhile, start again.
+   */
+  private async readWhole(params: Params<'fs.read'>, creds: Creds): Promise<Reply<'fs.read'>> {
+    for (let attempt = 1; ; attempt++) {
+      const first = await this.sendOne('fs.read', params, creds);
+      const { size, etag } = first.result;
+      if (first.result.not_modified === true || first.data.length >= size) return first;
+      const whole = Buffer.allocUnsafe(size);
+      first.data.copy(whole, 0);
+      let off = first.data.length;
+      try {
+        while (off < size) {
+          const part = await this.sendOne('fs.read', { path: params.path, if_match: etag, offset: off, length: READ_CHUNK }, creds);
+          if (part.data.length === 0) throw new VfsError('EPRECOND', 'read', params.path, 'the file changed while it was being read in parts');
+          part.data.copy(whole, off);
+          off += part.data.length;
+        }
+        return { result: first.result, data: whole };
+      } catch (err) {
+        if (!(err instanceof VfsError) || err.code !== 'EPRECOND' || attempt >= 5) throw err;
+      }
+    }
+  }
+
+  private sendOne<M extends Method>(method: M, params: Params<M>, creds: Creds, opts?: CallOptions): Promise<Reply<M>> {
     if (this.closed) return Promise.reject(new VfsError('EIO', method, undefined, 'connection to the daemon closed'));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (r: { result: unknown; data: Buffer }) => void, reject });
       // Queued: the requests of one event-loop turn leave in one write.
-      this.out.push({ id, method, params, creds }, opts?.data);
+      try {
+        this.out.push({ id, method, params, creds }, opts?.data);
+      } catch (err) {
+        if (!(err instanceof FrameTooLarge)) throw err;
+        reject(new VfsError(err.dataBytes > 0 ? 'EFBIG' : 'E2BIG', method, undefined, `the request is larger than one message may be (${err.message})`));
+        return;
+      }
+      this.pending.set(id, { resolve: resolve as (r: { result: unknown; data: Buffer }) => void, reject });
     });
   }
 
@@ -109,6 +150,15 @@ export class DaemonClient extends EventEmitter implements Caller {
       return;
     }
     for (const { header, data } of frames) {
+      if (header instanceof FrameError) {
+        const err = new VfsError('E2BIG', 'rpc', undefined, `the daemon's answer was refused: ${header.reason}; narrow the request`);
+        const p = header.id === undefined ? undefined : this.pending.get(header.id);
+        if (p) {
+          this.pending.delete(header.id!);
+          p.reject(err);
+        } else this.emit('protocol-error', err);
+        continue;
+      }
       const h = header as { id?: number | null; result?: unknown; error?: WireError; event?: string; data?: unknown };
       if (h.event !== undefined) {
         this.emit('event', h.data as ChangeEvent);

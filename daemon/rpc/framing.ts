@@ -5,13 +5,24 @@
 export const MAX_HEADER = 16 * 1024 * 1024;
 export const MAX_DATA = 1024 * 1024 * 1024;
 
+/**
+ * A frame that would pass the limits above. Senders never emit one (the receiver would have to drop
+ * the connection): encodeFrame throws this instead, and the caller answers or fails that one request.
+ */
+export class FrameTooLarge extends Error {
+  constructor(readonly headerBytes: number, readonly dataBytes: number) {
+    super(`the message is larger than the frame limits (header ${headerBytes} of ${MAX_HEADER} bytes, data ${dataBytes} of ${MAX_DATA} bytes)`);
+  }
+}
+
 export interface Frame {
   header: unknown; // parsed JSON, or a FrameError if it did not parse
   data: Buffer | undefined;
 }
 
 export class FrameError {
-  constructor(readonly reason: string) {}
+  /** `id`: the request id read from the start of a skipped (oversized) frame, when it had one. */
+  constructor(readonly reason: string, readonly id?: number) {}
 }
 
 /** The socket side FrameWriter needs (a net.Socket). */
@@ -22,26 +33,54 @@ export interface Writable {
   uncork(): void;
 }
 
-/** A frame as buffers: prefix and header JSON in one buffer (one allocation), then the data if any. */
+/**
+ * A frame as buffers: prefix and header JSON in one buffer (one allocation), then the data if any.
+ * Throws FrameTooLarge (and builds nothing) when the frame would pass the limits.
+ */
 export function encodeFrame(header: unknown, data?: Buffer): Buffer[] {
-  const json = JSON.stringify(header);
+  if (data !== undefined && data.length > MAX_DATA) throw new FrameTooLarge(0, data.length);
+  let json: string;
+  try {
+    json = JSON.stringify(header);
+  } catch (err) {
+    // a string past V8's maximum length: certainly over the limit
+    if (err instanceof RangeError) throw new FrameTooLarge(Number.MAX_SAFE_INTEGER, data?.length ?? 0);
+    throw err;
+  }
   const hlen = Buffer.byteLength(json, 'utf8');
+  if (hlen > MAX_HEADER) throw new FrameTooLarge(hlen, data?.length ?? 0);
   const head = Buffer.allocUnsafe(8 + hlen);
   head.writeUInt32BE(hlen, 0);
   head.writeUInt32BE(data === undefined ? 0 : data.length, 4);
   head.write(json, 8, 'utf8');
   return data === undefined || data.length === 0 ? [head] : [head, data];
 }
+/** `{"id":123,` at the start of a header: how a skipped frame still names its request. */
+const ID_PREFIX = /^\{"id":(\d{1,15})[,}]/;
+
 /**
  * Incremental decoder. `push` returns complete frames; a frame whose JSON does not parse comes back
- * with a FrameError header (the stream stays in sync). Lengths over the limits throw: the stream can
- * no longer be trusted and the connection should be closed.
+ * with a FrameError header (the stream stays in sync). Lengths over the limits: by default `push`
+ * throws (the peer cannot be trusted; the server closes that connection). With `skipOversized`
+ * (the client side, whose peer is the daemon) the frame's bytes are discarded as they arrive, never
+ * held, and it comes back as a FrameError carrying the request id its header starts with, so only
+ * that request fails and the connection stays in sync.
  */
 export class FrameDecoder {
   private chunks: Buffer[] = [];
   private buffered = 0;
+  /** bytes of an oversized frame still to discard */
+  private skipping = 0;
+
+  constructor(private readonly opts: { skipOversized?: boolean } = {}) {}
 
   push(chunk: Buffer): Frame[] {
+    if (this.skipping > 0) {
+      const n = Math.min(this.skipping, chunk.length);
+      this.skipping -= n;
+      chunk = chunk.subarray(n);
+      if (chunk.length === 0) return [];
+    }
     this.chunks.push(chunk);
     this.buffered += chunk.length;
     const frames: Frame[] = [];
@@ -50,7 +89,26 @@ export class FrameDecoder {
       const head = this.peek(8);
       const hlen = head.readUInt32BE(0);
       const dlen = head.readUInt32BE(4);
-      if (hlen > MAX_HEADER || dlen > MAX_DATA) throw new Error(`frame too large (header ${hlen}, data ${dlen})`);
+      if (hlen > MAX_HEADER || dlen > MAX_DATA) {
+        const reason = `frame too large (header ${hlen} bytes, data ${dlen} bytes; limits ${MAX_HEADER} and ${MAX_DATA})`;
+        if (!this.opts.skipOversized) throw new Error(reason);
+        if (this.buffered < 8 + Math.min(hlen, 32)) break; // wait for the start of the header (its id)
+        const start = this.peek(8 + Math.min(hlen, 32)).subarray(8).toString('latin1');
+        const m = ID_PREFIX.exec(start);
+        frames.push({ header: new FrameError(reason, m ? Number(m[1]) : undefined), data: undefined });
+        const total = 8 + hlen + dlen;
+        const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+        if (all.length > total) {
+          const rest = all.subarray(total);
+          this.chunks = [rest];
+          this.buffered = rest.length;
+        } else {
+          this.chunks = [];
+          this.buffered = 0;
+          this.skipping = total - all.length;
+        }
+        continue;
+      }
       if (this.buffered < 8 + hlen + dlen) break;
       const all = this.take(8 + hlen + dlen);
       const json = all.subarray(8, 8 + hlen);

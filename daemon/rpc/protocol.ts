@@ -24,6 +24,9 @@ export const authPolicySchema = z.object({
 });
 export type AuthPolicy = z.infer<typeof authPolicySchema>;
 
+/** The most file bytes one fs.read answer carries; larger files travel in several (see DaemonClient). */
+export const READ_CHUNK = 8 * 1024 * 1024;
+
 export const credsSchema = z.object({
   authorization: z.string().max(4096).optional(), // "User <name>" | "Bearer <token>"
   workspace: z.string().max(200).optional(), // X-Service-Workspace
@@ -228,8 +231,15 @@ export const methods = {
    * listing says `truncated: true` and gives `next_cursor`, an opaque string to pass as `cursor`.
    */
   'fs.list': { params: z.object({ path: pathOpt, limit: z.number().int().min(1).max(LIST_PAGE_MAX).optional(), cursor: z.string().max(2048).optional() }), result: {} as Listing },
-  /** File content is returned as the frame's raw bytes. */
-  'fs.read': { params: z.object({ path, if_none_match: z.string().optional() }), result: {} as { path: string; etag: string; size: number; not_modified?: boolean } },
+  /**
+   * File content is returned as the frame's raw bytes, at most READ_CHUNK of them per answer (from
+   * `offset`, at most `length`); `size` is the whole file's. `if_match` (an etag) makes a later part
+   * fail with EPRECOND if the file changed meanwhile. DaemonClient assembles a whole file from parts.
+   */
+  'fs.read': {
+    params: z.object({ path, if_none_match: z.string().optional(), if_match: z.string().optional(), offset: z.number().int().min(0).optional(), length: z.number().int().min(0).optional() }),
+    result: {} as { path: string; etag: string; size: number; not_modified?: boolean },
+  },
   /**
    * File content comes as the frame's raw bytes. Creates missing parents unless `parents: false`.
    * `if_match` (etag) and `if_none_match: '*'` are preconditions (EPRECOND).
@@ -275,12 +285,12 @@ export const methods = {
     params: z.object({ pattern: z.string().max(10000), path: pathOpt, recursive: z.boolean().optional(), ignore_case: z.boolean().optional(), max_results: z.number().int().min(1).optional() }),
     result: {} as { results: GrepMatch[]; count: number; truncated: boolean },
   },
-  'search.find': { params: z.object({ path: pathOpt, name: z.string().max(4096).optional(), type: z.enum(['f', 'd', 'l']).optional() }), result: {} as { results: string[]; count: number } },
-  'search.tree': { params: z.object({ path: pathOpt, depth: z.number().int().min(1).optional() }), result: {} as { text: string; directories: number; files: number } },
+  'search.find': { params: z.object({ path: pathOpt, name: z.string().max(4096).optional(), type: z.enum(['f', 'd', 'l']).optional() }), result: {} as { results: string[]; count: number; truncated?: boolean } },
+  'search.tree': { params: z.object({ path: pathOpt, depth: z.number().int().min(1).optional() }), result: {} as { text: string; directories: number; files: number; truncated?: boolean } },
 
   // version control (scoped to the caller's workspace, if any)
   'vcs.commit': { params: z.object({ message: z.string().max(100000) }), result: {} as CommitRecord },
-  'vcs.log': { params: z.object({ path: pathOpt, limit: z.number().int().min(1).optional() }), result: {} as { commits: CommitRecord[] } },
+  'vcs.log': { params: z.object({ path: pathOpt, limit: z.number().int().min(1).optional() }), result: {} as { commits: CommitRecord[]; truncated?: boolean } },
   'vcs.status': { params: z.object({}), result: {} as StatusResult },
   /** Unified diff; `from`/`to` are commit prefixes, `to` omitted means the working tree, `from` omitted means HEAD. */
   'vcs.diff': { params: z.object({ from: z.string().optional(), to: z.string().optional(), path: pathOpt }), result: {} as { diff: string; truncated?: true } },

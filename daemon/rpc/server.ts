@@ -5,7 +5,7 @@
  */
 import net from 'node:net';
 import { toWireError, VfsError, type WireError } from '../errors.js';
-import { FrameDecoder, FrameError, FrameWriter } from './framing.js';
+import { FrameDecoder, FrameError, FrameTooLarge, FrameWriter, MAX_DATA, MAX_HEADER } from './framing.js';
 import { credsSchema, isMethod, methods, type ChangeEvent, type Method, type RequestHeader } from './protocol.js';
 import type { Ctx, Handlers } from '../service.js';
 
@@ -28,7 +28,12 @@ export class RpcServer {
   /** Pushes a change event to every subscribed connection. */
   broadcast(ev: ChangeEvent): void {
     const header = { event: 'change', data: ev };
-    for (const s of this.subscribers) this.writers.get(s)?.push(header);
+    try {
+      for (const s of this.subscribers) this.writers.get(s)?.push(header);
+    } catch (err) {
+      if (!(err instanceof FrameTooLarge)) throw err;
+      this.log.error({ paths: ev.paths.length }, 'change event too large to send; dropped');
+    }
   }
 
   closeAll(): void {
@@ -40,15 +45,18 @@ export class RpcServer {
     sock.setNoDelay(true);
     this.writers.set(sock, new FrameWriter(sock));
     const decoder = new FrameDecoder();
+    let broken = false;
     sock.on('data', (chunk: Buffer) => {
+      if (broken) return;
       let frames;
       try {
         frames = decoder.push(chunk);
       } catch (err) {
-        // Lengths we cannot trust: say why and drop this connection only.
+        // Lengths we cannot trust: say why and drop this connection only (whatever it sends next is ignored).
+        broken = true;
         this.reply(sock, null, { code: 'EPROTO', message: `EPROTO: ${(err as Error).message}` });
         this.writers.get(sock)?.flush();
-        sock.end();
+        sock.end(() => sock.destroy());
         return;
       }
       for (const f of frames) void this.dispatch(sock, f.header, f.data);
@@ -63,7 +71,15 @@ export class RpcServer {
   private reply(sock: net.Socket, id: number | null, error: WireError | undefined, result?: unknown, data?: Buffer): void {
     if (sock.destroyed) return;
     const header = error === undefined ? { id, result } : { id, error };
-    this.writers.get(sock)?.push(header, error === undefined ? data : undefined);
+    const out = this.writers.get(sock);
+    try {
+      out?.push(header, error === undefined ? data : undefined);
+    } catch (err) {
+      // Never send a frame the peer would have to refuse: this request gets a clear error instead.
+      if (!(err instanceof FrameTooLarge)) throw err;
+      const message = `E2BIG: the answer is larger than the ${err.dataBytes > 0 ? `${MAX_DATA}-byte data` : `${MAX_HEADER}-byte header`} limit of one message; narrow the request`;
+      out?.push({ id, error: { code: 'E2BIG', message } });
+    }
   }
 
   private async dispatch(sock: net.Socket, header: unknown, data: Buffer | undefined): Promise<void> {
