@@ -71,8 +71,8 @@ export function registerVcsCommands(program: Command, host: CommandHost): void {
     program
       .command('diff')
       .description('unified diff between commits (default: HEAD against the working tree)')
-      .argument('[from]', 'commit (default: HEAD)')
-      .argument('[to]', 'commit (default: the working tree)')
+      .argument('[from]', 'commit: HEAD, a hash prefix, or either with ~n or ^ (default: HEAD)')
+      .argument('[to]', 'commit, named the same way (default: the working tree)')
       .option('--path <path>', 'limit the diff to this path'),
     async (ctx, cmd) => {
       const [from, to] = cmd.processedArgs as [string | undefined, string | undefined];
@@ -87,7 +87,7 @@ export function registerVcsCommands(program: Command, host: CommandHost): void {
   );
 
   host.action(
-    program.command('revert').description('restore the tree of a commit, recorded as a new commit').argument('<hash>', 'commit hash (a unique prefix of 4+ digits)'),
+    program.command('revert').description('restore the tree of a commit, recorded as a new commit').argument('<hash>', 'commit: a unique hash prefix of 4+ digits, HEAD, or either with ~n or ^ (HEAD~1)'),
     async (ctx, cmd) => {
       const [hash] = cmd.processedArgs as [string];
       const r = await ctx.caller.call('vcs.revert', { hash });

@@ -296,15 +296,42 @@ export class Vcs {
     return r;
   }
 
-  /** A commit by unique prefix (4+ hex digits) within the scope's history. */
-  find(scope: Scope, prefix: string, op = 'revert'): string {
-    const p = prefix.trim().toLowerCase();
-    if (!/^[0-9a-f]{4,64}$/.test(p)) throw new VfsError('EINVAL', op, undefined, 'a commit hash needs at least 4 hex digits');
-    const hits: string[] = [];
-    for (let id = this.head(scope); id !== null; id = this.commits.get(id)?.parent ?? null) if (id.startsWith(p)) hits.push(id);
-    if (hits.length === 0) throw new VfsError('ENOENT', op, undefined, `no commit ${p} in this history`);
-    if (hits.length > 1) throw new VfsError('EINVAL', op, undefined, `commit prefix ${p} is ambiguous`);
-    return hits[0]!;
+  /**
+   * A commit named as git names it, within the scope's history: `HEAD`, a unique hash prefix (4+ hex
+   * digits), either followed by ancestry steps `~n`, `~` or `^` (`HEAD~2`, `abcd^`; one parent per commit).
+   * Every transport names commits through here (revert, diff, the mount's .history).
+   */
+  find(scope: Scope, rev: string, op = 'revert'): string {
+    const spec = rev.trim();
+    const shown = spec.slice(0, 80);
+    const m = /^([^~^]*)((?:~\d*|\^1?)*)$/.exec(spec);
+    const base = m?.[1] ?? '';
+    let id: string;
+    if (base.toUpperCase() === 'HEAD' || base === '@') {
+      const head = this.head(scope);
+      if (head === null) throw new VfsError('ENOENT', op, undefined, `no commit ${shown}: nothing has been committed yet`);
+      id = head;
+    } else {
+      const p = base.toLowerCase();
+      if (m === null || !/^[0-9a-f]{4,64}$/.test(p)) throw new VfsError('EINVAL', op, undefined, `'${shown}' is not a commit: give HEAD, a hash of at least 4 hex digits, or either with ~n or ^`);
+      const hits: string[] = [];
+      for (let h = this.head(scope); h !== null; h = this.commits.get(h)?.parent ?? null) if (h.startsWith(p)) hits.push(h);
+      if (hits.length === 0) throw new VfsError('ENOENT', op, undefined, `no commit ${p} in this history`);
+      if (hits.length > 1) throw new VfsError('EINVAL', op, undefined, `commit prefix ${p} is ambiguous: give more hex digits`);
+      id = hits[0]!;
+    }
+    let back = 0;
+    for (const step of (m?.[2] ?? '').match(/~\d*|\^1?/g) ?? []) {
+      const n = step.startsWith('~') && step.length > 1 ? Number(step.slice(1)) : 1;
+      if (!Number.isSafeInteger(n)) throw new VfsError('EINVAL', op, undefined, `'${shown}' steps back too far`);
+      back += n;
+    }
+    for (let i = 0; i < back; i++) {
+      const parent = this.commits.get(id)?.parent ?? null;
+      if (parent === null) throw new VfsError('ENOENT', op, undefined, `no commit ${shown}: ${base} has only ${i} commit${i === 1 ? '' : 's'} before it`);
+      id = parent;
+    }
+    return id;
   }
 
   // ---------- log ----------
