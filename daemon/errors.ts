@@ -43,7 +43,9 @@ export interface WireError {
 
 /**
  * A typed error. The message follows Node's style: `ENOENT: no such file or directory, open '/x'`.
- * A `detail` replaces the generic text where a more useful explanation exists.
+ * A `detail` replaces the generic text where a more useful explanation exists. Without a path the
+ * message is one sentence: the detail alone (`EAUTH: invalid token`), or the operation and the
+ * generic text (`EACCES: useradd: permission denied`), never a trailing operation name.
  */
 export class VfsError extends Error {
   readonly code: ErrorCode;
@@ -51,11 +53,16 @@ export class VfsError extends Error {
   readonly path: string | undefined;
 
   constructor(code: ErrorCode, op: string, path?: string, detail?: string) {
-    super(`${code}: ${detail ?? ERRORS[code].text}, ${op}${path === undefined ? '' : ` '${path}'`}`);
+    super(VfsError.format(code, op, path, detail));
     this.code = code;
     this.op = op;
     this.path = path;
     this.name = 'VfsError';
+  }
+
+  static format(code: ErrorCode, op: string, path?: string, detail?: string): string {
+    if (path !== undefined) return `${code}: ${detail ?? ERRORS[code].text}, ${op} '${path}'`;
+    return detail !== undefined ? `${code}: ${detail}` : `${code}: ${op}: ${ERRORS[code].text}`;
   }
 
   toWire(): WireError {

@@ -12,7 +12,7 @@ import { execFile } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { VfsError } from '../daemon/errors.js';
+import { ERRORS, VfsError, type ErrorCode } from '../daemon/errors.js';
 import { defaultDataDir } from '../daemon/rpc/connect.js';
 import type { Creds, WhoAmI } from '../daemon/rpc/protocol.js';
 import { OwnerMap } from './attrs.js';
@@ -47,6 +47,13 @@ export function credsFor(opts: MountOptions): Creds {
   return creds;
 }
 
+/** A mount-point error with its code and one sentence naming the directory. */
+function mountError(code: ErrorCode, sentence: string): VfsError {
+  const e = new VfsError(code, 'mount');
+  e.message = `${code}: ${sentence}`;
+  return e;
+}
+
 export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   const creds = credsFor(opts);
   // The kernel's mount table names the real path: watching it for an outside unmount needs the same.
@@ -54,9 +61,11 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   const st = await fsp.stat(mnt).catch((err: NodeJS.ErrnoException) => {
     // A mountpoint left behind by a killed mount answers ENOTCONN: `force` below clears it.
     if (err.code === 'ENOTCONN') return null;
-    throw new Error(`cannot mount at ${mnt}: ${err.code === 'ENOENT' ? 'no such directory' : err.message}`);
+    if (err.code === 'ENOENT') throw mountError('ENOENT', `cannot mount at '${mnt}': no such directory`);
+    if (err.code === 'EACCES' || err.code === 'ENOTDIR' || err.code === 'ELOOP') throw mountError(err.code, `cannot mount at '${mnt}': ${ERRORS[err.code].text}`);
+    throw new Error(`cannot mount at '${mnt}': ${err.message}`);
   });
-  if (st && !st.isDirectory()) throw new Error(`cannot mount at ${mnt}: not a directory`);
+  if (st && !st.isDirectory()) throw mountError('ENOTDIR', `cannot mount at '${mnt}': not a directory`);
 
   const Fuse = loadFuse(); // first: without the binding there is nothing to connect for
   const dataDir = defaultDataDir();

@@ -8,7 +8,10 @@ import { ERRORS, VfsError, isErrorCode, type ErrorCode } from '../daemon/errors.
 
 /** A front-end error with a code from the one table (bad query parameter, wrong method, ...). */
 export function httpError(code: ErrorCode, detail: string, path?: string): VfsError {
-  return new VfsError(code, 'http', path, detail);
+  const e = new VfsError(code, 'http', path, detail);
+  // One sentence naming the path, without the internal operation name ('http').
+  if (path !== undefined) e.message = `${code}: ${detail} (path '${path}')`;
+  return e;
 }
 
 /** Maps body-parser and router errors (which carry `type`/`status`) onto our codes. */

@@ -24,6 +24,23 @@ async function connectUnderServe(dataDir: string): Promise<DaemonClient> {
   }
 }
 
+/** Why SERVICE_LISTEN could not be used, as one line naming the address, with our error code. */
+export function listenFailure(addr: string, err: NodeJS.ErrnoException): string {
+  switch (err.code ?? '') {
+    case 'EADDRINUSE':
+      return `cannot listen on ${addr}: the address is already in use (EBUSY)`;
+    case 'EACCES':
+      return `cannot listen on ${addr}: permission denied for that port (EACCES)`;
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `cannot listen on ${addr}: the host name does not resolve; check SERVICE_LISTEN (EINVAL)`;
+    case 'EADDRNOTAVAIL':
+      return `cannot listen on ${addr}: no interface of this machine has that address; check SERVICE_LISTEN (EINVAL)`;
+    default:
+      return `cannot listen on ${addr}: ${err.code ?? err.message} (EIO)`;
+  }
+}
+
 export async function runHttp(): Promise<void> {
   const dataDir = defaultDataDir();
   let settings: HttpSettings;
@@ -31,7 +48,7 @@ export async function runHttp(): Promise<void> {
     settings = httpSettingsFromEnv();
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
-    process.stderr.write(`mdvfs http: ${err.message}\n`);
+    process.stderr.write(`mdvfs http: ${err.message} (${err.code})\n`);
     process.exit(2);
   }
   const { listen } = settings;
@@ -48,7 +65,7 @@ export async function runHttp(): Promise<void> {
   const app = createApp(client, { settings });
   const server = app.listen(listen.port, listen.host);
   server.on('error', (err: NodeJS.ErrnoException) => {
-    process.stderr.write(`mdvfs http: cannot listen on ${formatListen(listen)}: ${err.code ?? err.message}\n`);
+    process.stderr.write(`mdvfs http: ${listenFailure(formatListen(listen), err)}\n`);
     process.exit(1);
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {

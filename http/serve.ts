@@ -56,7 +56,7 @@ export async function runServe(): Promise<void> {
     settings = httpSettingsFromEnv();
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
-    say(err.message);
+    say(`${err.message} (${err.code})`);
     process.exit(2);
   }
   let listen = settings.listen;

@@ -5,7 +5,10 @@
  */
 import type { AuthPolicy } from './protocol.js';
 
-export class SettingsError extends Error {}
+export class SettingsError extends Error {
+  /** Every bad setting is an invalid argument: the message names the variable and its value. */
+  readonly code = 'EINVAL';
+}
 
 export type ServiceMode = 'local' | 'hosted';
 
