@@ -164,7 +164,7 @@ export class RestCaller implements Caller {
   }
 
   private async stat(path: string, op: string): Promise<P> {
-    return (await this.getJson(`${urlPath('/fs', path)}?stat=true`, op)) as P;
+    return (await this.getJson(`${urlPath('/fs', path)}?stat=true&follow=true`, op)) as P;
   }
 
   private async dispatch(method: Method, p: P, data: Buffer | undefined): Promise<{ result: unknown; data?: Buffer }> {
@@ -222,9 +222,9 @@ export class RestCaller implements Caller {
         return { result: await this.sendJson('DELETE', `/workspaces/${encodeURIComponent(str(p, 'id'))}/tokens/${encodeURIComponent(str(p, 'token_id'))}`, undefined, method) };
 
       case 'fs.stat':
-        return { result: await this.getJson(`${fs()}${query({ stat: 'true', nofollow: p.nofollow === true ? 'true' : undefined })}`, method) };
+        return { result: await this.getJson(`${fs()}${query({ stat: 'true', follow: p.nofollow === true ? undefined : 'true' })}`, method) };
       case 'fs.readlink': {
-        const st = await this.getJson(`${fs()}${query({ stat: 'true', nofollow: 'true' })}`, method);
+        const st = await this.getJson(`${fs()}${query({ stat: 'true' })}`, method);
         const target = (st as { target?: unknown } | undefined)?.target;
         if (typeof target !== 'string') throw new VfsError('EINVAL', 'readlink', str(p, 'path'));
         return { result: { path: str(p, 'path'), target } };
@@ -280,7 +280,7 @@ export class RestCaller implements Caller {
         await this.http('PUT', fs(), { body: str(p, 'target'), headers: { 'x-service-type': 'symlink' } }, method);
         return { result: { path: str(p, 'path'), target: str(p, 'target') } };
       case 'fs.unlink': {
-        const st = await this.getJson(`${fs()}${query({ stat: 'true', nofollow: 'true' })}`, method);
+        const st = await this.getJson(`${fs()}${query({ stat: 'true' })}`, method);
         if ((st as P | undefined)?.kind === 'directory') throw new VfsError('EISDIR', 'unlink', str(p, 'path'));
         await this.http('DELETE', fs(), {}, method);
         return { result: { path: str(p, 'path') } };
@@ -293,7 +293,7 @@ export class RestCaller implements Caller {
       case 'fs.copy':
       case 'fs.move': {
         const op = method === 'fs.copy' ? 'copy' : 'move';
-        const q = query({ op, dst: str(p, 'dst'), recursive: p.recursive === true ? 'true' : undefined, overwrite: p.overwrite === true ? 'true' : undefined });
+        const q = query({ op, dst: str(p, 'dst'), recursive: p.recursive === true ? 'true' : undefined, overwrite: p.overwrite === true ? 'true' : undefined, into_dir: p.into_dir === true ? undefined : 'false' });
         const r = await this.http('POST', `${fs('src')}${q}`, {}, method);
         return { result: { src: str(p, 'src'), dst: str(p, 'dst'), copied: 0, ...((json(r.body) as P | undefined) ?? {}) } };
       }

@@ -5,7 +5,7 @@
  */
 import { VfsError, type WireError } from './errors.js';
 import { actor, isAdminCred, isWheel, requireAdmin, requireTokenIssue, requireWorkspaceOwner, WHEEL_GID, type Cred } from './core/perms.js';
-import { displayPath, isWithin, resolveFor, normalize } from './core/paths.js';
+import { displayPath, isWithin, resolveFor, normalize, splitParent } from './core/paths.js';
 import { pathOf, type DirNode, type Node } from './core/inode.js';
 import type { Vfs } from './core/vfs.js';
 import { callerKey, capItems, capPaths, compilePattern, LOG_ANSWER_BYTES, find, grepFiles, tree, type GrepPool } from './core/search.js';
@@ -188,6 +188,25 @@ export class Service {
     return this.abs(cred, path, op);
   }
 
+  /**
+   * cp/mv: a destination that is an existing directory (symlinks followed) means `<dst>/<basename
+   * of src>`. The core then applies its usual rules to that path (into itself: EINVAL; a non-empty
+   * directory there: ENOTEMPTY; a file onto a directory: EISDIR). A destination that cannot be
+   * resolved stays as it is: the operation itself reports why.
+   */
+  private intoDir(cred: Cred, src: string, dst: string, wanted: boolean, op: string): string {
+    if (!wanted) return dst;
+    const name = splitParent(src).name;
+    if (name === '') return dst;
+    let node: Node;
+    try {
+      node = this.d.vfs.resolve(cred, dst, op, true);
+    } catch {
+      return dst;
+    }
+    return node.kind === 'directory' ? (dst === '/' ? `/${name}` : `${dst}/${name}`) : dst;
+  }
+
   private show(cred: Cred, abs: string): string {
     return displayPath(abs, cred.workspace?.root);
   }
@@ -289,9 +308,11 @@ export class Service {
       this.noWorkspace(cred, 'useradd');
       const u = this.d.registry.addUser(p.name, p.is_agent ?? false);
       this.d.vfs.ensureHome(this.d.registry.principal(u));
+      // An agent is only useful with a token: its raw token is answered here, once (never stored raw).
+      const token = u.isAgent ? this.d.registry.issueToken(u.name) : undefined;
       this.d.vfs.notifyAll();
       await this.durable();
-      return this.userRecord(u);
+      return token === undefined ? this.userRecord(u) : { ...this.userRecord(u), token };
     },
     'admin.userList': (ctx) => {
       requireAdmin(this.auth(ctx), 'users');
@@ -486,7 +507,7 @@ export class Service {
     'fs.copy': async (ctx, p) => {
       const cred = this.auth(ctx);
       const src = this.abs(cred, p.src, 'copy');
-      const dst = this.entryAbs(cred, p.dst, 'copy');
+      const dst = this.intoDir(cred, src, this.entryAbs(cred, p.dst, 'copy'), p.into_dir === true, 'copy');
       const opts: { recursive?: boolean; overwrite?: boolean } = { recursive: p.recursive === true };
       if (p.overwrite !== undefined) opts.overwrite = p.overwrite;
       const n = this.d.vfs.copy(cred, src, dst, opts);
@@ -496,7 +517,7 @@ export class Service {
     'fs.move': async (ctx, p) => {
       const cred = this.auth(ctx);
       const src = this.entryAbs(cred, p.src, 'rename');
-      const dst = this.entryAbs(cred, p.dst, 'rename');
+      const dst = this.intoDir(cred, src, this.entryAbs(cred, p.dst, 'rename'), p.into_dir === true, 'rename');
       const r = this.d.vfs.move(cred, src, dst, p.overwrite === undefined ? {} : { overwrite: p.overwrite });
       await this.durable();
       return { src: this.show(cred, r.from), dst: this.show(cred, r.to) };

@@ -60,7 +60,7 @@ const ops: Op[] = [
     method: 'get', express: '/fs{/*path}', paths: ['/fs/', '/fs/{path}'],
     spec: {
       summary: 'Read a file (raw bytes, ETag), list a directory (JSON), or stat (`?stat=true`)',
-      parameters: [q('stat', 'answer the stat record instead of the content', bool), q('nofollow', 'with stat: do not follow a final symlink', bool), q('limit', 'directory: at most this many entries per page (default and maximum 10,000)', int), q('cursor', 'directory: the `next_cursor` of the previous page', str), { name: 'If-None-Match', in: 'header', required: false, schema: str, description: 'ETag; a match answers 304' }],
+      parameters: [q('stat', 'answer the stat record instead of the content', bool), q('follow', 'with stat: follow a final symlink (by default a symlink is described as itself, like lstat)', bool), q('nofollow', 'with stat: describe a final symlink as itself (the default)', bool), q('limit', 'directory: at most this many entries per page (default and maximum 10,000)', int), q('cursor', 'directory: the `next_cursor` of the previous page', str), { name: 'If-None-Match', in: 'header', required: false, schema: str, description: 'ETag; a match answers 304' }],
       responses: {
         '200': { description: 'file content, listing or stat record', headers: { ETag: { schema: str } }, content: { 'text/markdown': { schema: str }, 'text/plain': { schema: str }, 'application/octet-stream': { schema: { type: 'string', format: 'binary' } }, 'application/json': { schema: { oneOf: [ref('Listing'), ref('Stat')] } } } },
         '304': { description: 'not modified' },

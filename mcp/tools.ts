@@ -302,7 +302,8 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
     {
       title: 'Move or rename',
       description:
-        'Move or rename a file or directory (like `mv`). An existing destination file is replaced; an existing non-empty directory is not.',
+        'Move or rename a file or directory (like `mv`). If the destination is an existing directory, the source moves into it ' +
+        '(destination/<name of source>). An existing destination file is replaced; an existing non-empty directory is not.',
       inputSchema: {
         source: pathArg.describe(`What to move. ${pathDesc}`),
         destination: pathArg.describe(`The new path. ${pathDesc}`),
@@ -312,7 +313,7 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
     },
     async ({ source, destination }, extra) =>
       attempt(async () => {
-        const r = await callerFor(extra).call('fs.move', { src: source, dst: destination });
+        const r = await callerFor(extra).call('fs.move', { src: source, dst: destination, into_dir: true });
         return ok(`Moved ${r.src} to ${r.dst}`, { source: r.src, destination: r.dst });
       }),
   );
@@ -363,9 +364,10 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
     {
       title: 'Revert to a commit',
       description:
-        'Restore the filesystem to the state of an earlier commit (hash or unique prefix of at least 4 hex digits, from get_history). ' +
+        'Restore the filesystem to the state of an earlier commit (hash or unique prefix of at least 4 hex digits, from get_history; ' +
+        'or HEAD~n / <hash>~n, n commits before it, e.g. HEAD~1 for the one before the last). ' +
         'Uncommitted changes are committed first and the restore is recorded as a new commit, so nothing is lost.',
-      inputSchema: { hash: z.string().min(4).max(64).describe('Commit hash or unique prefix.') },
+      inputSchema: { hash: z.string().min(4).max(64).describe('Commit hash or unique prefix, or HEAD~n / <hash>~n.') },
       outputSchema: { hash: z.string(), reverted_to: z.string(), saved: z.string().nullable(), commit: commitSchema },
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },

@@ -23,16 +23,17 @@ async function statOrNull(ctx: CmdContext, path: string, nofollow = false): Prom
   }
 }
 
-/** Splits `<src...> <dst>` and, like mv/cp, turns an existing directory destination into dst/<name>. */
+/**
+ * Splits `<src...> <dst>`. The daemon (`into_dir`) turns an existing directory destination into
+ * dst/<name>, like mv/cp; several sources need a directory destination.
+ */
 async function targets(ctx: CmdContext, paths: string[], verb: string): Promise<Array<{ src: string; dst: string }>> {
   if (paths.length < 2) throw new UsageError(`${verb}: missing destination file operand after '${paths[0] ?? ''}'`);
   const dstArg = paths[paths.length - 1] as string;
   const srcs = paths.slice(0, -1).map((p) => ctx.path(p));
   const dst = ctx.path(dstArg);
-  const st = await statOrNull(ctx, dst);
-  const intoDir = st?.kind === 'directory';
-  if (srcs.length > 1 && !intoDir) throw new CliError('ENOTDIR', `target '${dstArg}' is not a directory`);
-  return srcs.map((src) => ({ src, dst: intoDir ? joinPath(dst, baseName(src)) : dst }));
+  if (srcs.length > 1 && (await statOrNull(ctx, dst))?.kind !== 'directory') throw new CliError('ENOTDIR', `target '${dstArg}' is not a directory`);
+  return srcs.map((src) => ({ src, dst }));
 }
 
 function isRootPath(p: string): boolean {
@@ -198,7 +199,7 @@ export function registerFileCommands(program: Command, host: CommandHost): void 
       const [paths] = cmd.processedArgs as [string[]];
       for (const { src, dst } of await targets(ctx, paths, 'mv')) {
         try {
-          await ctx.caller.call('fs.move', { src, dst });
+          await ctx.caller.call('fs.move', { src, dst, into_dir: true });
         } catch (err) {
           ctx.report(err);
         }
@@ -222,7 +223,7 @@ export function registerFileCommands(program: Command, host: CommandHost): void 
             const st = await ctx.caller.call('fs.stat', { path: src });
             if (st.kind === 'directory') throw new CliError('EISDIR', `-r not specified; omitting directory '${src}'`);
           }
-          await ctx.caller.call('fs.copy', { src, dst, recursive: o.recursive === true, overwrite: true });
+          await ctx.caller.call('fs.copy', { src, dst, recursive: o.recursive === true, overwrite: true, into_dir: true });
         } catch (err) {
           ctx.report(err);
         }
@@ -237,10 +238,12 @@ export function registerFileCommands(program: Command, host: CommandHost): void 
       .description('show inode details (a symlink itself unless -L)')
       .argument('<paths...>', 'paths to describe')
       .option('-L, --dereference', 'follow symbolic links')
+      .option('--follow', 'follow symbolic links (same as -L)')
       .option('--json', 'print stat records as JSON'),
     async (ctx, cmd) => {
       const [paths] = cmd.processedArgs as [string[]];
-      const o = cmd.opts<{ dereference?: boolean; json?: boolean }>();
+      const o = cmd.opts<{ dereference?: boolean; follow?: boolean; json?: boolean }>();
+      if (o.follow) o.dereference = true;
       const names = o.json ? undefined : await Names.load(ctx.caller);
       for (const p of paths) {
         try {

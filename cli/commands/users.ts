@@ -16,7 +16,9 @@ export function registerUserCommands(program: Command, host: CommandHost): void 
       const o = cmd.opts<{ agent?: boolean; issueToken?: boolean }>();
       const u = await ctx.caller.call('admin.userAdd', { name, is_agent: o.agent === true });
       ctx.out.write(`created ${u.is_agent ? 'agent' : 'user'} ${u.name} (uid ${u.uid}, gid ${u.gid}, home ${u.home})\n`);
-      if (o.issueToken) {
+      // An agent's token comes with its creation (shown once); issuing another would replace it.
+      if (u.token !== undefined) ctx.out.write(`token: ${u.token}\n`);
+      else if (o.issueToken) {
         const t = await ctx.caller.call('admin.token', { name });
         ctx.out.write(`token: ${t.token}\n`);
       }

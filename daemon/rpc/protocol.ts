@@ -206,7 +206,8 @@ export const methods = {
   'auth.bootstrap': { params: z.object({ username: z.string() }), result: {} as { username: string; uid: number; token: string } },
 
   // admin (root/wheel)
-  'admin.userAdd': { params: z.object({ name: z.string(), is_agent: z.boolean().optional() }), result: {} as UserRecord },
+  /** Creating an agent also issues its token: the raw `token` is in this answer only (users get none). */
+  'admin.userAdd': { params: z.object({ name: z.string(), is_agent: z.boolean().optional() }), result: {} as UserRecord & { token?: string } },
   'admin.userList': { params: z.object({}), result: {} as { users: UserRecord[] } },
   'admin.userDel': { params: z.object({ name: z.string() }), result: {} as { deleted: string } },
   'admin.token': { params: z.object({ name: z.string() }), result: {} as { name: string; token: string } },
@@ -266,9 +267,13 @@ export const methods = {
   'fs.rmdir': { params: z.object({ path }), result: {} as { path: string } },
   /** REST-style delete: a file, an empty directory, or with `recursive` a whole subtree (all-or-nothing). */
   'fs.delete': { params: z.object({ path, recursive: z.boolean().optional() }), result: {} as { path: string; deleted: number } },
-  'fs.copy': { params: z.object({ src: path, dst: path, recursive: z.boolean().optional(), overwrite: z.boolean().optional() }), result: {} as { src: string; dst: string; copied: number } },
-  /** rename(2) semantics: replaces an existing file, or an empty directory with a directory. */
-  'fs.move': { params: z.object({ src: path, dst: path, overwrite: z.boolean().optional() }), result: {} as { src: string; dst: string } },
+  /**
+   * `into_dir` (cp/mv, for the REST, MCP and CLI front ends): a `dst` that is an existing directory
+   * (symlinks followed) means `dst/<basename of src>`. Without it `dst` is exactly the new path.
+   */
+  'fs.copy': { params: z.object({ src: path, dst: path, recursive: z.boolean().optional(), overwrite: z.boolean().optional(), into_dir: z.boolean().optional() }), result: {} as { src: string; dst: string; copied: number } },
+  /** rename(2) semantics: replaces an existing file, or an empty directory with a directory. `into_dir` as for fs.copy. */
+  'fs.move': { params: z.object({ src: path, dst: path, overwrite: z.boolean().optional(), into_dir: z.boolean().optional() }), result: {} as { src: string; dst: string } },
   'fs.symlink': { params: z.object({ target: z.string().max(4096), path }), result: {} as { path: string; target: string } },
   'fs.readlink': { params: z.object({ path }), result: {} as { path: string; target: string } },
   'fs.chmod': { params: z.object({ path, mode: modeSchema }), result: {} as { path: string; mode: string } },

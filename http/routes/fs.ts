@@ -32,7 +32,10 @@ export function registerFs(r: Registrar, ctx: RouteContext): void {
     const path = wildcardPath(req);
     const as = callerOf(ctx, req);
     if (boolQuery(req, 'stat')) {
-      sendJson(res, await as.call('fs.stat', { path, nofollow: boolQuery(req, 'nofollow') }));
+      // lstat(2) by default: a symlink is described as itself (`kind: 'symlink'`); `follow=true` describes its target.
+      const follow = boolQuery(req, 'follow');
+      if (follow && boolQuery(req, 'nofollow')) throw httpError('EINVAL', 'give either follow=true or nofollow=true, not both', path);
+      sendJson(res, await as.call('fs.stat', { path, nofollow: !follow }));
       return;
     }
     // Paging a listing (?limit=&cursor=): a cut listing carries truncated and next_cursor.
@@ -111,7 +114,9 @@ export function registerFs(r: Registrar, ctx: RouteContext): void {
     const dst = requiredQuery(req, 'dst');
     // Only an explicit ?overwrite= is passed on: the daemon's defaults are cp/rename(2) semantics.
     const ow = query(req, 'overwrite') === undefined ? {} : { overwrite: boolQuery(req, 'overwrite') };
-    if (op === 'copy') sendJson(res, await as.call('fs.copy', { src, dst, recursive: boolQuery(req, 'recursive', true), ...ow }));
-    else sendJson(res, await as.call('fs.move', { src, dst, ...ow }));
+    // Like cp/mv: an existing directory as dst receives the source as dst/<name> (into_dir=false: dst is exact).
+    const into_dir = boolQuery(req, 'into_dir', true);
+    if (op === 'copy') sendJson(res, await as.call('fs.copy', { src, dst, recursive: boolQuery(req, 'recursive', true), into_dir, ...ow }));
+    else sendJson(res, await as.call('fs.move', { src, dst, into_dir, ...ow }));
   });
 }
