@@ -501,7 +501,7 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
         path: pathArg.optional().describe(`Only commits that changed this file or directory. ${pathDesc}`),
         limit: z.number().int().min(1).max(10000).optional().describe('At most this many commits (newest first).'),
       },
-      outputSchema: { commits: z.array(commitSchema) },
+      outputSchema: { commits: z.array(commitSchema), truncated: z.boolean().optional() },
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     async ({ path, limit }, extra) =>
@@ -510,7 +510,12 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
         if (path !== undefined) params.path = path;
         if (limit !== undefined) params.limit = limit;
         const r = await callerFor(extra).call('vcs.log', params);
-        return ok(r.commits.length ? r.commits.map(commitLine).join('\n') : 'No commits yet.', { commits: r.commits.map(commitOut) });
+        // Messages may be 100,000 characters each and travel twice (text and structuredContent): bound them.
+        const { items: commits, cut } = fitAnswer(r.commits, (c) => 2 * Buffer.byteLength(JSON.stringify(c.message)) + 400);
+        const lines = commits.length ? commits.map(commitLine) : ['No commits yet.'];
+        const truncated = cut || r.truncated === true;
+        if (truncated) lines.push(`(the ${commits.length} newest shown; pass a path or a smaller limit)`);
+        return ok(lines.join('\n'), { commits: commits.map(commitOut), ...(truncated ? { truncated: true } : {}) });
       }),
   );
 

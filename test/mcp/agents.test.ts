@@ -70,6 +70,14 @@ void t.test('HTTP /mcp: the same', async (t) => {
   await pageThrough(t, client);
 });
 
+void t.test('resources/read: a file over the bound is refused with a pointer to read_file; the session survives', async (t) => {
+  const { client } = await stdioClient(t, svc.dataDir, { SERVICE_AS_USER: 'alice' });
+  await t.rejects(client.readResource({ uri: 'mdvfs:///home/alice/big.md' }), { message: /EFBIG: the file is 12\d{6} bytes, more than one MCP answer carries \(1048576\); read it in parts with the read_file tool/, data: { code: 'EFBIG' } });
+  await alice.call('fs.write', { path: '/home/alice/small.md' }, { data: Buffer.from('# small\n') });
+  const r = await client.readResource({ uri: 'mdvfs:///home/alice/small.md' });
+  t.same(r.contents, [{ uri: 'mdvfs:///home/alice/small.md', mimeType: 'text/markdown', text: '# small\n' }], 'a small file is read whole, and the session is alive');
+});
+
 void t.test('read_file: head, tail, offset/length and their errors', async (t) => {
   const { client } = await httpClient(t, svc, { authorization: 'User alice' });
   const head = await call(client, 'read_file', { path: 'big.md', head: 3 });
@@ -234,4 +242,20 @@ void t.test('edit_file: exact replacements, a git-style diff, all or nothing', a
   const { tools } = await client.listTools();
   const edit = tools.find((x) => x.name === 'edit_file')!;
   t.same(edit.annotations, { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false });
+});
+
+void t.test('get_history: long commit messages are bounded too; the session survives', async (t) => {
+  const { client } = await stdioClient(t, svc.dataDir, { SERVICE_AS_USER: 'alice' });
+  // 90 commits with 100,000-character messages: 9 MB of messages, twice that as text plus structuredContent.
+  for (let i = 0; i < 90; i++) {
+    await alice.call('fs.write', { path: '/home/alice/log.md' }, { data: Buffer.from(`v${i}\n`) });
+    await alice.call('vcs.commit', { message: `commit ${i} ${'m'.repeat(99990)}` });
+  }
+  const r = await call(client, 'get_history', { limit: 90 });
+  const d = data(r);
+  t.equal(d.truncated, true, 'cut');
+  t.ok(d.commits.length >= 1 && d.commits.length < 10, `only what fits one answer (${d.commits.length} commits)`);
+  t.match(d.commits[0].message, /^commit 89 /, 'newest first');
+  t.match(text(r), /newest shown; pass a path or a smaller limit\)$/);
+  t.equal(data(await call(client, 'list_directory', {})).path, '/home/alice', 'a later call succeeds');
 });
