@@ -91,15 +91,56 @@ export function applyEdits(text: string, edits: TextEdit[], path: string): strin
 /** Milliseconds the diff of one edit may take before it is given up (the edit itself still applies). */
 const DIFF_TIMEOUT_MS = 2000;
 
+/** Lines of context around each change in a diff. */
+const CONTEXT = 3;
+/**
+ * Lines kept around the changed region before diffing it. More than CONTEXT: among equal lines (a run
+ * of blank lines) the diff may place a change a little away from where the texts first differ.
+ */
+const SLACK = 64;
+
+/**
+ * The part of `before` and `after` that a diff needs to look at: from SLACK lines before the first
+ * difference to SLACK lines after the last, in whole lines, and how many lines precede it. An edit
+ * to a big file then diffs a few lines, not the whole file.
+ */
+function changedRegion(before: string, after: string): { start: number; endBefore: number; endAfter: number; line: number } {
+  const n = Math.min(before.length, after.length);
+  let i = 0;
+  while (i < n && before.charCodeAt(i) === after.charCodeAt(i)) i++;
+  let j = 0;
+  while (j < n - i && before.charCodeAt(before.length - 1 - j) === after.charCodeAt(after.length - 1 - j)) j++;
+  // back to the start of the line holding the first difference, then SLACK lines more
+  let start = i === 0 ? 0 : before.lastIndexOf('\n', i - 1) + 1;
+  for (let k = 0; k < SLACK && start > 0; k++) start = start < 2 ? 0 : before.lastIndexOf('\n', start - 2) + 1;
+  // on to the end of the line holding the last difference, then SLACK lines more
+  let end = before.length - j;
+  if (end > 0 && before.charCodeAt(end - 1) !== 10) {
+    const nl = before.indexOf('\n', end);
+    end = nl < 0 ? before.length : nl + 1;
+  }
+  for (let k = 0; k < SLACK && end < before.length; k++) {
+    const nl = before.indexOf('\n', end);
+    end = nl < 0 ? before.length : nl + 1;
+  }
+  let line = 0;
+  for (let k = before.indexOf('\n'); k >= 0 && k < start; k = before.indexOf('\n', k + 1)) line++;
+  return { start, endBefore: end, endAfter: after.length - (before.length - end), line };
+}
+
 /**
  * A git-style unified diff (`--- a/<path>`, `+++ b/<path>`, 3 lines of context), cut at ANSWER_MAX
  * bytes with a note saying so.
  */
 export function unifiedDiff(label: string, before: string, after: string): { diff: string; truncated: boolean } {
   const name = label.replace(/^\/+/, '');
-  const patch = createTwoFilesPatch(`a/${name}`, `b/${name}`, before, after, undefined, undefined, { context: 3, timeout: DIFF_TIMEOUT_MS });
+  const r = changedRegion(before, after);
+  const a = before.slice(r.start, r.endBefore);
+  const b = after.slice(r.start, r.endAfter);
+  const patch = createTwoFilesPatch(`a/${name}`, `b/${name}`, a, b, undefined, undefined, { context: CONTEXT, timeout: DIFF_TIMEOUT_MS });
   if (patch === undefined) return { diff: `[diff of ${label} not shown: it took longer than ${DIFF_TIMEOUT_MS} ms to compute]\n`, truncated: true };
-  const diff = patch.replace(/^=+\n/m, '');
+  // Hunk lines are numbered within the region: shift them by the lines before it.
+  const diff = patch.replace(/^=+\n/m, '').replace(/^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@/gm, (_m, x: string, xn: string | undefined, y: string, yn: string | undefined) => `@@ -${Number(x) + r.line}${xn ?? ''} +${Number(y) + r.line}${yn ?? ''} @@`);
   if (Buffer.byteLength(diff) <= ANSWER_MAX) return { diff, truncated: false };
   const cut = Buffer.from(diff).subarray(0, ANSWER_MAX).toString('utf8');
   return { diff: `${cut.slice(0, cut.lastIndexOf('\n') + 1)}[diff cut at ${ANSWER_MAX} bytes]\n`, truncated: true };

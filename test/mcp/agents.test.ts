@@ -232,6 +232,15 @@ void t.test('edit_file: exact replacements, a git-style diff, all or nothing', a
   const fresh = data(await call(client, 'edit_file', { path: 'plan.md', edits: [{ oldText: 'buy milk', newText: 'buy oat milk' }], expected_etag: cur }));
   t.match(fresh.diff, /\+- buy oat milk/, 'with the current etag the edit applies');
 
+  // A big file: the diff is of the changed lines, numbered as in the whole file.
+  const k = 100000;
+  const big = await call(client, 'edit_file', { path: 'big.md', edits: [{ oldText: line(k), newText: line(k).replace('año', 'AÑO') }], dryRun: true });
+  t.equal(
+    data(big).diff,
+    ['--- a/home/alice/big.md', '+++ b/home/alice/big.md', `@@ -${k - 2},7 +${k - 2},7 @@`, ...[k - 3, k - 2, k - 1].map((i) => ` ${line(i)}`), `-${line(k)}`, `+${line(k).replace('año', 'AÑO')}`, ...[k + 1, k + 2, k + 3].map((i) => ` ${line(i)}`)].join('\n').replace(/\n\n/g, '\n'),
+    'a one-line edit in a 12 MiB file: one hunk at the right line',
+  );
+
   // Not text: refused.
   await alice.call('fs.write', { path: '/home/alice/bin.dat' }, { data: Buffer.from([0xff, 0xfe, 0x00]) });
   t.equal(errorCode(await call(client, 'edit_file', { path: 'bin.dat', edits: [{ oldText: 'a', newText: 'b' }] })), 'EINVAL');
