@@ -410,9 +410,11 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
         const t = typeFlag(type);
         if (t !== undefined) params.type = t;
         const r = await callerFor(extra).call('search.find', params);
-        const text = r.results.length ? r.results.join('\n') : 'No matches.';
-        if (r.truncated) return ok(`${text}\n(truncated after ${r.count} results; narrow the path or the name)`, { results: r.results, count: r.count, truncated: true });
-        return ok(text, { results: r.results, count: r.count });
+        // Paths travel twice (text and structuredContent): at most ANSWER_MAX bytes of them in all.
+        const { items: results, cut } = fitAnswer(r.results, (p) => 2 * Buffer.byteLength(JSON.stringify(p)) + 2);
+        const text = results.length ? results.join('\n') : 'No matches.';
+        if (r.truncated === true || cut) return ok(`${text}\n(truncated after ${results.length} results; narrow the path or the name)`, { results, count: results.length, truncated: true });
+        return ok(text, { results, count: results.length });
       }),
   );
 

@@ -268,3 +268,21 @@ void t.test('get_history: long commit messages are bounded too; the session surv
   t.match(text(r), /newest shown; pass a path or a smaller limit\)$/);
   t.equal(data(await call(client, 'list_directory', {})).path, '/home/alice', 'a later call succeeds');
 });
+
+void t.test('find_files: at most 1 MiB of paths per answer; the session survives', async (t) => {
+  const { client } = await stdioClient(t, svc.dataDir, { SERVICE_AS_USER: 'alice' });
+  // 12,000 paths of 173 characters (493 bytes: CJK names), more than the daemon's 2 M-character cut
+  // lets through; as text plus structuredContent that was over 11 MB, past the SDK client's limit.
+  const dir = `/home/alice/${'名'.repeat(80)}`;
+  const cjk = (i: number) => String.fromCharCode(0x4e00 + ((i >> 8) & 0xff), 0x4e00 + (i & 0xff));
+  for (let b = 0; b < 12000; b += 500) {
+    await Promise.all(Array.from({ length: 500 }, (_, k) => alice.call('fs.write', { path: `${dir}/${cjk(b + k)}${'字'.repeat(78)}` }, { data: Buffer.alloc(0) })));
+  }
+  const r = await call(client, 'find_files', { path: dir, type: 'f' });
+  const d = data(r);
+  t.equal(d.truncated, true, 'cut');
+  t.equal(d.count, d.results.length);
+  t.ok(d.count > 500 && d.count < 2000, `at most 1 MiB of paths (${d.count} of them)`);
+  t.match(text(r), /truncated after \d+ results; narrow the path or the name\)$/);
+  t.equal(data(await call(client, 'list_directory', {})).path, '/home/alice', 'a later call succeeds');
+});
