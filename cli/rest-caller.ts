@@ -311,6 +311,7 @@ export class RestCaller implements Caller {
               recursive: p.recursive === true ? 'true' : undefined,
               ignore_case: p.ignore_case === true ? 'true' : undefined,
               max_results: opt(p, 'max_results'),
+              offset: opt(p, 'offset'),
             })}`,
             method,
           ),

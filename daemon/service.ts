@@ -578,8 +578,15 @@ export class Service {
       const flags = compilePattern(p.pattern, p.ignore_case === true);
       const abs = this.abs(cred, p.path, 'grep');
       const files = grepFiles(this.d.vfs, cred, abs, p.recursive === true, (x) => this.show(cred, x));
-      const r = await this.d.grep.run({ pattern: p.pattern, flags, max: p.max_results ?? 10000, files }, callerKey(cred));
-      return { results: r.results, count: r.results.length, truncated: r.truncated };
+      const offset = p.offset ?? 0;
+      const r = await this.d.grep.run({ pattern: p.pattern, flags, max: p.max_results ?? 10000, offset, files }, callerKey(cred));
+      return {
+        results: r.results,
+        count: r.results.length,
+        truncated: r.truncated,
+        ...(r.skipped_binary > 0 ? { skipped_binary: r.skipped_binary } : {}),
+        ...(r.more ? { next_offset: offset + r.results.length } : {}),
+      };
     },
     'search.find': async (ctx, p) => {
       const cred = this.auth(ctx);

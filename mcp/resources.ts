@@ -26,6 +26,7 @@ import {
 import type { Caller, DaemonClient } from '../daemon/rpc/client.js';
 import type { ChangeEvent } from '../daemon/rpc/protocol.js';
 import { VfsError, toWireError } from '../daemon/errors.js';
+import { ANSWER_MAX } from './content.js';
 import { decodeContent, type CallerFor } from './tools.js';
 
 export const URI_SCHEME = 'mdvfs:';
@@ -210,7 +211,11 @@ export function registerResources(server: McpServer, callerFor: CallerFor, opts:
       const caller = callerFor(extra);
       const p = pathForUri(uri);
       try {
-        const { result, data } = await caller.request('fs.read', { path: p });
+        // One byte past the bound tells a file that fits from one that does not, without reading it all.
+        const { result, data } = await caller.request('fs.read', { path: p, offset: 0, length: ANSWER_MAX + 1 });
+        if (result.size > ANSWER_MAX) {
+          throw new VfsError('EFBIG', 'read', result.path, `the file is ${result.size} bytes, more than one MCP answer carries (${ANSWER_MAX}); read it in parts with the read_file tool (offset, length)`);
+        }
         const body = decodeContent(data);
         const mimeType = mimeFor(result.path);
         return {

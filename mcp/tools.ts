@@ -1,5 +1,5 @@
 /**
- * The 11 MCP tools. Each is one daemon call: the daemon resolves paths for the caller (relative
+ * The 12 MCP tools. Each is one daemon call (edit_file: a read, then a write conditional on it): the daemon resolves paths for the caller (relative
  * paths land in the caller's home, or the delegate's) and checks every permission, so nothing here
  * decides who may do what. Failures come back as `isError` results with the daemon's message and
  * code, the same pair REST puts in its `{error, code}` body.
@@ -12,6 +12,7 @@ import type { Caller } from '../daemon/rpc/client.js';
 import { LIST_PAGE_MAX, type CommitRecord, type DirEntry } from '../daemon/rpc/protocol.js';
 import { VfsError, toWireError } from '../daemon/errors.js';
 import type { ToolTable } from './tool-calls.js';
+import { ANSWER_MAX, applyEdits, fitAnswer, lineRange, unifiedDiff, utf8End } from './content.js';
 
 export type RequestExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 /** Picks the daemon caller (credentials) for one MCP request. */
@@ -41,6 +42,28 @@ async function attempt(work: () => Promise<CallToolResult>): Promise<CallToolRes
   }
 }
 
+/**
+ * As attempt; a failed precondition (EPRECOND: the file is not the version the caller named) also
+ * says the file's current etag, in the text and in `_meta.etag`, so the agent can read it again.
+ */
+async function attemptEtag(caller: Caller, path: string, work: () => Promise<CallToolResult>): Promise<CallToolResult> {
+  try {
+    return await work();
+  } catch (err) {
+    const res = toolError(err);
+    if (!(err instanceof VfsError) || err.code !== 'EPRECOND') return res;
+    try {
+      const { result } = await caller.request('fs.read', { path, if_none_match: '*' });
+      const first = res.content[0];
+      if (first?.type === 'text') first.text += `; the file's etag is now ${result.etag} (read it again)`;
+      res._meta = { ...res._meta, etag: result.etag };
+    } catch {
+      // gone or unreadable now: the error says enough
+    }
+    return res;
+  }
+}
+
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** File bytes as text when they are UTF-8 (markdown is), else base64 so nothing is mangled. */
@@ -51,6 +74,9 @@ export function decodeContent(data: Buffer): { content: string; encoding: 'utf8'
     return { content: data.toString('base64'), encoding: 'base64' };
   }
 }
+
+/** Matches search_files returns per call unless max_results says otherwise. */
+export const SEARCH_DEFAULT = 200;
 
 // ---------- schemas ----------
 
@@ -114,7 +140,7 @@ function recorder(server: McpServer, tools: ToolTable): McpServer['registerTool'
 }
 
 /**
- * Registers read_file, write_file, list_directory, search_files, find_files, create_directory,
+ * Registers read_file, write_file, edit_file, list_directory, search_files, find_files, create_directory,
  * delete_file, move_file, commit, get_history, revert; returns their registrations by name.
  */
 export function registerTools(server: McpServer, callerFor: CallerFor): ToolTable {
@@ -125,21 +151,80 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
     {
       title: 'Read file',
       description:
-        'Read the complete contents of a file. Returns the text (UTF-8; other bytes come back base64-encoded with encoding "base64") ' +
-        'and an etag you can pass to write_file as expected_etag to avoid overwriting someone else\'s change.',
-      inputSchema: { path: pathArg.describe(pathDesc) },
-      outputSchema: { path: z.string(), content: z.string(), encoding: z.enum(['utf8', 'base64']), size: z.number(), etag: z.string() },
+        'Read a file. The text block is the file\'s text (UTF-8; other bytes come back base64-encoded, encoding "base64"); structuredContent ' +
+        `gives its path, size, etag and the byte range returned. At most ${ANSWER_MAX} bytes come back per call: a longer file is cut, ` +
+        'with truncated: true and next_offset (and a note in a second text block); call again with offset = next_offset to read on. ' +
+        'head or tail return only the first or last N lines; offset and length a byte range. Pass the etag as expected_etag to write_file ' +
+        'or edit_file to avoid overwriting a change you have not seen, or to read_file while paging to keep all pages of one version.',
+      inputSchema: {
+        path: pathArg.describe(pathDesc),
+        offset: z.number().int().min(0).optional().describe('First byte to return (default 0), e.g. the next_offset of the previous call.'),
+        length: z.number().int().min(1).optional().describe(`Most bytes to return (default and at most ${ANSWER_MAX}).`),
+        head: z.number().int().min(1).optional().describe('Return only the first N lines.'),
+        tail: z.number().int().min(1).optional().describe('Return only the last N lines.'),
+        expected_etag: z.string().max(200).optional().describe('Fail (EPRECOND) unless the file\'s etag is still this one.'),
+      },
+      outputSchema: {
+        path: z.string(),
+        encoding: z.enum(['utf8', 'base64']),
+        size: z.number(),
+        etag: z.string(),
+        offset: z.number(),
+        length: z.number(),
+        truncated: z.boolean().optional(),
+        next_offset: z.number().optional(),
+      },
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    async ({ path }, extra) =>
-      attempt(async () => {
-        const { result, data } = await callerFor(extra).request('fs.read', { path });
-        const body = decodeContent(data);
-        return {
-          content: [{ type: 'text', text: body.content }],
-          structuredContent: { path: result.path, content: body.content, encoding: body.encoding, size: result.size, etag: result.etag },
+    async ({ path, offset, length, head, tail, expected_etag }, extra) => {
+      const caller = callerFor(extra);
+      return attemptEtag(caller, path, async () => {
+        const lines = head !== undefined || tail !== undefined;
+        if (head !== undefined && tail !== undefined) throw new VfsError('EINVAL', 'read', undefined, 'pass head or tail, not both');
+        if (lines && (offset !== undefined || length !== undefined)) throw new VfsError('EINVAL', 'read', undefined, 'head and tail count lines from an end of the file; they do not go with offset or length');
+        const cond = expected_etag === undefined ? {} : { if_match: expected_etag };
+        let reply: Awaited<ReturnType<typeof caller.request<'fs.read'>>>;
+        let bytes: Buffer;
+        let start: number;
+        let asked: number; // where the range asked for ends
+        if (lines) {
+          reply = await caller.request('fs.read', { path, ...cond });
+          const r = lineRange(reply.data, head, tail);
+          start = r.start;
+          asked = r.end;
+          bytes = reply.data.subarray(start, utf8End(reply.data, start, Math.min(r.end, start + ANSWER_MAX)));
+        } else {
+          const want = Math.min(length ?? ANSWER_MAX, ANSWER_MAX);
+          // One byte more than wanted, to see whether the cut splits a character.
+          reply = await caller.request('fs.read', { path, offset: offset ?? 0, length: want + 1, ...cond });
+          start = Math.min(offset ?? 0, reply.result.size);
+          asked = length === undefined ? reply.result.size : Math.min(reply.result.size, start + length);
+          bytes = reply.data.subarray(0, utf8End(reply.data, 0, Math.min(want, reply.data.length)));
+        }
+        const { result } = reply;
+        const end = start + bytes.length;
+        const body = decodeContent(bytes);
+        const cut = end < asked;
+        const out = {
+          path: result.path,
+          encoding: body.encoding,
+          size: result.size,
+          etag: result.etag,
+          offset: start,
+          length: bytes.length,
+          ...(cut ? { truncated: true } : {}),
+          ...(end < result.size ? { next_offset: end } : {}),
         };
-      }),
+        const content: CallToolResult['content'] = [{ type: 'text', text: body.content }];
+        if (start > 0 || end < result.size) {
+          const more = end < result.size ? `; read on with offset ${end}` : '';
+          const why = cut ? `; cut at ${ANSWER_MAX} bytes per answer` : '';
+          content.push({ type: 'text', text: `[bytes ${start}-${end} of ${result.size} of ${result.path} (etag ${result.etag})${why}${more}]` });
+        }
+        // The content travels once (the text block); structuredContent carries what describes it.
+        return { content, structuredContent: out };
+      });
+    },
   );
 
   registerTool(
@@ -148,22 +233,72 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
       title: 'Write file',
       description:
         'Create a file or replace its whole contents with `content` (UTF-8 text). Missing parent directories are created. ' +
-        'Pass expected_etag (from read_file) to write only if the file has not changed since you read it (EPRECOND otherwise). ' +
-        'Changes are not versioned until you call commit.',
+        'Pass expected_etag (from read_file) to write only if the file has not changed since you read it: otherwise nothing is written and ' +
+        'the error (EPRECOND) gives the current etag. Changes are not versioned until you call commit.',
       inputSchema: {
         path: pathArg.describe(pathDesc),
         content: z.string().describe('The complete new contents of the file.'),
-        expected_etag: z.string().optional().describe('Only write if the file\'s current etag equals this (optimistic locking).'),
+        expected_etag: z.string().max(200).optional().describe('Only write if the file\'s current etag equals this (the REST ETag; "*": only if it exists).'),
       },
       outputSchema: { path: z.string(), size: z.number(), etag: z.string(), created: z.boolean() },
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
-    async ({ path, content, expected_etag }, extra) =>
-      attempt(async () => {
+    async ({ path, content, expected_etag }, extra) => {
+      const caller = callerFor(extra);
+      return attemptEtag(caller, path, async () => {
         const params = expected_etag === undefined ? { path } : { path, if_match: expected_etag };
-        const r = await callerFor(extra).call('fs.write', params, { data: Buffer.from(content, 'utf8') });
+        const r = await caller.call('fs.write', params, { data: Buffer.from(content, 'utf8') });
         return ok(`${r.created ? 'Created' : 'Wrote'} ${r.path} (${r.size} bytes)`, { path: r.path, size: r.size, etag: r.etag, created: r.created });
-      }),
+      });
+    },
+  );
+
+  registerTool(
+    'edit_file',
+    {
+      title: 'Edit file',
+      description:
+        'Replace exact text in a UTF-8 file. Each edit\'s oldText must occur exactly once (in the text left by the edits before it) and is ' +
+        'replaced by newText; if any oldText is missing or occurs more than once, the call fails and nothing is written. Returns a ' +
+        'git-style unified diff. dryRun: true returns the diff without writing. The file is written only if nobody changed it since it ' +
+        'was read for the edit (EPRECOND otherwise: nothing written); pass expected_etag (from read_file) to also require that it is ' +
+        'still the version you read. Changes are not versioned until you call commit.',
+      inputSchema: {
+        path: pathArg.describe(pathDesc),
+        edits: z
+          .array(z.object({ oldText: z.string().describe('Text to find: it must match exactly once.'), newText: z.string().describe('Text to put in its place.') }))
+          .min(1)
+          .max(1000)
+          .describe('Replacements, applied in order.'),
+        dryRun: z.boolean().optional().describe('Only show the diff; write nothing (default false).'),
+        expected_etag: z.string().max(200).optional().describe('Only edit if the file\'s current etag equals this.'),
+      },
+      outputSchema: { path: z.string(), diff: z.string(), dry_run: z.boolean(), size: z.number(), etag: z.string(), truncated: z.boolean().optional() },
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    },
+    async ({ path, edits, dryRun, expected_etag }, extra) => {
+      const caller = callerFor(extra);
+      return attemptEtag(caller, path, async () => {
+        const { result, data } = await caller.request('fs.read', expected_etag === undefined ? { path } : { path, if_match: expected_etag });
+        const body = decodeContent(data);
+        if (body.encoding !== 'utf8') throw new VfsError('EINVAL', 'edit', result.path, 'the file is not UTF-8 text; edit_file edits text');
+        const after = applyEdits(body.content, edits, result.path);
+        const { diff, truncated } = unifiedDiff(result.path, body.content, after);
+        let size = result.size;
+        let etag = result.etag;
+        if (dryRun !== true && after !== body.content) {
+          // Conditional on the version the edits were made to: a concurrent write fails this one (EPRECOND).
+          const w = await caller.call('fs.write', { path, parents: false, if_match: result.etag }, { data: Buffer.from(after, 'utf8') });
+          size = w.size;
+          etag = w.etag;
+        }
+        let fence = '```';
+        while (diff.includes(fence)) fence += '`';
+        const head = dryRun === true ? `Dry run: ${result.path} was not changed.` : after === body.content ? `${result.path} is unchanged.` : `Edited ${result.path}.`;
+        const out = { path: result.path, diff, dry_run: dryRun === true, size, etag, ...(truncated ? { truncated: true } : {}) };
+        return ok(`${head}\n${fence}diff\n${diff}${fence}`, out);
+      });
+    },
   );
 
   registerTool(
@@ -201,34 +336,55 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
       title: 'Search file contents',
       description:
         'Search file contents for a regular expression (JavaScript RegExp syntax), like `grep -rn`. Returns each matching line with ' +
-        'its file and line number. Searches your home directory by default, recursively. Files and directories you cannot read are skipped.',
+        'its file and line number, in path order. Searches your home directory by default, recursively. Files and directories you ' +
+        'cannot read are skipped, and so are binary files (a NUL byte in their first 8 KiB; counted in skipped_binary). ' +
+        `At most max_results matches per call (default ${SEARCH_DEFAULT}) and ${ANSWER_MAX} bytes of lines: when more match, ` +
+        'truncated is true and next_offset says where the next page starts (pass it as offset).',
       inputSchema: {
         pattern: z.string().min(1).max(10000).describe('Regular expression, e.g. "TODO|FIXME" or "^# ".'),
         path: pathArg.optional().describe(`Directory or file to search. ${pathDesc} Defaults to your home directory.`),
         recursive: z.boolean().optional().describe('Descend into subdirectories (default true).'),
         ignore_case: z.boolean().optional().describe('Case-insensitive match (default false).'),
-        max_results: z.number().int().min(1).max(100000).optional().describe('Stop after this many matching lines.'),
+        max_results: z.number().int().min(1).max(10000).optional().describe(`Most matching lines to return (default ${SEARCH_DEFAULT}).`),
+        offset: z.number().int().min(0).optional().describe('Matches to pass over first: the next_offset of the previous page.'),
       },
       outputSchema: {
         results: z.array(z.object({ file: z.string(), line_num: z.number(), line: z.string() })),
         count: z.number(),
         truncated: z.boolean(),
+        next_offset: z.number().optional(),
+        skipped_binary: z.number().optional(),
       },
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    async ({ pattern, path, recursive, ignore_case, max_results }, extra) =>
+    async ({ pattern, path, recursive, ignore_case, max_results, offset }, extra) =>
       attempt(async () => {
-        const params: { pattern: string; path: string; recursive: boolean; ignore_case?: boolean; max_results?: number } = {
+        const from = offset ?? 0;
+        const params: { pattern: string; path: string; recursive: boolean; ignore_case?: boolean; max_results: number; offset?: number } = {
           pattern,
           path: path ?? '',
           recursive: recursive ?? true,
+          max_results: max_results ?? SEARCH_DEFAULT,
         };
         if (ignore_case !== undefined) params.ignore_case = ignore_case;
-        if (max_results !== undefined) params.max_results = max_results;
+        if (from > 0) params.offset = from;
         const r = await callerFor(extra).call('search.grep', params);
-        const results = r.results.map((m) => ({ file: m.file, line_num: m.line_num, line: m.line }));
-        const text = results.length ? results.map((m) => `${m.file}:${m.line_num}: ${m.line}`).join('\n') : 'No matches.';
-        return ok(r.truncated ? `${text}\n(truncated after ${r.count} results)` : text, { results, count: r.count, truncated: r.truncated });
+        // The answer's bound: the lines (as JSON, as they travel) up to ANSWER_MAX bytes.
+        const all = r.results.map((m) => ({ file: m.file, line_num: m.line_num, line: m.line }));
+        const { items: results, cut } = fitAnswer(all, (m) => Buffer.byteLength(JSON.stringify(m.line)) + Buffer.byteLength(m.file) + 16);
+        const next = cut ? from + results.length : r.next_offset;
+        const out = {
+          results,
+          count: results.length,
+          truncated: r.truncated || cut,
+          ...(next === undefined ? {} : { next_offset: next }),
+          ...(r.skipped_binary === undefined ? {} : { skipped_binary: r.skipped_binary }),
+        };
+        const lines = results.length ? results.map((m) => `${m.file}:${m.line_num}: ${m.line}`) : ['No matches.'];
+        if (next !== undefined) lines.push(`(${results.length} matches shown; more follow: call again with offset ${next})`);
+        else if (r.truncated) lines.push('(some lines were cut)');
+        if (r.skipped_binary !== undefined) lines.push(`(${r.skipped_binary} binary file${r.skipped_binary === 1 ? '' : 's'} not searched)`);
+        return ok(lines.join('\n'), out);
       }),
   );
 
@@ -254,9 +410,11 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
         const t = typeFlag(type);
         if (t !== undefined) params.type = t;
         const r = await callerFor(extra).call('search.find', params);
-        const text = r.results.length ? r.results.join('\n') : 'No matches.';
-        if (r.truncated) return ok(`${text}\n(truncated after ${r.count} results; narrow the path or the name)`, { results: r.results, count: r.count, truncated: true });
-        return ok(text, { results: r.results, count: r.count });
+        // Paths travel twice (text and structuredContent): at most ANSWER_MAX bytes of them in all.
+        const { items: results, cut } = fitAnswer(r.results, (p) => 2 * Buffer.byteLength(JSON.stringify(p)) + 2);
+        const text = results.length ? results.join('\n') : 'No matches.';
+        if (r.truncated === true || cut) return ok(`${text}\n(truncated after ${results.length} results; narrow the path or the name)`, { results, count: results.length, truncated: true });
+        return ok(text, { results, count: results.length });
       }),
   );
 
@@ -346,7 +504,7 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
         path: pathArg.optional().describe(`Only commits that changed this file or directory. ${pathDesc}`),
         limit: z.number().int().min(1).max(10000).optional().describe('At most this many commits (newest first).'),
       },
-      outputSchema: { commits: z.array(commitSchema) },
+      outputSchema: { commits: z.array(commitSchema), truncated: z.boolean().optional() },
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     async ({ path, limit }, extra) =>
@@ -355,7 +513,12 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
         if (path !== undefined) params.path = path;
         if (limit !== undefined) params.limit = limit;
         const r = await callerFor(extra).call('vcs.log', params);
-        return ok(r.commits.length ? r.commits.map(commitLine).join('\n') : 'No commits yet.', { commits: r.commits.map(commitOut) });
+        // Messages may be 100,000 characters each and travel twice (text and structuredContent): bound them.
+        const { items: commits, cut } = fitAnswer(r.commits, (c) => 2 * Buffer.byteLength(JSON.stringify(c.message)) + 400);
+        const lines = commits.length ? commits.map(commitLine) : ['No commits yet.'];
+        const truncated = cut || r.truncated === true;
+        if (truncated) lines.push(`(the ${commits.length} newest shown; pass a path or a smaller limit)`);
+        return ok(lines.join('\n'), { commits: commits.map(commitOut), ...(truncated ? { truncated: true } : {}) });
       }),
   );
 

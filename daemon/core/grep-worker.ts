@@ -9,6 +9,8 @@ export interface GrepJob {
   pattern: string;
   flags: string;
   max: number;
+  /** matches to pass over before the first one returned (paging: the previous answer's next_offset) */
+  offset: number;
   files: { path: string; id: string; buf: SharedArrayBuffer; len: number }[];
 }
 
@@ -22,6 +24,7 @@ export interface WireJob {
   pattern: string;
   flags: string;
   max: number;
+  offset: number;
   reset: boolean;
   paths: string[];
   ids: string[];
@@ -44,7 +47,14 @@ export interface GrepReply {
   results: { file: string; line_num: number; line: string }[];
   /** true when results were left out (max_results, the answer budget) or a returned line was cut */
   truncated: boolean;
+  /** true when matches follow the returned ones (the next page starts at offset + results.length) */
+  more: boolean;
+  /** files of the job not searched because they look binary (a NUL byte in their first BINARY_PROBE bytes) */
+  skipped_binary: number;
 }
+
+/** Bytes at the start of a file checked for a NUL byte: like grep, a NUL there makes the file binary. */
+export const BINARY_PROBE = 8192;
 
 /** Characters of one matching line returned; a longer line is cut there and marked. */
 export const GREP_LINE_MAX = 4096;
@@ -61,6 +71,8 @@ export function cutLine(line: string): string {
 
 // Decoded contents by id, as sent by the pool, so repeated searches skip copying and decoding.
 const cache = new Map<string, string>();
+// The ids of binary contents (kept in `cache` as '': they are never searched).
+const binary = new Set<string>();
 
 function text(id: string): string {
   const s = cache.get(id);
@@ -73,26 +85,36 @@ function run(job: WireJob): GrepReply {
   // A cheap whole-file pre-test: most files of a selective search do not match at all.
   const whole = new RegExp(job.pattern, job.flags + 'm');
   const results: GrepReply['results'] = [];
+  let skippedBinary = 0;
+  for (const id of job.ids) if (binary.has(id)) skippedBinary++;
+  let skip = job.offset;
   let budget = GREP_ANSWER_MAX;
   let cut = false;
+  const stop = (): GrepReply => ({ results, truncated: true, more: true, skipped_binary: skippedBinary });
   for (let k = 0; k < job.ids.length; k++) {
-    const s = text(job.ids[k]!);
+    const id = job.ids[k]!;
+    if (binary.has(id)) continue;
+    const s = text(id);
     // an empty file has no lines (GNU grep finds nothing in it, not even with ^$)
     if (s === '' || !whole.test(s)) continue;
     const lines = s.split('\n');
     if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
     for (let i = 0; i < lines.length; i++) {
       if (line.test(lines[i]!)) {
-        if (results.length >= job.max) return { results, truncated: true };
+        if (skip > 0) {
+          skip--;
+          continue;
+        }
+        if (results.length >= job.max) return stop();
         const shown = cutLine(lines[i]!);
-        if (shown.length !== lines[i]!.length) cut = true;
         budget -= shown.length + job.paths[k]!.length + 32;
-        if (budget < 0) return { results, truncated: true };
+        if (budget < 0) return stop();
+        if (shown.length !== lines[i]!.length) cut = true;
         results.push({ file: job.paths[k]!, line_num: i + 1, line: shown });
       }
     }
   }
-  return { results, truncated: cut };
+  return { results, truncated: cut, more: false, skipped_binary: skippedBinary };
 }
 
 function match(job: MatchJob): MatchReply {
@@ -112,11 +134,19 @@ parentPort?.on('message', (job: WireJob | MatchJob) => {
     return;
   }
   // Register what was sent before anything can fail, so the pool's record of it stays true.
-  if (job.reset) cache.clear();
+  if (job.reset) {
+    cache.clear();
+    binary.clear();
+  }
   let off = 0;
   for (let k = 0; k < job.fresh.ids.length; k++) {
     const len = job.fresh.lens[k]!;
-    cache.set(job.fresh.ids[k]!, Buffer.from(job.fresh.data, off, len).toString('utf8'));
+    const bytes = Buffer.from(job.fresh.data, off, len);
+    const id = job.fresh.ids[k]!;
+    if (bytes.subarray(0, BINARY_PROBE).includes(0)) {
+      binary.add(id);
+      cache.set(id, '');
+    } else cache.set(id, bytes.toString('utf8'));
     off += len;
   }
   try {

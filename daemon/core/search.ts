@@ -129,7 +129,7 @@ export class GrepPool {
       data.set(new Uint8Array(f.buf, 0, f.len), off);
       off += f.len;
     }
-    return { pattern: job.pattern, flags: job.flags, max: job.max, reset, paths, ids, fresh: { ids: fresh.map((f) => f.id), lens: fresh.map((f) => f.len), data: data.buffer } };
+    return { pattern: job.pattern, flags: job.flags, max: job.max, offset: job.offset, reset, paths, ids, fresh: { ids: fresh.map((f) => f.id), lens: fresh.map((f) => f.len), data: data.buffer } };
   }
 
   /** `caller` names who asked (callerKey): the pool shares its workers fairly between callers. */

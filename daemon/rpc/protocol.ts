@@ -286,9 +286,15 @@ export const methods = {
   'fs.statfs': { params: z.object({}), result: {} as { bsize: number; blocks: number; bfree: number; bavail: number; files: number; ffree: number; namemax: number } },
 
   // search
+  /**
+   * Matching lines in path order, at most `max_results` (default 10,000), after the first `offset`
+   * matches. Files with a NUL byte in their first 8 KiB are binary: not searched, counted in
+   * `skipped_binary` (present when not 0). `next_offset` (present when more matches follow) is the
+   * `offset` of the next page.
+   */
   'search.grep': {
-    params: z.object({ pattern: z.string().max(10000), path: pathOpt, recursive: z.boolean().optional(), ignore_case: z.boolean().optional(), max_results: z.number().int().min(1).optional() }),
-    result: {} as { results: GrepMatch[]; count: number; truncated: boolean },
+    params: z.object({ pattern: z.string().max(10000), path: pathOpt, recursive: z.boolean().optional(), ignore_case: z.boolean().optional(), max_results: z.number().int().min(1).optional(), offset: z.number().int().min(0).optional() }),
+    result: {} as { results: GrepMatch[]; count: number; truncated: boolean; skipped_binary?: number; next_offset?: number },
   },
   'search.find': { params: z.object({ path: pathOpt, name: z.string().max(4096).optional(), type: z.enum(['f', 'd', 'l']).optional() }), result: {} as { results: string[]; count: number; truncated?: boolean } },
   'search.tree': { params: z.object({ path: pathOpt, depth: z.number().int().min(1).optional() }), result: {} as { text: string; directories: number; files: number; truncated?: boolean } },

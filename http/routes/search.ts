@@ -6,12 +6,14 @@ export function registerSearch(r: Registrar, ctx: RouteContext): void {
   r.add('get', '/search/grep', async (req, res) => {
     const path = query(req, 'path');
     const max = intQuery(req, 'max_results');
+    const offset = intQuery(req, 'offset', 0, 1_000_000_000);
     sendJson(res, await callerOf(ctx, req).call('search.grep', {
       pattern: requiredQuery(req, 'pattern'),
       ...(path === undefined ? {} : { path }),
       recursive: boolQuery(req, 'recursive'),
       ignore_case: boolQuery(req, 'ignore_case'),
       ...(max === undefined ? {} : { max_results: max }),
+      ...(offset === undefined ? {} : { offset }),
     }));
   });
   r.add('get', '/search/find', async (req, res) => {

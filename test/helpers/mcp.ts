@@ -26,6 +26,7 @@ export const INSPECTOR = path.join(ROOT, 'node_modules', '.bin', 'mcp-inspector'
 export const TOOL_NAMES = [
   'read_file',
   'write_file',
+  'edit_file',
   'list_directory',
   'search_files',
   'find_files',
