@@ -484,7 +484,8 @@ export class Service {
     },
     'fs.releaseGrant': (ctx, p) => {
       this.auth(ctx);
-      return { released: ctx.conn !== undefined && this.d.vfs.grants.release(p.grant, ctx.conn.id) };
+      const conn = ctx.conn;
+      return { released: conn === undefined ? 0 : p.grants.filter((g) => this.d.vfs.grants.release(g, conn.id)).length };
     },
     'fs.mkdir': async (ctx, p) => {
       const cred = this.auth(ctx);

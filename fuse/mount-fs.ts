@@ -41,6 +41,9 @@ export class MountFs {
   /** This mount's mutations in flight, by the paths of the change event each will cause (see `own`). */
   private readonly expected = new Map<string, { taken: boolean }[]>();
   private readonly history: HistoryView;
+  /** Write grants of closed descriptors, to release with the next batch (see dropGrant). */
+  private readonly unusedGrants: string[] = [];
+  private releaseTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly rpc: Caller,
@@ -231,9 +234,25 @@ export class MountFs {
   private releaseGrant(file: OpenFile, grant: string): Promise<void> {
     return file.serialize(async () => {
       file.grants.delete(grant);
-      // Not worth failing a close for: the daemon also ends grants when this connection closes.
-      await this.rpc.call('fs.releaseGrant', { grant }).catch(() => undefined);
+      this.dropGrant(grant);
     });
+  }
+
+  /**
+   * Grants no descriptor uses any more go back to the daemon in batches, off the close path: one call
+   * per 100 ms at most instead of one per file. Not using one is what matters; releasing it only
+   * frees the daemon's memory (and it drops them anyway when this connection closes).
+   */
+  private dropGrant(grant: string): void {
+    this.unusedGrants.push(grant);
+    this.releaseTimer ??= setTimeout(() => {
+      this.releaseTimer = null;
+      while (this.unusedGrants.length > 0) {
+        const grants = this.unusedGrants.splice(0, 10000);
+        void this.rpc.call('fs.releaseGrant', { grants }).catch(() => undefined);
+      }
+    }, 100);
+    this.releaseTimer.unref();
   }
 
   /** Sends every changed buffer to the daemon (before unmounting). */
@@ -430,7 +449,7 @@ export class MountFs {
       mode & W_OK ? this.checkOpen(path, W_OK) : Promise.resolve<{ grant?: string }>({}),
     ]);
     if (read.status === 'rejected' || checked.status === 'rejected') {
-      if (checked.status === 'fulfilled' && checked.value.grant !== undefined) void this.rpc.call('fs.releaseGrant', { grant: checked.value.grant }).catch(() => undefined);
+      if (checked.status === 'fulfilled' && checked.value.grant !== undefined) this.dropGrant(checked.value.grant);
       throw read.status === 'rejected' ? read.reason : (checked as PromiseRejectedResult).reason;
     }
     const granted = checked.value;

@@ -273,8 +273,8 @@ export const methods = {
    * connection closes (POSIX checks access at open, not at each write). Nothing else is skipped.
    */
   'fs.grantWrite': { params: z.object({ path, mode: z.union([z.literal(2), z.literal(6)]) }), result: {} as { path: string; grant: string } },
-  /** Ends a write grant of this connection (close(2) of the last descriptor it served); `released: false` if it was not live. */
-  'fs.releaseGrant': { params: z.object({ grant: grantId }), result: {} as { released: boolean } },
+  /** Ends write grants of this connection (descriptors closed); `released` counts those that were live. */
+  'fs.releaseGrant': { params: z.object({ grants: z.array(grantId).min(1).max(65536) }), result: {} as { released: number } },
   'fs.mkdir': { params: z.object({ path, parents: z.boolean().optional(), mode: modeSchema.optional() }), result: {} as { path: string; created: boolean } },
   /** Unlinks a file or symlink (EISDIR for a directory). */
   'fs.unlink': { params: z.object({ path }), result: {} as { path: string } },
