@@ -70,10 +70,11 @@ export function buildProgram(): Command {
 
   program
     .command('umount <dir>')
-    .description('unmount a mounted directory')
-    .action(async (dir: string) => {
+    .description('unmount a mounted directory (EBUSY while files are open in it, unless --lazy)')
+    .option('--lazy', 'detach now even if busy; the mount exits when the last open file is closed')
+    .action(async (dir: string, opts: { lazy?: boolean }) => {
       const { runUmount } = await import('../fuse/mount.js');
-      await runUmount(dir);
+      await runUmount(dir, { lazy: opts.lazy === true });
     });
 
   registerCommands(program);

@@ -345,6 +345,8 @@ export class RestCaller implements Caller {
       case 'sys.subscribe':
       case 'fs.resolve':
       case 'fs.truncate':
+      case 'fs.grantWrite':
+      case 'fs.releaseGrant':
       case 'fs.utimens':
       case 'fs.access':
       case 'fs.statfs':

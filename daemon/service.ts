@@ -8,6 +8,7 @@ import { actor, isAdminCred, isWheel, requireAdmin, requireTokenIssue, requireWo
 import { displayPath, isWithin, resolveFor, normalize, splitParent } from './core/paths.js';
 import { pathOf, type DirNode, type Node } from './core/inode.js';
 import type { Vfs } from './core/vfs.js';
+import type { GrantHolder } from './core/grants.js';
 import { callerKey, capItems, capPaths, compilePattern, LOG_ANSWER_BYTES, find, grepFiles, tree, type GrepPool } from './core/search.js';
 import type { AuthPolicy, Registry, UserRow, WorkspaceRow } from './auth/registry.js';
 import type { Vcs, Scope } from './vcs/vcs.js';
@@ -25,6 +26,15 @@ export interface Ctx {
   subscribe?: () => void;
   /** Set for workspace callers: rewrites real paths in an error to workspace paths. */
   mapError?: (w: WireError) => WireError;
+  /** The socket connection the request came on (absent for in-process calls). */
+  conn?: Connection;
+}
+
+/** One client connection, as handlers see it: what is bound to it ends when it closes. */
+export interface Connection {
+  readonly id: number;
+  /** Runs `fn` once when the connection closes; one function per key (later ones are ignored). */
+  onClose(key: string, fn: () => void): void;
 }
 
 type Handler<M extends Method> = (ctx: Ctx, p: ParsedParams<M>) => Result<M> | Promise<Result<M>>;
@@ -205,6 +215,14 @@ export class Service {
       return dst;
     }
     return node.kind === 'directory' ? (dst === '/' ? `/${name}` : `${dst}/${name}`) : dst;
+  }
+
+  /** Write grants live as long as the connection that holds them (see core/grants.ts). */
+  private grantHolder(ctx: Ctx, cred: Cred, op: string): GrantHolder {
+    const conn = ctx.conn;
+    if (conn === undefined) throw new VfsError('EINVAL', op, undefined, 'write grants exist only on a socket connection');
+    conn.onClose('grants', () => this.d.vfs.grants.dropConnection(conn.id));
+    return { cred, conn: conn.id };
   }
 
   private show(cred: Cred, abs: string): string {
@@ -460,18 +478,35 @@ export class Service {
       if (p.if_none_match !== undefined) opts.ifNoneMatch = p.if_none_match;
       if (p.exclusive !== undefined) opts.exclusive = p.exclusive;
       if (p.append !== undefined) opts.append = p.append;
+      if (p.grant !== undefined || p.want_grant === true) {
+        const holder = this.grantHolder(ctx, cred, 'write');
+        opts.holder = holder;
+        if (p.grant !== undefined) opts.grant = p.grant;
+        if (p.want_grant === true) opts.wantGrant = true;
+      }
       const r = this.d.vfs.write(cred, abs, ctx.data ?? Buffer.alloc(0), opts);
       // Taken now: later requests may change the node while this one waits for durability.
       const stat = p.stat === true ? toStat(r.node) : undefined;
       await this.durable();
-      return { path: this.show(cred, r.path), size: r.node.size, etag: r.node.blob, created: r.created, ...(stat !== undefined ? { stat } : {}) };
+      return { path: this.show(cred, r.path), size: r.node.size, etag: r.node.blob, created: r.created, ...(stat !== undefined ? { stat } : {}), ...(r.grant !== undefined ? { grant: r.grant } : {}) };
     },
     'fs.truncate': async (ctx, p) => {
       const cred = this.auth(ctx);
       const abs = this.abs(cred, p.path, 'truncate');
-      const n = this.d.vfs.truncate(cred, abs, p.size);
+      const n = this.d.vfs.truncate(cred, abs, p.size, p.grant === undefined ? undefined : { id: p.grant, holder: this.grantHolder(ctx, cred, 'truncate') });
       await this.durable();
       return { path: this.show(cred, abs), size: n.size };
+    },
+    'fs.grantWrite': (ctx, p) => {
+      const cred = this.auth(ctx);
+      const abs = this.abs(cred, p.path, 'open');
+      const r = this.d.vfs.openForWrite(cred, abs, p.mode, this.grantHolder(ctx, cred, 'open'));
+      return { path: this.show(cred, abs), grant: r.grant };
+    },
+    'fs.releaseGrant': (ctx, p) => {
+      this.auth(ctx);
+      const conn = ctx.conn;
+      return { released: conn === undefined ? 0 : p.grants.filter((g) => this.d.vfs.grants.release(g, conn.id)).length };
     },
     'fs.mkdir': async (ctx, p) => {
       const cred = this.auth(ctx);

@@ -41,6 +41,9 @@ export class MountFs {
   /** This mount's mutations in flight, by the paths of the change event each will cause (see `own`). */
   private readonly expected = new Map<string, { taken: boolean }[]>();
   private readonly history: HistoryView;
+  /** Write grants of closed descriptors, to release with the next batch (see dropGrant). */
+  private readonly unusedGrants: string[] = [];
+  private releaseTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly rpc: Caller,
@@ -142,8 +145,8 @@ export class MountFs {
       return this.files.open({ kind: 'snapshot', data: await this.history.read(path) });
     }
     if (this.opts.readOnly && (writable || truncate)) throw new VfsError('EROFS', 'open', path);
-    const file = await this.load(path, flags, truncate);
-    const fd = this.files.open({ kind: 'file', file, writable });
+    const { file, grant } = await this.load(path, flags, truncate);
+    const fd = this.files.open({ kind: 'file', file, writable, ...(grant !== undefined ? { grant } : {}) });
     // Empty content the daemon may not have yet (an old non-empty one, or a file never sent) is a change.
     if (truncate && (!file.data || file.data.size > 0 || file.etag === undefined)) {
       file.data = FileBuffer.empty();
@@ -157,7 +160,8 @@ export class MountFs {
     this.attrs.invalidate(path);
     // The kernel asks for the new file's attributes right after creating it: the write answers them too.
     const since = this.log.now();
-    const r = await this.own([path], () => this.rpc.call('fs.write', { path, mode: mode & 0o7777, parents: false, exclusive: true, stat: true }, { data: Buffer.alloc(0) }));
+    // The grant keeps this descriptor writable whatever the mode (open(O_CREAT|O_WRONLY, 0444) as git does).
+    const r = await this.own([path], () => this.rpc.call('fs.write', { path, mode: mode & 0o7777, parents: false, exclusive: true, stat: true, want_grant: true }, { data: Buffer.alloc(0) }));
     this.attrs.invalidate(path); // the directory's mtime and size changed
     if (r.created && r.path === path && r.stat) {
       const st = toFuseStat(r.stat, this.opts.owners);
@@ -169,7 +173,7 @@ export class MountFs {
     this.cache.delete(path);
     const file = this.files.adopt(new OpenFile(path, FileBuffer.empty()));
     file.etag = r.etag;
-    return this.files.open({ kind: 'file', file, writable: true });
+    return this.files.open({ kind: 'file', file, writable: true, ...(r.grant !== undefined ? { grant: r.grant } : {}) });
   }
 
   async read(fd: number, buf: Buffer, len: number, pos: number): Promise<number> {
@@ -218,12 +222,37 @@ export class MountFs {
     const h = this.files.close(fd);
     if (h?.kind !== 'file') return;
     const file = h.file;
-    if (file.refs > 0) return;
     try {
-      await this.flushFile(file);
+      if (file.refs === 0) await this.flushFile(file);
     } finally {
       if (file.refs === 0) this.files.forget(file);
+      if (h.grant !== undefined) await this.releaseGrant(file, h.grant);
     }
+  }
+
+  /** Ends a descriptor's write grant, after any flush that may still be using it. */
+  private releaseGrant(file: OpenFile, grant: string): Promise<void> {
+    return file.serialize(async () => {
+      file.grants.delete(grant);
+      this.dropGrant(grant);
+    });
+  }
+
+  /**
+   * Grants no descriptor uses any more go back to the daemon in batches, off the close path: one call
+   * per 100 ms at most instead of one per file. Not using one is what matters; releasing it only
+   * frees the daemon's memory (and it drops them anyway when this connection closes).
+   */
+  private dropGrant(grant: string): void {
+    this.unusedGrants.push(grant);
+    this.releaseTimer ??= setTimeout(() => {
+      this.releaseTimer = null;
+      while (this.unusedGrants.length > 0) {
+        const grants = this.unusedGrants.splice(0, 10000);
+        void this.rpc.call('fs.releaseGrant', { grants }).catch(() => undefined);
+      }
+    }, 100);
+    this.releaseTimer.unref();
   }
 
   /** Sends every changed buffer to the daemon (before unmounting). */
@@ -392,18 +421,15 @@ export class MountFs {
    * The OpenFile for a new descriptor. A file nobody has open is fetched (or revalidated by etag);
    * an open one with unsent writes is shared as it is, after checking the new opener's access.
    */
-  private async load(path: string, flags: number, truncate: boolean): Promise<OpenFile> {
+  private async load(path: string, flags: number, truncate: boolean): Promise<{ file: OpenFile; grant?: string }> {
     const acc = flags & O_ACCMODE;
     const mode = (acc === O_WRONLY ? 0 : R_OK) | (acc !== O_RDONLY || truncate ? W_OK : 0);
     const open = this.files.file(path);
-    if (open && (open.dirty || truncate)) {
-      await this.rpc.call('fs.access', { path, mode });
-      return open;
-    }
+    if (open && (open.dirty || truncate)) return { file: open, ...(await this.checkOpen(path, mode)) };
     if (truncate) {
       // The old content is about to be discarded: check access without transferring it.
-      await this.rpc.call('fs.access', { path, mode });
-      return this.files.adopt(new OpenFile(path, FileBuffer.empty()));
+      const checked = await this.checkOpen(path, mode);
+      return { file: this.files.adopt(new OpenFile(path, FileBuffer.empty())), ...checked };
     }
     const since = this.log.now();
     if (!open && !(mode & W_OK)) {
@@ -413,22 +439,27 @@ export class MountFs {
       if (c) {
         const file = new OpenFile(path, c.data ? new FileBuffer(c.data, true) : null);
         file.etag = c.etag;
-        return this.files.adopt(file);
+        return { file: this.files.adopt(file) };
       }
     }
     // Reading checks read access; a writer also needs write access (write-only files are not supported).
     const known = open?.etag !== undefined ? { etag: open.etag, data: undefined } : this.cache.get(path);
-    const [reply] = await Promise.all([
+    const [read, checked] = await Promise.allSettled([
       this.rpc.request('fs.read', known ? { path, if_none_match: known.etag } : { path }),
-      mode & W_OK ? this.rpc.call('fs.access', { path, mode: W_OK }) : undefined,
+      mode & W_OK ? this.checkOpen(path, W_OK) : Promise.resolve<{ grant?: string }>({}),
     ]);
-    const { result, data } = reply;
+    if (read.status === 'rejected' || checked.status === 'rejected') {
+      if (checked.status === 'fulfilled' && checked.value.grant !== undefined) this.dropGrant(checked.value.grant);
+      throw read.status === 'rejected' ? read.reason : (checked as PromiseRejectedResult).reason;
+    }
+    const granted = checked.value;
+    const { result, data } = read.value;
     const current = this.files.file(path);
-    if (current?.dirty) return current;
+    if (current?.dirty) return { file: current, ...granted };
     let content: FileBuffer | null;
     if (result.not_modified) {
       this.cache.confirm(path, result.etag, since);
-      if (current && current.etag === result.etag) return current;
+      if (current && current.etag === result.etag) return { file: current, ...granted };
       // Unchanged since we last saw it: reuse the bytes we kept, or fetch them on the first read.
       content = known?.data ? new FileBuffer(known.data, true) : null;
     } else {
@@ -439,11 +470,24 @@ export class MountFs {
       // Open but clean, and changed outside the mount since: take the new content.
       current.data = content;
       current.etag = result.etag;
-      return current;
+      return { file: current, ...granted };
     }
     const file = new OpenFile(path, content);
     file.etag = result.etag;
-    return this.files.adopt(file);
+    return { file: this.files.adopt(file), ...granted };
+  }
+
+  /**
+   * Checks the access of an open: for writing, the daemon answers a write grant, under which this
+   * descriptor's writes are sent (POSIX checks access at open, not at each write).
+   */
+  private async checkOpen(path: string, mode: number): Promise<{ grant?: string }> {
+    if (!(mode & W_OK)) {
+      await this.rpc.call('fs.access', { path, mode });
+      return {};
+    }
+    const { grant } = await this.rpc.call('fs.grantWrite', { path, mode: mode & R_OK ? 6 : 2 });
+    return { grant };
   }
 
   /**
@@ -479,7 +523,9 @@ export class MountFs {
       this.attrs.invalidate(path);
       try {
         // The kernel asks for the attributes after a close: the write answers them too.
-        const r = await this.own([path], () => this.rpc.call('fs.write', { path, parents: false, stat: true }, { data }));
+        // Under the access a descriptor was opened with, if one open for writing holds a grant.
+        const grant = file.grants.values().next().value;
+        const r = await this.own([path], () => this.rpc.call('fs.write', { path, parents: false, stat: true, ...(grant !== undefined ? { grant } : {}) }, { data }));
         this.attrs.invalidate(path);
         if (!r.created && r.path === path && r.stat) this.attrs.set(path, toFuseStat(r.stat, this.opts.owners), since);
         else this.changed(path); // created again, or written elsewhere (a symlink put there meanwhile)

@@ -3,7 +3,9 @@
  *
  * The mount runs in the foreground as one principal (root unless --user/--token). It is mounted with
  * auto_unmount (a killed mount never leaves a dead mountpoint) and force (a stale one is cleared first),
- * and unmounts cleanly on SIGINT/SIGTERM/SIGHUP after sending any unsaved buffers to the daemon.
+ * and unmounts cleanly on SIGINT/SIGTERM/SIGHUP after sending any unsaved buffers to the daemon. After
+ * an unmount from outside (`mdvfs umount`, `--lazy` while files are open) it exits once the last open
+ * file is closed or the kernel ended the session.
  *
  * Never touch the mountpoint synchronously from this process: the kernel request would wait for this
  * very event loop and deadlock (even SIGKILL cannot free it). Everything here is async.
@@ -105,12 +107,15 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
     // A flush of a large file can take a while; a daemon that never answers still fails the call.
     timeout: 120_000,
   });
+  const fuseFdsBefore = await fuseFds();
   try {
     await new Promise<void>((resolve, reject) => fuse.mount((err) => (err ? reject(new Error(`cannot mount at ${mnt}: ${err.message}`)) : resolve())));
   } catch (err) {
     link.close(); // or the open socket would keep this failed process alive
     throw err;
   }
+  // This mount's connection to the kernel: libfuse closes it when the kernel ends the session.
+  const session = (await fuseFds()).filter((fd) => !fuseFdsBefore.includes(fd));
   const delegate = who.on_behalf_of ? ` on behalf of ${who.on_behalf_of}` : '';
   process.stderr.write(`mdvfs: mounted ${dataDir} at ${mnt} as ${who.user}${delegate}${opts.readOnly ? ' (read-only)' : ''}\n`);
 
@@ -125,7 +130,7 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
       }
       stopping = true;
       process.stderr.write(`mdvfs: ${why}, unmounting ${mnt}\n`);
-      void shutdown(fuse, mfs, link, unmount).finally(resolve);
+      void shutdown(fuse, mfs, link, unmount, session).finally(resolve);
     };
     for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => stop(`got ${sig}`, true));
     // `mdvfs umount` / `fusermount -u` end the mount from outside: notice it, and exit once files are closed.
@@ -134,10 +139,14 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   process.exit(0);
 }
 
-async function shutdown(fuse: FuseInstance, mfs: MountFs, link: DaemonLink, unmount: boolean): Promise<void> {
-  if (!unmount) {
-    // After a lazy unmount, processes may still hold files open and write to them.
-    while (mfs.files.openCount > 0) await sleep(200);
+async function shutdown(fuse: FuseInstance, mfs: MountFs, link: DaemonLink, unmount: boolean, session: number[]): Promise<void> {
+  if (!unmount && mfs.files.openCount > 0) {
+    // After a lazy unmount (`mdvfs umount --lazy`), processes may still hold files open and write to
+    // them. Wait until the last is closed, or until the kernel ends the session: when the last file of
+    // a detached mount is closed, the kernel may drop its release request with the session, so the
+    // open count alone could wait forever.
+    process.stderr.write(`mdvfs: ${mfs.files.openCount} file(s) still open in the detached mount; exiting when they are closed\n`);
+    while (mfs.files.openCount > 0 && !(await sessionEnded(session))) await sleep(200);
   }
   await mfs.flushAll();
   if (unmount) {
@@ -171,21 +180,48 @@ async function watchMountTable(mnt: string, done: () => boolean): Promise<void> 
   }
 }
 
+/** This process's descriptors of /dev/fuse (read from /proc, never the mount); [] without /proc. */
+async function fuseFds(): Promise<number[]> {
+  const fds = await fsp.readdir('/proc/self/fd').catch(() => [] as string[]);
+  const links = await Promise.all(fds.map((fd) => fsp.readlink(`/proc/self/fd/${fd}`).then((l) => (l === '/dev/fuse' ? Number(fd) : -1), () => -1)));
+  return links.filter((fd) => fd >= 0);
+}
+
+/** Whether libfuse closed this mount's /dev/fuse descriptor(s): the kernel session is over. */
+async function sessionEnded(session: number[]): Promise<boolean> {
+  if (session.length === 0) return false; // unknown: rely on the open count
+  const now = await fuseFds();
+  return !session.some((fd) => now.includes(fd));
+}
+
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-/** `mdvfs umount <dir>`: a lazy unmount, so a busy mountpoint is detached at once. */
-export async function runUmount(dir: string): Promise<void> {
+/**
+ * `mdvfs umount <dir>`: unmounts, or refuses with EBUSY while a process has a file or its working
+ * directory in the mount (as umount(8) does). `lazy` detaches at once (`fusermount -uz`): the mount
+ * process sends what open files hold and exits when the last is closed.
+ */
+export async function runUmount(dir: string, opts: { lazy?: boolean } = {}): Promise<void> {
   const mnt = path.resolve(dir);
+  const fail = (e: { stderr?: string; message: string }): never => {
+    const text = (e.stderr ?? e.message).trim();
+    if (!opts.lazy && /busy/i.test(text)) {
+      const busy = new Error(
+        `cannot unmount ${mnt}: it is busy (a process has a file open in it or is working in it); close those, ` +
+          `or detach it now with 'mdvfs umount --lazy ${mnt}' (the mount then exits when the last file is closed)`,
+      );
+      throw Object.assign(busy, { code: 'EBUSY' });
+    }
+    throw new Error(`cannot unmount ${mnt}: ${text}`);
+  };
   try {
-    await execFileP('fusermount', ['-uz', mnt]);
+    await execFileP('fusermount', [opts.lazy ? '-uz' : '-u', mnt]);
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { stderr?: string };
-    if (e.code !== 'ENOENT') throw new Error(`cannot unmount ${mnt}: ${(e.stderr ?? e.message).trim()}`);
-    // No fusermount (fuse2 package absent): root can still detach the mount directly.
-    await execFileP('umount', ['-l', mnt]).catch((e2: { stderr?: string; message: string }) => {
-      throw new Error(`cannot unmount ${mnt}: ${(e2.stderr ?? e2.message).trim()}`);
-    });
+    if (e.code !== 'ENOENT') fail(e);
+    // No fusermount (fuse2 package absent): root can still unmount directly.
+    await execFileP('umount', opts.lazy ? ['-l', mnt] : [mnt]).catch(fail);
   }
 }

@@ -82,6 +82,11 @@ export class OpenFile {
   /** Content id of what the daemon holds, when known. */
   etag: string | undefined;
   mtimeMs = Date.now();
+  /**
+   * The daemon's write grants of the descriptors open for writing (one each): the buffer is sent under
+   * the access they were opened with, so a file created 0444, or chmodded after open, stays writable.
+   */
+  readonly grants = new Set<string>();
   /** The fetch of `data` while it runs (content is fetched on the first read, see MountFs.content). */
   loading: Promise<FileBuffer> | null = null;
   private chain: Promise<unknown> = Promise.resolve();
@@ -106,7 +111,7 @@ export class OpenFile {
 }
 
 export type Handle =
-  | { kind: 'file'; file: OpenFile; writable: boolean }
+  | { kind: 'file'; file: OpenFile; writable: boolean; grant?: string }
   | { kind: 'snapshot'; data: Buffer }; // a read-only file of .history
 
 /** Open descriptors and the OpenFile of each path. */
@@ -136,7 +141,10 @@ export class OpenFiles {
     while (this.nextFd === 0 || this.handles.has(this.nextFd)) this.nextFd = (this.nextFd + 1) >>> 0;
     const fd = this.nextFd;
     this.nextFd = (this.nextFd + 1) >>> 0;
-    if (handle.kind === 'file') handle.file.refs++;
+    if (handle.kind === 'file') {
+      handle.file.refs++;
+      if (handle.grant !== undefined) handle.file.grants.add(handle.grant);
+    }
     this.handles.set(fd, handle);
     return fd;
   }

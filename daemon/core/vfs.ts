@@ -5,6 +5,7 @@
  */
 import { VfsError } from '../errors.js';
 import { BlobStore, type Journal } from './blobs.js';
+import { WriteGrants, type GrantHolder } from './grants.js';
 import { compareNames, depthOf, heightOf, isAncestorOrSelf, lowerHeights, markDirty, nowNs, pathOf, raiseHeights, sortedNames, S_ISGID, S_ISUID, type DirNode, type FileNode, type LinkNode, type Node } from './inode.js';
 import { components, isWithin, MAX_DEPTH, normalize, splitParent, validateName } from './paths.js';
 import { actor, isRoot, may, R, requireAccess, requireChmod, requireChown, requireFollow, requireUnlink, W, X, type Cred, type Principal } from './perms.js';
@@ -29,6 +30,12 @@ export interface WriteOptions {
   ifNoneMatch?: string;
   exclusive?: boolean;
   append?: boolean;
+  /** Who sends this write (credential and connection), for `grant` and `wantGrant`. */
+  holder?: GrantHolder;
+  /** A write grant of `holder` (see grants.ts): the file's w-bit check is skipped for its inode. */
+  grant?: string;
+  /** Answer with a new write grant for the file written (the mount's create and open for writing). */
+  wantGrant?: boolean;
 }
 
 type Listener = (paths: string[]) => void;
@@ -37,6 +44,8 @@ export class Vfs {
   root: DirNode;
   readonly nodes = new Map<number, Node>();
   readonly blobs: BlobStore;
+  /** Write access checked at open/create, for the writes that follow (the mount's descriptors). */
+  readonly grants = new WriteGrants();
   nextId = 1;
   readonly maxFileSize: number;
   private readonly journal: Journal;
@@ -454,6 +463,18 @@ export class Vfs {
     return node;
   }
 
+  /**
+   * open(2) for writing, as the mount does it: checks write access (and `bits`, R for O_RDWR) to the
+   * file now and returns a write grant for it (see grants.ts).
+   */
+  openForWrite(cred: Cred, abs: string, bits: number, holder: GrantHolder): { node: FileNode; grant: string } {
+    const node = this.resolve(cred, abs, 'open', true);
+    if (node.kind === 'directory') throw new VfsError('EISDIR', 'open', abs);
+    if (node.kind !== 'file') throw new VfsError('EINVAL', 'open', abs);
+    requireAccess(cred, node, bits | W, 'open', abs);
+    return { node, grant: this.grants.issue(holder, node.id, 'open', abs) };
+  }
+
   // ---------- writing ----------
 
   /**
@@ -461,9 +482,13 @@ export class Vfs {
    * New files need w+x on the parent; existing ones need w on the file. Throws EISDIR, EFBIG,
    * EPRECOND (if_match / if_none_match), EEXIST (exclusive).
    */
-  write(cred: Cred, abs: string, data: Buffer, opts: WriteOptions = {}, depth = 0): { node: FileNode; created: boolean; path: string } {
+  write(cred: Cred, abs: string, data: Buffer, opts: WriteOptions = {}, depth = 0): { node: FileNode; created: boolean; path: string; grant?: string } {
     const op = 'write';
     if (!opts.append) this.checkSize(data.length, op, abs);
+    if (opts.wantGrant) {
+      if (opts.holder === undefined) throw new VfsError('EINVAL', op, abs, 'a write grant needs a connection to hold it');
+      this.grants.checkRoom(opts.holder, op, abs);
+    }
     const { dir, name, fresh } = this.walkParentCreating(cred, abs, op, opts.parents !== false);
     const existing = dir.children.get(name);
     if (existing?.kind === 'symlink') {
@@ -480,23 +505,27 @@ export class Vfs {
     if (opts.ifMatch === '*' && existing === undefined) throw new VfsError('EPRECOND', op, abs, 'the file does not exist (If-Match)');
     if (opts.exclusive && existing !== undefined) throw new VfsError('EEXIST', op, abs);
     if (existing !== undefined) {
-      requireAccess(cred, existing, W, 'open', abs);
+      // Write access was checked when the grant was issued (open/create); everything else still is.
+      if (!this.grants.allows(opts.grant, opts.holder, existing.id)) requireAccess(cred, existing, W, 'open', abs);
       const content = opts.append ? Buffer.concat([this.blobs.get(existing.blob), data]) : data;
       this.checkSize(content.length, op, abs);
+      const grant = opts.wantGrant ? this.grants.issue(opts.holder!, existing.id, op, abs) : undefined;
       this.setContent(existing, content);
       this.emit(pathOf(existing));
-      return { node: existing, created: false, path: pathOf(existing) };
+      return { node: existing, created: false, path: pathOf(existing), ...(grant !== undefined ? { grant } : {}) };
     }
     if (!fresh) requireAccess(cred, dir, W | X, 'open', abs);
     const own = this.ownership(cred, dir);
     const t = nowNs();
     const id = this.nextId++;
+    // Issued before anything changes: it can fail (too many grants).
+    const grant = opts.wantGrant ? this.grants.issue(opts.holder!, id, op, abs) : undefined;
     const node: FileNode = { id, kind: 'file', mode: (opts.mode ?? 0o644) & 0o7777 & ~S_ISUID, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent: dir, name, blob: this.blobs.put(data), size: data.length };
     this.nodes.set(id, node);
     this.attach(dir, node);
     const p = pathOf(node);
     this.emit(p);
-    return { node, created: true, path: p };
+    return { node, created: true, path: p, ...(grant !== undefined ? { grant } : {}) };
   }
 
   private setContent(node: FileNode, content: Buffer): void {
@@ -507,11 +536,12 @@ export class Vfs {
     this.touchNode(node, true);
   }
 
-  truncate(cred: Cred, abs: string, size: number): FileNode {
+  /** truncate(2); with a write grant of `holder` for this file, ftruncate(2) (see grants.ts). */
+  truncate(cred: Cred, abs: string, size: number, grant?: { id: string; holder: GrantHolder }): FileNode {
     const node = this.resolve(cred, abs, 'truncate', true);
     if (node.kind === 'directory') throw new VfsError('EISDIR', 'truncate', abs);
     if (node.kind !== 'file') throw new VfsError('EINVAL', 'truncate', abs);
-    requireAccess(cred, node, W, 'truncate', abs);
+    if (!this.grants.allows(grant?.id, grant?.holder, node.id)) requireAccess(cred, node, W, 'truncate', abs);
     this.checkSize(size, 'truncate', abs);
     const cur = this.blobs.get(node.blob);
     if (size === cur.length) return node;

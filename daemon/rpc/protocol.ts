@@ -182,6 +182,8 @@ export type Empty = Record<string, never>;
 const path = z.string().max(65536);
 const pathOpt = path.optional();
 const modeSchema = z.union([z.number().int(), z.string()]);
+/** A write grant id (fs.grantWrite, fs.write want_grant). */
+const grantId = z.string().min(1).max(128);
 
 // ---------- the table ----------
 
@@ -256,10 +258,24 @@ export const methods = {
       append: z.boolean().optional(),
       /** Also answer with the file's attributes after the write (`stat`), saving an fs.stat round trip. */
       stat: z.boolean().optional(),
+      /** A write grant of this connection and principal for this file: its w-bit is not checked again (see fs.grantWrite). */
+      grant: grantId.optional(),
+      /** Also answer with a new write grant for the file (the mount's create: O_CREAT with mode 0444 stays writable). */
+      want_grant: z.boolean().optional(),
     }),
-    result: {} as { path: string; size: number; etag: string; created: boolean; stat?: Stat },
+    result: {} as { path: string; size: number; etag: string; created: boolean; stat?: Stat; grant?: string },
   },
-  'fs.truncate': { params: z.object({ path, size: z.number().int().min(0) }), result: {} as { path: string; size: number } },
+  /** `grant`: as in fs.write (ftruncate through a descriptor opened for writing). */
+  'fs.truncate': { params: z.object({ path, size: z.number().int().min(0), grant: grantId.optional() }), result: {} as { path: string; size: number } },
+  /**
+   * open(2) for writing, for the mount: checks write access (and read with `mode` 6) to the file now
+   * and answers a write grant, an unguessable id that lets fs.write/fs.truncate of that file, by the
+   * same principal over the same connection, skip the w-bit check until fs.releaseGrant or until the
+   * connection closes (POSIX checks access at open, not at each write). Nothing else is skipped.
+   */
+  'fs.grantWrite': { params: z.object({ path, mode: z.union([z.literal(2), z.literal(6)]) }), result: {} as { path: string; grant: string } },
+  /** Ends write grants of this connection (descriptors closed); `released` counts those that were live. */
+  'fs.releaseGrant': { params: z.object({ grants: z.array(grantId).min(1).max(65536) }), result: {} as { released: number } },
   'fs.mkdir': { params: z.object({ path, parents: z.boolean().optional(), mode: modeSchema.optional() }), result: {} as { path: string; created: boolean } },
   /** Unlinks a file or symlink (EISDIR for a directory). */
   'fs.unlink': { params: z.object({ path }), result: {} as { path: string } },

@@ -7,7 +7,22 @@ import net from 'node:net';
 import { toWireError, VfsError, type WireError } from '../errors.js';
 import { FrameDecoder, FrameError, FrameTooLarge, FrameWriter, MAX_DATA, MAX_HEADER } from './framing.js';
 import { credsSchema, isMethod, methods, type ChangeEvent, type Method, type RequestHeader } from './protocol.js';
-import type { Ctx, Handlers } from '../service.js';
+import type { Connection, Ctx, Handlers } from '../service.js';
+
+/** A connection's identity for handlers, and what ends with it (the daemon's write grants). */
+class SocketConnection implements Connection {
+  private readonly cleanups = new Map<string, () => void>();
+  constructor(readonly id: number) {}
+
+  onClose(key: string, fn: () => void): void {
+    if (!this.cleanups.has(key)) this.cleanups.set(key, fn);
+  }
+
+  closed(): void {
+    for (const fn of this.cleanups.values()) fn();
+    this.cleanups.clear();
+  }
+}
 
 export interface Logger {
   info(obj: object, msg?: string): void;
@@ -20,6 +35,8 @@ export class RpcServer {
   private readonly sockets = new Set<net.Socket>();
   /** Per connection: replies and events of one event-loop turn leave in one write, in order. */
   private readonly writers = new WeakMap<net.Socket, FrameWriter>();
+  private readonly conns = new WeakMap<net.Socket, SocketConnection>();
+  private nextConn = 1;
 
   constructor(private readonly handlers: Handlers, private readonly log: Logger) {
     this.server = net.createServer((sock) => this.onConnection(sock));
@@ -44,6 +61,8 @@ export class RpcServer {
     this.sockets.add(sock);
     sock.setNoDelay(true);
     this.writers.set(sock, new FrameWriter(sock));
+    const conn = new SocketConnection(this.nextConn++);
+    this.conns.set(sock, conn);
     const decoder = new FrameDecoder();
     let broken = false;
     sock.on('data', (chunk: Buffer) => {
@@ -65,6 +84,7 @@ export class RpcServer {
     sock.on('close', () => {
       this.sockets.delete(sock);
       this.subscribers.delete(sock);
+      conn.closed();
     });
   }
 
@@ -103,6 +123,8 @@ export class RpcServer {
       const creds = credsSchema.safeParse(h.creds ?? {});
       if (!creds.success) throw new VfsError('EINVAL', method, undefined, 'invalid credentials object');
       ctx = { creds: creds.data, data, subscribe: () => this.subscribers.add(sock) };
+      const conn = this.conns.get(sock);
+      if (conn !== undefined) ctx.conn = conn;
       const handler = this.handlers[method] as (ctx: Ctx, p: unknown) => unknown;
       const result = await handler(ctx, params.data);
       this.reply(sock, id, undefined, result, ctx.out);
