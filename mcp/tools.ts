@@ -9,7 +9,7 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Caller } from '../daemon/rpc/client.js';
-import { LIST_PAGE_MAX, type CommitRecord, type DirEntry } from '../daemon/rpc/protocol.js';
+import { LIST_PAGE_MAX, type CommitRecord, type DirEntry, type Stat } from '../daemon/rpc/protocol.js';
 import { VfsError, toWireError } from '../daemon/errors.js';
 import type { ToolTable } from './tool-calls.js';
 import { ANSWER_MAX, applyEdits, fitAnswer, lineRange, unifiedDiff, utf8End } from './content.js';
@@ -95,6 +95,23 @@ const entrySchema = z.object({
   modified: z.number(),
 });
 
+const statSchema = z.object({
+  path: z.string(),
+  inode_id: z.number(),
+  kind: z.enum(['file', 'directory', 'symlink']),
+  size: z.number(),
+  mode: z.string(),
+  uid: z.number(),
+  gid: z.number(),
+  nlink: z.number(),
+  created: z.number(),
+  modified: z.number(),
+  changed: z.number(),
+  accessed: z.number(),
+  etag: z.string().optional(),
+  target: z.string().optional(),
+});
+
 const commitSchema = z.object({
   hash: z.string(),
   message: z.string(),
@@ -109,6 +126,16 @@ const commitSchema = z.object({
 // clients that validate against these (closed) output schemas.
 function entryOut(e: DirEntry): z.infer<typeof entrySchema> {
   return { name: e.name, is_dir: e.is_dir, is_symlink: e.is_symlink, mode: e.mode, uid: e.uid, gid: e.gid, size: e.size, modified: e.modified };
+}
+
+function statOut(st: Stat & { path: string }): z.infer<typeof statSchema> {
+  const out: z.infer<typeof statSchema> = {
+    path: st.path, inode_id: st.inode_id, kind: st.kind, size: st.size, mode: st.mode, uid: st.uid, gid: st.gid, nlink: st.nlink,
+    created: st.created, modified: st.modified, changed: st.changed, accessed: st.accessed,
+  };
+  if (st.etag !== undefined) out.etag = st.etag;
+  if (st.target !== undefined) out.target = st.target;
+  return out;
 }
 
 function commitOut(c: CommitRecord): z.infer<typeof commitSchema> {
@@ -327,6 +354,30 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
         if (r.truncated === true) lines.push(`(truncated after ${r.entries.length} entries: call again with cursor "${r.next_cursor ?? ''}" for more)`);
         const out = { path: r.path, entries: r.entries.map(entryOut), ...(r.truncated === true ? { truncated: true, next_cursor: r.next_cursor } : {}) };
         return ok(`${r.path}:\n${lines.length ? lines.join('\n') : '(empty)'}`, out);
+      }),
+  );
+
+  registerTool(
+    'get_file_info',
+    {
+      title: 'File information',
+      description:
+        'The stat record of a path: kind (file, directory or symlink), size, octal mode, owner uid/gid, link count, times (Unix seconds), ' +
+        'the etag of a file (pass it as expected_etag to write_file or edit_file) and the target of a symlink. Like lstat: a symlink is ' +
+        'described itself; with follow: true, what it points to.',
+      inputSchema: {
+        path: pathArg.describe(pathDesc),
+        follow: z.boolean().optional().describe('Describe what a symlink points to instead of the link itself (default false).'),
+      },
+      outputSchema: statSchema.shape,
+      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    },
+    async ({ path, follow }, extra) =>
+      attempt(async () => {
+        const st = await callerFor(extra).call('fs.stat', { path, nofollow: follow !== true });
+        const out = statOut(st);
+        const extraLine = st.kind === 'symlink' ? ` -> ${st.target ?? ''}` : st.etag === undefined ? '' : `, etag ${st.etag}`;
+        return ok(`${st.path}: ${st.kind}, mode ${st.mode}, uid ${st.uid}, gid ${st.gid}, ${st.size} bytes, modified ${st.modified}${extraLine}`, out);
       }),
   );
 

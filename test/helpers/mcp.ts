@@ -28,6 +28,7 @@ export const TOOL_NAMES = [
   'write_file',
   'edit_file',
   'list_directory',
+  'get_file_info',
   'search_files',
   'find_files',
   'create_directory',

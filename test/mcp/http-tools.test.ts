@@ -6,7 +6,7 @@ const cast = await withCast(t);
 const { svc } = cast;
 const { client: alice } = await httpClient(t, svc, { authorization: 'User alice' });
 
-void t.test('lists the 12 tools with schemas and annotations', async (t) => {
+void t.test('lists the 13 tools with schemas and annotations', async (t) => {
   const { tools } = await alice.listTools();
   t.same(tools.map((x) => x.name).sort(), [...TOOL_NAMES].sort());
   for (const tool of tools) {
