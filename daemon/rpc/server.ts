@@ -21,6 +21,14 @@ export class RpcServer {
   /** Per connection: replies and events of one event-loop turn leave in one write, in order. */
   private readonly writers = new WeakMap<net.Socket, FrameWriter>();
 
+  /** Called whenever a connection opens or closes (the daemon's idle exit counts them). */
+  onClientsChange: ((clients: number) => void) | undefined;
+
+  /** Open connections. */
+  get clients(): number {
+    return this.sockets.size;
+  }
+
   constructor(private readonly handlers: Handlers, private readonly log: Logger) {
     this.server = net.createServer((sock) => this.onConnection(sock));
   }
@@ -42,6 +50,7 @@ export class RpcServer {
 
   private onConnection(sock: net.Socket): void {
     this.sockets.add(sock);
+    this.onClientsChange?.(this.sockets.size);
     sock.setNoDelay(true);
     this.writers.set(sock, new FrameWriter(sock));
     const decoder = new FrameDecoder();
@@ -65,6 +74,7 @@ export class RpcServer {
     sock.on('close', () => {
       this.sockets.delete(sock);
       this.subscribers.delete(sock);
+      this.onClientsChange?.(this.sockets.size);
     });
   }
 
