@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `mdvfs` command. Process-level subcommands (daemon, serve, http, mount, umount, fsck, gc)
+ * The `mdvfs` command. Process-level subcommands (daemon [status|stop], stop, serve, http, mount, umount, fsck, gc)
  * are wired here; file, VCS and user commands live in cli/commands/*.ts.
  */
 import { Command, CommanderError } from 'commander';
@@ -8,8 +8,8 @@ import { registerCommands } from './commands/index.js';
 import { errorLine, describeError } from './errors.js';
 import { addIdentityOptions, readTokenFile, warnSecretFlag } from './identity.js';
 import { UsageError } from './errors.js';
+import { VERSION } from '../daemon/rpc/version.js';
 
-const VERSION = '0.1.0';
 
 export function buildProgram(): Command {
   const program = new Command('mdvfs')
@@ -25,13 +25,29 @@ export function buildProgram(): Command {
     });
   addIdentityOptions(program);
 
-  program
+  // `mdvfs status` is the VCS status (git's), so the daemon's own status is `mdvfs daemon status`.
+  const daemon = program
     .command('daemon')
-    .description('run the daemon in the foreground for SERVICE_DATA_DIR')
+    .description('run the daemon in the foreground for SERVICE_DATA_DIR (or: daemon status, daemon stop)')
     .action(async () => {
       const { runDaemon } = await import('../daemon/main.js');
       await runDaemon();
     });
+  const statusAction = async (opts: { json?: boolean }): Promise<void> => {
+    const { runStatus } = await import('./daemon-control.js');
+    await runStatus(opts);
+  };
+  const stopAction = async (): Promise<void> => {
+    const { runStop } = await import('./daemon-control.js');
+    await runStop();
+  };
+  daemon
+    .command('status')
+    .description('show the daemon of SERVICE_DATA_DIR: pid, data dir, socket, uptime, counts (exit 1 when none runs)')
+    .option('--json', 'print one JSON object')
+    .action(statusAction);
+  daemon.command('stop').description('stop the daemon of SERVICE_DATA_DIR cleanly (and the mdvfs serve that keeps it up)').action(stopAction);
+  program.command('stop').description('stop the daemon of SERVICE_DATA_DIR cleanly (same as daemon stop)').action(stopAction);
 
   program
     .command('serve')

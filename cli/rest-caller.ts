@@ -342,6 +342,8 @@ export class RestCaller implements Caller {
       case 'sys.fsck':
       case 'auth.scope':
       case 'sys.ping':
+      case 'sys.status':
+      case 'sys.hold':
       case 'sys.subscribe':
       case 'fs.resolve':
       case 'fs.truncate':

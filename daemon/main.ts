@@ -15,8 +15,8 @@ import { connectSocket } from './rpc/client.js';
 import { defaultDataDir, EXIT_LOCKED, socketPathFor } from './rpc/connect.js';
 import { PRIVATE_UMASK, prepareSocketDir, securePrivateDataDir } from './rpc/private-dir.js';
 import { RpcServer } from './rpc/server.js';
-import { authPolicyFromEnv, intFromEnv, maxFileSizeFromEnv } from './rpc/settings.js';
-import { Service } from './service.js';
+import { authPolicyFromEnv, idleExitFromEnv, intFromEnv, maxFileSizeFromEnv } from './rpc/settings.js';
+import { Service, type DaemonProcess } from './service.js';
 import { SqliteStore } from './store/sqlite.js';
 import { Vcs } from './vcs/vcs.js';
 
@@ -26,6 +26,36 @@ export interface DaemonConfig {
   fsync: 'full' | 'normal' | 'off';
   policy: AuthPolicy;
   regexTimeoutMs: number;
+  /** How this daemon was started (see DaemonStatus.started_by). */
+  startedBy: 'background' | 'serve' | 'foreground';
+  /** The `mdvfs serve` that started it (it holds the daemon from birth). */
+  servePid?: number;
+  /** SERVICE_IDLE_EXIT in seconds (0: never); applies only to a daemon no live serve holds and not run in the foreground. */
+  idleExitSecs: number;
+}
+
+/**
+ * How a daemon was started, told by its starter in the environment (internal, not settings):
+ * MDVFS_STARTED_BY=background from connectDaemon, MDVFS_SERVE_PID=<pid> from `mdvfs serve`.
+ */
+function starterFromEnv(env: NodeJS.ProcessEnv): Pick<DaemonConfig, 'startedBy' | 'servePid'> {
+  const serve = Number(env.MDVFS_SERVE_PID);
+  if (Number.isSafeInteger(serve) && serve > 0) return { startedBy: 'serve', servePid: serve };
+  return { startedBy: env.MDVFS_STARTED_BY === 'background' ? 'background' : 'foreground' };
+}
+
+/** Whether a process lives (a zombie counts as gone). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true;
+  }
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
@@ -38,6 +68,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonConfi
     // For requests that declare no policy (the HTTP sidecar declares its own with every request).
     policy: authPolicyFromEnv(env),
     regexTimeoutMs: intFromEnv(env, 'SERVICE_REGEX_TIMEOUT_MS', 2000),
+    idleExitSecs: idleExitFromEnv(env),
+    ...starterFromEnv(env),
   };
 }
 
@@ -47,11 +79,16 @@ export interface Daemon {
   socketPath: string;
   /** True once our socket file is gone or replaced (data dir deleted, socket unlinked): no client can reach us. */
   socketGone(): Promise<boolean>;
+  /** Open client connections, and a hook called when their number changes. */
+  clients(): number;
+  onClientsChange(fn: (clients: number) => void): void;
+  /** Seconds with no client after which this daemon should exit now (0: it should not). */
+  idleExit(): number;
   stop(): Promise<void>;
 }
 
 /** Opens the store, loads everything into memory, and returns the wired core (no socket). */
-export function openCore(cfg: DaemonConfig): { vfs: Vfs; registry: Registry; vcs: Vcs; store: SqliteStore; grep: GrepPool; service: Service } {
+export function openCore(cfg: Omit<DaemonConfig, 'startedBy' | 'idleExitSecs'>, proc?: DaemonProcess): { vfs: Vfs; registry: Registry; vcs: Vcs; store: SqliteStore; grep: GrepPool; service: Service } {
   const store = new SqliteStore(cfg.dataDir, cfg.fsync);
   const vfs = new Vfs({ maxFileSize: cfg.maxFileSize, journal: store });
   const registry = new Registry();
@@ -82,7 +119,7 @@ export function openCore(cfg: DaemonConfig): { vfs: Vfs; registry: Registry; vcs
   }
   store.registry = registry;
   const grep = new GrepPool(2, cfg.regexTimeoutMs);
-  const service = new Service({ vfs, registry, vcs, store, grep, policy: cfg.policy });
+  const service = new Service({ vfs, registry, vcs, store, grep, policy: cfg.policy, ...(proc === undefined ? {} : { process: proc }) });
   return { vfs, registry, vcs, store, grep, service };
 }
 
@@ -92,23 +129,43 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
   // Security: whoever created the data dir, the store, its WAL, the pid file and the socket are ours alone.
   process.umask(PRIVATE_UMASK);
   securePrivateDataDir(cfg.dataDir);
-  const core = openCore(cfg);
+  const startedAt = Date.now();
+  const socketPath = socketPathFor(cfg.dataDir);
+  let holder = cfg.servePid;
+  const servedBy = (): number | undefined => (holder !== undefined && alive(holder) ? holder : undefined);
+  const idleExit = (): number => (cfg.startedBy === 'foreground' || servedBy() !== undefined ? 0 : cfg.idleExitSecs);
+  // The socket server comes after the core (it needs the handlers); status reads its clients late.
+  const late: { rpc?: RpcServer } = {};
+  const proc: DaemonProcess = {
+    status: () => {
+      const by = servedBy();
+      return { pid: process.pid, data_dir: cfg.dataDir, socket: socketPath, uptime: Math.floor((Date.now() - startedAt) / 1000), started_by: cfg.startedBy, ...(by === undefined ? {} : { served_by: by }), idle_exit: idleExit(), clients: late.rpc?.clients ?? 0 };
+    },
+    hold: (pid) => {
+      const by = servedBy();
+      if (by !== undefined && by !== pid) return by;
+      if (holder !== pid) log.info({ serve: pid }, 'held by mdvfs serve');
+      holder = pid;
+      return pid;
+    },
+  };
+  const core = openCore(cfg, proc);
   if (core.vfs.root.height > MAX_DEPTH) {
     log.warn({ depth: core.vfs.root.height, limit: MAX_DEPTH }, `the tree is ${core.vfs.root.height} levels deep (stored before the limit of ${MAX_DEPTH}): it is served and may be moved up or deleted, but nothing can be created or moved below level ${MAX_DEPTH}; 'mdvfs fsck' names the deepest path`);
   }
-  const rpc = new RpcServer(core.service.handlers, log);
-  core.vfs.onChange((paths) => rpc.broadcast({ kind: 'change', paths }));
+  const server = new RpcServer(core.service.handlers, log);
+  late.rpc = server;
+  core.vfs.onChange((paths) => server.broadcast({ kind: 'change', paths }));
   core.store.onFatal = (err) => {
     log.error({ err: err.message }, 'store write failed; stopping so that nothing diverges from disk');
     process.exit(1);
   };
-  const socketPath = socketPathFor(cfg.dataDir);
   if (path.dirname(socketPath) !== path.resolve(cfg.dataDir)) prepareSocketDir(socketPath);
   // We hold the store's exclusive lock, so any socket file left here is stale.
   if (existsSync(socketPath)) unlinkSync(socketPath);
   await new Promise<void>((resolve, reject) => {
-    rpc.server.once('error', reject);
-    rpc.server.listen(socketPath, () => resolve());
+    server.server.once('error', reject);
+    server.server.listen(socketPath, () => resolve());
   });
   chmodSync(socketPath, 0o600); // Security: only the data dir's owner may talk to the daemon
   // Inode numbers are reused at once on tmpfs: the change time (set by the chmod above) tells files apart.
@@ -155,19 +212,24 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     vfs: core.vfs,
     socketPath,
     socketGone: async () => !(await ours()),
+    clients: () => server.clients,
+    onClientsChange: (fn) => {
+      server.onClientsChange = fn;
+    },
+    idleExit,
     async stop() {
       if (stopped) return;
       stopped = true;
       const mine = await ours();
       if (mine) {
         await new Promise<void>((resolve) => {
-          rpc.server.close(() => resolve());
-          rpc.closeAll();
+          server.server.close(() => resolve());
+          server.closeAll();
         });
       } else {
         // libuv unlinks a listening socket's path when the server closes: that file is another daemon's
         // now, so the listener is left to the process exit, which removes nothing.
-        rpc.closeAll();
+        server.closeAll();
       }
       core.grep.close();
       core.store.close();
@@ -204,6 +266,21 @@ export async function runDaemon(): Promise<void> {
   };
   process.once('SIGINT', () => stop('SIGINT'));
   process.once('SIGTERM', () => stop('SIGTERM'));
+  // A daemon started in the background by a client exits after SERVICE_IDLE_EXIT seconds with no
+  // client, so none lingers on a data dir nobody uses (a mistyped SERVICE_DATA_DIR, say).
+  let idleTimer: NodeJS.Timeout | undefined;
+  const armIdle = (clients: number): void => {
+    clearTimeout(idleTimer);
+    idleTimer = undefined;
+    const secs = daemon.idleExit();
+    if (clients > 0 || secs === 0) return;
+    idleTimer = setTimeout(() => {
+      if (daemon.clients() === 0 && daemon.idleExit() > 0) stop(`no client for ${secs} s`);
+    }, secs * 1000);
+    idleTimer.unref();
+  };
+  daemon.onClientsChange(armIdle);
+  armIdle(daemon.clients());
   // A daemon whose socket was removed (its data dir deleted, or the file unlinked) can never be reached
   // again: it stops instead of lingering on a store nobody can see.
   let checking = false;

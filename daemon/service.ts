@@ -3,6 +3,7 @@
  * resolves paths for that identity (contract §2), calls the synchronous core, and for mutations
  * waits until the change is durable before answering.
  */
+import { VERSION } from './rpc/version.js';
 import { VfsError, type WireError } from './errors.js';
 import { actor, isAdminCred, isWheel, requireAdmin, requireTokenIssue, requireWorkspaceOwner, WHEEL_GID, type Cred } from './core/perms.js';
 import { displayPath, isWithin, resolveFor, normalize, splitParent } from './core/paths.js';
@@ -14,9 +15,9 @@ import type { AuthPolicy, Registry, UserRow, WorkspaceRow } from './auth/registr
 import type { Vcs, Scope } from './vcs/vcs.js';
 import type { SqliteStore } from './store/sqlite.js';
 import type { TreeEntry } from './store/objects.js';
-import { formatMode, LIST_PAGE_MAX, parseMode, READ_CHUNK, type Creds, type Listing, type DirEntry, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
+import { formatMode, LIST_PAGE_MAX, parseMode, READ_CHUNK, type Creds, type DaemonStatus, type Listing, type DirEntry, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
 
-export const VERSION = '0.1.0';
+export { VERSION };
 
 /** Per-request context: the raw credentials, request bytes in, response bytes out. */
 export interface Ctx {
@@ -47,6 +48,15 @@ export interface ServiceDeps {
   store: SqliteStore;
   grep: GrepPool;
   policy: AuthPolicy;
+  /** The daemon process (`sys.status`, `sys.hold`); absent when the core runs without a socket. */
+  process?: DaemonProcess;
+}
+
+/** The process-level facts and controls only daemon/main.ts knows. */
+export interface DaemonProcess {
+  status(): Omit<DaemonStatus, 'version' | 'users' | 'files' | 'commits'>;
+  /** Makes `pid` the holder unless another live serve holds the daemon; returns the holder. */
+  hold(pid: number): number;
 }
 
 const secs = (ns: bigint): number => Number(ns / 1_000_000_000n);
@@ -265,6 +275,13 @@ export class Service {
     return w;
   }
 
+  /** Process control is for the owner of the daemon's 0600 socket, never for requests from the network. */
+  private localProcess(ctx: Ctx, op: string): DaemonProcess {
+    if (ctx.creds.origin === 'remote') throw new VfsError('EACCES', op, undefined, 'not available over the network');
+    if (this.d.process === undefined) throw new VfsError('ENOSYS', op, undefined, 'this core runs without a daemon process');
+    return this.d.process;
+  }
+
   private noWorkspace(cred: Cred, op: string): void {
     if (cred.workspace !== undefined) throw new VfsError('EACCES', op, undefined, 'not available to workspace tokens');
   }
@@ -276,6 +293,11 @@ export class Service {
       return { status: 'ok', version: VERSION, uptime: Math.floor((Date.now() - this.startedAt) / 1000), inodes: c.inodes, commits: this.d.vcs.countCommits(), objects: this.d.vfs.blobs.size + this.d.vcs.countTrees() + this.d.vcs.countCommits(), needs_bootstrap: this.d.registry.needsBootstrap() };
     },
     'sys.ping': () => ({ pong: true, pid: process.pid }),
+    'sys.status': (ctx) => {
+      const p = this.localProcess(ctx, 'status');
+      return { ...p.status(), version: VERSION, users: this.d.registry.users.size, files: this.d.vfs.counts().files, commits: this.d.vcs.countCommits() };
+    },
+    'sys.hold': (ctx, p) => ({ held_by: this.localProcess(ctx, 'hold').hold(p.pid) }),
     'sys.subscribe': (ctx) => {
       this.auth(ctx);
       ctx.subscribe?.();

@@ -1,13 +1,17 @@
 /**
  * `mdvfs serve` (and `npm start`): the daemon and the HTTP sidecar as two processes.
- * The sidecar is restarted whenever it dies; the daemon too (the sidecar then reconnects).
+ * The sidecar is restarted whenever it dies; the daemon too (the sidecar then reconnects), whoever
+ * started it: a daemon found running (started in the background by the CLI, say) is held by this
+ * serve (`sys.hold`) and replaced by one of ours when it dies. A data dir another live serve holds
+ * is refused at once (one line naming it and that serve's pid, exit 1).
  * SIGINT/SIGTERM stop the sidecar first, then the daemon (which flushes on SIGTERM), then exit 0.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { connectSocket } from '../daemon/rpc/client.js';
-import { defaultDataDir, socketPathFor } from '../daemon/rpc/connect.js';
+import { existsSync } from 'node:fs';
+import { connectSocket, type DaemonClient } from '../daemon/rpc/client.js';
+import { announceNewDataDir, defaultDataDir, EXIT_LOCKED, socketPathFor } from '../daemon/rpc/connect.js';
 import { PRIVATE_UMASK, securePrivateDataDir, verifySocket } from '../daemon/rpc/private-dir.js';
 import { formatListen, httpSettingsFromEnv, SettingsError, type HttpSettings } from '../daemon/rpc/settings.js';
 import type { ListeningMessage } from './listen.js';
@@ -23,15 +27,14 @@ function cliEntry(): string {
   return path.join(path.dirname(here), '..', 'cli', `main${path.extname(here)}`);
 }
 
-async function daemonAnswers(dataDir: string): Promise<boolean> {
+/** A connection to the data dir's daemon, or null when none answers. */
+async function daemonConnection(dataDir: string): Promise<DaemonClient | null> {
   try {
     const sock = socketPathFor(dataDir);
     verifySocket(sock); // a socket another user could own is not our daemon
-    const c = await connectSocket(sock);
-    c.close();
-    return true;
+    return await connectSocket(sock);
   } catch {
-    return false;
+    return null;
   }
 }
 
@@ -62,47 +65,99 @@ export async function runServe(): Promise<void> {
   let listen = settings.listen;
   // Security: the data dir is 0700 and its files 0600 whoever creates them (the children inherit the umask).
   process.umask(PRIVATE_UMASK);
+  const existed = existsSync(dataDir);
   try {
     securePrivateDataDir(dataDir);
   } catch (err) {
     say((err as Error).message.replace(/^[A-Z]+: /, ''));
     process.exit(1);
   }
+  if (!existed) announceNewDataDir(dataDir);
   const cli = cliEntry();
-  const env = { ...process.env, SERVICE_DATA_DIR: dataDir };
+  const env: NodeJS.ProcessEnv = { ...process.env, SERVICE_DATA_DIR: dataDir };
+  delete env.MDVFS_STARTED_BY;
+  delete env.MDVFS_SERVE_PID;
 
   let stopping = false;
   let daemon: ChildProcess | null = null;
+  let daemonExit: number | null = null;
   let sidecar: ChildProcess | null = null;
   let announced = false;
   const daemonStarts: number[] = [];
 
   // Children get their own process group: a terminal's Ctrl-C reaches only us, and we stop them in order.
-  const startDaemon = (): ChildProcess => {
+  // MDVFS_SERVE_PID: the daemon is held by this serve from birth (no other serve can take it, it never idles out).
+  const startDaemon = (): void => {
     daemonStarts.push(Date.now());
-    const child = spawn(process.execPath, [...process.execArgv, cli, 'daemon'], { stdio: ['ignore', 'inherit', 'inherit'], env, detached: true });
-    child.once('exit', (code, signal) => void onDaemonExit(child, code, signal));
-    return child;
+    daemonExit = null;
+    const child = spawn(process.execPath, [...process.execArgv, cli, 'daemon'], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...env, MDVFS_SERVE_PID: String(process.pid) }, detached: true });
+    daemon = child;
+    child.once('exit', (code, signal) => {
+      if (daemon !== child) return;
+      daemon = null;
+      daemonExit = code ?? 1;
+      // EXIT_LOCKED: another daemon holds the data dir; the supervisor below finds out whose it is.
+      if (!stopping && code !== EXIT_LOCKED) say(`daemon exited (${signal ?? code})`);
+    });
   };
 
-  const onDaemonExit = async (child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): Promise<void> => {
-    if (stopping || daemon !== child) return;
-    daemon = null;
-    if (await daemonAnswers(dataDir)) {
-      say(`our daemon exited (${signal ?? code}); another daemon serves ${dataDir}, using it`);
-      return;
+  /**
+   * Makes sure a daemon serves the data dir and that this serve holds it: starts ours when none
+   * answers (at most 5 starts a minute), adopts one found running, and refuses (exit 1) a data dir
+   * another live serve holds. Resolves with a connection to the daemon, or null when stopping.
+   */
+  let hadDaemon = false;
+  const ensureDaemon = async (): Promise<DaemonClient | null> => {
+    let waitedSince = Date.now();
+    for (;;) {
+      if (stopping) return null;
+      const c = await daemonConnection(dataDir);
+      if (c !== null) {
+        let holder: number;
+        let pid: number;
+        try {
+          holder = (await c.call('sys.hold', { pid: process.pid })).held_by;
+          pid = (await c.call('sys.ping', {})).pid;
+        } catch {
+          c.close(); // it went away meanwhile: look again
+          await sleep(50);
+          continue;
+        }
+        if (holder !== process.pid) {
+          c.close();
+          say(`${dataDir} is already served by mdvfs serve pid ${holder} (daemon pid ${pid}); stop it first ('mdvfs stop') or set another SERVICE_DATA_DIR`);
+          await shutdown(1);
+          return null;
+        }
+        if (daemon === null && daemonStarts.length === 0) say(`a daemon (pid ${pid}) already serves ${dataDir}; using it, and restarting one if it dies`);
+        else if (daemon === null) say(`daemon pid ${pid} now serves ${dataDir}; using it`);
+        hadDaemon = true;
+        return c;
+      }
+      if (daemon === null) {
+        const recent = daemonStarts.filter((t) => Date.now() - t < 60_000);
+        if (recent.length >= 5) {
+          say(`the daemon keeps dying (exit ${daemonExit ?? '?'}); giving up`);
+          await shutdown(1);
+          return null;
+        }
+        if (hadDaemon && daemonExit !== EXIT_LOCKED) say(`no daemon answers for ${dataDir}; starting one`);
+        // EXIT_LOCKED: another daemon is coming up on this data dir; give it a moment before trying again.
+        if (daemonExit === EXIT_LOCKED) await sleep(200);
+        else if (daemonStarts.length > 0) await sleep(200);
+        if (stopping) return null;
+        startDaemon();
+        waitedSince = Date.now();
+      } else if (Date.now() - waitedSince > 30_000) {
+        say(`the daemon for ${dataDir} did not start within 30 s`);
+        await shutdown(1);
+        return null;
+      }
+      await sleep(50);
     }
-    const recent = daemonStarts.filter((t) => Date.now() - t < 60_000);
-    if (recent.length >= 5) {
-      say(`the daemon keeps dying (${signal ?? code}); giving up`);
-      await shutdown(1);
-      return;
-    }
-    say(`daemon exited (${signal ?? code}); restarting it`);
-    await sleep(200);
-    if (!stopping) daemon = startDaemon();
   };
 
+  let sidecarStarted = false;
   let sidecarBackoff = 200;
   let failedBeforeListening = 0;
   const startSidecar = (): void => {
@@ -158,22 +213,16 @@ export async function runServe(): Promise<void> {
   process.on('SIGTERM', () => void shutdown(0));
   process.on('SIGHUP', () => void shutdown(0));
 
-  // Start the daemon unless one already serves this data dir, and wait for its socket.
-  if (await daemonAnswers(dataDir)) {
-    say(`a daemon already serves ${dataDir}; using it`);
-  } else {
-    daemon = startDaemon();
-    const deadline = Date.now() + 30_000;
-    while (!(await daemonAnswers(dataDir))) {
-      if (stopping) return;
-      if (daemon === null && daemonStarts.length >= 5) return;
-      if (Date.now() > deadline) {
-        say(`the daemon for ${dataDir} did not start within 30 s`);
-        await shutdown(1);
-        return;
-      }
-      await sleep(50);
+  // Supervise: hold a connection to the daemon; when it closes (the daemon died, whoever started
+  // it), bring one back. The sidecar reconnects by itself (serve restarts it when it exits).
+  for (;;) {
+    const conn = await ensureDaemon();
+    if (conn === null) return;
+    if (!sidecarStarted && !stopping) {
+      sidecarStarted = true;
+      startSidecar();
     }
+    await new Promise<void>((resolve) => conn.once('close', () => resolve()));
+    if (stopping) return;
   }
-  startSidecar();
 }

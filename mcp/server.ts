@@ -1,11 +1,12 @@
 /** One MCP server (tools + resources) for one identity; shared by the stdio binary and /mcp. */
+import { VERSION } from '../daemon/rpc/version.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { registerResources, type ChangeFeed } from './resources.js';
 import { installToolCalls } from './tool-calls.js';
 import { registerTools, type CallerFor } from './tools.js';
 
 export const SERVER_NAME = 'mdvfs';
-export const SERVER_VERSION = '0.1.0';
+export const SERVER_VERSION = VERSION;
 
 const INSTRUCTIONS = `mdvfs is a versioned markdown filesystem with Unix users and permissions.
 Paths: relative paths and "~" resolve in your home directory (/home/<you>, or the delegated user's home); "/..." is absolute.

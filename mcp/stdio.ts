@@ -14,6 +14,7 @@ import { connectDaemon, defaultDataDir } from '../daemon/rpc/connect.js';
 import { localCreds } from '../daemon/rpc/credentials.js';
 import type { Creds } from '../daemon/rpc/protocol.js';
 import { ReconnectingCaller } from './daemon-link.js';
+import { VERSION } from '../daemon/rpc/version.js';
 
 // Security/protocol: a stray console.log from any module would corrupt the JSON-RPC stream.
 console.log = console.error;
@@ -27,7 +28,43 @@ function fail(message: string): never {
   process.exit(1);
 }
 
+const HELP = `Usage: mdvfs-mcp [--help] [--version]
+
+The mdvfs MCP server over stdio (for Claude Desktop, Cursor, the MCP Inspector...): JSON-RPC on
+stdin/stdout, logs on stderr. It connects to the daemon of SERVICE_DATA_DIR (starting one in the
+background if none runs) and takes its identity from the environment:
+
+  SERVICE_AS_USER       act as this user
+  SERVICE_TOKEN         act as the holder of this token (an agent's)
+  SERVICE_ON_BEHALF_OF  delegate to this user
+  SERVICE_WORKSPACE     confine to this workspace (with its secret in SERVICE_TOKEN)
+  SERVICE_DATA_DIR      the data dir (default $XDG_DATA_HOME/mdvfs or ~/.local/share/mdvfs)
+
+With no identity set it acts as root. Options:
+  -h, --help     print this help and exit
+  -V, --version  print the version and exit
+`;
+
+/** Answers --help and --version without starting anything; any other argument is a usage error. */
+function handleArgs(args: string[]): void {
+  for (const a of args) {
+    if (a === '--help' || a === '-h') {
+      process.stdout.write(HELP);
+      process.exit(0);
+    }
+    if (a === '--version' || a === '-V') {
+      process.stdout.write(`${VERSION}\n`);
+      process.exit(0);
+    }
+  }
+  if (args.length > 0) {
+    process.stderr.write(`mdvfs-mcp: unknown argument '${args[0]!.slice(0, 100)}'; it takes none (settings come from the environment, see --help) (EUSAGE)\n`);
+    process.exit(2);
+  }
+}
+
 async function main(): Promise<void> {
+  handleArgs(process.argv.slice(2));
   let creds: Creds;
   try {
     creds = localCreds({}, NO_FLAGS, process.env);

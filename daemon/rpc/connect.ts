@@ -72,13 +72,28 @@ function daemonArgs(entry: string): string[] {
   return [...keep, entry];
 }
 
+/** One line on stderr when a front end or `mdvfs serve` creates a data dir (so a new empty store is never silent). */
+export function announceNewDataDir(dataDir: string): void {
+  process.stderr.write(`mdvfs: created a new data dir ${dataDir} (set SERVICE_DATA_DIR to use another)\n`);
+}
+
+/** A background daemon's environment: it exits when idle (SERVICE_IDLE_EXIT) and belongs to no serve. */
+function backgroundEnv(dataDir: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, SERVICE_DATA_DIR: dataDir, MDVFS_STARTED_BY: 'background' };
+  delete env.MDVFS_SERVE_PID;
+  return env;
+}
+
 /** Connects to the data dir's daemon, starting one in the background if needed. */
 export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonClient> {
   const dataDir = path.resolve(opts.dataDir ?? defaultDataDir());
   // mkdir on a kernel pseudo filesystem may never return: refuse it clearly instead (/dev/shm is plain tmpfs).
   if (/^\/(proc|sys)(\/|$)/.test(dataDir)) throw new Error(`SERVICE_DATA_DIR cannot be under /proc or /sys (got ${dataDir})`);
   // Security: never send a credential to a socket another local user could own (private-dir.ts).
-  if (opts.spawn !== false || existsSync(dataDir)) securePrivateDataDir(dataDir);
+  const existed = existsSync(dataDir);
+  if (opts.spawn !== false || existed) securePrivateDataDir(dataDir);
+  // A mistyped SERVICE_DATA_DIR must not go unnoticed: say once that this is a new, empty store.
+  if (!existed && opts.spawn !== false) announceNewDataDir(dataDir);
   const sock = socketPathFor(dataDir);
   try {
     verifySocket(sock);
@@ -90,7 +105,7 @@ export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonCl
   const child = spawn(process.execPath, daemonArgs(daemonEntry()), {
     detached: true,
     stdio: ['ignore', logFd, logFd],
-    env: { ...process.env, SERVICE_DATA_DIR: dataDir },
+    env: backgroundEnv(dataDir),
   });
   child.unref();
   closeSync(logFd);

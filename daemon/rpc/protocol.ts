@@ -185,6 +185,27 @@ const modeSchema = z.union([z.number().int(), z.string()]);
 /** A write grant id (fs.grantWrite, fs.write want_grant). */
 const grantId = z.string().min(1).max(128);
 
+/** What `sys.status` answers: the daemon process, its data dir and what it holds. */
+export interface DaemonStatus {
+  pid: number;
+  version: string;
+  data_dir: string;
+  socket: string;
+  /** Seconds since the daemon started. */
+  uptime: number;
+  /** How it was started: `background` (by a client, exits when idle), `serve`, or `foreground` (`mdvfs daemon`). */
+  started_by: 'background' | 'serve' | 'foreground';
+  /** The pid of the live `mdvfs serve` that keeps this daemon up, if any. */
+  served_by?: number;
+  /** Seconds with no client after which this daemon exits (0: it does not). */
+  idle_exit: number;
+  users: number;
+  files: number;
+  commits: number;
+  /** Open connections, the asker's included. */
+  clients: number;
+}
+
 // ---------- the table ----------
 
 export const methods = {
@@ -193,6 +214,13 @@ export const methods = {
   'sys.gc': { params: z.object({}), result: {} as { removed: number; kept: number } },
   'sys.fsck': { params: z.object({}), result: {} as { ok: boolean; problems: string[]; objects: number; inodes: number } },
   'sys.ping': { params: z.object({}), result: {} as { pong: true; pid: number } },
+  /** The daemon process (`mdvfs status`); local connections only, never through the HTTP sidecar. */
+  'sys.status': { params: z.object({}), result: {} as DaemonStatus },
+  /**
+   * For `mdvfs serve` only: marks the daemon as held by the serve process `pid` (it restarts the
+   * daemon when it dies). Answers the holder: another live serve's pid if one already holds it.
+   */
+  'sys.hold': { params: z.object({ pid: z.number().int().positive() }), result: {} as { held_by: number } },
   /** Subscribes this connection to change events (`event: 'change'`). */
   'sys.subscribe': { params: z.object({}), result: {} as { subscribed: true } },
 

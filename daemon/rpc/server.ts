@@ -38,6 +38,14 @@ export class RpcServer {
   private readonly conns = new WeakMap<net.Socket, SocketConnection>();
   private nextConn = 1;
 
+  /** Called whenever a connection opens or closes (the daemon's idle exit counts them). */
+  onClientsChange: ((clients: number) => void) | undefined;
+
+  /** Open connections. */
+  get clients(): number {
+    return this.sockets.size;
+  }
+
   constructor(private readonly handlers: Handlers, private readonly log: Logger) {
     this.server = net.createServer((sock) => this.onConnection(sock));
   }
@@ -59,6 +67,7 @@ export class RpcServer {
 
   private onConnection(sock: net.Socket): void {
     this.sockets.add(sock);
+    this.onClientsChange?.(this.sockets.size);
     sock.setNoDelay(true);
     this.writers.set(sock, new FrameWriter(sock));
     const conn = new SocketConnection(this.nextConn++);
@@ -85,6 +94,7 @@ export class RpcServer {
       this.sockets.delete(sock);
       this.subscribers.delete(sock);
       conn.closed();
+      this.onClientsChange?.(this.sockets.size);
     });
   }
 

@@ -58,6 +58,15 @@ export function maxFileSizeFromEnv(env: Env = process.env): number {
   return intFromEnv(env, 'SERVICE_MAX_FILE_SIZE', DEFAULT_MAX_FILE_SIZE);
 }
 
+/**
+ * SERVICE_IDLE_EXIT: seconds a daemon started in the background (by the CLI, `mdvfs mount` or
+ * `mdvfs-mcp`) waits with no client before it exits (default 300; 0 = never). A daemon run in the
+ * foreground (`mdvfs daemon`, or by a live `mdvfs serve`) never exits for being idle.
+ */
+export function idleExitFromEnv(env: Env = process.env): number {
+  return intFromEnv(env, 'SERVICE_IDLE_EXIT', 300);
+}
+
 /** SERVICE_LISTEN: `host:port`, `[v6]:port`, `:port` or `port` (host defaults to 127.0.0.1). */
 export function parseListen(value: string | undefined): ListenAddress {
   const v = (value ?? '').trim();

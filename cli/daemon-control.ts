@@ -1,0 +1,125 @@
+/**
+ * `mdvfs status` and `mdvfs stop`: the daemon of SERVICE_DATA_DIR as a process. Neither starts a
+ * daemon; both say plainly when none runs.
+ */
+import { readFileSync } from 'node:fs';
+import type { DaemonClient } from '../daemon/rpc/client.js';
+import { connectDaemon, defaultDataDir } from '../daemon/rpc/connect.js';
+import type { DaemonStatus } from '../daemon/rpc/protocol.js';
+import { CliError } from './errors.js';
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+async function running(dataDir: string): Promise<DaemonClient | null> {
+  try {
+    return await connectDaemon({ dataDir, spawn: false });
+  } catch {
+    return null;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true;
+  }
+}
+
+function duration(secs: number): string {
+  const d = Math.floor(secs / 86400);
+  const h = Math.floor((secs % 86400) / 3600);
+  const m = Math.floor((secs % 3600) / 60);
+  const s = secs % 60;
+  return [d ? `${d}d` : '', h ? `${h}h` : '', m ? `${m}m` : '', `${s}s`].filter(Boolean).join(' ');
+}
+
+function startedBy(st: DaemonStatus): string {
+  if (st.served_by !== undefined) return `kept up by mdvfs serve (pid ${st.served_by})`;
+  if (st.started_by === 'foreground') return 'in the foreground (mdvfs daemon)';
+  const how = st.started_by === 'serve' ? 'by an mdvfs serve that is gone' : 'in the background by a client';
+  return `${how}; ${st.idle_exit > 0 ? `exits after ${st.idle_exit} s with no clients` : 'does not exit when idle (SERVICE_IDLE_EXIT=0)'}`;
+}
+
+/** `mdvfs status [--json]`: exit 0 when a daemon runs, 1 when none does. */
+export async function runStatus(opts: { json?: boolean }): Promise<void> {
+  const dataDir = defaultDataDir();
+  const client = await running(dataDir);
+  if (client === null) {
+    if (opts.json) process.stdout.write(`${JSON.stringify({ running: false, data_dir: dataDir })}\n`);
+    else process.stdout.write(`no daemon runs for ${dataDir}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  let st: DaemonStatus;
+  try {
+    st = await client.call('sys.status', {});
+  } finally {
+    client.close();
+  }
+  // `clients` counts the daemon's other clients: this command's own connection is left out.
+  const others = Math.max(0, st.clients - 1);
+  if (opts.json) {
+    process.stdout.write(`${JSON.stringify({ running: true, ...st, clients: others })}\n`);
+    return;
+  }
+  process.stdout.write(
+    [
+      `daemon:   pid ${st.pid}, up ${duration(st.uptime)}, version ${st.version}`,
+      `started:  ${startedBy(st)}`,
+      `data dir: ${st.data_dir}`,
+      `socket:   ${st.socket}`,
+      `users: ${st.users}, files: ${st.files}, commits: ${st.commits}, clients: ${others}`,
+      '',
+    ].join('\n'),
+  );
+}
+
+async function waitGone(pid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (alive(pid)) {
+    if (Date.now() > deadline) return false;
+    await sleep(50);
+  }
+  return true;
+}
+
+/** `mdvfs stop`: SIGTERM (which flushes) to the serve that keeps the daemon up, then to the daemon. */
+export async function runStop(): Promise<void> {
+  const dataDir = defaultDataDir();
+  const client = await running(dataDir);
+  if (client === null) {
+    process.stderr.write(`mdvfs: no daemon runs for ${dataDir}; nothing to stop\n`);
+    return;
+  }
+  let st: DaemonStatus;
+  try {
+    st = await client.call('sys.status', {});
+  } finally {
+    client.close();
+  }
+  if (st.served_by !== undefined) {
+    // The serve would start a new daemon at once: stop it (it stops its sidecar and its daemon).
+    process.stderr.write(`mdvfs: stopping mdvfs serve (pid ${st.served_by}) of ${dataDir}\n`);
+    try {
+      process.kill(st.served_by, 'SIGTERM');
+    } catch {
+      // gone meanwhile
+    }
+    if (!(await waitGone(st.served_by, 40_000))) throw new CliError('ETIMEDOUT', `mdvfs serve (pid ${st.served_by}) did not stop within 40 s`);
+  }
+  if (alive(st.pid)) {
+    try {
+      process.kill(st.pid, 'SIGTERM');
+    } catch {
+      // gone meanwhile
+    }
+    if (!(await waitGone(st.pid, 30_000))) throw new CliError('ETIMEDOUT', `the daemon (pid ${st.pid}) of ${dataDir} did not stop within 30 s`);
+  }
+  process.stderr.write(`mdvfs: stopped the daemon (pid ${st.pid}) of ${dataDir}\n`);
+}
