@@ -134,7 +134,8 @@ export async function runExport(ctx: CmdContext, vfsPath: string, hostDir: strin
     jobs.push({ src: st.path, rel: baseName(st.path), kind: 'file', mtime: st.mtime_ns, atime: st.atime_ns });
   }
 
-  await mkdir(root, { recursive: true });
+  // mkdir answers the first directory it made, or undefined when the folder was there already.
+  const rootCreated = (await mkdir(root, { recursive: true })) !== undefined;
   const progress = new Progress('exporting', jobs.length);
   bar.progress = progress;
   jobs.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
@@ -216,7 +217,8 @@ export async function runExport(ctx: CmdContext, vfsPath: string, hostDir: strin
   }
   // Directory times last, the deepest first: creating entries in a directory changes its time.
   const dirJobs = jobs.filter((j) => j.kind === 'dir' && madeDirs.has(j.rel)).reverse();
-  if (st.kind === 'directory') dirJobs.push({ src: st.path, rel: '', kind: 'dir', mtime: st.mtime_ns, atime: st.atime_ns });
+  // The folder itself takes the exported directory's times only when this export made it.
+  if (st.kind === 'directory' && rootCreated) dirJobs.push({ src: st.path, rel: '', kind: 'dir', mtime: st.mtime_ns, atime: st.atime_ns });
   for (const j of dirJobs) {
     const dst = path.join(root, ...j.rel.split('/'));
     await keepTimes(dst, j).catch((err: unknown) => fail(`cannot set the times of ${dst}`, err));

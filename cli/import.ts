@@ -48,6 +48,7 @@ class Importer {
     private readonly ctx: CmdContext,
     readonly root: string, // realpath of the source
     readonly target: string, // resolved target in the filesystem
+    private readonly targetCreated = true, // the target was made by this import (only then does it get the folder's times)
   ) {
     this.summary = { target, files: 0, dirs: 0, symlinks: 0, bytes: 0, failed: 0, skipped: 0 };
   }
@@ -128,7 +129,10 @@ class Importer {
     // A directory's time changes as entries are added to it: set them last, the deepest first
     // (the walk is in pre-order, so reversed every directory comes before its parent).
     const dirs = entries.filter((e) => e.kind === 'dir' && copied.has(e.rel)).reverse();
-    for (const e of [...dirs, { rel: '', kind: 'dir' as const }]) await this.keepTimes(e.rel);
+    for (const e of dirs) await this.keepTimes(e.rel);
+    // The target itself takes the folder's times only when this import made it: an existing directory
+    // it was copied into (maybe someone else's) keeps its own.
+    if (this.targetCreated) await this.keepTimes('');
     this.progress.finish();
     this.progress = undefined;
   }
@@ -223,7 +227,7 @@ export async function runImport(ctx: CmdContext, hostDir: string, opts: { to?: s
   const toArg = opts.to !== undefined ? ctx.path(opts.to) : ctx.path(path.basename(root) || 'import');
   // Resolving through mkdir gives the absolute target, so later relative writes cannot drift.
   const made = await ctx.caller.call('fs.mkdir', { path: toArg, parents: true });
-  const importer = new Importer(ctx, root, made.path);
+  const importer = new Importer(ctx, root, made.path, made.created);
 
   let watcher: import('chokidar').FSWatcher | undefined;
   const queue: Array<() => Promise<void>> = [];

@@ -194,6 +194,21 @@ void t.test('import and export keep modification times, of files and directories
   t.equal(hostSec('old'), old.modified, 'export: a directory gets its time in the filesystem (changed by the new file)');
   t.equal(hostSec(''), 1_500_000_006, 'export: the exported directory itself too');
 
+  // Copied into folders that were there already, import and export leave those folders' own times alone.
+  // Someone else's directory (root's) that alice may write into: only its owner could set its times.
+  await client.call('fs.mkdir', { path: '/home/alice/existing' });
+  await client.call('fs.chmod', { path: '/home/alice/existing', mode: '0777' });
+  r = await cli.run(['import', src, '--to', 'existing'], { user: 'alice' });
+  t.equal(r.code, 0, r.stderr);
+  t.not((await client.call('fs.stat', { path: '/home/alice/existing' })).modified, 1_500_000_006, 'import: an existing target keeps its own time');
+  t.equal((await client.call('fs.stat', { path: '/home/alice/existing/old' })).modified, 1_400_000_005, 'while what it copied keeps the source times');
+  const there = path.join(tmp, 'there');
+  mkdirSync(there);
+  r = await cli.run(['export', 'imp', there], { user: 'alice' });
+  t.equal(r.code, 0, r.stderr);
+  t.not(Math.floor(statSync(there).mtimeMs / 1000), 1_500_000_006, 'export: an existing folder keeps its own time');
+  t.equal(Math.floor(statSync(path.join(there, 'old', 'deep')).mtimeMs / 1000), 1_300_000_004);
+
   // One file exported alone keeps its time too.
   const one = path.join(tmp, 'one');
   r = await cli.run(['export', 'imp/old/a.md', one], { user: 'alice' });
