@@ -278,13 +278,7 @@ export class ShellSession implements ShellState {
    * the typed word (`raw`) with the answer, so a word typed in mixed quoting is rewritten in one style.
    */
   complete(line: string, commandNames: string[], cb: (err: null, result: [string[], string]) => void): void {
-    let word: ScanEnd;
-    try {
-      word = scanPartial(line);
-    } catch {
-      cb(null, [[], '']);
-      return;
-    }
+    const word: ScanEnd = scanPartial(line);
     const raw = line.slice(word.start);
     if (word.comment) {
       cb(null, [[], raw]);
@@ -313,10 +307,7 @@ export class ShellSession implements ShellState {
       cb(null, [commonPrefix(shown) === raw ? shown : [raw, ...shown], raw]);
     };
     if (word.command) {
-      answer(
-        commandNames.filter((c) => c.startsWith(word.value)).sort(),
-        () => false,
-      );
+      answer(commandNames.filter((c) => c.startsWith(word.value)).sort(), () => false);
       return;
     }
     const slash = word.value.lastIndexOf('/');
@@ -336,10 +327,11 @@ export class ShellSession implements ShellState {
   }
 }
 
+/** The longest prefix all values share, never ending inside a surrogate pair (emoji in names). */
 function commonPrefix(values: string[]): string {
   let p = values[0] ?? '';
   for (const v of values) while (!v.startsWith(p)) p = p.slice(0, -1);
-  return p;
+  return /[\uD800-\uDBFF]$/.test(p) ? p.slice(0, -1) : p;
 }
 
 function ask(rl: readline.Interface, question: string): Promise<string | undefined> {
