@@ -5,7 +5,7 @@
  * Security: no symlink is created that resolves outside the export directory, chained links
  * included (a -> b, b -> ../..): such links are skipped with a warning naming them.
  */
-import { lstat, mkdir, realpath, symlink, unlink, writeFile } from 'node:fs/promises';
+import { lstat, lutimes, mkdir, realpath, symlink, unlink, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { VfsError } from '../daemon/errors.js';
 import { listAll } from '../daemon/rpc/listing.js';
@@ -18,6 +18,20 @@ interface Job {
   src: string; // absolute path in the filesystem
   rel: string; // relative host path, '/'-separated
   kind: 'dir' | 'file' | 'symlink';
+  mtime: string; // nanoseconds since the epoch, as the daemon gives them
+  atime: string | undefined;
+}
+
+/** Seconds (with a fraction) for fs.utimes from the daemon's nanosecond strings. */
+function seconds(ns: string): number {
+  const n = BigInt(ns);
+  return Number(n / 1_000_000_000n) + Number(n % 1_000_000_000n) / 1e9;
+}
+
+/** Gives a host copy the times it has in the filesystem (an unknown access time becomes the modification time). */
+async function keepTimes(dst: string, j: Job): Promise<void> {
+  const set = j.kind === 'symlink' ? lutimes : utimes;
+  await set(dst, seconds(j.atime ?? j.mtime), seconds(j.mtime));
 }
 
 const CONCURRENCY = 16;
@@ -107,7 +121,7 @@ export async function runExport(ctx: CmdContext, vfsPath: string, hostDir: strin
             const src = listing.path.endsWith('/') ? listing.path + e.name : `${listing.path}/${e.name}`;
             const rel = d.rel === '' ? e.name : `${d.rel}/${e.name}`;
             const kind = e.is_symlink ? 'symlink' : e.is_dir ? 'dir' : 'file';
-            jobs.push({ src, rel, kind });
+            jobs.push({ src, rel, kind, mtime: e.mtime_ns, atime: e.atime_ns });
             if (kind === 'dir') next.push({ src, rel });
           }
         } catch (err) {
@@ -117,18 +131,21 @@ export async function runExport(ctx: CmdContext, vfsPath: string, hostDir: strin
       level = next;
     }
   } else {
-    jobs.push({ src: st.path, rel: baseName(st.path), kind: 'file' });
+    jobs.push({ src: st.path, rel: baseName(st.path), kind: 'file', mtime: st.mtime_ns, atime: st.atime_ns });
   }
 
-  await mkdir(root, { recursive: true });
+  // mkdir answers the first directory it made, or undefined when the folder was there already.
+  const rootCreated = (await mkdir(root, { recursive: true })) !== undefined;
   const progress = new Progress('exporting', jobs.length);
   bar.progress = progress;
   jobs.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
+  const madeDirs = new Set<string>();
   for (const j of jobs.filter((j) => j.kind === 'dir')) {
     const dst = path.join(root, ...j.rel.split('/'));
     try {
       if (await isSymlink(dst)) await unlink(dst);
       await mkdir(dst, { recursive: true });
+      madeDirs.add(j.rel);
       dirs++;
     } catch (err) {
       fail(`cannot create ${dst}`, err);
@@ -164,6 +181,7 @@ export async function runExport(ctx: CmdContext, vfsPath: string, hostDir: strin
           const { data } = await caller.request('fs.read', { path: j.src });
           if (await isSymlink(dst)) await unlink(dst);
           await writeFile(dst, data);
+          await keepTimes(dst, j);
           files++;
           bytes += data.length;
         } else {
@@ -175,6 +193,7 @@ export async function runExport(ctx: CmdContext, vfsPath: string, hostDir: strin
           else {
             await unlink(dst).catch(() => undefined);
             await symlink(target, dst);
+            await keepTimes(dst, j);
             made.push({ dst, src: j.src, target });
             links++;
           }
@@ -195,6 +214,14 @@ export async function runExport(ctx: CmdContext, vfsPath: string, hostDir: strin
       links--;
       skipLink(m.src, m.target);
     }
+  }
+  // Directory times last, the deepest first: creating entries in a directory changes its time.
+  const dirJobs = jobs.filter((j) => j.kind === 'dir' && madeDirs.has(j.rel)).reverse();
+  // The folder itself takes the exported directory's times only when this export made it.
+  if (st.kind === 'directory' && rootCreated) dirJobs.push({ src: st.path, rel: '', kind: 'dir', mtime: st.mtime_ns, atime: st.atime_ns });
+  for (const j of dirJobs) {
+    const dst = path.join(root, ...j.rel.split('/'));
+    await keepTimes(dst, j).catch((err: unknown) => fail(`cannot set the times of ${dst}`, err));
   }
   progress.finish();
   ctx.out.write(

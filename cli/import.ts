@@ -48,6 +48,7 @@ class Importer {
     private readonly ctx: CmdContext,
     readonly root: string, // realpath of the source
     readonly target: string, // resolved target in the filesystem
+    private readonly targetCreated = true, // the target was made by this import (only then does it get the folder's times)
   ) {
     this.summary = { target, files: 0, dirs: 0, symlinks: 0, bytes: 0, failed: 0, skipped: 0 };
   }
@@ -107,12 +108,13 @@ class Importer {
 
   async copyAll(entries: Entry[]): Promise<void> {
     this.progress = new Progress('importing', entries.length);
+    const copied = new Set<string>();
     // Directories first (parents are created on demand anyway; this keeps empty ones too).
     await pool(
       entries.filter((e) => e.kind === 'dir'),
       CONCURRENCY,
       async (e) => {
-        await this.apply(e);
+        if (await this.apply(e, false)) copied.add(e.rel);
         this.progress?.tick();
       },
     );
@@ -124,12 +126,40 @@ class Importer {
         this.progress?.tick();
       },
     );
+    // A directory's time changes as entries are added to it: set them last, the deepest first
+    // (the walk is in pre-order, so reversed every directory comes before its parent).
+    const dirs = entries.filter((e) => e.kind === 'dir' && copied.has(e.rel)).reverse();
+    for (const e of dirs) await this.keepTimes(e.rel);
+    // The target itself takes the folder's times only when this import made it: an existing directory
+    // it was copied into (maybe someone else's) keeps its own.
+    if (this.targetCreated) await this.keepTimes('');
     this.progress.finish();
     this.progress = undefined;
   }
 
-  /** Copies one entry; returns false when it failed or was skipped. */
-  async apply(e: Entry): Promise<boolean> {
+  /**
+   * Gives the copy of `rel` the source's modification and access times (to the nanosecond), as `cp -p`
+   * does; returns false (reported) when they could not be set. Symlinks keep the time of their creation:
+   * fs.utimens follows them.
+   */
+  async keepTimes(rel: string): Promise<boolean> {
+    const host = path.join(this.root, rel);
+    const dst = vfsJoin(this.target, rel);
+    try {
+      const st = await stat(host, { bigint: true });
+      await this.ctx.caller.call('fs.utimens', { path: dst, atime: st.atimeNs.toString(), mtime: st.mtimeNs.toString() });
+      return true;
+    } catch (err) {
+      this.fail(`cannot keep the times of ${host}`, err);
+      return false;
+    }
+  }
+
+  /**
+   * Copies one entry; returns false when it failed or was skipped. A file gets the source's times at
+   * once; a directory too unless `dirTimes` is false (the initial copy sets them after its contents).
+   */
+  async apply(e: Entry, dirTimes = true): Promise<boolean> {
     const host = path.join(this.root, e.rel);
     const dst = vfsJoin(this.target, e.rel);
     const caller = this.ctx.caller;
@@ -137,7 +167,7 @@ class Importer {
       if (e.kind === 'dir') {
         await caller.call('fs.mkdir', { path: dst, parents: true });
         this.summary.dirs++;
-        return true;
+        return dirTimes ? this.keepTimes(e.rel) : true;
       }
       if (e.kind === 'file') {
         let data: Buffer;
@@ -150,7 +180,7 @@ class Importer {
         await caller.call('fs.write', { path: dst }, { data });
         this.summary.files++;
         this.summary.bytes += data.length;
-        return true;
+        return this.keepTimes(e.rel);
       }
       // Security: resolve the link on the host and refuse anything that leaves the source folder.
       let real: string;
@@ -197,7 +227,7 @@ export async function runImport(ctx: CmdContext, hostDir: string, opts: { to?: s
   const toArg = opts.to !== undefined ? ctx.path(opts.to) : ctx.path(path.basename(root) || 'import');
   // Resolving through mkdir gives the absolute target, so later relative writes cannot drift.
   const made = await ctx.caller.call('fs.mkdir', { path: toArg, parents: true });
-  const importer = new Importer(ctx, root, made.path);
+  const importer = new Importer(ctx, root, made.path, made.created);
 
   let watcher: import('chokidar').FSWatcher | undefined;
   const queue: Array<() => Promise<void>> = [];

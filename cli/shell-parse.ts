@@ -12,11 +12,40 @@ export interface Pipeline {
   redirect?: { path: string; append: boolean };
 }
 
-export function tokenize(line: string): Token[] {
+/** Where a scan of a line ended: the word being typed (for completion), and whether a quote is open. */
+export interface ScanEnd {
+  /** Offset in the line where the last word starts (the line's length when no word is open). */
+  start: number;
+  /** The last word as it means (quotes and escapes removed), '' when no word is open. */
+  value: string;
+  /** The quote still open at the end of the line, '' when none. */
+  quote: '' | "'" | '"';
+  /** True when the last word is a command name: the first word of a stage, not a redirection target. */
+  command: boolean;
+  /** True when the line ends inside a `#` comment. */
+  comment: boolean;
+}
+
+/**
+ * Splits a line into words and operators. Strict (the default): an unterminated quote is an error.
+ * Partial (for completion of what is being typed): open quotes and a trailing backslash are allowed,
+ * and `end` says where the last word starts and what it means so far.
+ */
+function scan(line: string, partial: boolean): { tokens: Token[]; end: ScanEnd } {
   const tokens: Token[] = [];
   let word = '';
   let inWord = false;
+  let start = 0;
+  let quote: ScanEnd['quote'] = '';
+  let comment = false;
   let i = 0;
+  const unterminated = () => {
+    if (!partial) throw new UsageError('syntax error: unterminated quote');
+  };
+  const begin = () => {
+    if (!inWord) start = i;
+    inWord = true;
+  };
   const endWord = () => {
     if (inWord) tokens.push({ word });
     word = '';
@@ -25,20 +54,30 @@ export function tokenize(line: string): Token[] {
   while (i < line.length) {
     const c = line[i] as string;
     if (c === '\\') {
+      begin();
       if (i + 1 < line.length) word += line[i + 1];
-      inWord = true;
       i += 2;
     } else if (c === "'") {
+      begin();
       const end = line.indexOf("'", i + 1);
-      if (end < 0) throw new UsageError('syntax error: unterminated quote');
+      if (end < 0) {
+        unterminated();
+        word += line.slice(i + 1);
+        quote = "'";
+        i = line.length;
+        break;
+      }
       word += line.slice(i + 1, end);
-      inWord = true;
       i = end + 1;
     } else if (c === '"') {
+      begin();
       i++;
-      inWord = true;
       for (;;) {
-        if (i >= line.length) throw new UsageError('syntax error: unterminated quote');
+        if (i >= line.length) {
+          unterminated();
+          quote = '"';
+          break;
+        }
         const d = line[i] as string;
         if (d === '"') break;
         if (d === '\\' && i + 1 < line.length && '"\\$`'.includes(line[i + 1] as string)) {
@@ -54,6 +93,7 @@ export function tokenize(line: string): Token[] {
       endWord();
       i++;
     } else if (c === '#' && !inWord) {
+      comment = true;
       break;
     } else if (c === '|' || c === ';') {
       endWord();
@@ -69,13 +109,47 @@ export function tokenize(line: string): Token[] {
         i++;
       }
     } else {
+      begin();
       word += c;
-      inWord = true;
       i++;
     }
   }
+  const open = inWord && !comment;
   endWord();
-  return tokens;
+  // The last word is a command name when nothing but operators other than a redirection precede it in its stage.
+  const before = open ? tokens.slice(0, -1) : tokens;
+  const prev = before[before.length - 1];
+  const command = prev === undefined || ('op' in prev && (prev.op === '|' || prev.op === ';'));
+  const last = tokens[tokens.length - 1];
+  return {
+    tokens,
+    end: {
+      start: open ? start : line.length,
+      value: open && last !== undefined && 'word' in last ? last.word : '',
+      quote: open ? quote : '',
+      command,
+      comment,
+    },
+  };
+}
+
+export function tokenize(line: string): Token[] {
+  return scan(line, false).tokens;
+}
+
+/** The word being typed at the end of `line` (the text before the cursor), for tab completion. */
+export function scanPartial(line: string): ScanEnd {
+  return scan(line, true).end;
+}
+
+/**
+ * Writes `value` as a word the tokenizer reads back as `value`, in the quoting style the user started:
+ * backslash escapes when none, else inside the open quote. `close` ends the quote (a finished word).
+ */
+export function quoteWord(value: string, quote: ScanEnd['quote'], close: boolean): string {
+  if (quote === "'") return `'${value.replaceAll("'", `'\\''`)}${close ? "'" : ''}`;
+  if (quote === '"') return `"${value.replace(/["\\$`]/g, '\\$&')}${close ? '"' : ''}`;
+  return value.replace(/[\s\\'"|;>#]/g, '\\$&');
 }
 
 /** Parses a line into pipelines separated by `;`. An empty line gives []. */

@@ -17,7 +17,7 @@ import { reporter } from './context.js';
 import { describeError, errorLine } from './errors.js';
 import { resolveIdentity, type IdentityOptions } from './identity.js';
 import { HISTORY_SIZE, historyFile, ShellHistory } from './shell-history.js';
-import { parseLine, type Pipeline } from './shell-parse.js';
+import { parseLine, quoteWord, scanPartial, type Pipeline, type ScanEnd } from './shell-parse.js';
 
 interface StageIo {
   input: Buffer | undefined;
@@ -271,31 +271,67 @@ export class ShellSession implements ShellState {
     }
   }
 
-  /** Tab completion: command names first, then paths via fs.list. */
+  /**
+   * Tab completion: command names first, then paths via fs.list. Completes the word being typed as the
+   * tokenizer reads it (quotes and backslashes included) and writes the completion back in the same style:
+   * `cat My<TAB>` gives `cat My\ Note.md `, `cat 'My N<TAB>` gives `cat 'My Note.md' `. Readline replaces
+   * the typed word (`raw`) with the answer, so a word typed in mixed quoting is rewritten in one style.
+   */
   complete(line: string, commandNames: string[], cb: (err: null, result: [string[], string]) => void): void {
-    const segment = line.slice(Math.max(line.lastIndexOf('|'), line.lastIndexOf(';')) + 1);
-    const words = segment.replace(/^\s+/, '').split(/\s+/);
-    const word = words[words.length - 1] ?? '';
-    if (words.length <= 1) {
-      const hits = commandNames.filter((c) => c.startsWith(word)).sort();
-      cb(null, [hits.length === 1 ? [`${hits[0] ?? ''} `] : hits, word]);
+    const word: ScanEnd = scanPartial(line);
+    const raw = line.slice(word.start);
+    if (word.comment) {
+      cb(null, [[], raw]);
       return;
     }
-    const slash = word.lastIndexOf('/');
-    const dirPart = slash < 0 ? '' : word.slice(0, slash + 1);
-    const base = slash < 0 ? word : word.slice(slash + 1);
+    const answer = (values: string[], isDir: (v: string) => boolean) => {
+      const q = (v: string, close: boolean) => quoteWord(v, word.quote, close);
+      const only = values[0];
+      if (values.length === 1 && only !== undefined) {
+        // One match: finish the word (close its quote, add a space) unless it is a directory to go into.
+        cb(null, [[isDir(only) ? q(only, false) : `${q(only, true)} `], raw]);
+        return;
+      }
+      if (values.length === 0) {
+        cb(null, [[], raw]);
+        return;
+      }
+      // Several: first extend to what they share (or rewrite the word in one style), then list them.
+      const common = commonPrefix(values);
+      if (q(common, false) !== raw) {
+        cb(null, [[q(common, false)], raw]);
+        return;
+      }
+      const shown = values.map((v) => q(v, false));
+      // Readline inserts what the shown entries share; keep that exactly the typed word.
+      cb(null, [commonPrefix(shown) === raw ? shown : [raw, ...shown], raw]);
+    };
+    if (word.command) {
+      answer(commandNames.filter((c) => c.startsWith(word.value)).sort(), () => false);
+      return;
+    }
+    const slash = word.value.lastIndexOf('/');
+    const dirPart = slash < 0 ? '' : word.value.slice(0, slash + 1);
+    const base = slash < 0 ? word.value : word.value.slice(slash + 1);
     const dir = dirPart === '' ? this.cwd : this.resolve(dirPart);
     this.caller.call('fs.list', { path: dir }).then(
       (listing) => {
         const hits = listing.entries
           .filter((e) => e.name.startsWith(base) && (base.startsWith('.') || !e.name.startsWith('.')))
-          .map((e) => `${dirPart}${e.name}${e.is_dir ? '/' : ''}`);
-        const only = hits[0];
-        cb(null, [hits.length === 1 && only !== undefined && !only.endsWith('/') ? [`${only} `] : hits, word]);
+          .map((e) => `${dirPart}${e.name}${e.is_dir ? '/' : ''}`)
+          .sort();
+        answer(hits, (v) => v.endsWith('/'));
       },
-      () => cb(null, [[], word]),
+      () => cb(null, [[], raw]),
     );
   }
+}
+
+/** The longest prefix all values share, never ending inside a surrogate pair (emoji in names). */
+function commonPrefix(values: string[]): string {
+  let p = values[0] ?? '';
+  for (const v of values) while (!v.startsWith(p)) p = p.slice(0, -1);
+  return /[\uD800-\uDBFF]$/.test(p) ? p.slice(0, -1) : p;
 }
 
 function ask(rl: readline.Interface, question: string): Promise<string | undefined> {

@@ -225,3 +225,68 @@ void t.test('Ctrl-C interrupts a running command: the prompt returns, the rest o
   sh.write(CTRL_D);
   t.equal((await sh.exited).exitCode, 0);
 });
+
+void t.test('tab completion of names with spaces and quotes: the word comes back quoted, and runs', async (t) => {
+  const cli = await cliEnv(t);
+  await cli.run(['useradd', 'admin']);
+  await cli.run(['useradd', 'carol']);
+  await cli.run(['write', '/home/carol/My Note.md', 'note body']);
+  await cli.run(['mkdir', '/home/carol/Dir with space']);
+  await cli.run(['write', '/home/carol/Dir with space/inner file.md', 'inner body']);
+  await cli.run(['write', '/home/carol/Plan A.md', 'plan a']);
+  await cli.run(['write', '/home/carol/Plan B.md', 'plan b']);
+  await cli.run(['write', "/home/carol/it's.md", 'apostrophe']);
+  const sh = await spawnShell(t, cli.env, ['--user', 'carol']);
+  await sh.expect('carol@mdvfs:~ $ ');
+
+  // Types `typed`, presses Tab (and `more` + Tab after each step), expects the line to show `shown`,
+  // then runs it and expects the file's content: the parser accepts what completion inserted.
+  const complete = async (steps: [string, string][], body: string) => {
+    sh.mark();
+    for (const [typed, shown] of steps) {
+      sh.write(`${typed}\t`);
+      await sh.expect(shown);
+    }
+    sh.mark();
+    sh.write('\r');
+    const out = await sh.expect(/\$ $/);
+    t.match(out, new RegExp(`^\\n${body}\\n`), `${steps.map(([s]) => s).join('<TAB>')}<TAB> runs`);
+    t.notMatch(out, /\(E[A-Z]+\)/);
+  };
+
+  await complete([['cat My', 'cat My\\ Note.md ']], 'note body');
+  await complete([["cat 'My N", "cat 'My Note.md' "]], 'note body');
+  await complete([['cat "My', 'cat "My Note.md" ']], 'note body');
+  // A directory keeps the quote open, so the next name goes on inside it.
+  await complete(
+    [
+      ['cat "Dir', 'cat "Dir with space/'],
+      ['in', 'inner file.md" '],
+    ],
+    'inner body',
+  );
+  // Completing inside a word already escaped with backslashes.
+  await complete([['cat Dir\\ with\\ space/in', 'inner\\ file.md ']], 'inner body');
+  await complete(
+    [
+      ['cat Dir\\ w', 'cat Dir\\ with\\ space/'],
+      ['in', 'inner\\ file.md '],
+    ],
+    'inner body',
+  );
+  // Two matches: the shared part (with its escaped space) first, then the rest.
+  await complete(
+    [
+      ['cat Pl', 'cat Plan\\ '],
+      ['B', 'B.md '],
+    ],
+    'plan b',
+  );
+  await complete([['cat it', "cat it\\'s.md "]], 'apostrophe');
+  await complete([["cat 'it", "cat 'it'\\''s.md' "]], 'apostrophe');
+  // A word typed in mixed quoting is rewritten in one style.
+  await complete([['cat My" "N', 'cat My\\ Note.md ']], 'note body');
+
+  sh.write(CTRL_D);
+  t.equal((await sh.exited).exitCode, 0);
+});

@@ -1,6 +1,6 @@
 /** `mdvfs import` and `mdvfs export`: a byte-exact round trip of 1,000 files, and what import refuses. */
 import { randomBytes } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, utimesSync, writeFileSync, chmodSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import t from 'tap';
@@ -153,4 +153,65 @@ void t.test('import never follows symlinks out of the folder and reports what it
   t.match(find.stdout, /\/imp\/sub\/also\.md\n/);
   t.equal((await cli.run(['cat', '/imp/inside.md'])).stdout, 'fine too', 'a symlink inside the folder is kept as a link');
   t.equal(JSON.parse((await cli.run(['stat', '--json', '/imp/inside.md'])).stdout).target, 'sub/also.md');
+});
+
+void t.test('import and export keep modification times, of files and directories, both ways', async (t) => {
+  const cli = await cliEnv(t);
+  await cli.run(['useradd', 'alice']);
+  const tmp = tempDir(t);
+  const src = path.join(tmp, 'src');
+  mkdirSync(path.join(src, 'old', 'deep'), { recursive: true });
+  writeFileSync(path.join(src, 'old', 'a.md'), 'a');
+  writeFileSync(path.join(src, 'old', 'deep', 'b.md'), 'b');
+  writeFileSync(path.join(src, 'top.md'), 'top');
+  // Distinct times in the past, children before their directories (writing into one changes its time).
+  const times: Record<string, number> = { 'old/deep/b.md': 1_000_000_001, 'old/a.md': 1_100_000_002.25, 'top.md': 1_200_000_003, 'old/deep': 1_300_000_004, old: 1_400_000_005, '': 1_500_000_006 };
+  for (const [rel, sec] of Object.entries(times)) utimesSync(path.join(src, rel), sec, sec);
+
+  let r = await cli.run(['import', src, '--to', 'imp'], { user: 'alice' });
+  t.equal(r.code, 0, r.stderr);
+  const client = await cli.client();
+  for (const [rel, sec] of Object.entries(times)) {
+    const st = await client.call('fs.stat', { path: `/home/alice/imp${rel === '' ? '' : `/${rel}`}` });
+    t.equal(st.modified, Math.floor(sec), `import: ${rel || 'the folder itself'} keeps its modification time`);
+  }
+  t.equal((await client.call('fs.stat', { path: '/home/alice/imp/old/a.md' })).mtime_ns, '1100000002250000000', 'to the nanosecond');
+
+  // Times set in the filesystem (one file written now, one touched to a known time) go out with export.
+  await client.call('fs.write', { path: '/home/alice/imp/old/fresh.md' }, { data: Buffer.from('fresh') });
+  await client.call('fs.utimens', { path: '/home/alice/imp/top.md', mtime: '1600000007000000000' });
+  const fresh = await client.call('fs.stat', { path: '/home/alice/imp/old/fresh.md' });
+  const old = await client.call('fs.stat', { path: '/home/alice/imp/old' });
+  const out = path.join(tmp, 'out');
+  r = await cli.run(['export', 'imp', out], { user: 'alice' });
+  t.equal(r.code, 0, r.stderr);
+  const hostSec = (rel: string) => Math.floor(statSync(path.join(out, rel)).mtimeMs / 1000);
+  t.equal(hostSec('top.md'), 1_600_000_007, 'export: a file gets the time set in the filesystem');
+  t.equal(hostSec('old/fresh.md'), fresh.modified, 'export: a file written in the filesystem gets its time there');
+  t.equal(hostSec('old/a.md'), 1_100_000_002);
+  t.equal(hostSec('old/deep/b.md'), 1_000_000_001);
+  t.equal(hostSec('old/deep'), 1_300_000_004, 'export: a directory keeps its time');
+  t.equal(hostSec('old'), old.modified, 'export: a directory gets its time in the filesystem (changed by the new file)');
+  t.equal(hostSec(''), 1_500_000_006, 'export: the exported directory itself too');
+
+  // Copied into folders that were there already, import and export leave those folders' own times alone.
+  // Someone else's directory (root's) that alice may write into: only its owner could set its times.
+  await client.call('fs.mkdir', { path: '/home/alice/existing' });
+  await client.call('fs.chmod', { path: '/home/alice/existing', mode: '0777' });
+  r = await cli.run(['import', src, '--to', 'existing'], { user: 'alice' });
+  t.equal(r.code, 0, r.stderr);
+  t.not((await client.call('fs.stat', { path: '/home/alice/existing' })).modified, 1_500_000_006, 'import: an existing target keeps its own time');
+  t.equal((await client.call('fs.stat', { path: '/home/alice/existing/old' })).modified, 1_400_000_005, 'while what it copied keeps the source times');
+  const there = path.join(tmp, 'there');
+  mkdirSync(there);
+  r = await cli.run(['export', 'imp', there], { user: 'alice' });
+  t.equal(r.code, 0, r.stderr);
+  t.not(Math.floor(statSync(there).mtimeMs / 1000), 1_500_000_006, 'export: an existing folder keeps its own time');
+  t.equal(Math.floor(statSync(path.join(there, 'old', 'deep')).mtimeMs / 1000), 1_300_000_004);
+
+  // One file exported alone keeps its time too.
+  const one = path.join(tmp, 'one');
+  r = await cli.run(['export', 'imp/old/a.md', one], { user: 'alice' });
+  t.equal(r.code, 0, r.stderr);
+  t.equal(Math.floor(statSync(path.join(one, 'a.md')).mtimeMs / 1000), 1_100_000_002);
 });
