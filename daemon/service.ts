@@ -556,7 +556,7 @@ export class Service {
       const cred = this.auth(ctx);
       const flags = compilePattern(p.pattern, p.ignore_case === true);
       const abs = this.abs(cred, p.path, 'grep');
-      const files = grepFiles(this.d.vfs, cred, abs, p.recursive === true, (x) => this.show(cred, x));
+      const files = await grepFiles(this.d.vfs, cred, abs, p.recursive === true, (x) => this.show(cred, x));
       const r = await this.d.grep.run({ pattern: p.pattern, flags, max: p.max_results ?? 10000, files }, callerKey(cred));
       return { results: r.results, count: r.results.length, truncated: r.truncated };
     },
@@ -576,7 +576,11 @@ export class Service {
     // ---------- version control ----------
     'vcs.commit': async (ctx, p) => {
       const cred = this.auth(ctx);
-      await this.d.vcs.prehash(this.scope(cred));
+      // Hash and write the new trees off the atomic step; a change meanwhile stops the writing, so try again (twice).
+      for (let attempt = 0; attempt < 3; attempt++) {
+        await this.d.vcs.prehash(this.scope(cred));
+        if (await this.d.vcs.prepersist(this.scope(cred))) break;
+      }
       const r = this.d.vcs.commit(cred, this.scope(cred), p.message);
       await this.durable();
       return r;

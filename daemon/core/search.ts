@@ -9,7 +9,7 @@ import picomatch from 'picomatch';
 import { VfsError } from '../errors.js';
 import { compareNames, sortedNames, type DirNode, type Node } from './inode.js';
 import { may, R, X, type Cred } from './perms.js';
-import type { Vfs } from './vfs.js';
+import { slicer, type Vfs } from './vfs.js';
 import type { GrepJob, GrepReply, MatchJob, MatchReply, WireJob } from './grep-worker.js';
 
 export interface GrepOptions {
@@ -211,26 +211,55 @@ export function compilePattern(pattern: string, ignoreCase: boolean): string {
   }
 }
 
-/** The files a grep would read, in path order, each with its display path. */
-export function grepFiles(vfs: Vfs, cred: Cred, abs: string, recursive: boolean, display: (p: string) => string): GrepJob['files'] {
-  const start = vfs.resolve(cred, abs, 'grep', true);
-  const files: GrepJob['files'] = [];
-  const add = (n: Node, p: string) => {
-    if (n.kind !== 'file' || !may(cred, n, R)) return;
-    const buf = vfs.blobs.get(n.blob);
-    files.push({ path: display(p), id: n.blob, buf: buf.buffer as SharedArrayBuffer, len: buf.length });
-  };
-  if (start.kind === 'file') {
-    if (!may(cred, start, R)) throw new VfsError('EACCES', 'grep', abs);
-    add(start, abs);
-    return files;
+/** Files the collection visits between two checks of its time slice. */
+const GREP_VISIT_BATCH = 256;
+/** Sliced attempts before the collection runs in one go (a tree that never stops changing). */
+const GREP_SLICED_ATTEMPTS = 3;
+
+/**
+ * The files a grep would read, in path order, each with its display path and content. The tree is
+ * walked in slices that yield the event loop (`slicer`), so a grep over a big tree never holds it.
+ * The result is a snapshot of one moment: if anything that could change it (an entry, a mode, an
+ * owner, an identity, a file's content: `Vfs.generation`) changed while it was collected, it is
+ * collected again; after GREP_SLICED_ATTEMPTS such attempts it runs in one go. `sliced: false`
+ * collects in one go at once (the reference the tests compare against); `pauser` makes the pause
+ * function of an attempt (tests pass one that yields more often).
+ */
+export async function grepFiles(vfs: Vfs, cred: Cred, abs: string, recursive: boolean, display: (p: string) => string, sliced = true, pauser: () => () => Promise<void> | undefined = slicer): Promise<GrepJob['files']> {
+  for (let attempt = 0; ; attempt++) {
+    const gen = vfs.generation;
+    const start = vfs.resolve(cred, abs, 'grep', true);
+    const files: GrepJob['files'] = [];
+    const add = (n: Node, p: string) => {
+      if (n.kind !== 'file' || !may(cred, n, R)) return;
+      const buf = vfs.blobs.get(n.blob);
+      files.push({ path: display(p), id: n.blob, buf: buf.buffer as SharedArrayBuffer, len: buf.length });
+    };
+    if (start.kind === 'file') {
+      if (!may(cred, start, R)) throw new VfsError('EACCES', 'grep', abs);
+      add(start, abs);
+      return files;
+    }
+    if (start.kind !== 'directory') return files;
+    if (!may(cred, start, R | X)) throw new VfsError('EACCES', 'grep', abs);
+    const pause = sliced && attempt < GREP_SLICED_ATTEMPTS ? pauser() : () => undefined;
+    let k = 0;
+    let waited = false;
+    for (const { node, path: p } of vfs.visible(cred, start, abs, recursive)) {
+      add(node, p);
+      if (++k % GREP_VISIT_BATCH === 0) {
+        const w = pause();
+        if (w !== undefined) {
+          await w;
+          waited = true;
+        }
+      }
+    }
+    if (waited && vfs.generation !== gen) continue; // the tree changed while we collected: collect again
+    // Path order means sorted paths (`sub.md` before `sub/a.md`), not the walk's name order; the walk
+    // is almost sorted already, which TimSort handles in about linear time.
+    return files.sort((a, b) => compareNames(a.path, b.path));
   }
-  if (start.kind !== 'directory') return files;
-  if (!may(cred, start, R | X)) throw new VfsError('EACCES', 'grep', abs);
-  for (const { node, path: p } of vfs.visible(cred, start, abs, recursive)) add(node, p);
-  // Path order means sorted paths (`sub.md` before `sub/a.md`), not the walk's name order; the walk
-  // is almost sorted already, which TimSort handles in about linear time.
-  return files.sort((a, b) => compareNames(a.path, b.path));
 }
 
 /**
