@@ -7,7 +7,7 @@ import { VfsError, type WireError } from './errors.js';
 import { actor, isAdminCred, isWheel, requireAdmin, requireTokenIssue, requireWorkspaceOwner, WHEEL_GID, type Cred } from './core/perms.js';
 import { displayPath, isWithin, resolveFor, normalize } from './core/paths.js';
 import { pathOf, type DirNode, type Node } from './core/inode.js';
-import type { Vfs } from './core/vfs.js';
+import { slicer, type Vfs } from './core/vfs.js';
 import { callerKey, capItems, capPaths, compilePattern, LOG_ANSWER_BYTES, find, grepFiles, tree, type GrepPool } from './core/search.js';
 import type { AuthPolicy, Registry, UserRow, WorkspaceRow } from './auth/registry.js';
 import type { Vcs, Scope } from './vcs/vcs.js';
@@ -64,9 +64,9 @@ export function toStat(n: Node): Stat {
   return s;
 }
 
-function toEntry(n: Node): DirEntry {
+function toEntry(n: Node, name = n.name): DirEntry {
   return {
-    name: n.name,
+    name,
     is_dir: n.kind === 'directory',
     is_symlink: n.kind === 'symlink',
     mode: formatMode(n.mode),
@@ -235,8 +235,8 @@ export class Service {
   readonly handlers: Handlers = {
     // ---------- service ----------
     'sys.health': () => {
-      const c = this.d.vfs.counts();
-      return { status: 'ok', version: VERSION, uptime: Math.floor((Date.now() - this.startedAt) / 1000), inodes: c.inodes, commits: this.d.vcs.countCommits(), objects: this.d.vfs.blobs.size + this.d.vcs.countTrees() + this.d.vcs.countCommits(), needs_bootstrap: this.d.registry.needsBootstrap() };
+      // O(1): counting files and directories would walk every inode (half a second at 1,000,000).
+      return { status: 'ok', version: VERSION, uptime: Math.floor((Date.now() - this.startedAt) / 1000), inodes: this.d.vfs.nodes.size, commits: this.d.vcs.countCommits(), objects: this.d.vfs.blobs.size + this.d.vcs.countTrees() + this.d.vcs.countCommits(), needs_bootstrap: this.d.registry.needsBootstrap() };
     },
     'sys.ping': () => ({ pong: true, pid: process.pid }),
     'sys.subscribe': (ctx) => {
@@ -408,11 +408,23 @@ export class Service {
       const after = p.cursor === undefined ? undefined : decodeCursor(p.cursor);
       const limit = p.limit ?? LIST_PAGE_MAX;
       const { entries, more } = await this.d.vfs.listPage(cred, abs, after, limit);
-      const out: Listing = { path: this.show(cred, abs), entries: entries.map(toEntry) };
-      const last = entries[entries.length - 1];
+      // The names as the page was cut; the entries are then built in slices (a page of 10,000 costs
+      // tens of ms on a loaded machine), each node as it is when its entry is built (readdir(3) allows it).
+      const names = entries.map((n) => n.name);
+      const built = new Array<DirEntry>(entries.length);
+      const pause = slicer();
+      for (let i = 0; i < entries.length; i++) {
+        built[i] = toEntry(entries[i]!, names[i]!);
+        if ((i & 511) === 511) {
+          const w = pause();
+          if (w !== undefined) await w;
+        }
+      }
+      const out: Listing = { path: this.show(cred, abs), entries: built };
+      const last = names[names.length - 1];
       if (more && last !== undefined) {
         out.truncated = true;
-        out.next_cursor = encodeCursor(last.name);
+        out.next_cursor = encodeCursor(last);
       }
       return out;
     },
