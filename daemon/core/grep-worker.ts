@@ -28,6 +28,17 @@ export interface WireJob {
   fresh: { ids: string[]; lens: number[]; data: ArrayBuffer };
 }
 
+/**
+ * New contents sent ahead of a job whose new contents are many (the pool sends them in parts of a
+ * few MiB, yielding between parts, since packing tens of MiB at once holds the daemon's loop).
+ * No answer; the job that follows on the same port relies on them.
+ */
+export interface LoadJob {
+  kind: 'load';
+  reset: boolean;
+  fresh: WireJob['fresh'];
+}
+
 /** find: which of `subjects` a compiled glob matches (globs backtrack too: `*a*a*a*b`). */
 export interface MatchJob {
   kind: 'match';
@@ -102,7 +113,22 @@ function match(job: MatchJob): MatchReply {
   return { indices };
 }
 
-parentPort?.on('message', (job: WireJob | MatchJob) => {
+/** Registers contents sent to this worker (`reset` drops everything held first). */
+function load(reset: boolean, fresh: WireJob['fresh']): void {
+  if (reset) cache.clear();
+  let off = 0;
+  for (let k = 0; k < fresh.ids.length; k++) {
+    const len = fresh.lens[k]!;
+    cache.set(fresh.ids[k]!, Buffer.from(fresh.data, off, len).toString('utf8'));
+    off += len;
+  }
+}
+
+parentPort?.on('message', (job: WireJob | MatchJob | LoadJob) => {
+  if ('kind' in job && job.kind === 'load') {
+    load(job.reset, job.fresh);
+    return;
+  }
   if ('kind' in job) {
     try {
       parentPort!.postMessage({ ok: match(job) });
@@ -112,13 +138,7 @@ parentPort?.on('message', (job: WireJob | MatchJob) => {
     return;
   }
   // Register what was sent before anything can fail, so the pool's record of it stays true.
-  if (job.reset) cache.clear();
-  let off = 0;
-  for (let k = 0; k < job.fresh.ids.length; k++) {
-    const len = job.fresh.lens[k]!;
-    cache.set(job.fresh.ids[k]!, Buffer.from(job.fresh.data, off, len).toString('utf8'));
-    off += len;
-  }
+  load(job.reset, job.fresh);
   try {
     parentPort!.postMessage({ ok: run(job) });
   } catch (err) {

@@ -10,7 +10,7 @@ import { VfsError } from '../errors.js';
 import { compareNames, sortedNames, type DirNode, type Node } from './inode.js';
 import { may, R, X, type Cred } from './perms.js';
 import { slicer, type Vfs } from './vfs.js';
-import type { GrepJob, GrepReply, MatchJob, MatchReply, WireJob } from './grep-worker.js';
+import type { GrepJob, GrepReply, LoadJob, MatchJob, MatchReply, WireJob } from './grep-worker.js';
 
 export interface GrepOptions {
   pattern: string;
@@ -21,6 +21,11 @@ export interface GrepOptions {
 
 /** Content bytes the pool lets each worker hold before it starts it afresh. */
 const WORKER_CACHE_BYTES = 256 * 1024 * 1024;
+/**
+ * New content bytes packed per message to a worker. Packing means a fresh buffer, and allocating
+ * 40 MiB at once took 500 ms on a loaded machine; parts this size are sent a turn apart.
+ */
+const WIRE_PART_BYTES = 4 * 1024 * 1024;
 
 /** A small pool of grep workers; a job over its time bound kills its worker (ETIMEDOUT). */
 export class GrepPool {
@@ -99,7 +104,8 @@ export class GrepPool {
     return w;
   }
 
-  private wire(worker: Worker, job: GrepJob): WireJob {
+  /** The job without its new contents, and those contents (what this worker does not hold yet). */
+  private plan(worker: Worker, job: GrepJob): { head: Omit<WireJob, 'fresh'>; fresh: GrepJob['files'] } {
     let st = this.sent.get(worker);
     if (st === undefined) this.sent.set(worker, (st = { ids: new Set(), bytes: 0 }));
     const reset = st.bytes > WORKER_CACHE_BYTES;
@@ -111,7 +117,6 @@ export class GrepPool {
     const paths = new Array<string>(n);
     const ids = new Array<string>(n);
     const fresh: GrepJob['files'] = [];
-    let freshBytes = 0;
     for (let i = 0; i < n; i++) {
       const f = job.files[i]!;
       paths[i] = f.path;
@@ -120,23 +125,36 @@ export class GrepPool {
         st.ids.add(f.id);
         st.bytes += f.len;
         fresh.push(f);
-        freshBytes += f.len;
       }
     }
-    const data = new Uint8Array(freshBytes);
-    let off = 0;
-    for (const f of fresh) {
-      data.set(new Uint8Array(f.buf, 0, f.len), off);
-      off += f.len;
-    }
-    return { pattern: job.pattern, flags: job.flags, max: job.max, reset, paths, ids, fresh: { ids: fresh.map((f) => f.id), lens: fresh.map((f) => f.len), data: data.buffer } };
+    return { head: { pattern: job.pattern, flags: job.flags, max: job.max, reset, paths, ids }, fresh };
   }
 
-  /** `caller` names who asked (callerKey): the pool shares its workers fairly between callers. */
+  /**
+   * `caller` names who asked (callerKey): the pool shares its workers fairly between callers. New
+   * contents go in parts of at most WIRE_PART_BYTES (a `load` message each, a turn apart), the
+   * last part with the job itself.
+   */
   run(job: GrepJob, caller: string): Promise<GrepReply> {
-    return this.exec<GrepReply>(caller, 'grep', 'pattern', (w) => {
-      const msg = this.wire(w, job);
-      w.postMessage(msg, [msg.fresh.data]);
+    return this.exec<GrepReply>(caller, 'grep', 'pattern', async (w) => {
+      const { head, fresh } = this.plan(w, job);
+      let reset = head.reset;
+      for (let i = 0; ; ) {
+        let j = i;
+        let bytes = 0;
+        while (j < fresh.length && (j === i || bytes + fresh[j]!.len <= WIRE_PART_BYTES)) bytes += fresh[j++]!.len;
+        const part = pack(fresh, i, j, bytes);
+        i = j;
+        if (i >= fresh.length) {
+          const msg: WireJob = { ...head, reset, fresh: part };
+          w.postMessage(msg, [part.data]);
+          return;
+        }
+        const load: LoadJob = { kind: 'load', reset, fresh: part };
+        w.postMessage(load, [part.data]);
+        reset = false;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
     });
   }
 
@@ -147,7 +165,7 @@ export class GrepPool {
     return (await this.exec<MatchReply>(caller, op, 'glob', (w) => w.postMessage(job))).indices;
   }
 
-  private async exec<R>(caller: string, op: string, what: string, post: (w: Worker) => void): Promise<R> {
+  private async exec<R>(caller: string, op: string, what: string, post: (w: Worker) => void | Promise<void>): Promise<R> {
     await this.acquire(caller);
     const worker = this.idle.pop() ?? this.spawn();
     try {
@@ -176,7 +194,7 @@ export class GrepPool {
         };
         worker.on('message', onMessage);
         worker.on('error', onError);
-        post(worker);
+        Promise.resolve(post(worker)).catch((err: unknown) => onError(err instanceof Error ? err : new Error(String(err))));
       });
     } finally {
       this.release(caller);
@@ -187,6 +205,22 @@ export class GrepPool {
     for (const w of this.idle) void w.terminate();
     this.idle = [];
   }
+}
+
+/** Packs the contents of files[i..j) (`bytes` in all) into one buffer for a worker. */
+function pack(files: GrepJob['files'], i: number, j: number, bytes: number): WireJob['fresh'] {
+  const data = new Uint8Array(bytes);
+  const ids = new Array<string>(j - i);
+  const lens = new Array<number>(j - i);
+  let off = 0;
+  for (let k = i; k < j; k++) {
+    const f = files[k]!;
+    data.set(new Uint8Array(f.buf, 0, f.len), off);
+    ids[k - i] = f.id;
+    lens[k - i] = f.len;
+    off += f.len;
+  }
+  return { ids, lens, data: data.buffer };
 }
 
 /** Who shares the grep pool as one caller: the authenticated principal (delegation or not). */
