@@ -255,11 +255,13 @@ export const ANALYSIS: Analysis[] = [
       '10,000-file corpus at once held the loop for 500–800 ms on a loaded machine (allocating that one buffer took ~500 ms), which is what the grep row ' +
       'mostly measured. A commit writes its new trees to the store in slices before its atomic step and counts its changes without listing them ' +
       '(memoised leaf counts of whole added or deleted subtrees), so the atomic step and its store batch are the commit object and the ref. Listing pages ' +
-      'build their entries in slices; `sys.health` no longer walks every inode (433 ms at 1,000,000 inodes in a profile). The table comes from a heavily ' +
-      'loaded machine (other jobs on the same 2 cores, load average 6–12), where even the idle read loop\'s worst case was 90–109 ms (36 ms quiet). Worst ' +
-      'small read in two such runs (quiet run before the changes in brackets): diff, unchanged code, 196 / 116 [77]; listing 555 / 549 [136]; rm -r 676 / ' +
-      '182 [113]; commit 236 / 89.6 [154]; grep 958 (before the parts change) / 144 [166]. The commit meets the target even so and grep is near the loaded ' +
-      'idle floor; listing and rm -r move with the load as much as the unchanged diff row and need a quiet run to judge. What remains: (1) V8 garbage ' +
+      'build their entries in slices; `sys.health` no longer walks every inode (433 ms at 1,000,000 inodes in a profile). Three runs on a ' +
+      'machine shared with other jobs (idle read loop worst 90 / 109 / 47 ms; 36 ms in the quiet run before these changes), worst small read in ms, ' +
+      'quiet run before the changes in brackets: diff, unchanged code, 196 / 116 / 63 [77]; listing 555 / 549 / 179 [136]; rm -r 676 / 182 / 214 [113]; ' +
+      'commit 236 / 89.6 / 166 [154]; grep 958 (before the parts change) / 144 / 53.5 [166]. The table is the third run, the least loaded. grep now ' +
+      'meets the target; the commit met it once and moves with the load (its atomic step is now small, so what is left is likely GC, e.g. of the ' +
+      'million inodes the rm -r row just freed: not yet profiled); listing and rm -r still miss it. ' +
+      'What remains: (1) V8 garbage ' +
       'collection, whose full pauses grow with the heap (70–95 ms with 100,000 inodes, more with 1,000,000; a delete of 1,000,000 inodes makes them garbage ' +
       'at once, and, not yet profiled, the inode Map likely rehashes as it empties); (2) the JSON encoding of one listing page (10,000 entries, ~2.2 MB) in one go; (3) one ' +
       'directory\'s own hash or tree write, O(its entries); (4) grep collects again from the start on any change, and its fourth attempt runs in one go.',

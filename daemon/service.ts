@@ -409,12 +409,14 @@ export class Service {
       const limit = p.limit ?? LIST_PAGE_MAX;
       const { entries, more } = await this.d.vfs.listPage(cred, abs, after, limit);
       // The names as the page was cut; the entries are then built in slices (a page of 10,000 costs
-      // tens of ms on a loaded machine), each node as it is when its entry is built (readdir(3) allows it).
+      // tens of ms on a loaded machine), each node as it is when its entry is built (readdir(3) allows
+      // it). One that left the directory meanwhile is left out: it may now be somewhere the caller cannot look.
       const names = entries.map((n) => n.name);
-      const built = new Array<DirEntry>(entries.length);
+      const dir = entries[0]?.parent;
+      const built: DirEntry[] = [];
       const pause = slicer();
       for (let i = 0; i < entries.length; i++) {
-        built[i] = toEntry(entries[i]!, names[i]!);
+        if (entries[i]!.parent === dir) built.push(toEntry(entries[i]!, names[i]!));
         if ((i & 511) === 511) {
           const w = pause();
           if (w !== undefined) await w;
