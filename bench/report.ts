@@ -250,17 +250,25 @@ export const ANALYSIS: Analysis[] = [
     row: /^small read during/,
     title: 'Stalls: what still holds the daemon\'s event loop past 100 ms',
     reason:
-      'measured in-process with the VFS of the module (a setImmediate loop timing the longest gap while one request runs, and the gc performance entries), on ' +
-      'this shared 2-core machine where even the idle read loop saw worst cases of 21–145 ms across runs: the sliced parts stay near their 15 ms slices ' +
-      '(listing sort, delete check and free, diff text, tree hashing before a commit). What remains is (1) V8 full garbage collections, whose pause grows with ' +
-      'the heap: 70–95 ms with 100,000 inodes, more with 1,000,000; (2) the synchronous, atomic part of a commit: listing every change to count it, writing ' +
-      'the new trees and marking their blobs as history (74 ms for 20,000 new files), and the store batch that follows (55 ms); (3) building and encoding one ' +
-      'listing page of 10,000 entries (about 70 ms under load, mostly the three nanosecond times per entry turned from BigInt to strings); (4) grep, whose ' +
-      'daemon side collects every readable file of the tree in one go before the worker pool searches them.',
+      'second pass (issue 12): grep collects its files in slices with a generation check (collected again if anything changed meanwhile, so the search ' +
+      'still sees one moment), and the pool sends a job\'s new contents to a worker in parts of at most 4 MiB a turn apart: packing the 40 MiB of the ' +
+      '10,000-file corpus at once held the loop for 500–800 ms on a loaded machine (allocating that one buffer took ~500 ms), which is what the grep row ' +
+      'mostly measured. A commit writes its new trees to the store in slices before its atomic step and counts its changes without listing them ' +
+      '(memoised leaf counts of whole added or deleted subtrees), so the atomic step and its store batch are the commit object and the ref. Listing pages ' +
+      'build their entries in slices; `sys.health` no longer walks every inode (433 ms at 1,000,000 inodes in a profile). Three runs on a ' +
+      'machine shared with other jobs (idle read loop worst 90 / 109 / 47 ms; 36 ms in the quiet run before these changes), worst small read in ms, ' +
+      'quiet run before the changes in brackets: diff, unchanged code, 196 / 116 / 63 [77]; listing 555 / 549 / 179 [136]; rm -r 676 / 182 / 214 [113]; ' +
+      'commit 236 / 89.6 / 166 [154]; grep 958 (before the parts change) / 144 / 53.5 [166]. The table is the third run, the least loaded. grep now ' +
+      'meets the target; the commit met it once and moves with the load (its atomic step is now small, so what is left is likely GC, e.g. of the ' +
+      'million inodes the rm -r row just freed: not yet profiled); listing and rm -r still miss it. ' +
+      'What remains: (1) V8 garbage ' +
+      'collection, whose full pauses grow with the heap (70–95 ms with 100,000 inodes, more with 1,000,000; a delete of 1,000,000 inodes makes them garbage ' +
+      'at once, and, not yet profiled, the inode Map likely rehashes as it empties); (2) the JSON encoding of one listing page (10,000 entries, ~2.2 MB) in one go; (3) one ' +
+      'directory\'s own hash or tree write, O(its entries); (4) grep collects again from the start on any change, and its fourth attempt runs in one go.',
     fix:
-      'count a commit\'s changes without materialising them and persist its trees in slices before the atomic step; keep nanosecond times as numbers or ' +
-      'precomputed strings on the inode; collect grep\'s files in slices (a generation check as for delete); for the GC, fewer objects per inode (one ' +
-      'record per inode instead of a Map entry, a node and BigInt times) or a heap limit and `--max-semi-space-size` tuned for the daemon.',
+      'profile the listing and rm -r rows on a quiet machine (profiled runs here could not load the million-entry store in time); for the GC, fewer ' +
+      'objects per inode (one record per inode instead of a Map entry, a node and BigInt times) and a measured `--max-semi-space-size` for the daemon; ' +
+      'a smaller internal page or a streamed encoder for listings.',
   },
 ];
 

@@ -132,7 +132,8 @@ export async function benchStall(opts: BenchOptions): Promise<BenchTable> {
     log(`stall: building a store in-process (${sizes.big} entries in one directory, ${sizes.tree}-file tree, ${sizes.grep} grep files)`);
     const { from, to } = build(dataDir, sizes);
     // grep's per-job time bound (2 s) would refuse a 40 MB grep on a loaded machine; the row is about the stall, not the bound.
-    const d = await startDaemonProc(dataDir, { SERVICE_REGEX_TIMEOUT_MS: '60000' });
+    // Loading a million inodes takes minutes on a loaded 2-core machine: a start bound to match.
+    const d = await startDaemonProc(dataDir, { SERVICE_REGEX_TIMEOUT_MS: '60000' }, 600000);
     const root = d.client.as({});
     const probe = new Prober(socketPathFor(dataDir));
     await probe.ready;

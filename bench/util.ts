@@ -253,9 +253,9 @@ export async function waitHealthy(dataDir: string, proc: ChildProcess, stderr: (
 }
 
 /** Starts a daemon and waits until it answers. */
-export async function startDaemonProc(dataDir: string, env: NodeJS.ProcessEnv = {}): Promise<DaemonProc> {
+export async function startDaemonProc(dataDir: string, env: NodeJS.ProcessEnv = {}, startTimeoutMs?: number): Promise<DaemonProc> {
   const { proc, stderr } = spawnDaemonProc(dataDir, env);
-  const client = await waitHealthy(dataDir, proc, stderr);
+  const client = await waitHealthy(dataDir, proc, stderr, startTimeoutMs);
   return {
     dataDir,
     proc,

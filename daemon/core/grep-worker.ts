@@ -31,6 +31,17 @@ export interface WireJob {
   fresh: { ids: string[]; lens: number[]; data: ArrayBuffer };
 }
 
+/**
+ * New contents sent ahead of a job whose new contents are many (the pool sends them in parts of a
+ * few MiB, yielding between parts, since packing tens of MiB at once holds the daemon's loop).
+ * No answer; the job that follows on the same port relies on them.
+ */
+export interface LoadJob {
+  kind: 'load';
+  reset: boolean;
+  fresh: WireJob['fresh'];
+}
+
 /** find: which of `subjects` a compiled glob matches (globs backtrack too: `*a*a*a*b`). */
 export interface MatchJob {
   kind: 'match';
@@ -124,7 +135,30 @@ function match(job: MatchJob): MatchReply {
   return { indices };
 }
 
-parentPort?.on('message', (job: WireJob | MatchJob) => {
+/** Registers contents sent to this worker (`reset` drops everything held first). */
+function load(reset: boolean, fresh: WireJob['fresh']): void {
+  if (reset) {
+    cache.clear();
+    binary.clear();
+  }
+  let off = 0;
+  for (let k = 0; k < fresh.ids.length; k++) {
+    const len = fresh.lens[k]!;
+    const bytes = Buffer.from(fresh.data, off, len);
+    const id = fresh.ids[k]!;
+    if (bytes.subarray(0, BINARY_PROBE).includes(0)) {
+      binary.add(id);
+      cache.set(id, '');
+    } else cache.set(id, bytes.toString('utf8'));
+    off += len;
+  }
+}
+
+parentPort?.on('message', (job: WireJob | MatchJob | LoadJob) => {
+  if ('kind' in job && job.kind === 'load') {
+    load(job.reset, job.fresh);
+    return;
+  }
   if ('kind' in job) {
     try {
       parentPort!.postMessage({ ok: match(job) });
@@ -134,21 +168,7 @@ parentPort?.on('message', (job: WireJob | MatchJob) => {
     return;
   }
   // Register what was sent before anything can fail, so the pool's record of it stays true.
-  if (job.reset) {
-    cache.clear();
-    binary.clear();
-  }
-  let off = 0;
-  for (let k = 0; k < job.fresh.ids.length; k++) {
-    const len = job.fresh.lens[k]!;
-    const bytes = Buffer.from(job.fresh.data, off, len);
-    const id = job.fresh.ids[k]!;
-    if (bytes.subarray(0, BINARY_PROBE).includes(0)) {
-      binary.add(id);
-      cache.set(id, '');
-    } else cache.set(id, bytes.toString('utf8'));
-    off += len;
-  }
+  load(job.reset, job.fresh);
   try {
     parentPort!.postMessage({ ok: run(job) });
   } catch (err) {

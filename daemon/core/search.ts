@@ -9,8 +9,8 @@ import picomatch from 'picomatch';
 import { VfsError } from '../errors.js';
 import { compareNames, sortedNames, type DirNode, type Node } from './inode.js';
 import { may, R, X, type Cred } from './perms.js';
-import type { Vfs } from './vfs.js';
-import type { GrepJob, GrepReply, MatchJob, MatchReply, WireJob } from './grep-worker.js';
+import { slicer, type Vfs } from './vfs.js';
+import type { GrepJob, GrepReply, LoadJob, MatchJob, MatchReply, WireJob } from './grep-worker.js';
 
 export interface GrepOptions {
   pattern: string;
@@ -21,6 +21,11 @@ export interface GrepOptions {
 
 /** Content bytes the pool lets each worker hold before it starts it afresh. */
 const WORKER_CACHE_BYTES = 256 * 1024 * 1024;
+/**
+ * New content bytes packed per message to a worker. Packing means a fresh buffer, and allocating
+ * 40 MiB at once took 500 ms on a loaded machine; parts this size are sent a turn apart.
+ */
+const WIRE_PART_BYTES = 4 * 1024 * 1024;
 
 /** A small pool of grep workers; a job over its time bound kills its worker (ETIMEDOUT). */
 export class GrepPool {
@@ -99,7 +104,8 @@ export class GrepPool {
     return w;
   }
 
-  private wire(worker: Worker, job: GrepJob): WireJob {
+  /** The job without its new contents, and those contents (what this worker does not hold yet). */
+  private plan(worker: Worker, job: GrepJob): { head: Omit<WireJob, 'fresh'>; fresh: GrepJob['files'] } {
     let st = this.sent.get(worker);
     if (st === undefined) this.sent.set(worker, (st = { ids: new Set(), bytes: 0 }));
     const reset = st.bytes > WORKER_CACHE_BYTES;
@@ -111,7 +117,6 @@ export class GrepPool {
     const paths = new Array<string>(n);
     const ids = new Array<string>(n);
     const fresh: GrepJob['files'] = [];
-    let freshBytes = 0;
     for (let i = 0; i < n; i++) {
       const f = job.files[i]!;
       paths[i] = f.path;
@@ -120,23 +125,36 @@ export class GrepPool {
         st.ids.add(f.id);
         st.bytes += f.len;
         fresh.push(f);
-        freshBytes += f.len;
       }
     }
-    const data = new Uint8Array(freshBytes);
-    let off = 0;
-    for (const f of fresh) {
-      data.set(new Uint8Array(f.buf, 0, f.len), off);
-      off += f.len;
-    }
-    return { pattern: job.pattern, flags: job.flags, max: job.max, offset: job.offset, reset, paths, ids, fresh: { ids: fresh.map((f) => f.id), lens: fresh.map((f) => f.len), data: data.buffer } };
+    return { head: { pattern: job.pattern, flags: job.flags, max: job.max, offset: job.offset, reset, paths, ids }, fresh };
   }
 
-  /** `caller` names who asked (callerKey): the pool shares its workers fairly between callers. */
+  /**
+   * `caller` names who asked (callerKey): the pool shares its workers fairly between callers. New
+   * contents go in parts of at most WIRE_PART_BYTES (a `load` message each, a turn apart), the
+   * last part with the job itself.
+   */
   run(job: GrepJob, caller: string): Promise<GrepReply> {
-    return this.exec<GrepReply>(caller, 'grep', 'pattern', (w) => {
-      const msg = this.wire(w, job);
-      w.postMessage(msg, [msg.fresh.data]);
+    return this.exec<GrepReply>(caller, 'grep', 'pattern', async (w) => {
+      const { head, fresh } = this.plan(w, job);
+      let reset = head.reset;
+      for (let i = 0; ; ) {
+        let j = i;
+        let bytes = 0;
+        while (j < fresh.length && (j === i || bytes + fresh[j]!.len <= WIRE_PART_BYTES)) bytes += fresh[j++]!.len;
+        const part = pack(fresh, i, j, bytes);
+        i = j;
+        if (i >= fresh.length) {
+          const msg: WireJob = { ...head, reset, fresh: part };
+          w.postMessage(msg, [part.data]);
+          return;
+        }
+        const load: LoadJob = { kind: 'load', reset, fresh: part };
+        w.postMessage(load, [part.data]);
+        reset = false;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
     });
   }
 
@@ -147,7 +165,7 @@ export class GrepPool {
     return (await this.exec<MatchReply>(caller, op, 'glob', (w) => w.postMessage(job))).indices;
   }
 
-  private async exec<R>(caller: string, op: string, what: string, post: (w: Worker) => void): Promise<R> {
+  private async exec<R>(caller: string, op: string, what: string, post: (w: Worker) => void | Promise<void>): Promise<R> {
     await this.acquire(caller);
     const worker = this.idle.pop() ?? this.spawn();
     try {
@@ -176,7 +194,7 @@ export class GrepPool {
         };
         worker.on('message', onMessage);
         worker.on('error', onError);
-        post(worker);
+        Promise.resolve(post(worker)).catch((err: unknown) => onError(err instanceof Error ? err : new Error(String(err))));
       });
     } finally {
       this.release(caller);
@@ -187,6 +205,22 @@ export class GrepPool {
     for (const w of this.idle) void w.terminate();
     this.idle = [];
   }
+}
+
+/** Packs the contents of files[i..j) (`bytes` in all) into one buffer for a worker. */
+function pack(files: GrepJob['files'], i: number, j: number, bytes: number): WireJob['fresh'] {
+  const data = new Uint8Array(bytes);
+  const ids = new Array<string>(j - i);
+  const lens = new Array<number>(j - i);
+  let off = 0;
+  for (let k = i; k < j; k++) {
+    const f = files[k]!;
+    data.set(new Uint8Array(f.buf, 0, f.len), off);
+    ids[k - i] = f.id;
+    lens[k - i] = f.len;
+    off += f.len;
+  }
+  return { ids, lens, data: data.buffer };
 }
 
 /** Who shares the grep pool as one caller: the authenticated principal (delegation or not). */
@@ -211,26 +245,55 @@ export function compilePattern(pattern: string, ignoreCase: boolean): string {
   }
 }
 
-/** The files a grep would read, in path order, each with its display path. */
-export function grepFiles(vfs: Vfs, cred: Cred, abs: string, recursive: boolean, display: (p: string) => string): GrepJob['files'] {
-  const start = vfs.resolve(cred, abs, 'grep', true);
-  const files: GrepJob['files'] = [];
-  const add = (n: Node, p: string) => {
-    if (n.kind !== 'file' || !may(cred, n, R)) return;
-    const buf = vfs.blobs.get(n.blob);
-    files.push({ path: display(p), id: n.blob, buf: buf.buffer as SharedArrayBuffer, len: buf.length });
-  };
-  if (start.kind === 'file') {
-    if (!may(cred, start, R)) throw new VfsError('EACCES', 'grep', abs);
-    add(start, abs);
-    return files;
+/** Files the collection visits between two checks of its time slice. */
+const GREP_VISIT_BATCH = 256;
+/** Sliced attempts before the collection runs in one go (a tree that never stops changing). */
+const GREP_SLICED_ATTEMPTS = 3;
+
+/**
+ * The files a grep would read, in path order, each with its display path and content. The tree is
+ * walked in slices that yield the event loop (`slicer`), so a grep over a big tree never holds it.
+ * The result is a snapshot of one moment: if anything that could change it (an entry, a mode, an
+ * owner, an identity, a file's content: `Vfs.generation`) changed while it was collected, it is
+ * collected again; after GREP_SLICED_ATTEMPTS such attempts it runs in one go. `sliced: false`
+ * collects in one go at once (the reference the tests compare against); `pauser` makes the pause
+ * function of an attempt (tests pass one that yields more often).
+ */
+export async function grepFiles(vfs: Vfs, cred: Cred, abs: string, recursive: boolean, display: (p: string) => string, sliced = true, pauser: () => () => Promise<void> | undefined = slicer): Promise<GrepJob['files']> {
+  for (let attempt = 0; ; attempt++) {
+    const gen = vfs.generation;
+    const start = vfs.resolve(cred, abs, 'grep', true);
+    const files: GrepJob['files'] = [];
+    const add = (n: Node, p: string) => {
+      if (n.kind !== 'file' || !may(cred, n, R)) return;
+      const buf = vfs.blobs.get(n.blob);
+      files.push({ path: display(p), id: n.blob, buf: buf.buffer as SharedArrayBuffer, len: buf.length });
+    };
+    if (start.kind === 'file') {
+      if (!may(cred, start, R)) throw new VfsError('EACCES', 'grep', abs);
+      add(start, abs);
+      return files;
+    }
+    if (start.kind !== 'directory') return files;
+    if (!may(cred, start, R | X)) throw new VfsError('EACCES', 'grep', abs);
+    const pause = sliced && attempt < GREP_SLICED_ATTEMPTS ? pauser() : () => undefined;
+    let k = 0;
+    let waited = false;
+    for (const { node, path: p } of vfs.visible(cred, start, abs, recursive)) {
+      add(node, p);
+      if (++k % GREP_VISIT_BATCH === 0) {
+        const w = pause();
+        if (w !== undefined) {
+          await w;
+          waited = true;
+        }
+      }
+    }
+    if (waited && vfs.generation !== gen) continue; // the tree changed while we collected: collect again
+    // Path order means sorted paths (`sub.md` before `sub/a.md`), not the walk's name order; the walk
+    // is almost sorted already, which TimSort handles in about linear time.
+    return files.sort((a, b) => compareNames(a.path, b.path));
   }
-  if (start.kind !== 'directory') return files;
-  if (!may(cred, start, R | X)) throw new VfsError('EACCES', 'grep', abs);
-  for (const { node, path: p } of vfs.visible(cred, start, abs, recursive)) add(node, p);
-  // Path order means sorted paths (`sub.md` before `sub/a.md`), not the walk's name order; the walk
-  // is almost sorted already, which TimSort handles in about linear time.
-  return files.sort((a, b) => compareNames(a.path, b.path));
 }
 
 /**

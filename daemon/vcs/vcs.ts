@@ -37,6 +37,8 @@ export class Vcs {
   readonly refs = new Map<string, string>();
   /** levels below each tree measured so far (trees never change, so neither does this) */
   private readonly heights = new Map<string, number>();
+  /** per tree: the changes adding or deleting it as a whole counts (what `pushAll` lists); memoised like heights */
+  private readonly leaves = new Map<string, number>();
   private readonly emptyTree: string;
 
   constructor(private readonly vfs: Vfs, private readonly store: Store) {
@@ -148,6 +150,59 @@ export class Vcs {
     }
   }
 
+  /**
+   * Writes the scope's new trees to the store ahead of a commit, in slices that yield the event
+   * loop (after `prehash`), so that the commit's atomic step finds them written and only adds the
+   * commit. Bottom-up: a tree is written only once all its subtrees are (the invariant `persistTree`
+   * relies on when it stops at a written tree). Only an optimisation, like `prehash`: any change in
+   * the scope meanwhile (its root's tree id is cleared) stops it, since a tree no longer current
+   * may name contents already freed; the commit then writes what is left. Returns whether it wrote
+   * everything. A tree written here that no commit ends up using stays in the store, harmless, and
+   * keeps its blobs (see `reachableBlobs`).
+   */
+  async prepersist(scope: Scope, pauser: () => () => Promise<void> | undefined = slicer): Promise<boolean> {
+    let top: DirNode;
+    try {
+      top = this.scopeDir(scope);
+    } catch {
+      return false; // the commit itself reports it
+    }
+    if (!this.cached(top)) return false; // changed since prehash: the commit hashes and writes it
+    const rootId = top.treeId!;
+    const pause = pauser();
+    const stack: { id: string; expanded: boolean }[] = [{ id: rootId, expanded: false }];
+    while (stack.length > 0) {
+      if (top.treeId !== rootId || this.scopeDirOrNull(scope) !== top) return false; // the scope changed (or went) meanwhile
+      const item = stack[stack.length - 1]!;
+      if (this.persisted.has(item.id)) {
+        stack.pop();
+        continue;
+      }
+      const entries = this.trees.get(item.id);
+      if (entries === undefined) return false; // dropped by a gc meanwhile: the commit hashes it again
+      if (!item.expanded) {
+        item.expanded = true;
+        for (const e of entries) if (e.kind === 'd' && !this.persisted.has(e.ref)) stack.push({ id: e.ref, expanded: false });
+        continue;
+      }
+      stack.pop();
+      for (const e of entries) if (e.kind === 'd' && !this.persisted.has(e.ref)) return false; // a subtree went missing: leave it to the commit
+      this.writeTree(item.id, entries);
+      this.leafCount(item.id);
+      const p = pause();
+      if (p !== undefined) await p;
+    }
+    return true;
+  }
+
+  /** Writes one tree whose subtrees are all written; marks its blobs as history. */
+  private writeTree(id: string, entries: TreeEntry[]): void {
+    for (const e of entries) if (e.kind === 'f') this.vfs.blobs.inHistory.add(e.ref);
+    this.store.object(id, 'tree', this.encoded.get(id) ?? encodeTree(entries));
+    this.encoded.delete(id);
+    this.persisted.add(id);
+  }
+
   /** Writes a tree and its not-yet-written subtrees to the store; marks their blobs as history. */
   private persistTree(top: string): void {
     // First find every tree to write (all present, or nothing is written), then write them.
@@ -163,13 +218,37 @@ export class Vcs {
       todo.push(id);
       for (const e of entries) if (e.kind === 'd') stack.push(e.ref);
     }
-    for (const id of todo) {
-      const entries = this.trees.get(id)!;
-      for (const e of entries) if (e.kind === 'f') this.vfs.blobs.inHistory.add(e.ref);
-      this.store.object(id, 'tree', this.encoded.get(id) ?? encodeTree(entries));
-      this.encoded.delete(id);
-      this.persisted.add(id);
+    for (const id of todo) this.writeTree(id, this.trees.get(id)!);
+  }
+
+  /** What `pushAll` would list for a whole tree: its files, links and empty directories (memoised, iterative). */
+  private leafCount(top: string): number {
+    const stack = [top];
+    while (stack.length > 0) {
+      const id = stack[stack.length - 1]!;
+      if (this.leaves.has(id)) {
+        stack.pop();
+        continue;
+      }
+      const entries = this.trees.get(id) ?? EMPTY_TREE_ENTRIES;
+      let n = entries.length === 0 ? 1 : 0;
+      let ready = true;
+      for (const e of entries) {
+        if (e.kind !== 'd') n++;
+        else {
+          const below = this.leaves.get(e.ref);
+          if (below === undefined) {
+            ready = false;
+            stack.push(e.ref);
+          } else n += below;
+        }
+      }
+      if (ready) {
+        this.leaves.set(id, n);
+        stack.pop();
+      }
     }
+    return this.leaves.get(top)!;
   }
 
   /** Levels below a tree's root (0 for an empty tree), as `DirNode.height` counts them; memoised. */
@@ -199,6 +278,14 @@ export class Vcs {
       }
     }
     return this.heights.get(top)!;
+  }
+
+  private scopeDirOrNull(scope: Scope): DirNode | null {
+    try {
+      return this.scopeDir(scope);
+    } catch {
+      return null;
+    }
   }
 
   private scopeDir(scope: Scope): DirNode {
@@ -252,6 +339,44 @@ export class Vcs {
     }
   }
 
+  /**
+   * How many changes `diffTrees` lists between two trees, without listing them: the same walk,
+   * but a whole added or deleted subtree counts its memoised `leafCount`, and no path is built.
+   */
+  countChanges(a: string, b: string): number {
+    if (a === b) return 0;
+    let n = 0;
+    const frames = [{ ea: this.trees.get(a) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(b) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0 }];
+    while (frames.length > 0) {
+      const f = frames[frames.length - 1]!;
+      const { ea, eb } = f;
+      if (f.i >= ea.length && f.j >= eb.length) {
+        frames.pop();
+        continue;
+      }
+      const cmp = f.i >= ea.length ? 1 : f.j >= eb.length ? -1 : compareNames(ea[f.i]!.name, eb[f.j]!.name);
+      const x = cmp <= 0 ? ea[f.i++] : undefined;
+      const y = cmp >= 0 ? eb[f.j++] : undefined;
+      if (x !== undefined && y !== undefined && x.ref === y.ref && x.kind === y.kind && x.mode === y.mode && x.uid === y.uid && x.gid === y.gid) continue;
+      if (x !== undefined && y !== undefined && x.kind === 'd' && y.kind === 'd') {
+        if (x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid) n++;
+        if (x.ref !== y.ref) frames.push({ ea: this.trees.get(x.ref) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(y.ref) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0 });
+        continue;
+      }
+      if (x !== undefined && (y === undefined || x.kind !== y.kind)) n += x.kind === 'd' ? this.leafCount(x.ref) : 1;
+      if (y !== undefined && (x === undefined || x.kind !== y.kind)) n += y.kind === 'd' ? this.leafCount(y.ref) : 1;
+      if (x !== undefined && y !== undefined && x.kind === y.kind && (x.ref !== y.ref || x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid)) n++;
+    }
+    return n;
+  }
+
+  /** The changes between two trees in path order (for tests: what `countChanges` counts). */
+  listChanges(a: string, b: string): { path: string; kind: Change['kind'] }[] {
+    const out: Change[] = [];
+    this.diffTrees(a, b, '', out);
+    return out.map((c) => ({ path: c.path, kind: c.kind }));
+  }
+
   /** Every entry of a subtree as one kind of change, in path order (iterative). */
   private pushAll(top: TreeEntry, topPath: string, kind: 'added' | 'deleted', out: Change[]): void {
     const stack: { e: TreeEntry; p: string }[] = [{ e: top, p: topPath }];
@@ -269,15 +394,17 @@ export class Vcs {
 
   // ---------- commit ----------
 
-  /** Snapshots the scope. Cost grows with what changed since the last commit. */
+  /**
+   * Snapshots the scope, atomically (one turn of the event loop). Cost grows with what changed
+   * since the last commit, and with what `prehash` and `prepersist` did not already do.
+   */
   commit(cred: Cred, scope: Scope, message: string, extra: { revert_of?: string } = {}): CommitRecord {
     if (message.trim() === '') throw new VfsError('EINVAL', 'commit', undefined, 'a commit needs a message');
     const tree = this.treeOf(this.scopeDir(scope));
     const parent = this.head(scope);
-    const changes: Change[] = [];
-    this.diffTrees(parent === null ? this.emptyTree : this.commits.get(parent)!.tree, tree, '', changes);
     this.persistTree(tree);
-    const c: CommitObject = { tree, parent, author: cred.user.name, scope: scope.id, root: scope.root, message, timestamp: Math.floor(Date.now() / 1000), changes: changes.length };
+    const changes = this.countChanges(parent === null ? this.emptyTree : this.commits.get(parent)!.tree, tree);
+    const c: CommitObject = { tree, parent, author: cred.user.name, scope: scope.id, root: scope.root, message, timestamp: Math.floor(Date.now() / 1000), changes };
     if (cred.delegate !== undefined) c.on_behalf_of = cred.delegate.name;
     if (extra.revert_of !== undefined) c.revert_of = extra.revert_of;
     const payload = encodeCommit(c);
@@ -705,20 +832,13 @@ export class Vcs {
 
   // ---------- gc ----------
 
-  /** Blob ids reachable from any commit. */
+  /**
+   * Blob ids any stored tree refers to: every commit's, and also a tree `prepersist` wrote for a
+   * commit still to come (or one that lost a race), so no stored tree ever refers to a swept blob.
+   */
   reachableBlobs(): Set<string> {
-    const seen = new Set<string>();
     const blobs = new Set<string>();
-    const stack = [...this.commits.values()].map((c) => c.tree);
-    while (stack.length > 0) {
-      const t = stack.pop()!;
-      if (seen.has(t)) continue;
-      seen.add(t);
-      for (const e of this.trees.get(t) ?? []) {
-        if (e.kind === 'd') stack.push(e.ref);
-        else if (e.kind === 'f') blobs.add(e.ref);
-      }
-    }
+    for (const t of this.persisted) for (const e of this.trees.get(t) ?? EMPTY_TREE_ENTRIES) if (e.kind === 'f') blobs.add(e.ref);
     return blobs;
   }
 
@@ -742,6 +862,7 @@ export class Vcs {
       this.trees.delete(id);
       this.encoded.delete(id);
       this.heights.delete(id);
+      this.leaves.delete(id);
       n++;
     }
     return n;

@@ -5,7 +5,13 @@
  * names every changed file (and is cut with a marker past its size bound), the delete removes
  * everything, and the store still loads after a restart.
  */
-import t from 'tap';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import t, { type Test } from 'tap';
+import { GrepPool, grepFiles } from '../../daemon/core/search.js';
+import type { Cred } from '../../daemon/core/perms.js';
+import { configFromEnv, openCore } from '../../daemon/main.js';
+import { Vcs } from '../../daemon/vcs/vcs.js';
 import { connectSocket, type Caller } from '../../daemon/rpc/client.js';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
 import { spawnDaemon } from '../helpers/daemon.js';
@@ -76,4 +82,151 @@ void t.test('a small read is answered while a recursive delete of 60,000 entries
   await t.rejects(d.client.call('fs.stat', { path: '/srv/del' }), { code: 'ENOENT' }, 'still gone after a restart');
   const fsck = await d.client.call('sys.fsck', {});
   t.same(fsck.problems, [], 'and the store is consistent');
+});
+
+// ---------- in-process: the sliced parts of grep and commit stay exact under concurrent changes ----------
+
+type Core = ReturnType<typeof openCore>;
+type Pauser = () => () => Promise<void> | undefined;
+
+/** A core on its own store in a fresh directory, and root's credential. */
+function inProcess(t: Test, dataDir = path.join(t.testdir(), 'data')): { core: Core; root: Cred; dataDir: string } {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const core = openCore({ ...configFromEnv({ SERVICE_FSYNC: 'off' }), dataDir });
+  t.teardown(() => {
+    core.store.close();
+    core.grep.close();
+  });
+  return { core, root: core.registry.authenticate({}, { anonymous: 'root', userAuth: true }), dataDir };
+}
+
+/** A pause function that yields at every check and runs `during(k)` in the k-th yield (from 0). */
+function everyCheck(during: (k: number) => void): { pauser: Pauser; yields: () => number } {
+  let k = 0;
+  const pauser: Pauser = () => () =>
+    new Promise<void>((resolve) =>
+      setImmediate(() => {
+        during(k++);
+        resolve();
+      }),
+    );
+  return { pauser, yields: () => k };
+}
+
+const id = (p: string): string => p;
+const summary = (files: { path: string; id: string; len: number }[]): string[] => files.map((f) => `${f.path} ${f.id} ${f.len}`);
+
+void t.test('grep collects its files in slices, and a change meanwhile is collected again (a snapshot of one moment)', async (t) => {
+  const { core, root } = inProcess(t);
+  const w = (p: string, s: string): void => void core.vfs.write(root, p, Buffer.from(s));
+  for (let i = 0; i < 2000; i++) w(`/g/d${String(i % 20).padStart(2, '0')}/f${String(i).padStart(4, '0')}.md`, `note ${i}\n`);
+  const before = await grepFiles(core.vfs, root, '/g', true, id, false);
+  t.equal(before.length, 2000);
+  // In the first yield (after 256 files, all of /g/d00 and more): change a file already collected,
+  // add one where the walk has been and remove one it has not reached yet.
+  const { pauser, yields } = everyCheck((k) => {
+    if (k !== 0) return;
+    w('/g/d00/f0000.md', 'changed while grep collected\n');
+    w('/g/d00/new.md', 'created while grep collected\n');
+    core.vfs.remove(root, '/g/d19/f1999.md', false);
+  });
+  const got = await grepFiles(core.vfs, root, '/g', true, id, true, pauser);
+  t.ok(yields() > 1, 'the collection yielded the event loop');
+  const after = await grepFiles(core.vfs, root, '/g', true, id, false);
+  t.same(summary(got), summary(after), 'identical to a collection in one go after the change');
+  t.not(summary(got).join('\n'), summary(before).join('\n'), 'which differs from before it');
+  t.ok(got.some((f) => f.path === '/g/d00/new.md'), 'the new file is there');
+  t.notOk(got.some((f) => f.path === '/g/d19/f1999.md'), 'the removed one is not');
+  const pool = new GrepPool(1, 600000); // no time bound that a loaded machine could hit
+  t.teardown(() => pool.close());
+  const hits = await pool.run({ pattern: 'changed while', flags: 'u', max: 100, files: got }, 'test');
+  t.same(hits.results.map((r) => r.file), ['/g/d00/f0000.md'], 'and the search reads the new content');
+});
+
+void t.test('grep under changes in every slice falls back to one go after three attempts, still exact', async (t) => {
+  const { core, root } = inProcess(t);
+  const w = (p: string, s: string): void => void core.vfs.write(root, p, Buffer.from(s));
+  for (let i = 0; i < 1000; i++) w(`/h/d${i % 4}/f${String(i).padStart(4, '0')}.md`, `n ${i}\n`);
+  const { pauser, yields } = everyCheck((k) => w(`/h/d0/churn${k}.md`, `churn ${k}\n`));
+  const got = await grepFiles(core.vfs, root, '/h', true, id, true, pauser);
+  t.equal(yields(), 3 * Math.floor(1003 / 256), 'three sliced attempts (each cut short by a change), then one go');
+  t.same(summary(got), summary(await grepFiles(core.vfs, root, '/h', true, id, false)), 'identical to a collection in one go');
+});
+
+void t.test('a commit counts its changes as the full list would, for adds, deletes, kinds and modes', async (t) => {
+  const { core, root } = inProcess(t);
+  const scope = { id: '', root: '/' };
+  const w = (p: string, s: string): void => void core.vfs.write(root, p, Buffer.from(s));
+  const steps: (() => void)[] = [
+    () => {
+      for (let i = 0; i < 300; i++) w(`/c/d${i % 7}/s${i % 3}/f${i}.md`, `v1 ${i}`);
+      core.vfs.mkdir(root, '/c/empty', {});
+    },
+    () => {
+      w('/c/d1/s0/f0.md', 'v2');
+      core.vfs.remove(root, '/c/d2', true);
+      core.vfs.chmod(root, '/c/d3', 0o700);
+      core.vfs.mkdir(root, '/c/empty/inner', {});
+    },
+    () => {
+      core.vfs.remove(root, '/c/d4/s1', true);
+      w('/c/d4/s1', 'a file where a directory was');
+      core.vfs.symlink(root, 'd1', '/c/link');
+      core.vfs.move(root, '/c/d5', '/c/moved');
+    },
+    () => core.vfs.remove(root, '/c', true),
+  ];
+  let prev = core.vcs.head(scope);
+  for (const [i, step] of steps.entries()) {
+    step();
+    await core.vcs.prehash(scope);
+    await core.vcs.prepersist(scope);
+    const rec = core.vcs.commit(root, scope, `step ${i}`);
+    const head = core.vcs.head(scope)!;
+    const parentTree = prev === null ? emptyTreeOf(core) : core.vcs.commits.get(prev)!.tree;
+    const listed = core.vcs.listChanges(parentTree, core.vcs.commits.get(head)!.tree);
+    t.ok(listed.length > 0, `step ${i} changed something`);
+    t.equal(rec.changes, listed.length, `step ${i}: ${listed.length} changes counted`);
+    prev = head;
+  }
+});
+
+/** The id of the empty tree (the parent tree of a first commit). */
+function emptyTreeOf(core: Core): string {
+  for (const [tid, entries] of core.vcs.trees) if (entries.length === 0) return tid;
+  throw new Error('no empty tree');
+}
+
+void t.test('trees written ahead of a commit: a change meanwhile is in the commit, and the store stays whole', async (t) => {
+  const { core, root, dataDir } = inProcess(t);
+  const scope = { id: '', root: '/' };
+  const w = (p: string, s: string): void => void core.vfs.write(root, p, Buffer.from(s));
+  for (let i = 0; i < 500; i++) w(`/p/d${i % 50}/f${i}.md`, `first ${i}`);
+  core.vcs.commit(root, scope, 'base');
+  for (let i = 0; i < 500; i++) w(`/p/e${i % 50}/g${i}.md`, `second ${i}`);
+  await core.vcs.prehash(scope);
+  const { pauser, yields } = everyCheck((k) => {
+    if (k !== 5) return;
+    w('/p/e0/g0.md', 'changed while the trees were written');
+    core.vfs.remove(root, '/p/e1', true); // its tree may be written already, or not yet
+  });
+  t.equal(await core.vcs.prepersist(scope, pauser), false, 'a change stops the writing ahead');
+  t.equal(yields(), 6, 'the trees were written in slices, up to the change');
+  // gc between the trees written ahead and the commit must not take the blobs those trees hold
+  await core.service.handlers['sys.gc']({ creds: {}, data: undefined }, {});
+  const rec = core.vcs.commit(root, scope, 'second');
+  t.equal(rec.changes, 500 - 10, 'every new file but those of the removed directory');
+  const head = core.vcs.head(scope)!;
+  t.equal(core.vcs.commits.get(head)!.tree, core.vcs.treeOf(core.vfs.root), 'the commit is the tree as it is now');
+  t.equal(core.vcs.snapshotRead(root, scope, rec.hash, '/p/e0/g0.md').data.toString(), 'changed while the trees were written');
+  // the working tree moves on: history must still hold what the commit recorded
+  w('/p/e49/g49.md', 'later'); // its directory's tree was written ahead (the walk takes the last first)
+  await core.service.handlers['sys.gc']({ creds: {}, data: undefined }, {});
+  t.equal(core.vcs.snapshotRead(root, scope, rec.hash, '/p/e49/g49.md').data.toString(), 'second 49', 'a blob only history holds is kept');
+  await core.store.durable();
+  t.same(core.store.fsck(Vcs.refsOf).problems, [], 'fsck finds nothing wrong');
+  core.store.close();
+  core.grep.close();
+  const again = inProcess(t, dataDir);
+  t.equal(again.core.vcs.snapshotRead(again.root, scope, rec.hash, '/p/e0/g0.md').data.toString(), 'changed while the trees were written', 'and after a reopen');
 });
