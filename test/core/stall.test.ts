@@ -139,7 +139,7 @@ void t.test('grep collects its files in slices, and a change meanwhile is collec
   t.notOk(got.some((f) => f.path === '/g/d19/f1999.md'), 'the removed one is not');
   const pool = new GrepPool(1, 600000); // no time bound that a loaded machine could hit
   t.teardown(() => pool.close());
-  const hits = await pool.run({ pattern: 'changed while', flags: 'u', max: 100, files: got }, 'test');
+  const hits = await pool.run({ pattern: 'changed while', flags: 'u', max: 100, offset: 0, files: got }, 'test');
   t.same(hits.results.map((r) => r.file), ['/g/d00/f0000.md'], 'and the search reads the new content');
 });
 
