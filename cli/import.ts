@@ -43,6 +43,7 @@ function vfsJoin(base: string, rel: string): string {
 class Importer {
   readonly summary: ImportSummary;
   private progress: Progress | undefined;
+  private timesUnsupported = false;
 
   constructor(
     private readonly ctx: CmdContext,
@@ -145,11 +146,19 @@ class Importer {
   async keepTimes(rel: string): Promise<boolean> {
     const host = path.join(this.root, rel);
     const dst = vfsJoin(this.target, rel);
+    if (this.timesUnsupported) return true;
     try {
       const st = await stat(host, { bigint: true });
       await this.ctx.caller.call('fs.utimens', { path: dst, atime: st.atimeNs.toString(), mtime: st.mtimeNs.toString() });
       return true;
     } catch (err) {
+      if (err instanceof VfsError && err.code === 'ENOTSUP') {
+        // Over --url: REST has no call that sets times. Said once; the copy itself succeeded.
+        this.timesUnsupported = true;
+        this.progress?.interrupt();
+        this.ctx.err.write('mdvfs: import: modification times are not kept over --url (REST has no call that sets them); import through the local daemon to keep them\n');
+        return true;
+      }
       this.fail(`cannot keep the times of ${host}`, err);
       return false;
     }

@@ -74,7 +74,7 @@ const ops: Op[] = [
       parameters: [
         { name: 'X-Service-Type', in: 'header', required: false, schema: { type: 'string', enum: ['file', 'directory', 'symlink'] } },
         { name: 'If-Match', in: 'header', required: false, schema: str, description: 'write only if the current ETag matches (else 412)' },
-        { name: 'If-None-Match', in: 'header', required: false, schema: { type: 'string', enum: ['*'] }, description: 'create only (else 412)' },
+        { name: 'If-None-Match', in: 'header', required: false, schema: { type: 'string', enum: ['*'] }, description: 'create only (else 412), for a file or a directory' },
         q('mode', 'octal mode for a new file or directory', { type: 'string', pattern: '^[0-7]{1,4}$' }),
       ],
       requestBody: { required: false, content: { '*/*': { schema: { type: 'string', format: 'binary' } } } },

@@ -75,9 +75,13 @@ export function registerFs(r: Registrar, ctx: RouteContext): void {
     const mode = query(req, 'mode');
     const type = (req.get('x-service-type') ?? 'file').trim().toLowerCase();
     switch (type) {
-      case 'directory':
-        sendJson(res, await as.call('fs.mkdir', mode === undefined ? { path, parents: true } : { path, parents: true, mode }));
+      case 'directory': {
+        const r = await as.call('fs.mkdir', mode === undefined ? { path, parents: true } : { path, parents: true, mode });
+        // `If-None-Match: *` means create only, for a directory as for a file.
+        if (!r.created && parseEtags(req.get('if-none-match'))[0] === '*') throw httpError('EPRECOND', 'the directory exists already (If-None-Match: *)', r.path);
+        sendJson(res, r);
         return;
+      }
       case 'symlink': {
         const target = body.toString('utf8');
         if (target === '') throw httpError('EINVAL', 'a symlink needs its target as the request body', path);

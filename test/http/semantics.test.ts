@@ -152,3 +152,15 @@ t.test('HEAD, HEAD~n and <hash>~n name commits', async (t) => {
   t.equal((await alice.get('/fs/h/v.md')).text, 'one\n');
 });
 
+
+t.test('PUT a directory with If-None-Match: * creates only', async (t) => {
+  const first = await alice.put('/fs/once', '', { headers: { 'x-service-type': 'directory', 'if-none-match': '*' } });
+  t.equal(first.status, 200);
+  t.equal(first.json.created, true);
+  const again = await alice.put('/fs/once', '', { headers: { 'x-service-type': 'directory', 'if-none-match': '*' } });
+  t.equal(again.status, 412);
+  cleanError(t, again.json, 'EPRECOND');
+  const plain = await alice.put('/fs/once', '', { headers: { 'x-service-type': 'directory' } });
+  t.equal(plain.status, 200, 'without the header, mkdir -p still succeeds');
+  t.equal(plain.json.created, false);
+});
