@@ -306,6 +306,7 @@ export class Service {
     'sys.gc': async (ctx) => {
       requireAdmin(this.auth(ctx), 'gc');
       this.d.vcs.pruneTrees();
+      this.d.vcs.dropOrphanTrees();
       const reachable = this.d.vcs.reachableBlobs();
       for (const id of [...this.d.vfs.blobs.inHistory]) if (!reachable.has(id)) this.d.vfs.blobs.inHistory.delete(id);
       const removed = this.d.vfs.blobs.sweep();

@@ -32,6 +32,8 @@ export class Vcs {
   readonly commits = new Map<string, CommitObject>();
   /** trees written to the store */
   private readonly persisted = new Set<string>();
+  /** How many `prepersist` runs are under way (gc keeps the trees they write). */
+  private prepersisting = 0;
   /** payloads of trees hashed but not yet written, so a commit does not serialise them twice */
   private readonly encoded = new Map<string, Buffer>();
   readonly refs = new Map<string, string>();
@@ -157,10 +159,19 @@ export class Vcs {
    * relies on when it stops at a written tree). Only an optimisation, like `prehash`: any change in
    * the scope meanwhile (its root's tree id is cleared) stops it, since a tree no longer current
    * may name contents already freed; the commit then writes what is left. Returns whether it wrote
-   * everything. A tree written here that no commit ends up using stays in the store, harmless, and
-   * keeps its blobs (see `reachableBlobs`).
+   * everything. A tree written here that no commit ends up using keeps its blobs (see `reachableBlobs`)
+   * until the next gc drops it (`dropOrphanTrees`).
    */
   async prepersist(scope: Scope, pauser: () => () => Promise<void> | undefined = slicer): Promise<boolean> {
+    this.prepersisting++;
+    try {
+      return await this.writeAhead(scope, pauser);
+    } finally {
+      this.prepersisting--;
+    }
+  }
+
+  private async writeAhead(scope: Scope, pauser: () => () => Promise<void> | undefined): Promise<boolean> {
     let top: DirNode;
     try {
       top = this.scopeDir(scope);
@@ -840,6 +851,34 @@ export class Vcs {
     const blobs = new Set<string>();
     for (const t of this.persisted) for (const e of this.trees.get(t) ?? EMPTY_TREE_ENTRIES) if (e.kind === 'f') blobs.add(e.ref);
     return blobs;
+  }
+
+  /**
+   * gc: drops the stored trees that no commit reaches (written ahead for a commit that lost a race,
+   * see `prepersist`), so that they and the blobs only they hold do not stay forever. Nothing is
+   * dropped while trees are being written ahead (they are for a commit still to come), or if a tree
+   * of the history is not at hand (then what it reaches is unknown).
+   */
+  dropOrphanTrees(): number {
+    if (this.prepersisting > 0) return 0;
+    const seen = new Set<string>();
+    const stack = [...this.commits.values()].map((c) => c.tree);
+    while (stack.length > 0) {
+      const id = stack.pop()!;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      const entries = this.trees.get(id);
+      if (entries === undefined) return 0;
+      for (const e of entries) if (e.kind === 'd') stack.push(e.ref);
+    }
+    let dropped = 0;
+    for (const id of [...this.persisted]) {
+      if (seen.has(id)) continue;
+      this.persisted.delete(id);
+      this.store.objectRemoved(id);
+      dropped++;
+    }
+    return dropped;
   }
 
   countCommits(): number {

@@ -230,3 +230,50 @@ void t.test('trees written ahead of a commit: a change meanwhile is in the commi
   const again = inProcess(t, dataDir);
   t.equal(again.core.vcs.snapshotRead(again.root, scope, rec.hash, '/p/e0/g0.md').data.toString(), 'changed while the trees were written', 'and after a reopen');
 });
+
+void t.test('gc drops trees written ahead for a commit that lost a race, but not while trees are being written ahead', async (t) => {
+  const { core, root, dataDir } = inProcess(t);
+  const scope = { id: '', root: '/' };
+  const w = (p: string, s: string): void => void core.vfs.write(root, p, Buffer.from(s));
+  const gc = async (): Promise<unknown> => await core.service.handlers['sys.gc']({ creds: {}, data: undefined }, {});
+  for (let i = 0; i < 200; i++) w(`/q/d${i % 20}/f${i}.md`, `first ${i}`);
+  core.vcs.commit(root, scope, 'base');
+  const committed = core.vcs.countTrees();
+  for (let i = 0; i < 200; i++) w(`/q/e${i % 20}/g${i}.md`, `only ahead ${i}`);
+  await core.vcs.prehash(scope);
+  t.equal(await core.vcs.prepersist(scope), true, 'every new tree written ahead');
+  t.ok(core.vcs.countTrees() > committed, 'the store holds them');
+  // The commit loses the race: the new files go before it is made.
+  core.vfs.remove(root, '/q', true);
+  w('/q/d0/f0.md', 'first 0');
+  await gc();
+  t.equal(core.vcs.countTrees(), committed, 'gc dropped every tree no commit reaches');
+
+  // A gc while trees are being written ahead drops none of them (they are for the commit to come;
+  // its pruning of cached trees may make the writing ahead stop early, and the commit writes the rest).
+  for (let i = 0; i < 200; i++) w(`/q/h${i % 20}/k${i}.md`, `next ${i}`);
+  await core.vcs.prehash(scope);
+  let before = -1;
+  let during = -1;
+  const { pauser } = everyCheck((k) => {
+    if (k !== 2) return;
+    before = core.vcs.countTrees();
+    void gc().then(() => (during = core.vcs.countTrees()));
+  });
+  await core.vcs.prepersist(scope, pauser);
+  await gc();
+  t.ok(before > committed, 'trees were written ahead before the gc');
+  t.ok(during >= before, 'the gc during the writing ahead dropped none of them');
+  const rec = core.vcs.commit(root, scope, 'next');
+  const written = core.vcs.countTrees();
+  await gc();
+  t.equal(core.vcs.countTrees(), written, 'gc keeps every tree the history reaches');
+  t.equal(core.vcs.snapshotRead(root, scope, rec.hash, '/q/h7/k7.md').data.toString(), 'next 7');
+  t.equal(core.vcs.snapshotRead(root, scope, rec.hash, '/q/d0/f0.md').data.toString(), 'first 0');
+  await core.store.durable();
+  t.same(core.store.fsck(Vcs.refsOf).problems, [], 'fsck finds nothing wrong');
+  core.store.close();
+  core.grep.close();
+  const again = inProcess(t, dataDir);
+  t.equal(again.core.vcs.countTrees(), written, 'the dropped trees are gone from disk too');
+});
