@@ -176,7 +176,9 @@ t.test('a daemon started by the CLI in a local environment: hosted serve still d
   t.equal(anon.status, 401, 'the HTTP server\'s policy is in force, not the daemon\'s environment');
   t.equal((await client(hosted, { auth: 'User root' }).get('/fs//')).status, 401, 'and the User scheme is off');
   t.match((await cli.run(['whoami'])).stdout, /root/, 'the local CLI is still root');
-  // The same with the older switch: an explicit SERVICE_ANONYMOUS=deny on the server.
+  // The same with the older switch: an explicit SERVICE_ANONYMOUS=deny on the server (one serve
+  // per data dir: the first goes before the second starts).
+  await hosted.stop();
   const strict = await startService(t, { dataDir: cli.dataDir, env: { SERVICE_ANONYMOUS: 'deny' } });
   t.equal((await client(strict).get('/fs//')).status, 401, 'SERVICE_ANONYMOUS=deny of the server holds');
 });

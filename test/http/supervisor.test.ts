@@ -78,7 +78,7 @@ t.test('serve gives up with a clear error when its address is taken', async (t) 
   });
   const code = await new Promise<number | null>((resolve) => proc.once('exit', (c) => resolve(c)));
   t.equal(code, 1, 'serve exits 1');
-  t.match(err, /EADDRINUSE/, 'and says why');
+  t.match(err, /cannot listen on 127\.0\.0\.1:\d+: the address is already in use/, 'and says why');
   await until(() => daemonPidsFor(dataDir).every((p) => !alive(p)), 'its daemon to stop');
   t.pass('its daemon was stopped');
 });
