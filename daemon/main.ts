@@ -244,6 +244,19 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
   };
 }
 
+/** One sentence for `mdvfs daemon` on a data dir whose store another daemon holds, naming its pid when its pid file does. */
+function lockedMessage(dataDir: string): string {
+  let pid = 0;
+  try {
+    pid = Number.parseInt(readFileSync(path.join(dataDir, 'daemon.pid'), 'utf8'), 10);
+    process.kill(pid, 0); // a pid file left by a killed daemon names no one
+  } catch {
+    pid = 0;
+  }
+  const who = pid > 0 ? `another mdvfs daemon (pid ${pid})` : 'another mdvfs daemon';
+  return `${who} already runs for ${dataDir}; stop it first ('mdvfs stop') or set another SERVICE_DATA_DIR (EBUSY)`;
+}
+
 /** `mdvfs daemon`: foreground until SIGINT/SIGTERM, which flush and exit 0. */
 export async function runDaemon(): Promise<void> {
   let cfg: DaemonConfig;
@@ -257,8 +270,10 @@ export async function runDaemon(): Promise<void> {
   try {
     daemon = await startDaemon(cfg);
   } catch (err) {
-    process.stderr.write(`mdvfs daemon: ${(err as Error).message}\n`);
-    process.exit(err instanceof VfsError && err.code === 'EBUSY' ? EXIT_LOCKED : 1);
+    // EBUSY: the store is locked by another daemon (sqlite.ts); say whose it is and what to do.
+    const locked = err instanceof VfsError && err.code === 'EBUSY';
+    process.stderr.write(`mdvfs daemon: ${locked ? lockedMessage(cfg.dataDir) : (err as Error).message}\n`);
+    process.exit(locked ? EXIT_LOCKED : 1);
   }
   const stop = (sig: string) => {
     process.stderr.write(`mdvfs daemon: ${sig}, flushing and stopping\n`);

@@ -94,3 +94,26 @@ t.test('the Inspector stdio commands, verbatim, in the checkout', async (t) => {
   const cat = await runCli(env, ['cat', '/home/alice/notes/hello.md']);
   t.equal(cat.stdout, '# Hello');
 });
+
+t.test('read top to bottom, the Inspector block writes hello.md before it reads it', async (t) => {
+  const block = /MCP Inspector CLI[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme);
+  if (block === null) throw new Error('the README has no Inspector block');
+  const lines = block[1]!.replace(/\\\n\s*/g, '').split('\n');
+  const write = lines.findIndex((l) => /--tool-name write_file .*path=notes\/hello\.md/.test(l));
+  const read = lines.findIndex((l) => /--tool-name read_file .*path=\/home\/alice\/notes\/hello\.md/.test(l));
+  t.ok(write >= 0 && read >= 0, 'both commands are there');
+  t.ok(write < read, 'the write comes first, so the read finds the file');
+});
+
+t.test('read top to bottom, the mount block makes its mount point and reads .history before unmounting', async (t) => {
+  const block = /## Mount it \(FUSE\)\s*```sh\n([\s\S]*?)```/.exec(readme);
+  if (block === null) throw new Error('the README has no mount block');
+  const lines = block[1]!.split('\n');
+  const at = (re: RegExp): number => lines.findIndex((l) => re.test(l));
+  const mkdir = at(/^mkdir -p ~\/mdvfs\b/);
+  const mount = at(/^mdvfs mount ~\/mdvfs\b/);
+  const history = at(/^ls ~\/mdvfs\/\.history\b/);
+  const umount = at(/^mdvfs umount ~\/mdvfs\b/);
+  t.ok(mkdir >= 0 && mkdir < mount, 'mkdir -p ~/mdvfs before the first mount');
+  t.ok(history > mount && history < umount, '.history is read while mounted');
+});

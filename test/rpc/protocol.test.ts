@@ -281,6 +281,9 @@ t.test('one daemon per data dir', async (t) => {
   t.equal(r.code, 75, 'the second daemon exits at once with EX_TEMPFAIL');
   t.match(r.stderr, /lock|another mdvfs daemon/i, 'and says the data dir is locked');
   t.match(r.stderr, d.dataDir);
+  t.match(r.stderr, `another mdvfs daemon (pid ${d.proc.pid}) already runs for ${d.dataDir}`, 'naming the daemon that holds it');
+  t.match(r.stderr, "stop it first ('mdvfs stop')", 'and how to stop it');
+  t.equal(r.stderr.trim().split('\n').length, 1, 'in one line');
   t.equal((await d.client.call('sys.ping', {})).pid, d.proc.pid, 'the first daemon still answers on its socket');
   await stillServing(t, d, 'after a second daemon tried to start');
   t.equal((await d.client.request('fs.read', { path: '/tmp/first.md' })).data.toString(), 'first');
