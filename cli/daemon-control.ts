@@ -2,9 +2,8 @@
  * `mdvfs status` and `mdvfs stop`: the daemon of SERVICE_DATA_DIR as a process. Neither starts a
  * daemon; both say plainly when none runs.
  */
-import { readFileSync } from 'node:fs';
 import type { DaemonClient } from '../daemon/rpc/client.js';
-import { connectDaemon, defaultDataDir } from '../daemon/rpc/connect.js';
+import { connectDaemon, defaultDataDir, processAlive } from '../daemon/rpc/connect.js';
 import type { DaemonStatus } from '../daemon/rpc/protocol.js';
 import { CliError } from './errors.js';
 
@@ -15,19 +14,6 @@ async function running(dataDir: string): Promise<DaemonClient | null> {
     return await connectDaemon({ dataDir, spawn: false });
   } catch {
     return null;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-  try {
-    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true;
   }
 }
 
@@ -82,11 +68,21 @@ export async function runStatus(opts: { json?: boolean }): Promise<void> {
 
 async function waitGone(pid: number, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;
-  while (alive(pid)) {
+  while (processAlive(pid)) {
     if (Date.now() > deadline) return false;
     await sleep(50);
   }
   return true;
+}
+
+/** SIGTERM to `pid`, then waits until it is gone (ETIMEDOUT after `ms`). */
+async function terminate(pid: number, ms: number, what: string): Promise<void> {
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    // gone meanwhile
+  }
+  if (!(await waitGone(pid, ms))) throw new CliError('ETIMEDOUT', `${what} did not stop within ${ms / 1000} s`);
 }
 
 /** `mdvfs stop`: SIGTERM (which flushes) to the serve that keeps the daemon up, then to the daemon. */
@@ -106,20 +102,8 @@ export async function runStop(): Promise<void> {
   if (st.served_by !== undefined) {
     // The serve would start a new daemon at once: stop it (it stops its sidecar and its daemon).
     process.stderr.write(`mdvfs: stopping mdvfs serve (pid ${st.served_by}) of ${dataDir}\n`);
-    try {
-      process.kill(st.served_by, 'SIGTERM');
-    } catch {
-      // gone meanwhile
-    }
-    if (!(await waitGone(st.served_by, 40_000))) throw new CliError('ETIMEDOUT', `mdvfs serve (pid ${st.served_by}) did not stop within 40 s`);
+    await terminate(st.served_by, 40_000, `mdvfs serve (pid ${st.served_by})`);
   }
-  if (alive(st.pid)) {
-    try {
-      process.kill(st.pid, 'SIGTERM');
-    } catch {
-      // gone meanwhile
-    }
-    if (!(await waitGone(st.pid, 30_000))) throw new CliError('ETIMEDOUT', `the daemon (pid ${st.pid}) of ${dataDir} did not stop within 30 s`);
-  }
+  if (processAlive(st.pid)) await terminate(st.pid, 30_000, `the daemon (pid ${st.pid}) of ${dataDir}`);
   process.stderr.write(`mdvfs: stopped the daemon (pid ${st.pid}) of ${dataDir}\n`);
 }

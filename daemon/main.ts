@@ -12,7 +12,7 @@ import { MAX_DEPTH } from './core/paths.js';
 import { GrepPool } from './core/search.js';
 import { VfsError } from './errors.js';
 import { connectSocket } from './rpc/client.js';
-import { defaultDataDir, EXIT_LOCKED, socketPathFor } from './rpc/connect.js';
+import { defaultDataDir, EXIT_LOCKED, processAlive, socketPathFor } from './rpc/connect.js';
 import { PRIVATE_UMASK, prepareSocketDir, securePrivateDataDir } from './rpc/private-dir.js';
 import { RpcServer } from './rpc/server.js';
 import { authPolicyFromEnv, idleExitFromEnv, intFromEnv, maxFileSizeFromEnv } from './rpc/settings.js';
@@ -42,20 +42,6 @@ function starterFromEnv(env: NodeJS.ProcessEnv): Pick<DaemonConfig, 'startedBy' 
   const serve = Number(env.MDVFS_SERVE_PID);
   if (Number.isSafeInteger(serve) && serve > 0) return { startedBy: 'serve', servePid: serve };
   return { startedBy: env.MDVFS_STARTED_BY === 'background' ? 'background' : 'foreground' };
-}
-
-/** Whether a process lives (a zombie counts as gone). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-  try {
-    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true;
-  }
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
@@ -132,7 +118,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
   const startedAt = Date.now();
   const socketPath = socketPathFor(cfg.dataDir);
   let holder = cfg.servePid;
-  const servedBy = (): number | undefined => (holder !== undefined && alive(holder) ? holder : undefined);
+  const servedBy = (): number | undefined => (holder !== undefined && processAlive(holder) ? holder : undefined);
   const idleExit = (): number => (cfg.startedBy === 'foreground' || servedBy() !== undefined ? 0 : cfg.idleExitSecs);
   // The socket server comes after the core (it needs the handlers); status reads its clients late.
   const late: { rpc?: RpcServer } = {};

@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, openSync, closeSync } from 'node:fs';
+import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -128,4 +128,18 @@ export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonCl
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`timed out waiting for the daemon of ${dataDir}: ${String(lastErr)}`);
+}
+
+/** Whether a process lives (a zombie counts as gone). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true;
+  }
 }
