@@ -258,7 +258,7 @@ export const ANALYSIS: Analysis[] = [
       'build their entries in slices; `sys.health` no longer walks every inode (433 ms at 1,000,000 inodes in a profile). Three runs on a ' +
       'machine shared with other jobs (idle read loop worst 90 / 109 / 47 ms; 36 ms in the quiet run before these changes), worst small read in ms, ' +
       'quiet run before the changes in brackets: diff, unchanged code, 196 / 116 / 63 [77]; listing 555 / 549 / 179 [136]; rm -r 676 / 182 / 214 [113]; ' +
-      'commit 236 / 89.6 / 166 [154]; grep 958 (before the parts change) / 144 / 53.5 [166]. The table is the third run, the least loaded. grep now ' +
+      'commit 236 / 89.6 / 166 [154]; grep 958 (before the parts change) / 144 / 53.5 [166]. The table is a later run on a quiet machine after the merge (idle loop worst 35.1 ms): diff 110, listing 201, rm -r 128, commit 54.1, grep 41.6; so commit and grep meet the target there, diff and rm -r are near it, and the listing is not. grep now ' +
       'meets the target; the commit met it once and moves with the load (its atomic step is now small, so what is left is likely GC, e.g. of the ' +
       'million inodes the rm -r row just freed: not yet profiled); listing and rm -r still miss it. ' +
       'What remains: (1) V8 garbage ' +
