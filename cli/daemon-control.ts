@@ -32,21 +32,26 @@ function startedBy(st: DaemonStatus): string {
   return `${how}; ${st.idle_exit > 0 ? `exits after ${st.idle_exit} s with no clients` : 'does not exit when idle (SERVICE_IDLE_EXIT=0)'}`;
 }
 
+/** The status of the daemon running for `dataDir`, or null when none runs (nothing is started). */
+async function statusOf(dataDir: string): Promise<DaemonStatus | null> {
+  const client = await running(dataDir);
+  if (client === null) return null;
+  try {
+    return await client.call('sys.status', {});
+  } finally {
+    client.close();
+  }
+}
+
 /** `mdvfs status [--json]`: exit 0 when a daemon runs, 1 when none does. */
 export async function runStatus(opts: { json?: boolean }): Promise<void> {
   const dataDir = defaultDataDir();
-  const client = await running(dataDir);
-  if (client === null) {
+  const st = await statusOf(dataDir);
+  if (st === null) {
     if (opts.json) process.stdout.write(`${JSON.stringify({ running: false, data_dir: dataDir })}\n`);
     else process.stdout.write(`no daemon runs for ${dataDir}\n`);
     process.exitCode = 1;
     return;
-  }
-  let st: DaemonStatus;
-  try {
-    st = await client.call('sys.status', {});
-  } finally {
-    client.close();
   }
   // `clients` counts the daemon's other clients: this command's own connection is left out.
   const others = Math.max(0, st.clients - 1);
@@ -88,16 +93,10 @@ async function terminate(pid: number, ms: number, what: string): Promise<void> {
 /** `mdvfs stop`: SIGTERM (which flushes) to the serve that keeps the daemon up, then to the daemon. */
 export async function runStop(): Promise<void> {
   const dataDir = defaultDataDir();
-  const client = await running(dataDir);
-  if (client === null) {
+  const st = await statusOf(dataDir);
+  if (st === null) {
     process.stderr.write(`mdvfs: no daemon runs for ${dataDir}; nothing to stop\n`);
     return;
-  }
-  let st: DaemonStatus;
-  try {
-    st = await client.call('sys.status', {});
-  } finally {
-    client.close();
   }
   if (st.served_by !== undefined) {
     // The serve would start a new daemon at once: stop it (it stops its sidecar and its daemon).
