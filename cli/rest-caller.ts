@@ -8,7 +8,7 @@ import https from 'node:https';
 import { posix } from 'node:path';
 import { VfsError, isErrorCode, type ErrorCode } from '../daemon/errors.js';
 import type { Caller, CallOptions, Reply } from '../daemon/rpc/client.js';
-import type { Creds, Method, Params, Result } from '../daemon/rpc/protocol.js';
+import { isRestMethod, restBinding, restSource, type Creds, type Method, type Params, type RestBinding, type Result } from '../daemon/rpc/protocol.js';
 
 type P = Record<string, unknown>;
 
@@ -167,60 +167,32 @@ export class RestCaller implements Caller {
     return (await this.getJson(`${urlPath('/fs', path)}?stat=true&follow=true`, op)) as P;
   }
 
+  /** A method with a REST binding in the operation table: the request is made from the binding. */
+  private async viaBinding(method: Method, b: RestBinding, p: P): Promise<unknown> {
+    let route = b.route;
+    const qs: Record<string, string | undefined> = {};
+    const body: P = {};
+    for (const [name, v] of Object.entries(p)) {
+      if (v === undefined) continue;
+      const from = restSource(b, name);
+      if (from === 'query') qs[name] = String(v);
+      else if (from === 'body') body[name] = v;
+      else if (name === 'path' && route.includes('{/*path}')) route = v === '' ? route.replace('{/*path}', '') : urlPath(route.replace('{/*path}', ''), String(v));
+      else route = route.replace(`:${name}`, encodeURIComponent(String(v)));
+    }
+    route = route.replace('{/*path}', '');
+    if (b.text !== undefined) qs.format = 'json';
+    const verb = b.verb.toUpperCase();
+    const path = `${route}${query(qs)}`;
+    return verb === 'GET' ? this.getJson(path, method) : this.sendJson(verb, path, verb === 'DELETE' ? undefined : body, method);
+  }
+
   private async dispatch(method: Method, p: P, data: Buffer | undefined): Promise<{ result: unknown; data?: Buffer }> {
+    if (isRestMethod(method)) return { result: await this.viaBinding(method, restBinding(method)!, p) };
     const fs = (key = 'path') => urlPath('/fs', str(p, key));
     switch (method) {
       case 'sys.health':
         return { result: await this.getJson('/health', method) };
-      case 'auth.whoami':
-        return { result: await this.getJson('/auth/whoami', method) };
-      case 'auth.login':
-        return { result: await this.sendJson('POST', '/auth/login', { username: str(p, 'username') }, method) };
-      case 'auth.bootstrap':
-        return { result: await this.sendJson('POST', '/auth/bootstrap', { username: str(p, 'username') }, method) };
-
-      case 'admin.userAdd':
-        return { result: await this.sendJson('POST', '/admin/users', { name: str(p, 'name'), is_agent: p.is_agent === true }, method) };
-      case 'admin.userList': {
-        const r = await this.getJson('/admin/users', method);
-        return { result: Array.isArray(r) ? { users: r } : r };
-      }
-      case 'admin.userDel':
-        return { result: await this.sendJson('DELETE', `/admin/users/${encodeURIComponent(str(p, 'name'))}`, undefined, method) };
-      case 'admin.token':
-        return { result: await this.sendJson('POST', `/admin/users/${encodeURIComponent(str(p, 'name'))}/tokens`, undefined, method) };
-      case 'admin.groupAdd':
-        return { result: await this.sendJson('POST', '/admin/groups', { name: str(p, 'name') }, method) };
-      case 'admin.groupList': {
-        const r = await this.getJson('/admin/groups', method);
-        return { result: Array.isArray(r) ? { groups: r } : r };
-      }
-      case 'admin.groupMemberAdd':
-      case 'admin.groupMemberDel':
-        return {
-          result: await this.sendJson(
-            method === 'admin.groupMemberAdd' ? 'POST' : 'DELETE',
-            `/admin/users/${encodeURIComponent(str(p, 'user'))}/groups/${encodeURIComponent(str(p, 'group'))}`,
-            undefined,
-            method,
-          ),
-        };
-
-      case 'ws.create':
-        return { result: await this.sendJson('POST', '/workspaces', { name: str(p, 'name'), root_path: str(p, 'root_path') }, method) };
-      case 'ws.list': {
-        const r = await this.getJson('/workspaces', method);
-        return { result: Array.isArray(r) ? { workspaces: r } : r };
-      }
-      case 'ws.token':
-        return {
-          result: await this.sendJson('POST', `/workspaces/${encodeURIComponent(str(p, 'id'))}/tokens`, { name: str(p, 'name'), agent_token: str(p, 'agent_token') }, method),
-        };
-      case 'ws.tokenList':
-        return { result: await this.getJson(`/workspaces/${encodeURIComponent(str(p, 'id'))}/tokens`, method) };
-      case 'ws.tokenRevoke':
-        return { result: await this.sendJson('DELETE', `/workspaces/${encodeURIComponent(str(p, 'id'))}/tokens/${encodeURIComponent(str(p, 'token_id'))}`, undefined, method) };
-
       case 'fs.stat':
         return { result: await this.getJson(`${fs()}${query({ stat: 'true', follow: p.nofollow === true ? undefined : 'true' })}`, method) };
       case 'fs.readlink': {
@@ -297,47 +269,6 @@ export class RestCaller implements Caller {
         const r = await this.http('POST', `${fs('src')}${q}`, {}, method);
         return { result: { src: str(p, 'src'), dst: str(p, 'dst'), copied: 0, ...((json(r.body) as P | undefined) ?? {}) } };
       }
-      case 'fs.chmod':
-        return { result: await this.sendJson('POST', urlPath('/admin/chmod', str(p, 'path')), { mode: p.mode }, method) };
-      case 'fs.chown':
-        return { result: await this.sendJson('POST', urlPath('/admin/chown', str(p, 'path')), { owner: p.owner, group: p.group }, method) };
-
-      case 'search.grep':
-        return {
-          result: await this.getJson(
-            `/search/grep${query({
-              pattern: str(p, 'pattern'),
-              path: opt(p, 'path'),
-              recursive: p.recursive === true ? 'true' : undefined,
-              ignore_case: p.ignore_case === true ? 'true' : undefined,
-              max_results: opt(p, 'max_results'),
-              offset: opt(p, 'offset'),
-            })}`,
-            method,
-          ),
-        };
-      case 'search.find':
-        return { result: await this.getJson(`/search/find${query({ path: opt(p, 'path'), name: opt(p, 'name'), type: opt(p, 'type') })}`, method) };
-      case 'search.tree': {
-        const path = opt(p, 'path');
-        const r = await this.http('GET', `${path === undefined || path === '' ? '/tree' : urlPath('/tree', path)}${query({ depth: opt(p, 'depth') })}`, {}, method);
-        return { result: { text: r.body.toString('utf8'), directories: 0, files: 0 } };
-      }
-
-      case 'vcs.commit':
-        return { result: await this.sendJson('POST', '/vcs/commit', { message: str(p, 'message') }, method) };
-      case 'vcs.log':
-        return { result: await this.getJson(`/vcs/log${query({ path: opt(p, 'path'), limit: opt(p, 'limit') })}`, method) };
-      case 'vcs.status':
-        return { result: await this.getJson('/vcs/status?format=json', method) };
-      case 'vcs.diff': {
-        const r = await this.http('GET', `/vcs/diff${query({ from: opt(p, 'from'), to: opt(p, 'to'), path: opt(p, 'path') })}`, {}, method);
-        const v = (r.headers.get('content-type') ?? '').includes('json') ? (json(r.body) as { diff?: unknown } | undefined) : undefined;
-        return { result: { diff: typeof v?.diff === 'string' ? v.diff : r.body.toString('utf8') } };
-      }
-      case 'vcs.revert':
-        return { result: await this.sendJson('POST', '/vcs/revert', { hash: str(p, 'hash') }, method) };
-
       case 'sys.gc':
       case 'sys.fsck':
       case 'auth.scope':

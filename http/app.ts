@@ -12,12 +12,8 @@ import { errorHandler, notFound } from './errors.js';
 import { openApiDocument } from './openapi.js';
 import { browserGuard } from './browser-guard.js';
 import { Registrar, callerOf, sendJson, type RouteContext } from './request.js';
-import { registerAdmin } from './routes/admin.js';
-import { registerAuth } from './routes/auth.js';
+import { registerOps } from './ops.js';
 import { registerFs } from './routes/fs.js';
-import { registerSearch } from './routes/search.js';
-import { registerVcs } from './routes/vcs.js';
-import { registerWorkspaces } from './routes/workspaces.js';
 
 export interface AppOptions {
   /** The sidecar's settings (mode, listen address, CORS origins, policy, limits). */
@@ -175,14 +171,14 @@ export function createApp(client: DaemonClient, opts: AppOptions): Express {
   app.use(front(settings, opts.log));
 
   // The routes go on the app's own router (not a mounted sub-router): one router pass per request.
-  const r = new Registrar(app.router, ctx);
+  const r = new Registrar(app.router);
   // /fs first: the router tries layers in order, and file reads and writes are the hot path.
   registerFs(r, ctx);
-  registerAuth(r, ctx);
-  registerAdmin(r, ctx);
-  registerWorkspaces(r, ctx);
-  registerSearch(r, ctx);
-  registerVcs(r, ctx);
+  // Works without credentials (even with SERVICE_ANONYMOUS=deny) and reveals nothing private.
+  r.add('get', '/health', async (_req, res) => {
+    sendJson(res, await client.call('sys.health', {}));
+  });
+  registerOps(r, ctx);
   r.add('get', '/openapi.json', async (req, res) => {
     // Like every route but /health, the document follows SERVICE_ANONYMOUS=deny.
     await callerOf(ctx, req).call('auth.whoami', {});

@@ -6,7 +6,6 @@ import express, { type Request, type RequestHandler, type Response, type Router 
 import type { Caller, DaemonClient } from '../daemon/rpc/client.js';
 import { credsFromHeaders } from '../daemon/rpc/credentials.js';
 import type { AuthPolicy, Creds } from '../daemon/rpc/protocol.js';
-import { VfsError } from '../daemon/errors.js';
 import { httpError, methodNotAllowed } from './errors.js';
 
 export type Verb = 'get' | 'post' | 'put' | 'delete';
@@ -25,22 +24,12 @@ export type Handler = (req: Request, res: Response) => Promise<void>;
 export class Registrar {
   readonly routes: { method: Verb; path: string }[] = [];
 
-  constructor(
-    private readonly router: Router,
-    /** For rewriting workspace error messages (see confineMessage). */
-    private readonly ctx: RouteContext,
-  ) {}
+  constructor(private readonly router: Router) {}
 
+  /** Express 5 forwards a rejected handler promise to the error handler. */
   add(method: Verb, path: string, ...handlers: [...RequestHandler[], Handler]): void {
     this.routes.push({ method, path });
-    const last = handlers[handlers.length - 1] as Handler;
-    const middleware = handlers.slice(0, -1) as RequestHandler[];
-    // Express 5 forwards rejected promises to the error handler.
-    this.router[method](path, ...middleware, (req: Request, res: Response) =>
-      last(req, res).catch(async (err: unknown) => {
-        throw await confineMessage(this.ctx, req, err);
-      }),
-    );
+    this.router[method](path, ...(handlers as RequestHandler[]));
   }
 
   /** After every route: the same paths with any other method answer 405 (OPTIONS is CORS's). */
@@ -49,26 +38,6 @@ export class Registrar {
     for (const r of this.routes) byPath.set(r.path, [...(byPath.get(r.path) ?? []), r.method.toUpperCase()]);
     for (const [path, methods] of byPath) this.router.all(path, methodNotAllowed(methods));
   }
-}
-
-/**
- * Security: inside a workspace, results show workspace paths, but the daemon's error messages
- * still name the real absolute path (`open '/proj/ws/x.md'`), which would reveal root_path. Until
- * the daemon maps them itself, rewrite `'<root_path>/x'` to `'/x'` for workspace callers. Only
- * error responses of workspace requests pay the extra auth.scope.
- */
-async function confineMessage(ctx: RouteContext, req: Request, err: unknown): Promise<unknown> {
-  if (!(err instanceof VfsError) || req.get('x-service-workspace') === undefined || err.code === 'EAUTH') return err;
-  let root: string | undefined;
-  try {
-    root = (await callerOf(ctx, req).call('auth.scope', {})).root_path;
-  } catch {
-    return err;
-  }
-  if (root === undefined || root === '/' || !err.message.includes(`'${root}`)) return err;
-  const rewritten = new VfsError(err.code, err.op, err.path);
-  rewritten.message = err.message.split(`'${root}'`).join("'/'").split(`'${root}/`).join("'/");
-  return rewritten;
 }
 
 /** The caller's raw credentials, exactly as sent (the daemon authenticates them), with this server's policy. */
