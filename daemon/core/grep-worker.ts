@@ -175,3 +175,6 @@ parentPort?.on('message', (job: WireJob | MatchJob | LoadJob) => {
     parentPort!.postMessage({ error: (err as Error).message });
   }
 });
+
+// Loaded: the pool starts its time bound for a job only after this.
+parentPort?.postMessage({ ready: true });

@@ -95,9 +95,10 @@ export class GrepPool {
     const file = path.join(path.dirname(here), `grep-worker${ext}`);
     const w = new Worker(file, { execArgv: process.execArgv });
     w.unref();
-    // The time bound is for the search, not for starting a thread on a loaded machine.
+    // The time bound is for the search, not for starting a thread on a loaded machine (or one whose
+    // module loaders take long, as a test runner's do): the worker says when its module has loaded.
     this.online.set(w, new Promise<void>((resolve) => {
-      w.once('online', () => resolve());
+      w.once('message', () => resolve());
       w.once('error', () => resolve());
       w.once('exit', () => resolve());
     }));

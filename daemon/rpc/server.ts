@@ -24,6 +24,34 @@ class SocketConnection implements Connection {
   }
 }
 
+/** What one request came to: its result (and raw bytes out), or the error to answer. */
+export type Outcome = { ok: true; result: unknown; out: Buffer | undefined } | { ok: false; error: WireError; cause: unknown };
+
+/**
+ * Runs one request against the handler table, wherever it came from (the socket server, or a core
+ * run in-process by tests and benchmarks): checks the method, its params against the protocol
+ * table and the credentials object, runs the handler, and maps a failure to its wire error (with
+ * workspace paths for workspace callers).
+ */
+export async function invoke(handlers: Handlers, req: { method: unknown; params: unknown; creds: unknown; data: Buffer | undefined }, extras: Pick<Ctx, 'subscribe' | 'conn'> = {}): Promise<Outcome> {
+  let ctx: Ctx | undefined;
+  try {
+    if (!isMethod(req.method)) throw new VfsError('ENOSYS', String(req.method).slice(0, 64), undefined, 'no such method');
+    const method: Method = req.method;
+    const params = methods[method].params.safeParse(req.params ?? {});
+    if (!params.success) throw new VfsError('EINVAL', method, undefined, `invalid params: ${params.error.issues.map((i) => `${i.path.join('.') || 'params'}: ${i.message}`).join('; ')}`);
+    const creds = credsSchema.safeParse(req.creds ?? {});
+    if (!creds.success) throw new VfsError('EINVAL', method, undefined, 'invalid credentials object');
+    ctx = { creds: creds.data, data: req.data, ...extras };
+    const handler = handlers[method] as (ctx: Ctx, p: unknown) => unknown;
+    const result = await handler(ctx, params.data);
+    return { ok: true, result, out: ctx.out };
+  } catch (err) {
+    const raw = toWireError(err);
+    return { ok: false, error: ctx?.mapError === undefined ? raw : ctx.mapError(raw), cause: err };
+  }
+}
+
 export interface Logger {
   info(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
@@ -124,25 +152,20 @@ export class RpcServer {
       return;
     }
     const started = process.hrtime.bigint();
-    let ctx: Ctx | undefined;
     try {
-      if (!isMethod(h.method)) throw new VfsError('ENOSYS', String(h.method).slice(0, 64), undefined, 'no such method');
-      const method: Method = h.method;
-      const params = methods[method].params.safeParse(h.params ?? {});
-      if (!params.success) throw new VfsError('EINVAL', method, undefined, `invalid params: ${params.error.issues.map((i) => `${i.path.join('.') || 'params'}: ${i.message}`).join('; ')}`);
-      const creds = credsSchema.safeParse(h.creds ?? {});
-      if (!creds.success) throw new VfsError('EINVAL', method, undefined, 'invalid credentials object');
-      ctx = { creds: creds.data, data, subscribe: () => this.subscribers.add(sock) };
       const conn = this.conns.get(sock);
-      if (conn !== undefined) ctx.conn = conn;
-      const handler = this.handlers[method] as (ctx: Ctx, p: unknown) => unknown;
-      const result = await handler(ctx, params.data);
-      this.reply(sock, id, undefined, result, ctx.out);
-    } catch (err) {
-      const raw = toWireError(err);
-      const wire = ctx?.mapError === undefined ? raw : ctx.mapError(raw);
-      if (wire.code === 'EIO') this.log.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err), method: h.method }, 'internal error');
-      this.reply(sock, id, wire);
+      const outcome = await invoke(this.handlers, { method: h.method, params: h.params, creds: h.creds, data }, { subscribe: () => this.subscribers.add(sock), ...(conn === undefined ? {} : { conn }) });
+      if (outcome.ok) {
+        try {
+          this.reply(sock, id, undefined, outcome.result, outcome.out);
+        } catch (err) {
+          this.reply(sock, id, toWireError(err));
+        }
+        return;
+      }
+      const err = outcome.cause;
+      if (outcome.error.code === 'EIO') this.log.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err), method: h.method }, 'internal error');
+      this.reply(sock, id, outcome.error);
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       if (ms > 1000) this.log.info({ method: h.method, ms }, 'slow request');

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectSocket, type Caller, type DaemonClient } from '../../daemon/rpc/client.js';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
+import type { Creds } from '../../daemon/rpc/protocol.js';
 
 export const ROOT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = path.join(ROOT_DIR, 'dist', 'cli', 'main.js');
@@ -100,7 +101,7 @@ export interface Personas {
 }
 
 /** Creates admin (wheel), alice, bob, carol, an agent; groups team (alice, bob) and other (carol). */
-export async function makePersonas(client: DaemonClient): Promise<Personas> {
+export async function makePersonas(client: { as(creds: Creds): Caller }): Promise<Personas> {
   const root = client.as({});
   await root.call('admin.userAdd', { name: 'admin' });
   await root.call('admin.groupMemberAdd', { user: 'admin', group: 'wheel' });

@@ -3,7 +3,7 @@
  */
 import t from 'tap';
 import { text } from '../helpers/daemon.js';
-import { quickDaemon } from '../vcs/lib.js';
+import { quickCore } from '../vcs/lib.js';
 import type { Caller } from '../../daemon/rpc/client.js';
 
 async function fixture(r: Caller): Promise<void> {
@@ -22,7 +22,7 @@ async function fixture(r: Caller): Promise<void> {
 }
 
 t.test('grep', async (t) => {
-  const d = await quickDaemon(t);
+  const d = await quickCore(t);
   const r = d.client.as({});
   await fixture(r);
 
@@ -99,7 +99,7 @@ t.test('grep', async (t) => {
 });
 
 t.test('find', async (t) => {
-  const d = await quickDaemon(t);
+  const d = await quickCore(t);
   const r = d.client.as({});
   await fixture(r);
   const find = async (p: { name?: string; type?: 'f' | 'd' | 'l'; path?: string }) => (await r.call('search.find', { path: '/srv/s', ...p })).results;
@@ -119,7 +119,7 @@ t.test('find', async (t) => {
 });
 
 t.test('tree', async (t) => {
-  const d = await quickDaemon(t);
+  const d = await quickCore(t);
   const r = d.client.as({});
   await r.call('fs.write', { path: '/srv/t/a.md' }, text('a'));
   await r.call('fs.write', { path: '/srv/t/d/b.md' }, text('b'));

@@ -4,10 +4,10 @@
  */
 import t from 'tap';
 import { readText, text } from '../helpers/daemon.js';
-import { names, quickDaemon } from './lib.js';
+import { names, quickCore } from './lib.js';
 
 t.test('status reports each kind of change since the last commit', async (t) => {
-  const d = await quickDaemon(t);
+  const d = await quickCore(t);
   const r = d.client.as({});
   await r.call('fs.write', { path: '/srv/keep.md' }, text('keep\n'));
   await r.call('fs.write', { path: '/srv/old.md' }, text('old\n'));
@@ -55,7 +55,7 @@ t.test('status reports each kind of change since the last commit', async (t) => 
 });
 
 t.test('commit/revert round trip: deleted files come back, later additions go, the revert is logged', async (t) => {
-  const d = await quickDaemon(t);
+  const d = await quickCore(t);
   const r = d.client.as({});
   await r.call('fs.write', { path: '/srv/p/a.md' }, text('alpha\n'));
   await r.call('fs.write', { path: '/srv/p/sub/b.md' }, text('beta\n'));
@@ -101,7 +101,7 @@ t.test('commit/revert round trip: deleted files come back, later additions go, t
 });
 
 t.test('uncommitted work survives a revert in the auto-save commit', async (t) => {
-  const d = await quickDaemon(t);
+  const d = await quickCore(t);
   const r = d.client.as({});
   await r.call('fs.write', { path: '/srv/w/notes.md' }, text('v1\n'));
   const v1 = await r.call('vcs.commit', { message: 'v1' });
@@ -127,7 +127,7 @@ t.test('uncommitted work survives a revert in the auto-save commit', async (t) =
 });
 
 t.test('per-file history lists only the commits that touched the file', async (t) => {
-  const d = await quickDaemon(t);
+  const d = await quickCore(t);
   const r = d.client.as({});
   await r.call('fs.write', { path: '/srv/h/a.md' }, text('a1\n'));
   const c1 = await r.call('vcs.commit', { message: 'create a' });
@@ -153,7 +153,7 @@ t.test('per-file history lists only the commits that touched the file', async (t
 });
 
 t.test('diff gives exact unified text between commits and against the working tree', async (t) => {
-  const d = await quickDaemon(t);
+  const d = await quickCore(t);
   const r = d.client.as({});
   const before = ['# Title', '', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', ''].join('\n');
   await r.call('fs.write', { path: '/srv/d/doc.md' }, text(before));
@@ -201,7 +201,7 @@ t.test('diff gives exact unified text between commits and against the working tr
 });
 
 t.test('a diff of two large unrelated versions ends as a whole replacement instead of stalling the daemon', async (t) => {
-  const d = await quickDaemon(t);
+  const d = await quickCore(t);
   const r = d.client.as({});
   const lines = (seed: number) => {
     let x = seed;

@@ -2,7 +2,9 @@
  * Shared by the VCS and search tests (test/vcs, test/search).
  */
 import { spawnDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { coreFrom } from '../helpers/core.js';
 import type { Caller } from '../../daemon/rpc/client.js';
+import type { Creds } from '../../daemon/rpc/protocol.js';
 
 interface Teardown {
   teardown(fn: () => void | Promise<void>): void;
@@ -14,6 +16,12 @@ interface Teardown {
  */
 export function quickDaemon(t: Teardown, env: NodeJS.ProcessEnv = {}): Promise<TestDaemon> {
   return spawnDaemon(t, { SERVICE_FSYNC: 'off', ...env });
+}
+
+/** A core in this process (no socket, no daemon process), shaped like a daemon's client for these tests. */
+export async function quickCore(t: Teardown): Promise<{ client: { as(creds: Creds): Caller } }> {
+  const c = await coreFrom(t);
+  return { client: { as: c.as } };
 }
 
 export async function objects(c: Caller): Promise<number> {

@@ -4,10 +4,10 @@
  */
 import t from 'tap';
 import { readText, text } from '../helpers/daemon.js';
-import { objects, quickDaemon } from './lib.js';
+import { objects, quickCore } from './lib.js';
 
 t.test('10,000 identical files add exactly one blob', async (t) => {
-  const d = await quickDaemon(t);
+  const d = await quickCore(t);
   const r = d.client.as({});
   await r.call('fs.mkdir', { path: '/srv/dedup', parents: true });
   const before = await objects(r);
@@ -38,7 +38,7 @@ t.test('10,000 identical files add exactly one blob', async (t) => {
 });
 
 t.test('gc removes blobs reachable from neither the working tree nor a commit', async (t) => {
-  const d = await quickDaemon(t);
+  const d = await quickCore(t);
   const r = d.client.as({});
   await r.call('fs.write', { path: '/srv/g/keep.md' }, text('keep\n'));
   await r.call('vcs.commit', { message: 'base' });

@@ -4,10 +4,10 @@
  */
 import t from 'tap';
 import { makePersonas, readText, text } from '../helpers/daemon.js';
-import { quickDaemon } from './lib.js';
+import { quickCore } from './lib.js';
 
 t.test('status, diff, grep, find and tree never leak alice\'s private files to bob', async (t) => {
-  const d = await quickDaemon(t);
+  const d = await quickCore(t);
   const p = await makePersonas(d.client);
   await p.root.call('fs.mkdir', { path: '/srv/pub', parents: true, mode: '1777' });
   await p.alice.call('fs.write', { path: 'private/doomed.md' }, text('needle doomed\n'));
@@ -73,7 +73,7 @@ t.test('status, diff, grep, find and tree never leak alice\'s private files to b
 });
 
 t.test('revert needs write permission on every entry it changes, all-or-nothing', async (t) => {
-  const d = await quickDaemon(t);
+  const d = await quickCore(t);
   const p = await makePersonas(d.client);
   await p.root.call('fs.mkdir', { path: '/srv/pub', parents: true, mode: '1777' });
   await p.root.call('fs.mkdir', { path: '/srv/rootonly', parents: true });
@@ -119,7 +119,7 @@ t.test('revert needs write permission on every entry it changes, all-or-nothing'
 });
 
 t.test('revert cannot do what the caller could not do by hand', async (t) => {
-  const d = await quickDaemon(t);
+  const d = await quickCore(t);
   const p = await makePersonas(d.client);
   await p.root.call('fs.mkdir', { path: '/srv/pub', parents: true, mode: '1777' });
   await p.root.call('fs.mkdir', { path: '/srv/r', parents: true });

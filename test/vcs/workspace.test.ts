@@ -4,10 +4,10 @@
  */
 import t from 'tap';
 import { makePersonas, readText, text } from '../helpers/daemon.js';
-import { names, quickDaemon } from './lib.js';
+import { names, quickCore } from './lib.js';
 
 t.test('workspace-scoped commit, log, status, diff and revert', async (t) => {
-  const d = await quickDaemon(t);
+  const d = await quickCore(t);
   const p = await makePersonas(d.client);
   const root = p.root;
   const w = await root.call('ws.create', { name: 'proj', root_path: '/srv/ws' });
