@@ -15,7 +15,7 @@ import { connectSocket } from './rpc/client.js';
 import { defaultDataDir, EXIT_LOCKED, processAlive, socketPathFor } from './rpc/connect.js';
 import { PRIVATE_UMASK, prepareSocketDir, securePrivateDataDir } from './rpc/private-dir.js';
 import { RpcServer } from './rpc/server.js';
-import { authPolicyFromEnv, idleExitFromEnv, intFromEnv, maxFileSizeFromEnv } from './rpc/settings.js';
+import { authPolicyFromEnv, fsyncFromEnv, idleExitFromEnv, intFromEnv, maxFileSizeFromEnv } from './rpc/settings.js';
 import { Service, type DaemonProcess } from './service.js';
 import { SqliteStore } from './store/sqlite.js';
 import { Vcs } from './vcs/vcs.js';
@@ -45,8 +45,7 @@ function starterFromEnv(env: NodeJS.ProcessEnv): Pick<DaemonConfig, 'startedBy' 
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
-  const fsync = env.SERVICE_FSYNC ?? 'full';
-  if (fsync !== 'full' && fsync !== 'normal' && fsync !== 'off') throw new Error(`SERVICE_FSYNC must be full, normal or off, got '${fsync}'`);
+  const fsync = fsyncFromEnv(env);
   return {
     dataDir: defaultDataDir(env),
     maxFileSize: maxFileSizeFromEnv(env),

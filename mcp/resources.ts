@@ -11,6 +11,7 @@
  * still be read before `notifications/resources/updated` is sent.
  */
 import path from 'node:path/posix';
+import { mcpMaxResourcesFromEnv } from '../daemon/rpc/settings.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import {
   ErrorCode,
@@ -171,7 +172,7 @@ export interface ResourceOptions {
 export function registerResources(server: McpServer, callerFor: CallerFor, opts: ResourceOptions = {}): void {
   const low = server.server;
   const pageSize = opts.pageSize ?? 200;
-  const maxResources = opts.maxResources ?? (Number(process.env.SERVICE_MCP_MAX_RESOURCES) || 5000);
+  const maxResources = opts.maxResources ?? mcpMaxResourcesFromEnv();
   low.registerCapabilities({ resources: { subscribe: opts.feed !== undefined, listChanged: false } });
 
   low.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({

@@ -23,6 +23,18 @@ export const DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024;
 
 type Env = NodeJS.ProcessEnv;
 
+/**
+ * Every SERVICE_* variable the service reads: the README's settings table lists exactly these (a
+ * test compares them), and the parsers below take their names from this type.
+ */
+export const SETTINGS = [
+  'SERVICE_MODE', 'SERVICE_LISTEN', 'SERVICE_CORS_ORIGINS', 'SERVICE_DATA_DIR', 'SERVICE_MAX_FILE_SIZE', 'SERVICE_FSYNC',
+  'SERVICE_ANONYMOUS', 'SERVICE_USER_AUTH', 'SERVICE_REGEX_TIMEOUT_MS', 'SERVICE_IDLE_EXIT',
+  'SERVICE_AS_USER', 'SERVICE_TOKEN', 'SERVICE_ON_BEHALF_OF', 'SERVICE_WORKSPACE', 'SERVICE_URL',
+  'SERVICE_MCP_SESSION_TTL', 'SERVICE_MCP_MAX_SESSIONS', 'SERVICE_MCP_MAX_SESSIONS_PER_CLIENT', 'SERVICE_MCP_MAX_RESOURCES',
+] as const;
+export type SettingName = (typeof SETTINGS)[number];
+
 /** SERVICE_MODE: `local` (default) or `hosted`. */
 export function modeFromEnv(env: Env = process.env): ServiceMode {
   const v = (env.SERVICE_MODE ?? '').trim();
@@ -46,11 +58,25 @@ export function authPolicyFromEnv(env: Env = process.env): AuthPolicy {
 }
 
 /** A whole number setting (empty or unset: the default). */
-export function intFromEnv(env: Env, name: string, dflt: number, min = 0): number {
+export function intFromEnv(env: Env, name: SettingName, dflt: number, min = 0): number {
   const v = env[name]?.trim();
   if (v === undefined || v === '') return dflt;
   if (!/^\d{1,15}$/.test(v) || Number(v) < min) throw new SettingsError(`${name} must be a whole number${min > 0 ? ` of at least ${min}` : ''}, got '${v.slice(0, 64)}'`);
   return Number(v);
+}
+
+/** SERVICE_FSYNC: `full` (default: survives power loss), `normal` (survives process crashes) or `off`. */
+export type Fsync = 'full' | 'normal' | 'off';
+export function fsyncFromEnv(env: Env = process.env): Fsync {
+  const v = (env.SERVICE_FSYNC ?? '').trim();
+  if (v === '') return 'full';
+  if (v === 'full' || v === 'normal' || v === 'off') return v;
+  throw new SettingsError(`SERVICE_FSYNC must be full, normal or off, got '${v.slice(0, 64)}'`);
+}
+
+/** SERVICE_MCP_MAX_RESOURCES: files listed by MCP `resources/list` (default 5000). */
+export function mcpMaxResourcesFromEnv(env: Env = process.env): number {
+  return intFromEnv(env, 'SERVICE_MCP_MAX_RESOURCES', 5000, 1);
 }
 
 /** SERVICE_MAX_FILE_SIZE in bytes (default 10 MiB). */
