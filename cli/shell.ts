@@ -9,7 +9,7 @@ import readline from 'node:readline';
 import { Command, CommanderError } from 'commander';
 import type { CallOptions, Caller } from '../daemon/rpc/client.js';
 import type { Creds, Method, Params } from '../daemon/rpc/protocol.js';
-import { registerAll } from './commands/index.js';
+import { registerAll } from './commands/shared.js';
 import { registerShellBuiltins, type ShellState } from './commands/shell-builtins.js';
 import { openConnection } from './connection.js';
 import type { CmdContext, CommandHost, Output } from './context.js';

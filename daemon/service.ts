@@ -5,9 +5,9 @@
  */
 import { VERSION } from './rpc/version.js';
 import { VfsError, type WireError } from './errors.js';
-import { actor, isAdminCred, isWheel, requireAdmin, requireTokenIssue, requireWorkspaceOwner, WHEEL_GID, type Cred } from './core/perms.js';
+import { actor, isAdminCred, isWheel, requireAdmin, requireTokenIssue, requireWorkspaceOwner, type Cred } from './core/perms.js';
 import { displayPath, isWithin, resolveFor, normalize, splitParent } from './core/paths.js';
-import { pathOf, type DirNode, type Node } from './core/inode.js';
+import { pathOf, type Node } from './core/inode.js';
 import { slicer, type Vfs } from './core/vfs.js';
 import type { GrantHolder } from './core/grants.js';
 import { callerKey, capItems, capPaths, compilePattern, LOG_ANSWER_BYTES, find, grepFiles, tree, type GrepPool } from './core/search.js';
@@ -743,11 +743,5 @@ export class Service {
     if (abs === scope.root) return '/';
     return abs.startsWith(scope.root + '/') ? abs.slice(scope.root.length) : normalize(abs);
   }
-
-  /** Whether a node lies in a directory the caller may see (used for event filtering by front ends). */
-  static isDir(n: Node): n is DirNode {
-    return n.kind === 'directory';
-  }
 }
 
-export { WHEEL_GID };

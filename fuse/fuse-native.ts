@@ -124,9 +124,7 @@ export function loadFuse(): FuseClass {
 export const O_ACCMODE = 0o3;
 export const O_RDONLY = 0o0;
 export const O_WRONLY = 0o1;
-export const O_RDWR = 0o2;
 export const O_TRUNC = 0o1000;
-export const O_APPEND = 0o2000;
 
 export const S_IFMT = 0o170000;
 export const S_IFREG = 0o100000;

@@ -133,31 +133,6 @@ export function jsonBody(): RequestHandler[] {
   ];
 }
 
-function bodyOf(req: Request): Record<string, unknown> {
-  return (req.body ?? {}) as Record<string, unknown>;
-}
-
-export function bodyString(req: Request, name: string): string {
-  const v = bodyField(req, name, 'string');
-  if (v === undefined || v === '') throw httpError('EINVAL', `missing field '${name}' (string)`);
-  return v;
-}
-
-export function bodyField<T extends 'string' | 'boolean'>(req: Request, name: string, type: T): (T extends 'string' ? string : boolean) | undefined {
-  const v = bodyOf(req)[name];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== type) throw httpError('EINVAL', `field '${name}' must be a ${type}`);
-  return v as T extends 'string' ? string : boolean;
-}
-
-/** A string or integer field (modes, owners); anything else is 400. */
-export function bodyScalar(req: Request, name: string): string | number | undefined {
-  const v = bodyOf(req)[name];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v === 'string' || (typeof v === 'number' && Number.isInteger(v))) return v;
-  throw httpError('EINVAL', `field '${name}' must be a string or an integer`);
-}
-
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** 200 with a JSON body (the header express would derive from `type('json')`, set once here). */

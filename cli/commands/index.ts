@@ -1,23 +1,9 @@
 /** Registers the file, VCS, user, workspace, transfer, shell and maintenance commands on the program. */
 import type { Command } from 'commander';
 import { cliHost } from '../cli-host.js';
-import type { CommandHost } from '../context.js';
 import { addIdentityOptions, type IdentityOptions } from '../identity.js';
-import { registerFileCommands } from './files.js';
 import { registerMaintenance } from './maintenance.js';
-import { registerTransferCommands } from './transfer.js';
-import { registerUserCommands } from './users.js';
-import { registerVcsCommands } from './vcs.js';
-import { registerWorkspaceCommands } from './workspace.js';
-
-/** The commands shared by the CLI and the shell, bound to a host (one-shot process or shell stage). */
-export function registerAll(program: Command, host: CommandHost): void {
-  registerFileCommands(program, host);
-  registerVcsCommands(program, host);
-  registerUserCommands(program, host);
-  registerWorkspaceCommands(program, host);
-  registerTransferCommands(program, host);
-}
+import { registerAll } from './shared.js';
 
 export function registerCommands(program: Command): void {
   registerAll(program, cliHost());

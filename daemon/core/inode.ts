@@ -2,7 +2,6 @@
  * Inodes of the in-memory tree. A node knows its single parent and its name in it (no hard links),
  * which keeps rename O(1) and lets a change mark its ancestors dirty for the VCS in O(depth).
  */
-export type NodeKind = 'file' | 'directory' | 'symlink';
 
 interface BaseNode {
   readonly id: number;

@@ -12,13 +12,6 @@ import { may, R, X, type Cred } from './perms.js';
 import { slicer, type Vfs } from './vfs.js';
 import type { GrepJob, GrepReply, LoadJob, MatchJob, MatchReply, WireJob } from './grep-worker.js';
 
-export interface GrepOptions {
-  pattern: string;
-  ignoreCase: boolean;
-  recursive: boolean;
-  maxResults: number;
-}
-
 /** Content bytes the pool lets each worker hold before it starts it afresh. */
 const WORKER_CACHE_BYTES = 256 * 1024 * 1024;
 /**

@@ -73,12 +73,6 @@ export class DaemonClient extends EventEmitter implements Caller {
     return this.send(method, params, creds, opts);
   }
 
-  /** Sends raw bytes (tests use this to check the daemon survives malformed frames). */
-  writeRaw(buf: Buffer): void {
-    this.out.flush();
-    this.socket.write(buf);
-  }
-
   close(): void {
     this.closed = true;
     this.out.flush();

@@ -129,6 +129,7 @@ export const userRecordSchema = z
 export type UserRecord = z.infer<typeof userRecordSchema>;
 
 export const groupRecordSchema = z.object({ name: z.string(), gid: int, members: z.array(z.string()) }).meta({ id: 'Group' });
+/** @public (the wire format) */
 export type GroupRecord = z.infer<typeof groupRecordSchema>;
 
 export const workspaceRecordSchema = z
@@ -138,6 +139,7 @@ export type WorkspaceRecord = z.infer<typeof workspaceRecordSchema>;
 
 /** A workspace secret as listed: never the secret or its hash. */
 export const workspaceTokenRecordSchema = z.object({ id: z.string(), name: z.string(), agent: z.string(), created: unixSecs }).meta({ id: 'WorkspaceToken' });
+/** @public (the wire format) */
 export type WorkspaceTokenRecord = z.infer<typeof workspaceTokenRecordSchema>;
 
 export const whoAmISchema = z
@@ -156,6 +158,7 @@ export const whoAmISchema = z
 export type WhoAmI = z.infer<typeof whoAmISchema>;
 
 export const grepMatchSchema = z.object({ file: z.string(), line_num: int, line: z.string() });
+/** @public (the wire format) */
 export type GrepMatch = z.infer<typeof grepMatchSchema>;
 
 export const commitRecordSchema = z
@@ -191,8 +194,6 @@ export interface ChangeEvent {
   paths: string[]; // absolute paths that changed (created, written, deleted, moved, chmod...)
   kind: 'change';
 }
-
-export type Empty = Record<string, never>;
 
 // ---------- params helpers ----------
 
@@ -566,12 +567,14 @@ export interface RequestHeader {
   creds?: unknown;
 }
 
+/** @public (the wire format) */
 export interface ResponseHeader {
   id: number | null;
   result?: unknown;
   error?: { code: string; message: string; path?: string };
 }
 
+/** @public (the wire format) */
 export interface EventHeader {
   event: 'change';
   data: ChangeEvent;

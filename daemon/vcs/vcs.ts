@@ -5,12 +5,12 @@
  */
 import { createTwoFilesPatch } from 'diff';
 import { VfsError } from '../errors.js';
-import { compareNames, depthOf, markDirty, nowNs, pathOf, sortedNames, type DirNode, type Node } from '../core/inode.js';
+import { compareNames, depthOf, markDirty, pathOf, sortedNames, type DirNode, type Node } from '../core/inode.js';
 import { components, MAX_DEPTH } from '../core/paths.js';
 import { slicer, type Vfs } from '../core/vfs.js';
 import { may, principalMay, isAdminCred, R, W, X, requireUnlink, requireAccess, requireChmod, requireChown, type Cred } from '../core/perms.js';
 import type { Store } from '../store/sqlite.js';
-import { decodeCommit, decodeTree, encodeCommit, encodeTree, objectId, shortId, SHORT, type CommitObject, type TreeEntry } from '../store/objects.js';
+import { decodeCommit, decodeTree, encodeCommit, encodeTree, objectId, shortId, type CommitObject, type TreeEntry } from '../store/objects.js';
 import type { CommitRecord, StatusResult } from '../rpc/protocol.js';
 
 export interface Scope {
@@ -907,9 +907,6 @@ export class Vcs {
     return n;
   }
 
-  nowNs(): bigint {
-    return nowNs();
-  }
 }
 
 /** Time a diff request may spend finding minimal diffs, the least any one file gets, and the most. */
@@ -965,4 +962,4 @@ function kindOf(e: TreeEntry): Node['kind'] {
   return e.kind === 'd' ? 'directory' : e.kind === 'f' ? 'file' : 'symlink';
 }
 
-export { SHORT, pathOf };
+export { pathOf };

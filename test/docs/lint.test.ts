@@ -1,0 +1,21 @@
+// The lint checks run with the suite: ESLint (types, the front ends' import boundary, no import
+// cycles), the lint tsconfig (tests and benchmarks type-check), and knip (no unused files, exports
+// or dependencies).
+import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const bin = (name: string): string => path.join(ROOT, 'node_modules', '.bin', name);
+
+for (const [name, args] of [
+  ['eslint', ['.']],
+  ['tsc', ['-p', 'tsconfig.lint.json']],
+  ['knip', []],
+] as const) {
+  t.test(`${name} ${args.join(' ')}`, async (t) => {
+    const r = spawnSync(bin(name), [...args], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+    t.equal(r.status, 0, `${name} passes:\n${r.stdout}${r.stderr}`.slice(0, 4000));
+  });
+}
