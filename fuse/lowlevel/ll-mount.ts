@@ -79,11 +79,17 @@ export class LowLevelMount {
     for (const p of paths) this.invalidate(p);
   }
 
-  /** Invalidates `path`'s entry in its directory, its inode, and (a directory) everything below. */
+  /**
+   * Invalidates `path`'s entry, its directory (whose listing, size and mtime change with it: the kernel
+   * caches listings too, with no-opendir), its inode, and (a directory) everything below.
+   */
   private invalidate(path: string): void {
     if (path !== '/') {
       const parent = this.nodes.at(parentOf(path));
-      if (parent) this.ll.notifyInvalEntry(parent.ino, path.slice(path.lastIndexOf('/') + 1));
+      if (parent) {
+        this.ll.notifyInvalEntry(parent.ino, path.slice(path.lastIndexOf('/') + 1));
+        this.ll.notifyInvalInode(parent.ino, 0, 0);
+      }
     }
     for (const n of this.nodes.under(path)) {
       this.ll.notifyInvalInode(n.ino, 0, 0);
