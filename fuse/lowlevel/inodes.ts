@@ -5,6 +5,7 @@
  * new id), while the old id stays valid for the kernel until it forgets it.
  */
 import { childPath } from '../attr-cache.js';
+import type { FuseStat } from '../fuse-native.js';
 
 export const ROOT_INO = 1;
 
@@ -14,6 +15,8 @@ export interface Node {
   path: string | null;
   nlookup: number;
   dir: boolean;
+  /** The attributes last answered for it (what fstat of a removed, still open file shows). */
+  attr?: FuseStat;
 }
 
 export class Inodes {

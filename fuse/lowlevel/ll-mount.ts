@@ -137,9 +137,20 @@ export class LowLevelMount {
         return;
       }
       case Op.GETATTR: {
+        const node = this.nodes.get(ino);
+        if (node?.path === null && node.attr) {
+          // Removed while open (fstat of an unlinked file): its last attributes, with no link left.
+          const h = a >= 0 ? fs.files.handle(a) : undefined;
+          const size = h?.kind === 'file' && h.file.data ? h.file.data.size : node.attr.size;
+          ll.replyAttr(req, ino, { ...node.attr, nlink: 0, size, blocks: Math.ceil(size / 512) }, 1);
+          return;
+        }
         const path = this.pathOf(ino, 'stat');
         const since = this.log.now();
-        ll.replyAttr(req, ino, await fs.getattr(path), LONG);
+        const st = await fs.getattr(path);
+        const n = this.nodes.get(ino);
+        if (n) n.attr = st;
+        ll.replyAttr(req, ino, st, LONG);
         this.recheck(path, since);
         return;
       }
@@ -207,6 +218,7 @@ export class LowLevelMount {
         const fh = await fs.create(path, a);
         const st = await fs.getattr(path);
         const node = this.nodes.remember(path, false);
+        node.attr = st;
         if (ll.replyCreate(req, { ino: node.ino, attr: st, entryTimeout: LONG, attrTimeout: LONG }, fh, OPEN_FLAGS.KEEP_CACHE) !== 0) {
           this.nodes.forget(node.ino, 1);
           await fs.release(fh);
@@ -276,6 +288,7 @@ export class LowLevelMount {
 
   private replyEntry(req: number, path: string, st: FuseStat): void {
     const node = this.nodes.remember(path, (st.mode & S_IFMT) === S_IFDIR);
+    node.attr = st;
     // Not answered (the request was interrupted): the kernel holds no reference.
     if (this.ll.replyEntry(req, { ino: node.ino, attr: st, entryTimeout: LONG, attrTimeout: LONG }) !== 0) this.nodes.forget(node.ino, 1);
   }
