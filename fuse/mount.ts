@@ -100,8 +100,8 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   const llm = ll ? new LowLevelMount(ll, mfs, jail !== '/' ? { jail } : {}) : null;
   try {
     await link.onChange((ev) => {
-      mfs.onChange(ev);
-      llm?.onChange(ev);
+      const own = mfs.onChange(ev);
+      llm?.onChange(ev, own);
     });
   } catch (err) {
     link.close();

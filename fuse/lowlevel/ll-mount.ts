@@ -11,7 +11,7 @@ import { VfsError } from '../../daemon/errors.js';
 import type { ChangeEvent } from '../../daemon/rpc/protocol.js';
 import { parentOf } from '../attr-cache.js';
 import { ChangeLog, mountPaths } from '../change-log.js';
-import { S_IFDIR, S_IFMT, S_IFREG, type FuseStat } from '../fuse-native.js';
+import { O_ACCMODE, O_RDONLY, O_TRUNC, S_IFDIR, S_IFMT, S_IFREG, type FuseStat } from '../fuse-native.js';
 import type { MountFs } from '../mount-fs.js';
 import { errnoOf } from '../ops.js';
 import { Inodes } from './inodes.js';
@@ -58,17 +58,32 @@ export class LowLevelMount {
   }
 
   mount(mnt: string): void {
+    // Pages are dropped only by our invalidations (explicit_inval_data): with auto_inval_data the
+    // kernel would also drop them whenever the daemon's mtime moves, as it does at every own flush.
     const args = ['-o', 'fsname=mdvfs,subtype=mdvfs,auto_unmount'];
-    this.ll.create(mnt, args, this.ll.caps.ATOMIC_O_TRUNC | this.ll.caps.AUTO_INVAL_DATA, this.ll.caps.WRITEBACK_CACHE | this.ll.caps.READDIRPLUS, (op, req, ino, a, b, c, s1, s2, extra) => this.dispatch(op, req, ino, a, b, c, s1, s2, extra));
+    this.ll.create(mnt, args, this.ll.caps.ATOMIC_O_TRUNC | this.ll.caps.EXPLICIT_INVAL_DATA, this.ll.caps.AUTO_INVAL_DATA | this.ll.caps.WRITEBACK_CACHE | this.ll.caps.READDIRPLUS, (op, req, ino, a, b, c, s1, s2, extra) => this.dispatch(op, req, ino, a, b, c, s1, s2, extra));
   }
 
   unmount(): void {
     this.ll.unmount();
   }
 
-  /** A daemon change event: the kernel forgets exactly the entries and inodes it concerns. */
-  onChange(ev: ChangeEvent): void {
+  /**
+   * A daemon change event: the kernel forgets exactly the entries and inodes it concerns. `own`: the
+   * event of this mount's own write (MountFs.onChange), whose content the kernel already holds: only
+   * the attributes (the daemon set the times and size) are dropped, the pages are kept.
+   */
+  onChange(ev: ChangeEvent, own = false): void {
     const paths = mountPaths(ev.paths, this.opts.jail);
+    if (own && paths !== null) {
+      for (const p of paths) {
+        const n = this.nodes.at(p);
+        if (n) this.ll.notifyInvalInode(n.ino, -1, 0);
+        const parent = p === '/' ? undefined : this.nodes.at(parentOf(p));
+        if (parent) this.ll.notifyInvalInode(parent.ino, -1, 0);
+      }
+      return;
+    }
     if (paths === null) {
       this.log.forgetAll();
       for (const n of this.nodes.all()) this.invalidate(n.path!);
@@ -210,7 +225,9 @@ export class LowLevelMount {
         const path = this.pathOf(ino, 'open');
         const fh = await fs.open(path, a);
         // The kernel keeps this file's pages across opens: a change event drops them (invalidate).
-        if (ll.replyOpen(req, fh, OPEN_FLAGS.KEEP_CACHE) !== 0) await fs.release(fh); // the opener is gone
+        // Closing a descriptor opened for reading has nothing to send: no flush request for it.
+        const readOnly = (a & O_ACCMODE) === O_RDONLY && !(a & O_TRUNC);
+        if (ll.replyOpen(req, fh, OPEN_FLAGS.KEEP_CACHE | (readOnly ? OPEN_FLAGS.NOFLUSH : 0)) !== 0) await fs.release(fh); // the opener is gone
         return;
       }
       case Op.CREATE: {
