@@ -18,6 +18,8 @@ import { existsSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
+import type { FuseBinding } from '../daemon/rpc/settings.js';
+import { loadLowLevel } from '../fuse/lowlevel/native.js';
 import type { BenchOptions, BenchRow, BenchTable } from './types.js';
 import { CLI, compareRow, errorRow, exited, killProc, log, median, onCleanup, shmDir, sleep, startDaemonProc, timeMs } from './util.js';
 
@@ -44,9 +46,9 @@ function fuseDir(prefix: string): string {
   return dir;
 }
 
-async function mountMdvfs(dataDir: string): Promise<string> {
+async function mountMdvfs(dataDir: string, binding: FuseBinding): Promise<string> {
   const dir = fuseDir('mdvfs-bench-mnt-');
-  const proc = spawn(process.execPath, [CLI, 'mount', dir], { env: { ...process.env, SERVICE_DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(process.execPath, [CLI, 'mount', dir], { env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_FUSE: binding }, stdio: ['ignore', 'ignore', 'pipe'] });
   onCleanup(() => killProc(proc, 'SIGTERM', 10000));
   let err = '';
   proc.stderr!.on('data', (b: Buffer) => (err += b.toString()));
@@ -74,7 +76,8 @@ async function mountBindfs(): Promise<string> {
 }
 
 interface Target {
-  name: 'mdvfs' | 'tmpfs' | 'bindfs';
+  /** mdvfs: the default binding (fuse2); mdvfs-ll: the libfuse3 low-level mount (SERVICE_FUSE=ll). */
+  name: 'mdvfs' | 'mdvfs-ll' | 'tmpfs' | 'bindfs';
   dir: string;
 }
 
@@ -110,12 +113,16 @@ async function bigFile(dir: string, src: string, mib: number): Promise<{ write: 
 
 const VS_TMPFS_TARGET: Partial<Record<Op, number>> = { create: 0.1, 'grep -r warm': 1 / 3 };
 const METADATA_OPS: Op[] = ['create', 'ls -lR', 'rm -rf'];
+/** Issue 18's targets for the libfuse3 mount: create and rm -rf within 8× of tmpfs, warm grep 1.5×, ls -lR 1.2×. */
+const LL_VS_TMPFS_TARGET: Partial<Record<Op, number>> = { create: 1 / 8, 'grep -r warm': 1 / 1.5, 'ls -lR': 1 / 1.2, 'rm -rf': 1 / 8 };
 
 export async function benchFuse(opts: BenchOptions): Promise<BenchTable[]> {
   const tmpfsTitle = 'FUSE mount vs tmpfs (ratio = tmpfs time / mount time)';
   const bindfsTitle = 'FUSE mount vs bindfs, a C passthrough FUSE (ratio = bindfs time / mount time)';
+  const llTitle = 'FUSE mount on libfuse3 (SERVICE_FUSE=ll) vs tmpfs and bindfs (ratio = their time / mount time)';
   const tmpfsRows: BenchRow[] = [];
   const bindfsRows: BenchRow[] = [];
+  const llRows: BenchRow[] = [];
   try {
     if (!existsSync('/dev/fuse')) throw new Error('no /dev/fuse');
     // --quick must fit in its budget (~60 s) on a busy 2-core machine: the 1,000-file target rows once,
@@ -127,9 +134,19 @@ export async function benchFuse(opts: BenchOptions): Promise<BenchTable[]> {
     const d = await startDaemonProc(path.join(shmDir('mdvfs-bench-fuse-'), 'data'), { SERVICE_MAX_FILE_SIZE: String(2 * BIG_MIB * 1024 * 1024) });
     onCleanup(() => d.stop('SIGTERM'));
     const targets: Target[] = [
-      { name: 'mdvfs', dir: await mountMdvfs(d.dataDir) },
+      { name: 'mdvfs', dir: await mountMdvfs(d.dataDir, 'fuse2') },
       { name: 'tmpfs', dir: shmDir('mdvfs-bench-tmpfs-') },
     ];
+    // The libfuse3 mount works in a directory of its own on the same daemon, where the addon is built.
+    let llError: unknown = null;
+    try {
+      loadLowLevel();
+      const llDir = path.join(await mountMdvfs(d.dataDir, 'll'), 'll');
+      await sh(`mkdir '${llDir}'`);
+      targets.push({ name: 'mdvfs-ll', dir: llDir });
+    } catch (err) {
+      llError = err;
+    }
     let bindfsError: unknown = null;
     try {
       targets.push({ name: 'bindfs', dir: await mountBindfs() });
@@ -156,6 +173,11 @@ export async function benchFuse(opts: BenchOptions): Promise<BenchTable[]> {
           const metadata = METADATA_OPS.includes(op);
           bindfsRows.push(compareRow({ ...(note !== undefined ? { note } : {}), name: `${label}: ${op}`, unit: 'ms', better: 'lower', ours: med('mdvfs', op), baseline: med('bindfs', op), ...(metadata ? { target: 1, targetText: '≥ 1 (metadata-heavy)' } : {}) }));
         }
+        if (llError === null) {
+          const target = LL_VS_TMPFS_TARGET[op];
+          llRows.push(compareRow({ note, name: `${label}: ${op} vs tmpfs`, unit: 'ms', better: 'lower', ours: med('mdvfs-ll', op), baseline: med('tmpfs', op), ...(target !== undefined ? { target, targetText: `≥ ${target.toFixed(2)} (within ${(1 / target).toFixed(1)}×)` } : {}) }));
+          if (bindfsError === null) llRows.push(compareRow({ note, name: `${label}: ${op} vs bindfs`, unit: 'ms', better: 'lower', ours: med('mdvfs-ll', op), baseline: med('bindfs', op), target: 1, targetText: '≥ 1' }));
+        }
       }
     }
     const src = path.join(shmDir('mdvfs-bench-src-'), 'big.src');
@@ -176,11 +198,18 @@ export async function benchFuse(opts: BenchOptions): Promise<BenchTable[]> {
     } else {
       bindfsRows.push(errorRow('bindfs baseline', bindfsError));
     }
+    if (llError === null) {
+      llRows.push(compareRow({ note, name: `${BIG_MIB} MiB sequential write vs tmpfs`, unit: 'MB/s', better: 'higher', ours: bmed('mdvfs-ll', 'write'), baseline: bmed('tmpfs', 'write') }));
+      llRows.push(compareRow({ note, name: `${BIG_MIB} MiB sequential read vs tmpfs`, unit: 'MB/s', better: 'higher', ours: bmed('mdvfs-ll', 'read'), baseline: bmed('tmpfs', 'read'), target: 0.9 }));
+    } else {
+      llRows.push(errorRow('libfuse3 mount (SERVICE_FUSE=ll)', llError));
+    }
   } catch (err) {
     tmpfsRows.push(errorRow('FUSE mount', err));
   }
   return [
     { title: tmpfsTitle, rows: tmpfsRows },
     { title: bindfsTitle, rows: bindfsRows },
+    { title: llTitle, rows: llRows },
   ];
 }

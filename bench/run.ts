@@ -41,7 +41,7 @@ export const MODULES: ModuleSpec[] = [
   { key: 'mcp', file: 'mcp-stdio.ts', export: 'benchMcp', title: 'MCP stdio vs @modelcontextprotocol/server-filesystem', quickBudgetS: 25, fullBudgetS: 300 },
   { key: 'commit', file: 'commit.ts', export: 'benchCommit', title: 'Commit vs git commit', quickBudgetS: 15, fullBudgetS: 600 },
   { key: 'grep', file: 'grep.ts', export: 'benchGrep', title: 'grep vs GNU grep -rE', quickBudgetS: 15, fullBudgetS: 300 },
-  { key: 'fuse', file: 'fuse.ts', export: 'benchFuse', title: 'FUSE mount vs tmpfs and bindfs', quickBudgetS: 25, fullBudgetS: 900 },
+  { key: 'fuse', file: 'fuse.ts', export: 'benchFuse', title: 'FUSE mount vs tmpfs and bindfs', quickBudgetS: 30, fullBudgetS: 1200 },
   { key: 'startup', file: 'startup.ts', export: 'benchStartup', title: 'Cold start and resident memory', quickBudgetS: 15, fullBudgetS: 600 },
   { key: 'recovery', file: 'recovery.ts', export: 'benchRecovery', title: 'kill -9 recovery', quickBudgetS: 20, fullBudgetS: 300 },
   { key: 'stall', file: 'stall.ts', export: 'benchStall', title: 'Stalls: worst latency of a small read while one heavy request runs', quickBudgetS: 60, fullBudgetS: 600 },

@@ -55,18 +55,23 @@ export class MountFs {
   /**
    * A change reported by the daemon (any front end, this mount included): cached answers about those
    * paths and below them are stale. `paths: []` (identities changed, or the connection to the daemon
-   * was lost) makes everything stale.
+   * was lost) makes everything stale. Returns whether the event was taken for one of this mount's own
+   * writes (see `own`), which left the cached content as it is.
    */
-  onChange(ev: ChangeEvent): void {
+  onChange(ev: ChangeEvent): boolean {
     const paths = mountPaths(ev.paths, this.opts.jail);
     if (paths === null) {
       this.log.forgetAll();
       this.attrs.clear();
     } else if (paths.length > 0) {
       const mine = this.expected.get(paths.join('\0'))?.find((e) => !e.taken);
-      if (mine) mine.taken = true;
-      else this.log.changed(paths);
+      if (mine) {
+        mine.taken = true;
+        return true;
+      }
+      this.log.changed(paths);
     }
+    return false;
   }
 
   // ---------- attributes and directories ----------

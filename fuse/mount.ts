@@ -16,10 +16,13 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { ERRORS, VfsError, type ErrorCode } from '../daemon/errors.js';
 import { defaultDataDir } from '../daemon/rpc/connect.js';
+import { fuseBindingFromEnv } from '../daemon/rpc/settings.js';
 import type { Creds, WhoAmI } from '../daemon/rpc/protocol.js';
 import { OwnerMap } from './attrs.js';
 import { DaemonLink } from './daemon-link.js';
-import { loadFuse, type FuseInstance } from './fuse-native.js';
+import { loadFuse, type FuseClass } from './fuse-native.js';
+import { LowLevelMount } from './lowlevel/ll-mount.js';
+import { loadLowLevel } from './lowlevel/native.js';
 import { MountFs } from './mount-fs.js';
 import { createOps } from './ops.js';
 
@@ -69,7 +72,10 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   });
   if (st && !st.isDirectory()) throw mountError('ENOTDIR', `cannot mount at '${mnt}': not a directory`);
 
-  const Fuse = loadFuse(); // first: without the binding there is nothing to connect for
+  const binding = fuseBindingFromEnv();
+  // First: without the binding there is nothing to connect for.
+  const Fuse = binding === 'fuse2' ? loadFuse() : null;
+  const ll = binding === 'll' ? loadLowLevel() : null;
   const dataDir = defaultDataDir();
   const link = await DaemonLink.open(dataDir, creds);
   let who: WhoAmI;
@@ -91,31 +97,23 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   // whoami shows a workspace caller its root as '/': change events need the real one.
   const jail = who.workspace ? (await link.call('auth.scope', {})).root_path : '/';
   const mfs = new MountFs(link, { readOnly: opts.readOnly === true, owners, ...(jail !== '/' ? { jail } : {}) });
+  const llm = ll ? new LowLevelMount(ll, mfs, jail !== '/' ? { jail } : {}) : null;
   try {
-    await link.onChange((ev) => mfs.onChange(ev));
+    await link.onChange((ev) => {
+      const own = mfs.onChange(ev);
+      llm?.onChange(ev, own);
+    });
   } catch (err) {
     link.close();
     throw err;
   }
-  const fuse = new Fuse(mnt, createOps(mfs), {
-    fsname: FSNAME,
-    subtype: 'mdvfs',
-    autoUnmount: true,
-    force: true,
-    entryTimeout: '1',
-    attrTimeout: '1',
-    // A flush of a large file can take a while; a daemon that never answers still fails the call.
-    timeout: 120_000,
-  });
-  const fuseFdsBefore = await fuseFds();
+  let served: Served;
   try {
-    await new Promise<void>((resolve, reject) => fuse.mount((err) => (err ? reject(new Error(`cannot mount at ${mnt}: ${err.message}`)) : resolve())));
+    served = llm ? await serveLowLevel(llm, mnt, st === null) : await serveFuse2(Fuse ?? loadFuse(), mfs, mnt);
   } catch (err) {
     link.close(); // or the open socket would keep this failed process alive
     throw err;
   }
-  // This mount's connection to the kernel: libfuse closes it when the kernel ends the session.
-  const session = (await fuseFds()).filter((fd) => !fuseFdsBefore.includes(fd));
   const delegate = who.on_behalf_of ? ` on behalf of ${who.on_behalf_of}` : '';
   process.stderr.write(`mdvfs: mounted ${dataDir} at ${mnt} as ${who.user}${delegate}${opts.readOnly ? ' (read-only)' : ''}\n`);
 
@@ -130,7 +128,7 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
       }
       stopping = true;
       process.stderr.write(`mdvfs: ${why}, unmounting ${mnt}\n`);
-      void shutdown(fuse, mfs, link, unmount, session).finally(resolve);
+      void shutdown(served, mfs, link, unmount).finally(resolve);
     };
     for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => stop(`got ${sig}`, true));
     // `mdvfs umount` / `fusermount -u` end the mount from outside: notice it, and exit once files are closed.
@@ -139,24 +137,68 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   process.exit(0);
 }
 
-async function shutdown(fuse: FuseInstance, mfs: MountFs, link: DaemonLink, unmount: boolean, session: number[]): Promise<void> {
+/** A mounted session of either binding. */
+interface Served {
+  unmount(): Promise<void>;
+  /** Whether the kernel ended the session (after an unmount from outside). */
+  sessionEnded(): Promise<boolean>;
+}
+
+async function serveFuse2(Fuse: FuseClass, mfs: MountFs, mnt: string): Promise<Served> {
+  const fuse = new Fuse(mnt, createOps(mfs), {
+    fsname: FSNAME,
+    subtype: 'mdvfs',
+    autoUnmount: true,
+    force: true,
+    entryTimeout: '1',
+    attrTimeout: '1',
+    // A flush of a large file can take a while; a daemon that never answers still fails the call.
+    timeout: 120_000,
+  });
+  const fuseFdsBefore = await fuseFds();
+  await new Promise<void>((resolve, reject) => fuse.mount((err) => (err ? reject(new Error(`cannot mount at ${mnt}: ${err.message}`)) : resolve())));
+  // This mount's connection to the kernel: libfuse closes it when the kernel ends the session.
+  const session = (await fuseFds()).filter((fd) => !fuseFdsBefore.includes(fd));
+  return {
+    unmount: () =>
+      new Promise<void>((resolve) =>
+        fuse.unmount((err) => {
+          if (err) process.stderr.write(`mdvfs: unmount: ${err.message}\n`);
+          resolve();
+        }),
+      ),
+    sessionEnded: () => sessionEnded(session),
+  };
+}
+
+async function serveLowLevel(llm: LowLevelMount, mnt: string, stale: boolean): Promise<Served> {
+  // A mountpoint left behind by a killed mount (ENOTCONN): detach it first.
+  if (stale) await execFileP('fusermount3', ['-uz', mnt]).catch(() => execFileP('umount', ['-l', mnt])).catch(() => undefined);
+  try {
+    llm.mount(mnt);
+  } catch (err) {
+    throw new Error(`cannot mount at ${mnt}: ${(err as Error).message}`);
+  }
+  return {
+    unmount: () => {
+      llm.unmount();
+      return Promise.resolve();
+    },
+    sessionEnded: () => Promise.resolve(llm.sessionEnded),
+  };
+}
+
+async function shutdown(served: Served, mfs: MountFs, link: DaemonLink, unmount: boolean): Promise<void> {
   if (!unmount && mfs.files.openCount > 0) {
     // After a lazy unmount (`mdvfs umount --lazy`), processes may still hold files open and write to
     // them. Wait until the last is closed, or until the kernel ends the session: when the last file of
     // a detached mount is closed, the kernel may drop its release request with the session, so the
     // open count alone could wait forever.
     process.stderr.write(`mdvfs: ${mfs.files.openCount} file(s) still open in the detached mount; exiting when they are closed\n`);
-    while (mfs.files.openCount > 0 && !(await sessionEnded(session))) await sleep(200);
+    while (mfs.files.openCount > 0 && !(await served.sessionEnded())) await sleep(200);
   }
   await mfs.flushAll();
-  if (unmount) {
-    await new Promise<void>((resolve) =>
-      fuse.unmount((err) => {
-        if (err) process.stderr.write(`mdvfs: unmount: ${err.message}\n`);
-        resolve();
-      }),
-    );
-  }
+  if (unmount) await served.unmount();
   link.close();
 }
 

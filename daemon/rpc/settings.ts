@@ -43,6 +43,17 @@ export function modeFromEnv(env: Env = process.env): ServiceMode {
   throw new SettingsError(`SERVICE_MODE must be local or hosted, got '${v.slice(0, 64)}'`);
 }
 
+/** The mount's FUSE binding: `fuse2` (@cocalc/fuse-native) or `ll` (the libfuse3 low-level addon). */
+export type FuseBinding = 'fuse2' | 'll';
+
+/** SERVICE_FUSE: `fuse2` (default) or `ll` (fuse/native, issue 18: kernel caching with invalidation). */
+export function fuseBindingFromEnv(env: Env = process.env): FuseBinding {
+  const v = (env.SERVICE_FUSE ?? '').trim();
+  if (v === '' || v === 'fuse2') return 'fuse2';
+  if (v === 'll') return 'll';
+  throw new SettingsError(`SERVICE_FUSE must be fuse2 or ll, got '${v.slice(0, 64)}'`);
+}
+
 /**
  * SERVICE_ANONYMOUS and SERVICE_USER_AUTH, applied by the daemon to requests that came over the
  * network. Their defaults follow SERVICE_MODE: local keeps the contract's (anonymous is root, the

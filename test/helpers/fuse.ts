@@ -12,6 +12,8 @@ import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
 import { connectSocket, type DaemonClient } from '../../daemon/rpc/client.js';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
+import { fuseBindingFromEnv } from '../../daemon/rpc/settings.js';
+import { loadLowLevel } from '../../fuse/lowlevel/native.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = path.join(ROOT, 'dist', 'cli', 'main.js');
@@ -43,6 +45,15 @@ export function fuseUnavailable(): string | null {
     } catch {
       return '/dev/fuse is not accessible to this user (the mount tests run as root)';
     }
+  }
+  // The mounts started here use the binding SERVICE_FUSE names (the suite runs with either).
+  if (fuseBindingFromEnv() === 'll') {
+    try {
+      loadLowLevel();
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return null;
   }
   try {
     createRequire(import.meta.url)('@cocalc/fuse-native');

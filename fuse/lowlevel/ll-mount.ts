@@ -1,0 +1,342 @@
+/**
+ * The mount on the libfuse3 low-level addon (SERVICE_FUSE=ll): inode-based requests are mapped to paths
+ * (Inodes) and served by the same MountFs as the libfuse2 binding, with the kernel caching entries,
+ * attributes and file pages for a long time (no request at all for a warm `grep -r`), and every change
+ * event of the daemon invalidating exactly the kernel entries and inodes it concerns.
+ *
+ * Opens are still answered (MountFs checks access and takes write grants there) but with keep_cache, so
+ * re-reading an unchanged file costs no data transfer; directories need no open (no-opendir).
+ */
+import { VfsError } from '../../daemon/errors.js';
+import type { ChangeEvent } from '../../daemon/rpc/protocol.js';
+import { parentOf } from '../attr-cache.js';
+import { ChangeLog, mountPaths } from '../change-log.js';
+import { O_ACCMODE, O_RDONLY, O_TRUNC, S_IFDIR, S_IFMT, S_IFREG, type FuseStat } from '../fuse-native.js';
+import type { MountFs } from '../mount-fs.js';
+import { errnoOf } from '../ops.js';
+import { Inodes } from './inodes.js';
+import { OPEN_FLAGS, Op, SET_ATTR, type FuseLowLevel, type Name, type SetAttr } from './native.js';
+
+/** Seconds the kernel keeps entries and attributes: until a change event invalidates them. */
+const LONG = 86400;
+const NAME_MAX = 255;
+const EINVAL = 22;
+const EEXIST = 17;
+const ENOSYS = 38;
+const EILSEQ = 84;
+const RENAME_NOREPLACE = 1;
+
+/** An errno answered to the kernel as it is (for errors the daemon's error table does not have). */
+class KernelError extends Error {
+  constructor(readonly errno: number) {
+    super(`errno ${errno}`);
+  }
+}
+
+export interface LowLevelOptions {
+  /** The real root of a workspace mount (the daemon reports changes by real path). */
+  jail?: string;
+}
+
+export class LowLevelMount {
+  private readonly nodes = new Inodes();
+  /** Change events seen, to resend an invalidation a reply in flight may have overtaken. */
+  private readonly log = new ChangeLog();
+  private endedResolve!: () => void;
+  /** Resolves when the kernel ended the session (unmounted from outside, or after unmount()). */
+  readonly ended = new Promise<void>((r) => (this.endedResolve = r));
+  private isEnded = false;
+
+  constructor(
+    private readonly ll: FuseLowLevel,
+    private readonly fs: MountFs,
+    private readonly opts: LowLevelOptions = {},
+  ) {}
+
+  get sessionEnded(): boolean {
+    return this.isEnded;
+  }
+
+  mount(mnt: string): void {
+    // Pages are dropped only by our invalidations (explicit_inval_data): with auto_inval_data the
+    // kernel would also drop them whenever the daemon's mtime moves, as it does at every own flush.
+    const args = ['-o', 'fsname=mdvfs,subtype=mdvfs,auto_unmount'];
+    this.ll.create(mnt, args, this.ll.caps.ATOMIC_O_TRUNC | this.ll.caps.EXPLICIT_INVAL_DATA, this.ll.caps.AUTO_INVAL_DATA | this.ll.caps.WRITEBACK_CACHE | this.ll.caps.READDIRPLUS, (op, req, ino, a, b, c, s1, s2, extra) => this.dispatch(op, req, ino, a, b, c, s1, s2, extra));
+  }
+
+  unmount(): void {
+    this.ll.unmount();
+  }
+
+  /**
+   * A daemon change event: the kernel forgets exactly the entries and inodes it concerns. `own`: the
+   * event of this mount's own write (MountFs.onChange), whose content the kernel already holds: only
+   * the attributes (the daemon set the times and size) are dropped, the pages are kept.
+   */
+  onChange(ev: ChangeEvent, own = false): void {
+    const paths = mountPaths(ev.paths, this.opts.jail);
+    if (own && paths !== null) {
+      for (const p of paths) {
+        const n = this.nodes.at(p);
+        if (n) this.ll.notifyInvalInode(n.ino, -1, 0);
+        const parent = p === '/' ? undefined : this.nodes.at(parentOf(p));
+        if (parent) this.ll.notifyInvalInode(parent.ino, -1, 0);
+      }
+      return;
+    }
+    if (paths === null) {
+      this.log.forgetAll();
+      for (const n of this.nodes.all()) this.invalidate(n.path!);
+      return;
+    }
+    if (paths.length === 0) return;
+    this.log.changed(paths);
+    for (const p of paths) this.invalidate(p);
+  }
+
+  /**
+   * Invalidates `path`'s entry, its directory (whose listing, size and mtime change with it: the kernel
+   * caches listings too, with no-opendir), its inode, and (a directory) everything below.
+   */
+  private invalidate(path: string): void {
+    if (path !== '/') {
+      const parent = this.nodes.at(parentOf(path));
+      if (parent) {
+        this.ll.notifyInvalEntry(parent.ino, path.slice(path.lastIndexOf('/') + 1));
+        this.ll.notifyInvalInode(parent.ino, 0, 0);
+      }
+    }
+    for (const n of this.nodes.under(path)) {
+      this.ll.notifyInvalInode(n.ino, 0, 0);
+      if (n.path !== path && n.path !== null) {
+        const parent = this.nodes.at(parentOf(n.path));
+        if (parent) this.ll.notifyInvalEntry(parent.ino, n.path.slice(n.path.lastIndexOf('/') + 1));
+      }
+    }
+  }
+
+  private dispatch(op: number, req: number, ino: number, a: number, b: number, c: number, s1: Name, s2: Name, extra: Buffer | SetAttr | undefined): void {
+    if (op === Op.FORGET) {
+      this.nodes.forget(ino, a);
+      return;
+    }
+    if (op === Op.ENDED) {
+      this.isEnded = true;
+      this.endedResolve();
+      return;
+    }
+    this.serve(op, req, ino, a, b, c, s1, s2, extra).catch((err: unknown) => {
+      this.ll.replyErr(req, err instanceof KernelError ? err.errno : -errnoOf(err));
+    });
+  }
+
+  /** Answers one request (a rejection is answered with its errno by dispatch). */
+  private async serve(op: number, req: number, ino: number, a: number, b: number, c: number, s1: Name, s2: Name, extra: Buffer | SetAttr | undefined): Promise<void> {
+    const ll = this.ll;
+    const fs = this.fs;
+    switch (op) {
+      case Op.LOOKUP: {
+        const path = this.childOf(ino, s1, 'lookup');
+        const since = this.log.now();
+        let st: FuseStat;
+        try {
+          st = await fs.getattr(path);
+        } catch (err) {
+          if (!(err instanceof VfsError && err.code === 'ENOENT')) throw err;
+          ll.replyEntry(req, { ino: 0, entryTimeout: LONG, attrTimeout: 0 });
+          this.recheck(path, since);
+          return;
+        }
+        this.replyEntry(req, path, st);
+        this.recheck(path, since);
+        return;
+      }
+      case Op.GETATTR: {
+        const node = this.nodes.get(ino);
+        if (node?.path === null && node.attr) {
+          // Removed while open (fstat of an unlinked file): its last attributes, with no link left.
+          const h = a >= 0 ? fs.files.handle(a) : undefined;
+          const size = h?.kind === 'file' && h.file.data ? h.file.data.size : node.attr.size;
+          ll.replyAttr(req, ino, { ...node.attr, nlink: 0, size, blocks: Math.ceil(size / 512) }, 1);
+          return;
+        }
+        const path = this.pathOf(ino, 'stat');
+        const since = this.log.now();
+        const st = await fs.getattr(path);
+        const n = this.nodes.get(ino);
+        if (n) n.attr = st;
+        ll.replyAttr(req, ino, st, LONG);
+        this.recheck(path, since);
+        return;
+      }
+      case Op.SETATTR: {
+        const path = this.pathOf(ino, 'setattr');
+        await this.setattr(path, a, extra as SetAttr);
+        ll.replyAttr(req, ino, await fs.getattr(path), LONG);
+        return;
+      }
+      case Op.READLINK:
+        ll.replyReadlink(req, await fs.readlink(this.pathOf(ino, 'readlink')));
+        return;
+      case Op.MKDIR: {
+        const path = this.childOf(ino, s1, 'mkdir');
+        await fs.mkdir(path, a);
+        this.replyEntry(req, path, await fs.getattr(path));
+        return;
+      }
+      case Op.MKNOD: {
+        const path = this.childOf(ino, s1, 'mknod');
+        // Regular files only: the store has no devices, fifos or sockets.
+        if ((a & S_IFMT) !== S_IFREG && (a & S_IFMT) !== 0) throw new VfsError('EPERM', 'mknod', path);
+        await fs.release(await fs.create(path, a));
+        this.replyEntry(req, path, await fs.getattr(path));
+        return;
+      }
+      case Op.SYMLINK: {
+        const path = this.childOf(ino, s1, 'symlink');
+        if (s2 === null || s2 === undefined) throw new KernelError(EILSEQ);
+        await fs.symlink(s2, path);
+        this.replyEntry(req, path, await fs.getattr(path));
+        return;
+      }
+      case Op.UNLINK:
+      case Op.RMDIR: {
+        const path = this.childOf(ino, s1, op === Op.UNLINK ? 'unlink' : 'rmdir');
+        if (op === Op.UNLINK) await fs.unlink(path);
+        else await fs.rmdir(path);
+        this.nodes.removed(path);
+        ll.replyErr(req, 0);
+        return;
+      }
+      case Op.RENAME: {
+        const src = this.childOf(ino, s1, 'rename');
+        const dst = this.childOf(a, s2, 'rename');
+        if (b & ~RENAME_NOREPLACE) return void ll.replyErr(req, EINVAL); // RENAME_EXCHANGE, RENAME_WHITEOUT
+        if (b & RENAME_NOREPLACE && (await this.exists(dst))) return void ll.replyErr(req, EEXIST);
+        await fs.rename(src, dst);
+        this.nodes.renamed(src, dst);
+        ll.replyErr(req, 0);
+        return;
+      }
+      case Op.LINK:
+        await fs.link(this.pathOf(ino, 'link'), this.childOf(a, s1, 'link'));
+        return;
+      case Op.OPEN: {
+        const path = this.pathOf(ino, 'open');
+        const fh = await fs.open(path, a);
+        // The kernel keeps this file's pages across opens: a change event drops them (invalidate).
+        // Closing a descriptor opened for reading has nothing to send: no flush request for it.
+        const readOnly = (a & O_ACCMODE) === O_RDONLY && !(a & O_TRUNC);
+        if (ll.replyOpen(req, fh, OPEN_FLAGS.KEEP_CACHE | (readOnly ? OPEN_FLAGS.NOFLUSH : 0)) !== 0) await fs.release(fh); // the opener is gone
+        return;
+      }
+      case Op.CREATE: {
+        const path = this.childOf(ino, s1, 'create');
+        const fh = await fs.create(path, a);
+        const st = await fs.getattr(path);
+        const node = this.nodes.remember(path, false);
+        node.attr = st;
+        if (ll.replyCreate(req, { ino: node.ino, attr: st, entryTimeout: LONG, attrTimeout: LONG }, fh, OPEN_FLAGS.KEEP_CACHE) !== 0) {
+          this.nodes.forget(node.ino, 1);
+          await fs.release(fh);
+        }
+        return;
+      }
+      case Op.READ: {
+        const buf = Buffer.allocUnsafe(b);
+        const n = await fs.read(a, buf, b, c);
+        ll.replyBuf(req, buf, n);
+        return;
+      }
+      case Op.WRITE: {
+        const data = extra as Buffer;
+        ll.replyWrite(req, await fs.write(a, data, data.length, c));
+        return;
+      }
+      case Op.FLUSH:
+      case Op.FSYNC:
+        await fs.flush(a);
+        ll.replyErr(req, 0);
+        return;
+      case Op.RELEASE:
+        await fs.release(a);
+        ll.replyErr(req, 0);
+        return;
+      case Op.READDIR: {
+        const path = this.pathOf(ino, 'readdir');
+        const { names, stats } = await fs.readdir(path);
+        // Entries from offset c; the smallest entry takes 32 bytes, so no more than b/32 can fit.
+        const end = Math.min(names.length, c + Math.floor(b / 32) + 1);
+        const inos: number[] = [];
+        const modes: number[] = [];
+        for (let i = c; i < end; i++) {
+          inos.push(stats[i]!.ino || ino);
+          modes.push(stats[i]!.mode);
+        }
+        ll.replyDir(req, b, c, names.slice(c, end), inos, modes);
+        return;
+      }
+      case Op.STATFS:
+        ll.replyStatfs(req, await fs.statfs());
+        return;
+      case Op.ACCESS:
+        await fs.access(this.pathOf(ino, 'access'), a);
+        ll.replyErr(req, 0);
+        return;
+      default:
+        ll.replyErr(req, ENOSYS);
+    }
+  }
+
+  private async setattr(path: string, fh: number, s: SetAttr): Promise<void> {
+    const fs = this.fs;
+    if (s.valid & SET_ATTR.MODE) await fs.chmod(path, s.mode);
+    if (s.valid & (SET_ATTR.UID | SET_ATTR.GID)) await fs.chown(path, s.valid & SET_ATTR.UID ? s.uid : -1, s.valid & SET_ATTR.GID ? s.gid : -1);
+    if (s.valid & SET_ATTR.SIZE) {
+      if (fh >= 0) await fs.ftruncate(fh, s.size);
+      else await fs.truncate(path, s.size);
+    }
+    if (s.valid & (SET_ATTR.ATIME | SET_ATTR.MTIME)) {
+      // MountFs.utimens: 0 keeps a time, 1 is now, anything else milliseconds since the epoch.
+      const time = (set: number, now: number, ms: number) => (!(s.valid & set) ? 0 : s.valid & now ? 1 : Math.max(ms, 2));
+      await fs.utimens(path, time(SET_ATTR.ATIME, SET_ATTR.ATIME_NOW, s.atime), time(SET_ATTR.MTIME, SET_ATTR.MTIME_NOW, s.mtime));
+    }
+  }
+
+  private replyEntry(req: number, path: string, st: FuseStat): void {
+    const node = this.nodes.remember(path, (st.mode & S_IFMT) === S_IFDIR);
+    node.attr = st;
+    // Not answered (the request was interrupted): the kernel holds no reference.
+    if (this.ll.replyEntry(req, { ino: node.ino, attr: st, entryTimeout: LONG, attrTimeout: LONG }) !== 0) this.nodes.forget(node.ino, 1);
+  }
+
+  /** A change reported while the answer about `path` was being prepared: the kernel may hold it stale. */
+  private recheck(path: string, since: number): void {
+    if (!this.log.unchanged(path, since)) this.invalidate(path);
+  }
+
+  private async exists(path: string): Promise<boolean> {
+    try {
+      await this.fs.getattr(path);
+      return true;
+    } catch (err) {
+      if (err instanceof VfsError && err.code === 'ENOENT') return false;
+      throw err;
+    }
+  }
+
+  private pathOf(ino: number, op: string): string {
+    const p = this.nodes.path(ino);
+    if (p === undefined) throw new VfsError('ENOENT', op, undefined, `inode ${ino} is gone`);
+    return p;
+  }
+
+  private childOf(parent: number, name: Name, op: string): string {
+    // Names that are not UTF-8 would collapse to U+FFFD and overwrite each other: refused.
+    if (name === null || name === undefined) throw new KernelError(EILSEQ);
+    if (Buffer.byteLength(name) > NAME_MAX) throw new VfsError('ENAMETOOLONG', op, name.slice(0, 64));
+    const p = this.nodes.child(parent, name);
+    if (p === undefined) throw new VfsError('ENOENT', op, name, `directory inode ${parent} is gone`);
+    return p;
+  }
+}
