@@ -18,6 +18,8 @@ import { registerFs } from './routes/fs.js';
 import { registerSearch } from './routes/search.js';
 import { registerVcs } from './routes/vcs.js';
 import { registerWorkspaces } from './routes/workspaces.js';
+import { registerEvents } from './events.js';
+import { mountWeb } from './web.js';
 
 export interface AppOptions {
   /** The sidecar's settings (mode, listen address, CORS origins, policy, limits). */
@@ -183,12 +185,14 @@ export function createApp(client: DaemonClient, opts: AppOptions): Express {
   registerWorkspaces(r, ctx);
   registerSearch(r, ctx);
   registerVcs(r, ctx);
+  registerEvents(r, ctx);
   r.add('get', '/openapi.json', async (req, res) => {
     // Like every route but /health, the document follows SERVICE_ANONYMOUS=deny.
     await callerOf(ctx, req).call('auth.whoami', {});
     sendJson(res, openApiDocument(`${req.protocol}://${req.get('host') ?? formatListen(settings.listen)}`));
   });
   r.addMethodNotAllowed();
+  mountWeb(app);
 
   mountMcp(app, client, { policy: settings.policy, sessions: settings.mcp, maxFileSize: settings.maxFileSize });
 

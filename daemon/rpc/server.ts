@@ -8,6 +8,7 @@ import { toWireError, VfsError, type WireError } from '../errors.js';
 import { FrameDecoder, FrameError, FrameTooLarge, FrameWriter, MAX_DATA, MAX_HEADER } from './framing.js';
 import { credsSchema, isMethod, methods, type ChangeEvent, type Method, type RequestHeader } from './protocol.js';
 import type { Connection, Ctx, Handlers } from '../service.js';
+import { requestScope } from '../events.js';
 
 /** A connection's identity for handlers, and what ends with it (the daemon's write grants). */
 class SocketConnection implements Connection {
@@ -58,6 +59,17 @@ export class RpcServer {
     } catch (err) {
       if (!(err instanceof FrameTooLarge)) throw err;
       this.log.error({ paths: ev.paths.length }, 'change event too large to send; dropped');
+    }
+  }
+
+  /** One event frame on one connection; a frame too large is dropped with a log line. */
+  private pushEvent(sock: net.Socket, header: object): void {
+    if (sock.destroyed) return;
+    try {
+      this.writers.get(sock)?.push(header);
+    } catch (err) {
+      if (!(err instanceof FrameTooLarge)) throw err;
+      this.log.error({}, 'event too large to send; dropped');
     }
   }
 
@@ -132,11 +144,13 @@ export class RpcServer {
       if (!params.success) throw new VfsError('EINVAL', method, undefined, `invalid params: ${params.error.issues.map((i) => `${i.path.join('.') || 'params'}: ${i.message}`).join('; ')}`);
       const creds = credsSchema.safeParse(h.creds ?? {});
       if (!creds.success) throw new VfsError('EINVAL', method, undefined, 'invalid credentials object');
-      ctx = { creds: creds.data, data, subscribe: () => this.subscribers.add(sock) };
+      ctx = { creds: creds.data, data, subscribe: () => this.subscribers.add(sock), push: (header) => this.pushEvent(sock, header) };
       const conn = this.conns.get(sock);
       if (conn !== undefined) ctx.conn = conn;
       const handler = this.handlers[method] as (ctx: Ctx, p: unknown) => unknown;
-      const result = await handler(ctx, params.data);
+      const c = ctx;
+      // The request's scope: who made a change, for the event feed's attribution (see events.ts).
+      const result = await requestScope.run({}, () => handler(c, params.data));
       this.reply(sock, id, undefined, result, ctx.out);
     } catch (err) {
       const raw = toWireError(err);
