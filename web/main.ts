@@ -306,7 +306,17 @@ async function openFile(path: string, line?: number): Promise<void> {
   }
 }
 
-async function save(): Promise<void> {
+/** The save in flight: a change event for the open file waits for it (it may be our own write). */
+let saving: Promise<void> | null = null;
+
+function save(): Promise<void> {
+  saving ??= saveNow().finally(() => {
+    saving = null;
+  });
+  return saving;
+}
+
+async function saveNow(): Promise<void> {
   if (open === null) return;
   const body = text();
   try {
@@ -464,9 +474,18 @@ function onChange(ev: FeedEvent): void {
 
 /** The open file changed elsewhere: reload it if there are no unsaved edits, else say so. */
 async function openChanged(ev: FeedEvent): Promise<void> {
+  if (saving !== null) await saving.catch(() => undefined);
   if (open === null) return;
   const note = $('file-note');
   const who = whoText(ev.by, ev.on_behalf_of);
+  // Our own save (or a change already loaded) leaves the etag we hold: nothing to report.
+  try {
+    const st = await api.json<{ etag?: string }>(`${fsUrl(open.path)}?stat=true`);
+    if (st.etag === open.etag) return;
+  } catch {
+    // gone or unreadable: reported below
+  }
+  if (open === null) return;
   if (dirty()) {
     note.textContent = `Changed by ${who} ${ago(ev.time)} while you were editing; saving will report a conflict.`;
     note.hidden = false;
@@ -508,8 +527,15 @@ function tab(name: string): void {
 }
 
 function wire(): void {
+  // In a shadow root, CodeMirror's styles go in constructable style sheets; in the document they
+  // would be a <style> element, which the page's Content-Security-Policy (style-src 'self') refuses.
+  const shadow = $('editor').attachShadow({ mode: 'open' });
+  const sheet = new CSSStyleSheet();
+  sheet.replaceSync(':host { display: block; } .cm-editor { height: 100%; } .cm-editor.cm-focused { outline: none; }');
+  shadow.adoptedStyleSheets = [sheet];
   view = new EditorView({
-    parent: $('editor'),
+    parent: shadow,
+    root: shadow,
     extensions: [
       keymap.of([{ key: 'Mod-s', preventDefault: true, run: () => (act(save)(), true) }, ...defaultKeymap, ...historyKeymap, ...searchKeymap]),
       lineNumbers(),
@@ -597,6 +623,8 @@ function wire(): void {
   $('message').onclick = () => message(null);
   document.addEventListener('keydown', (e) => {
     const mod = e.ctrlKey || e.metaKey;
+    // The editor's own Mod-s binding has handled it already (and prevented the default).
+    if (e.defaultPrevented) return;
     if (mod && e.key === 's') {
       e.preventDefault();
       act(save)();
