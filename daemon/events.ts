@@ -22,10 +22,14 @@ import type { Creds, FeedEvent } from './rpc/protocol.js';
 
 /** Events kept for resume (`since`); older ids answer `reset: true`. */
 export const RING = 4096;
-/** Paths one event carries; a bigger change carries the first ones and `more`. */
+/**
+ * Paths one event carries. A bigger change (a revert, a large copy) is recorded as `paths: []`
+ * ("anything may have changed: reload"), so that filtering one event costs at most this many
+ * permission checks per subscriber.
+ */
 export const EVENT_PATHS = 64;
-/** Subscriptions in the whole daemon (each costs a permission check per changed path). */
-export const MAX_SUBSCRIPTIONS = 1024;
+/** Subscriptions in the whole daemon (each costs up to EVENT_PATHS permission checks per change). */
+export const MAX_SUBSCRIPTIONS = 256;
 
 /**
  * The request being handled, for attribution: the RPC server runs every handler inside `run`, and
@@ -71,7 +75,7 @@ export class EventFeed {
 
   private record(paths: string[]): void {
     const cred = requestScope.getStore()?.cred;
-    const r: Recorded = { seq: ++this.seq, time: Date.now(), paths };
+    const r: Recorded = { seq: ++this.seq, time: Date.now(), paths: paths.length > EVENT_PATHS ? [] : paths };
     if (cred !== undefined) {
       r.by = cred.user.name;
       if (cred.delegate !== undefined) r.onBehalfOf = cred.delegate.name;
@@ -134,16 +138,12 @@ export class EventFeed {
   private view(cred: Cred, r: Recorded): FeedEvent | null {
     const jail = cred.workspace?.root;
     const shown: string[] = [];
-    let more = 0;
     for (const p of r.paths) {
       if (jail !== undefined && !isWithin(p, jail)) continue;
-      if (!this.visible(cred, p)) continue;
-      if (shown.length < EVENT_PATHS) shown.push(displayPath(p, jail));
-      else more++;
+      if (this.visible(cred, p)) shown.push(displayPath(p, jail));
     }
     if (r.paths.length > 0 && shown.length === 0) return null;
     const ev: FeedEvent = { id: `${this.boot}.${r.seq}`, time: r.time, paths: shown };
-    if (more > 0) ev.more = more;
     if (r.by !== undefined) ev.by = r.by;
     if (r.onBehalfOf !== undefined) ev.on_behalf_of = r.onBehalfOf;
     return ev;

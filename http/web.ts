@@ -40,7 +40,12 @@ function pageHeaders(res: Response): void {
 export function mountWeb(app: Express): void {
   const index = path.join(WEB_DIR, 'index.html');
   if (!existsSync(index)) return;
-  app.get(['/', '/index.html'], (_req, res) => {
+  // A middleware, not a route: the page is not part of the REST API (nor of its OpenAPI document).
+  app.use((req, res, next) => {
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || (req.path !== '/' && req.path !== '/index.html')) {
+      next();
+      return;
+    }
     pageHeaders(res);
     res.setHeader('Cache-Control', 'no-cache');
     res.sendFile(index);

@@ -122,7 +122,6 @@ export interface FeedEvent {
   id: string;
   time: number;
   paths: string[];
-  more?: number;
   by?: string;
   on_behalf_of?: string;
 }

@@ -450,7 +450,7 @@ function onChange(ev: FeedEvent): void {
   const act = el('li', 'event');
   act.dataset.time = String(ev.time);
   const who = whoText(ev.by, ev.on_behalf_of);
-  act.append(el('span', 'by', who), el('span', 'paths', ev.paths.length === 0 ? '(access changed)' : ev.paths.join(', ') + (ev.more ? ` and ${ev.more} more` : '')), el('span', 'when', ago(ev.time)));
+  act.append(el('span', 'by', who), el('span', 'paths', ev.paths.length === 0 ? '(access changed)' : ev.paths.join(', ')), el('span', 'when', ago(ev.time)));
   const list = $('activity');
   list.prepend(act);
   while (list.children.length > 200) list.lastElementChild?.remove();
@@ -522,6 +522,8 @@ async function refreshAll(): Promise<void> {
 function tab(name: string): void {
   for (const b of document.querySelectorAll<HTMLButtonElement>('.tab')) b.classList.toggle('active', b.dataset.tab === name);
   for (const t of ['search', 'commit', 'log', 'activity']) show(`tab-${t}`, t === name);
+  // Diffs need room: the history panel takes half the width.
+  $('app').classList.toggle('wide-right', name === 'log');
   if (name === 'commit') act(loadStatus)();
   if (name === 'log') act(loadLog)();
 }

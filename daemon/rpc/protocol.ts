@@ -186,8 +186,6 @@ export interface FeedEvent {
   time: number;
   /** Paths as the subscriber names them; empty means anything may have changed (reload). */
   paths: string[];
-  /** Paths left out of a big change. */
-  more?: number;
   /** The user or agent that made the change (absent for changes made by the daemon itself). */
   by?: string;
   /** Whom `by` acted for. */

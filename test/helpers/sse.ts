@@ -16,7 +16,6 @@ export interface FeedEventJson {
   id: string;
   time: number;
   paths: string[];
-  more?: number;
   by?: string;
   on_behalf_of?: string;
 }
