@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 /**
  * The web UI in a real headless Chromium (Debian's `chromium`, driven by puppeteer-core; no browser
  * is downloaded): first-run bootstrap, sign-in, create/edit/save/preview, a conflicting save,
@@ -5,7 +6,7 @@
  * seeing alice's private files, a cross-origin page unable to drive the API, and no CSP violation.
  *
  * CHROMIUM_PATH names the browser (default /usr/bin/chromium). MDVFS_SCREENSHOTS=1 also writes the
- * screenshots in docs/screenshots/.
+ * screenshots in docs/screenshots/. (The DOM library above types the functions that run in the page.)
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import http from 'node:http';
@@ -136,8 +137,8 @@ t.test('alice signs in, creates, edits, saves and previews a note', async (t) =>
   await waitText(page, '#file-state', /^saved$/);
   await waitText(page, '#message', /Saved/);
   // One save per key press, and our own write's event is not reported as someone else's change.
-  t.equal(await page.$eval('#conflict', (e) => (e as HTMLElement).hidden), true, 'no conflict with itself');
-  t.equal(await page.$eval('#file-note', (e) => (e as HTMLElement).hidden), true, 'no "changed by" note for our own save');
+  t.equal(await page.$eval('#conflict', (e) => e.hasAttribute('hidden')), true, 'no conflict with itself');
+  t.equal(await page.$eval('#file-note', (e) => e.hasAttribute('hidden')), true, 'no "changed by" note for our own save');
   const r = await alice.get('/fs/note.md');
   t.match(r.text, /^# Hello\n\nSome \*text\*/, 'saved through the API');
   await page.click('#toggle-preview');
@@ -176,7 +177,7 @@ t.test('search opens a hit at its line', async (t) => {
   await waitText(page, '#search-results', /\/home\/alice\/docs\/long\.md:81/);
   await page.click('#search-results li.hit');
   await waitText(page, '#file-path', /long\.md/);
-  await page.waitForFunction(() => document.querySelector('#editor')?.shadowRoot?.querySelector('.cm-activeLine')?.textContent === 'the needle is here');
+  await page.waitForFunction("document.querySelector('#editor')?.shadowRoot?.querySelector('.cm-activeLine')?.textContent === 'the needle is here'");
   t.pass('the editor is at the matching line');
 });
 
@@ -211,7 +212,7 @@ t.test("an agent's REST write appears live in the tree and the editor, attribute
   await clickTree(page, '/tmp/agent.md');
   await waitText(page, '#file-path', /agent\.md/);
   t.equal((await helper.put('/fs//tmp/agent.md', 'second draft by the agent\n')).status, 200);
-  await page.waitForFunction(() => document.querySelector('#editor')?.shadowRoot?.querySelector('.cm-content')?.textContent?.includes('second draft by the agent'));
+  await page.waitForFunction("document.querySelector('#editor')?.shadowRoot?.querySelector('.cm-content')?.textContent?.includes('second draft by the agent')");
   t.match(await waitText(page, '#file-note', /Updated by/), /helper on behalf of alice/);
   await page.click('.tab[data-tab=activity]');
   t.match(await waitText(page, '#activity', /agent\.md/), /helper on behalf of alice/);
