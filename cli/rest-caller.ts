@@ -276,6 +276,8 @@ export class RestCaller implements Caller {
       case 'sys.status':
       case 'sys.hold':
       case 'sys.subscribe':
+      case 'events.subscribe':
+      case 'events.unsubscribe':
       case 'fs.resolve':
       case 'fs.truncate':
       case 'fs.grantWrite':

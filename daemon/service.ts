@@ -4,6 +4,7 @@
  * waits until the change is durable before answering.
  */
 import { VERSION } from './rpc/version.js';
+import { EventFeed, requestScope } from './events.js';
 import { VfsError, type WireError } from './errors.js';
 import { actor, isAdminCred, isWheel, requireAdmin, requireTokenIssue, requireWorkspaceOwner, type Cred } from './core/perms.js';
 import { displayPath, isWithin, resolveFor, normalize, splitParent } from './core/paths.js';
@@ -15,7 +16,7 @@ import type { AuthPolicy, Registry, UserRow, WorkspaceRow } from './auth/registr
 import type { Vcs, Scope } from './vcs/vcs.js';
 import type { SqliteStore } from './store/sqlite.js';
 import type { TreeEntry } from './store/objects.js';
-import { formatMode, LIST_PAGE_MAX, parseMode, READ_CHUNK, type Creds, type DaemonStatus, type Listing, type DirEntry, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
+import { formatMode, LIST_PAGE_MAX, parseMode, READ_CHUNK, type Creds, type DaemonStatus, type Listing, type DirEntry, type FeedHeader, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
 
 export { VERSION };
 
@@ -25,6 +26,8 @@ export interface Ctx {
   data: Buffer | undefined;
   out?: Buffer;
   subscribe?: () => void;
+  /** Sends an event frame on this request's connection (absent for in-process calls). */
+  push?: (header: FeedHeader) => void;
   /** Set for workspace callers: rewrites real paths in an error to workspace paths. */
   mapError?: (w: WireError) => WireError;
   /** The socket connection the request came on (absent for in-process calls). */
@@ -169,7 +172,12 @@ function mode(m: number | string | undefined, op: string): number | undefined {
 export class Service {
   readonly startedAt = Date.now();
 
-  constructor(private readonly d: ServiceDeps) {}
+  /** The attributed, permission-filtered change feed (`events.subscribe`). */
+  readonly events: EventFeed;
+
+  constructor(private readonly d: ServiceDeps) {
+    this.events = new EventFeed(d.vfs, (creds) => this.authenticate(creds));
+  }
 
   /** The policy for a request: the one its server declared (the HTTP sidecar's settings), else ours. */
   private policyFor(creds: Creds): AuthPolicy {
@@ -183,6 +191,8 @@ export class Service {
   /** Authenticates a request; for workspace callers, errors will show workspace paths only. */
   private auth(ctx: Ctx): Cred {
     const cred = this.authenticate(ctx.creds);
+    const slot = requestScope.getStore();
+    if (slot !== undefined) slot.cred = cred;
     const jail = cred.workspace?.root;
     if (jail !== undefined) ctx.mapError = (w) => scrubPaths(w, jail);
     return cred;
@@ -302,6 +312,20 @@ export class Service {
       this.auth(ctx);
       ctx.subscribe?.();
       return { subscribed: true };
+    },
+    'events.subscribe': (ctx, p) => {
+      const cred = this.auth(ctx);
+      const { push, conn } = ctx;
+      if (push === undefined || conn === undefined) throw new VfsError('ENOTSUP', 'events.subscribe', undefined, 'events need a socket connection');
+      const key = `${conn.id}:${p.sub}`;
+      const r = this.events.subscribe(key, ctx.creds, cred, p.since, (event) => push({ event: 'feed', data: { sub: p.sub, event } }), (end) => push({ event: 'feed', data: { sub: p.sub, end } }));
+      conn.onClose(`events:${p.sub}`, () => this.events.unsubscribe(key));
+      return r;
+    },
+    'events.unsubscribe': (ctx, p) => {
+      this.auth(ctx);
+      if (ctx.conn === undefined) return { unsubscribed: false };
+      return { unsubscribed: this.events.unsubscribe(`${ctx.conn.id}:${p.sub}`) };
     },
     'sys.gc': async (ctx) => {
       requireAdmin(this.auth(ctx), 'gc');

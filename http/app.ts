@@ -14,6 +14,8 @@ import { browserGuard } from './browser-guard.js';
 import { Registrar, callerOf, sendJson, type RouteContext } from './request.js';
 import { registerOps } from './ops.js';
 import { registerFs } from './routes/fs.js';
+import { registerEvents } from './events.js';
+import { mountWeb } from './web.js';
 
 export interface AppOptions {
   /** The sidecar's settings (mode, listen address, CORS origins, policy, limits). */
@@ -179,12 +181,14 @@ export function createApp(client: DaemonClient, opts: AppOptions): Express {
     sendJson(res, await client.call('sys.health', {}));
   });
   registerOps(r, ctx);
+  registerEvents(r, ctx);
   r.add('get', '/openapi.json', async (req, res) => {
     // Like every route but /health, the document follows SERVICE_ANONYMOUS=deny.
     await callerOf(ctx, req).call('auth.whoami', {});
     sendJson(res, openApiDocument(`${req.protocol}://${req.get('host') ?? formatListen(settings.listen)}`));
   });
   r.addMethodNotAllowed();
+  mountWeb(app);
 
   mountMcp(app, client, { policy: settings.policy, sessions: settings.mcp, maxFileSize: settings.maxFileSize });
 

@@ -99,6 +99,16 @@ const ops: Op[] = [
 
 
   { method: 'get', express: '/openapi.json', paths: ['/openapi.json'], spec: { summary: 'This document (follows SERVICE_ANONYMOUS=deny like every route but /health)', responses: { '200': json({ type: 'object' }), ...errors(401, 403, 500) } } },
+  // The change feed (http/events.ts); self-contained on purpose.
+  {
+    method: 'get', express: '/events', paths: ['/events'],
+    spec: {
+      summary: 'Server-sent events: every change the caller may read, attributed (`by`, `on_behalf_of`); resumable with `Last-Event-ID`',
+      description: 'A `text/event-stream`. First `event: ready` (`{last_id, reset}`; `reset: true` when the events after the given id are no longer kept: reload), then one `event: change` per change with `id:` and data `{id, time, paths, by?, on_behalf_of?}` (paths as the caller names them; `paths: []` means anything may have changed: reload). `event: end` when the credentials stop being valid. Filtered by the daemon with the caller\'s own permissions.',
+      parameters: [{ name: 'Last-Event-ID', in: 'header', required: false, schema: str, description: 'resume after this event id' }, q('last_event_id', 'the same, for clients that cannot set headers', str)],
+      responses: { '200': { description: 'the event stream', content: { 'text/event-stream': { schema: str } } }, ...errors(400, 401, 403, 500) },
+    },
+  },
 ];
 
 

@@ -10,7 +10,7 @@ import net from 'node:net';
 import { EventEmitter } from 'node:events';
 import { VfsError, type WireError } from '../errors.js';
 import { FrameDecoder, FrameError, FrameTooLarge, FrameWriter } from './framing.js';
-import { READ_CHUNK, type ChangeEvent, type Creds, type Method, type Params, type Result } from './protocol.js';
+import { READ_CHUNK, type ChangeEvent, type Creds, type FeedHeader, type Method, type Params, type Result } from './protocol.js';
 
 export interface CallOptions {
   data?: Buffer;
@@ -154,6 +154,10 @@ export class DaemonClient extends EventEmitter implements Caller {
         continue;
       }
       const h = header as { id?: number | null; result?: unknown; error?: WireError; event?: string; data?: unknown };
+      if (h.event === 'feed') {
+        this.emit('feed', h.data as FeedHeader['data']);
+        continue;
+      }
       if (h.event !== undefined) {
         this.emit('event', h.data as ChangeEvent);
         continue;

@@ -195,6 +195,29 @@ export interface ChangeEvent {
   kind: 'change';
 }
 
+/**
+ * One event of an `events.subscribe` subscription (REST's `GET /events`): what changed, as the
+ * subscriber may see it, and who changed it.
+ */
+export interface FeedEvent {
+  /** Opaque, increasing; give it back as `since` (REST: `Last-Event-ID`) to resume after it. */
+  id: string;
+  /** Milliseconds since the epoch. */
+  time: number;
+  /** Paths as the subscriber names them; empty means anything may have changed (reload). */
+  paths: string[];
+  /** The user or agent that made the change (absent for changes made by the daemon itself). */
+  by?: string;
+  /** Whom `by` acted for. */
+  on_behalf_of?: string;
+}
+
+/** An `events.subscribe` push: `end` says the subscription is over (credentials no longer valid). */
+export interface FeedHeader {
+  event: 'feed';
+  data: { sub: string; event?: FeedEvent; end?: string };
+}
+
 // ---------- params helpers ----------
 
 const path = z.string().max(65536);
@@ -295,6 +318,13 @@ export const methods = {
   'sys.hold': { params: z.object({ pid: z.number().int().positive() }), result: z.object({ held_by: int }) },
   /** Subscribes this connection to change events (`event: 'change'`). */
   'sys.subscribe': { params: z.object({}), result: z.object({ subscribed: z.literal(true) }) },
+  /**
+   * Subscribes this connection, as the caller, to the change feed filtered by what the caller may
+   * read (`event: 'feed'` frames carrying `sub`). `sub` names the subscription on this connection;
+   * `since` replays what happened after that id (`reset: true` when it cannot: reload instead).
+   */
+  'events.subscribe': { params: z.object({ sub: z.string().min(1).max(64), since: z.string().max(64).optional() }), result: z.object({ last_id: z.string(), reset: z.boolean() }) },
+  'events.unsubscribe': { params: z.object({ sub: z.string().min(1).max(64) }), result: z.object({ unsubscribed: z.boolean() }) },
 
   // identity
   'auth.whoami': {

@@ -8,6 +8,7 @@ import { toWireError, VfsError, type WireError } from '../errors.js';
 import { FrameDecoder, FrameError, FrameTooLarge, FrameWriter, MAX_DATA, MAX_HEADER } from './framing.js';
 import { credsSchema, isMethod, methods, type ChangeEvent, type Method, type RequestHeader } from './protocol.js';
 import type { Connection, Ctx, Handlers } from '../service.js';
+import { requestScope } from '../events.js';
 
 /** A connection's identity for handlers, and what ends with it (the daemon's write grants). */
 class SocketConnection implements Connection {
@@ -33,7 +34,7 @@ export type Outcome = { ok: true; result: unknown; out: Buffer | undefined } | {
  * table and the credentials object, runs the handler, and maps a failure to its wire error (with
  * workspace paths for workspace callers).
  */
-export async function invoke(handlers: Handlers, req: { method: unknown; params: unknown; creds: unknown; data: Buffer | undefined }, extras: Pick<Ctx, 'subscribe' | 'conn'> = {}): Promise<Outcome> {
+export async function invoke(handlers: Handlers, req: { method: unknown; params: unknown; creds: unknown; data: Buffer | undefined }, extras: Pick<Ctx, 'subscribe' | 'push' | 'conn'> = {}): Promise<Outcome> {
   let ctx: Ctx | undefined;
   try {
     if (!isMethod(req.method)) throw new VfsError('ENOSYS', String(req.method).slice(0, 64), undefined, 'no such method');
@@ -42,9 +43,11 @@ export async function invoke(handlers: Handlers, req: { method: unknown; params:
     if (!params.success) throw new VfsError('EINVAL', method, undefined, `invalid params: ${params.error.issues.map((i) => `${i.path.join('.') || 'params'}: ${i.message}`).join('; ')}`);
     const creds = credsSchema.safeParse(req.creds ?? {});
     if (!creds.success) throw new VfsError('EINVAL', method, undefined, 'invalid credentials object');
-    ctx = { creds: creds.data, data: req.data, ...extras };
+    const c: Ctx = { creds: creds.data, data: req.data, ...extras };
+    ctx = c;
     const handler = handlers[method] as (ctx: Ctx, p: unknown) => unknown;
-    const result = await handler(ctx, params.data);
+    // The request's scope: who made a change, for the event feed's attribution (see events.ts).
+    const result = await requestScope.run({}, () => handler(c, params.data));
     return { ok: true, result, out: ctx.out };
   } catch (err) {
     const raw = toWireError(err);
@@ -86,6 +89,17 @@ export class RpcServer {
     } catch (err) {
       if (!(err instanceof FrameTooLarge)) throw err;
       this.log.error({ paths: ev.paths.length }, 'change event too large to send; dropped');
+    }
+  }
+
+  /** One event frame on one connection; a frame too large is dropped with a log line. */
+  private pushEvent(sock: net.Socket, header: object): void {
+    if (sock.destroyed) return;
+    try {
+      this.writers.get(sock)?.push(header);
+    } catch (err) {
+      if (!(err instanceof FrameTooLarge)) throw err;
+      this.log.error({}, 'event too large to send; dropped');
     }
   }
 
@@ -154,7 +168,7 @@ export class RpcServer {
     const started = process.hrtime.bigint();
     try {
       const conn = this.conns.get(sock);
-      const outcome = await invoke(this.handlers, { method: h.method, params: h.params, creds: h.creds, data }, { subscribe: () => this.subscribers.add(sock), ...(conn === undefined ? {} : { conn }) });
+      const outcome = await invoke(this.handlers, { method: h.method, params: h.params, creds: h.creds, data }, { subscribe: () => this.subscribers.add(sock), push: (header) => this.pushEvent(sock, header), ...(conn === undefined ? {} : { conn }) });
       if (outcome.ok) {
         try {
           this.reply(sock, id, undefined, outcome.result, outcome.out);

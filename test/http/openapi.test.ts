@@ -58,6 +58,7 @@ t.test('every registered route is described, and every description is registered
 t.test('every described operation answers (never 404 ENOSYS or 405)', async (t) => {
   for (const [p, item] of Object.entries<Record<string, unknown>>(doc.paths)) {
     for (const m of Object.keys(item)) {
+      if (p === '/events') continue; // a stream that never ends: test/http/events.test.ts
       const url = p.replace('{path}', 'x.md').replace('{name}', 'nobody').replace('{group}', 'nogroup').replace('{id}', 'nows');
       const r = await root.req(m.toUpperCase(), url);
       t.not(r.status, 405, `${m} ${url}`);

@@ -1,0 +1,165 @@
+/**
+ * The change feed with attribution and resume (`events.subscribe`, REST's `GET /events`).
+ *
+ * Every change the core reports is recorded once, with an id, the time, and who made it (the
+ * authenticated caller of the request that made it, and on whose behalf), in a bounded ring of the
+ * last RING events. A subscription belongs to one connection and one set of credentials; it first
+ * replays the ring after the id it names (`since`), then receives every new event.
+ *
+ * Security: filtering happens here, in the daemon, with the subscriber's own identity (delegation
+ * and workspace included), never in a front end. A changed path is shown only if the subscriber may
+ * read it, or may list its parent directory (where the entry's appearance, removal, size or time
+ * shows anyway); changes inside a private directory below a readable one are never shown. Workspace
+ * subscribers see workspace paths and nothing outside. Credentials are authenticated again whenever
+ * identities change (`paths: []`), so a revoked token's subscription ends.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { VfsError } from './errors.js';
+import { R, type Cred } from './core/perms.js';
+import { displayPath, isWithin, splitParent } from './core/paths.js';
+import type { Vfs } from './core/vfs.js';
+import type { Creds, FeedEvent } from './rpc/protocol.js';
+
+/** Events kept for resume (`since`); older ids answer `reset: true`. */
+export const RING = 4096;
+/**
+ * Paths one event carries. A bigger change (a revert, a large copy) is recorded as `paths: []`
+ * ("anything may have changed: reload"), so that filtering one event costs at most this many
+ * permission checks per subscriber.
+ */
+export const EVENT_PATHS = 64;
+/** Subscriptions in the whole daemon (each costs up to EVENT_PATHS permission checks per change). */
+export const MAX_SUBSCRIPTIONS = 256;
+
+/**
+ * The request being handled, for attribution: the RPC server runs every handler inside `run`, and
+ * authentication stores the caller's identity in the slot. Changes made outside a request (start,
+ * in-process calls) carry no author.
+ */
+export const requestScope = new AsyncLocalStorage<{ cred?: Cred }>();
+
+interface Recorded {
+  seq: number;
+  time: number;
+  /** Absolute paths; empty means "anything may have changed" (identities, groups, tokens). */
+  paths: string[];
+  by?: string;
+  onBehalfOf?: string;
+}
+
+interface Subscription {
+  creds: Creds;
+  cred: Cred;
+  push: (ev: FeedEvent) => void;
+  end: (reason: string) => void;
+}
+
+export class EventFeed {
+  /** Ids are `<boot>.<seq>`: a daemon restart changes `boot`, so an old id asks for a reset. */
+  private readonly boot = Date.now().toString(36);
+  private seq = 0;
+  private readonly ring: Recorded[] = [];
+  private readonly subs = new Map<string, Subscription>();
+
+  constructor(
+    private readonly vfs: Vfs,
+    private readonly authenticate: (creds: Creds) => Cred,
+  ) {
+    vfs.onChange((paths) => this.record(paths));
+  }
+
+  /** The newest id (what a subscriber that wants only new events starts from). */
+  get lastId(): string {
+    return `${this.boot}.${this.seq}`;
+  }
+
+  private record(paths: string[]): void {
+    const cred = requestScope.getStore()?.cred;
+    const r: Recorded = { seq: ++this.seq, time: Date.now(), paths: paths.length > EVENT_PATHS ? [] : paths };
+    if (cred !== undefined) {
+      r.by = cred.user.name;
+      if (cred.delegate !== undefined) r.onBehalfOf = cred.delegate.name;
+    }
+    this.ring.push(r);
+    if (this.ring.length > RING) this.ring.splice(0, this.ring.length - RING);
+    if (paths.length === 0) this.reauthenticate();
+    for (const s of this.subs.values()) {
+      const ev = this.view(s.cred, r);
+      if (ev !== null) s.push(ev);
+    }
+  }
+
+  /**
+   * Adds subscription `key` (unique per connection) and replays what it missed since `since`.
+   * Answers whether the gap could not be replayed (`reset`: the client must reload what it shows).
+   */
+  subscribe(key: string, creds: Creds, cred: Cred, since: string | undefined, push: (ev: FeedEvent) => void, end: (reason: string) => void): { last_id: string; reset: boolean } {
+    if (this.subs.has(key)) throw new VfsError('EEXIST', 'events.subscribe', undefined, 'subscription id in use on this connection');
+    if (this.subs.size >= MAX_SUBSCRIPTIONS) throw new VfsError('EBUSY', 'events.subscribe', undefined, `too many event subscriptions (${MAX_SUBSCRIPTIONS}); try again later`);
+    let reset = false;
+    if (since !== undefined && since !== '') {
+      const m = /^([0-9a-z]+)\.(\d+)$/.exec(since);
+      const seq = m === null ? -1 : Number(m[2]);
+      const oldest = this.ring[0]?.seq ?? this.seq + 1;
+      if (m === null || m[1] !== this.boot || seq > this.seq || seq < oldest - 1) reset = true;
+      else {
+        // The ring is in seq order: replay from the first event after `since`.
+        for (let i = Math.max(0, this.ring.length - (this.seq - seq)); i < this.ring.length; i++) {
+          const ev = this.view(cred, this.ring[i]!);
+          if (ev !== null) push(ev);
+        }
+      }
+    }
+    this.subs.set(key, { creds, cred, push, end });
+    return { last_id: this.lastId, reset };
+  }
+
+  unsubscribe(key: string): boolean {
+    return this.subs.delete(key);
+  }
+
+  get subscriptions(): number {
+    return this.subs.size;
+  }
+
+  /** After identities changed: refresh every subscriber's identity; end those no longer valid. */
+  private reauthenticate(): void {
+    for (const [key, s] of this.subs) {
+      try {
+        s.cred = this.authenticate(s.creds);
+      } catch (err) {
+        this.subs.delete(key);
+        s.end(err instanceof Error ? err.message : String(err));
+      }
+    }
+  }
+
+  /** What subscriber `cred` may see of one event, or null when nothing. */
+  private view(cred: Cred, r: Recorded): FeedEvent | null {
+    const jail = cred.workspace?.root;
+    const shown: string[] = [];
+    for (const p of r.paths) {
+      if (jail !== undefined && !isWithin(p, jail)) continue;
+      if (this.visible(cred, p)) shown.push(displayPath(p, jail));
+    }
+    if (r.paths.length > 0 && shown.length === 0) return null;
+    const ev: FeedEvent = { id: `${this.boot}.${r.seq}`, time: r.time, paths: shown };
+    if (r.by !== undefined) ev.by = r.by;
+    if (r.onBehalfOf !== undefined) ev.on_behalf_of = r.onBehalfOf;
+    return ev;
+  }
+
+  private visible(cred: Cred, abs: string): boolean {
+    if (this.may(cred, abs)) return true;
+    return abs !== '/' && this.may(cred, splitParent(abs).dir);
+  }
+
+  private may(cred: Cred, abs: string): boolean {
+    try {
+      this.vfs.access(cred, abs, R);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}

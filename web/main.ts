@@ -1,0 +1,653 @@
+/**
+ * The mdvfs web UI: sign-in (and first-run bootstrap), the file tree, a CodeMirror editor with a
+ * sanitised preview, search, commit, history with diffs, and live updates from `GET /events`.
+ * Everything goes through the same REST API as any other client, with the signed-in credentials.
+ */
+import { EditorView, drawSelection, highlightActiveLine, keymap, lineNumbers } from '@codemirror/view';
+import { defaultKeymap, history, historyKeymap } from '@codemirror/commands';
+import { defaultHighlightStyle, syntaxHighlighting } from '@codemirror/language';
+import { highlightSelectionMatches, searchKeymap } from '@codemirror/search';
+import { markdown } from '@codemirror/lang-markdown';
+import MarkdownIt from 'markdown-it';
+import DOMPurify from 'dompurify';
+import { html as diffHtml } from 'diff2html';
+import { Api, ApiError, fsUrl, loadSession, saveSession, type Commit, type DirEntry, type FeedEvent, type Session, type WhoAmI } from './api.js';
+import { Live } from './live.js';
+
+// ---------- small DOM helpers ----------
+
+function $(id: string): HTMLElement {
+  const e = document.getElementById(id);
+  if (e === null) throw new Error(`missing #${id}`);
+  return e;
+}
+function input(id: string): HTMLInputElement {
+  return $(id) as HTMLInputElement;
+}
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (cls !== undefined) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+function show(id: string, on: boolean): void {
+  $(id).hidden = !on;
+}
+
+function join(dir: string, name: string): string {
+  return dir === '/' ? `/${name}` : `${dir}/${name}`;
+}
+function dirname(p: string): string {
+  const i = p.lastIndexOf('/');
+  return i <= 0 ? '/' : p.slice(0, i);
+}
+function ago(ms: number): string {
+  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+  if (s < 60) return `${s} s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  return new Date(ms).toLocaleString();
+}
+function whoText(by: string | undefined, obo: string | undefined): string {
+  if (by === undefined) return 'the service';
+  return obo === undefined ? by : `${by} on behalf of ${obo}`;
+}
+
+// ---------- state ----------
+
+const api = new Api(loadSession());
+let me: WhoAmI | null = null;
+let live: Live | null = null;
+/** The selected tree entry (a file or a directory). */
+let selected: { path: string; dir: boolean } | null = null;
+/** The file in the editor: its path, the etag it was read at, and the text saved there. */
+let open: { path: string; etag: string; saved: string } | null = null;
+/** Directories shown expanded in the tree. */
+const expanded = new Set<string>();
+/** The last change event per path, for attribution ("changed by helper on behalf of alice"). */
+const lastChange = new Map<string, FeedEvent>();
+
+function message(text: string | null, kind: 'error' | 'info' = 'error'): void {
+  const m = $('message');
+  m.textContent = text ?? '';
+  m.className = `message ${kind}`;
+  m.hidden = text === null;
+}
+function fail(err: unknown): void {
+  if (err instanceof ApiError) message(`${err.message}${err.message.startsWith(err.code) ? '' : ` (${err.code})`}`);
+  else message(err instanceof Error ? err.message : String(err));
+}
+/** Runs a UI action, showing any refusal as a readable message. */
+function act(fn: () => Promise<void>): () => void {
+  return () => {
+    message(null);
+    fn().catch(fail);
+  };
+}
+
+// ---------- dialogs ----------
+
+function ask(label: string, value: string | null): Promise<string | null> {
+  const dlg = $('ask') as HTMLDialogElement;
+  $('ask-label').textContent = label;
+  const box = input('ask-input');
+  box.hidden = value === null;
+  box.value = value ?? '';
+  dlg.showModal();
+  if (value !== null) box.select();
+  return new Promise((resolve) => {
+    const done = (v: string | null): void => {
+      $('ask-form').onsubmit = null;
+      $('ask-cancel').onclick = null;
+      dlg.close();
+      resolve(v);
+    };
+    $('ask-form').onsubmit = (e) => {
+      e.preventDefault();
+      done(value === null ? '' : box.value.trim());
+    };
+    $('ask-cancel').onclick = () => done(null);
+    dlg.oncancel = () => done(null);
+  });
+}
+
+// ---------- sign-in ----------
+
+async function start(): Promise<void> {
+  const health = await (await fetch('/health', { credentials: 'omit' })).json() as { needs_bootstrap?: boolean };
+  show('bootstrap', health.needs_bootstrap === true);
+  if (api.session !== null) {
+    try {
+      await enter();
+      return;
+    } catch (err) {
+      fail(err);
+      api.session = null;
+      saveSession(null);
+    }
+  }
+  show('signin', true);
+}
+
+async function enter(): Promise<void> {
+  me = await api.json<WhoAmI>('/auth/whoami');
+  const who = $('who');
+  who.textContent = me.on_behalf_of === undefined ? me.user : `${me.user} → ${me.on_behalf_of}`;
+  if (me.workspace !== undefined) who.textContent += ` · workspace ${me.workspace.name}`;
+  if (me.is_admin) who.textContent += ' (admin)';
+  who.title = `home ${me.home}`;
+  show('signin', false);
+  show('app', true);
+  show('signout', true);
+  await loadTree();
+  live?.stop();
+  live = new Live(api.session!, { onChange, onReset: () => void refreshAll(), onState: (on) => ($('live').className = on ? 'live on' : 'live') });
+  live.start();
+}
+
+function signIn(s: Session): void {
+  api.session = s;
+  saveSession(s);
+  act(async () => {
+    try {
+      await enter();
+    } catch (err) {
+      api.session = null;
+      saveSession(null);
+      throw err;
+    }
+  })();
+}
+
+// ---------- tree ----------
+
+async function loadTree(): Promise<void> {
+  const tree = $('tree');
+  tree.replaceChildren();
+  const root = '/';
+  tree.append(dirItem(root, root));
+  expanded.add(root);
+  // Open the way down to the home directory.
+  const parts = me!.home.split('/').filter((x) => x !== '');
+  let p = '';
+  for (const part of parts) {
+    p += `/${part}`;
+    expanded.add(p);
+  }
+  await renderDir(root);
+  selectPath(me!.home, true);
+}
+
+function dirItem(path: string, label: string): HTMLLIElement {
+  const li = el('li', 'dir');
+  li.dataset.path = path;
+  li.setAttribute('role', 'treeitem');
+  const name = el('span', 'name', label);
+  name.onclick = act(async () => {
+    selectPath(path, true);
+    if (expanded.has(path)) {
+      expanded.delete(path);
+      li.querySelector(':scope > ul')?.remove();
+      li.classList.remove('open');
+    } else {
+      expanded.add(path);
+      await renderDir(path);
+    }
+  });
+  li.append(name);
+  return li;
+}
+
+function fileItem(path: string, label: string): HTMLLIElement {
+  const li = el('li', 'file');
+  li.dataset.path = path;
+  li.setAttribute('role', 'treeitem');
+  const name = el('span', 'name', label);
+  name.onclick = act(async () => {
+    selectPath(path, false);
+    await openFile(path);
+  });
+  li.append(name);
+  return li;
+}
+
+function itemFor(path: string): HTMLLIElement | null {
+  for (const li of $('tree').querySelectorAll<HTMLLIElement>('li')) if (li.dataset.path === path) return li;
+  return null;
+}
+
+/** (Re)loads a directory's listing into the tree, keeping expanded subdirectories expanded. */
+async function renderDir(path: string): Promise<void> {
+  const li = itemFor(path);
+  if (li === null) return;
+  let entries: DirEntry[];
+  let truncated = false;
+  try {
+    const r = await api.json<{ entries: DirEntry[]; truncated?: boolean }>(`${fsUrl(path)}?limit=1000`);
+    entries = r.entries;
+    truncated = r.truncated === true;
+  } catch (err) {
+    if (err instanceof ApiError && (err.code === 'ENOENT' || err.code === 'EACCES' || err.code === 'ENOTDIR')) {
+      expanded.delete(path);
+      li.querySelector(':scope > ul')?.remove();
+      li.classList.remove('open');
+      li.classList.toggle('denied', err.code === 'EACCES');
+      if (err.code === 'EACCES') li.title = err.message;
+      return;
+    }
+    throw err;
+  }
+  const ul = el('ul');
+  ul.setAttribute('role', 'group');
+  const subdirs: string[] = [];
+  for (const e of entries) {
+    const p = join(path, e.name);
+    if (e.is_dir) {
+      ul.append(dirItem(p, e.name));
+      if (expanded.has(p)) subdirs.push(p);
+    } else ul.append(fileItem(p, e.name));
+  }
+  if (truncated) ul.append(el('li', 'more', '… more entries not shown'));
+  li.querySelector(':scope > ul')?.remove();
+  li.append(ul);
+  li.classList.add('open');
+  if (selected !== null) markSelected();
+  await Promise.all(subdirs.map((d) => renderDir(d)));
+}
+
+function selectPath(path: string, dir: boolean): void {
+  selected = { path, dir };
+  markSelected();
+}
+function markSelected(): void {
+  for (const li of $('tree').querySelectorAll<HTMLLIElement>('li.selected')) li.classList.remove('selected');
+  if (selected !== null) itemFor(selected.path)?.classList.add('selected');
+}
+function targetDir(): string {
+  if (selected === null) return me!.home;
+  return selected.dir ? selected.path : dirname(selected.path);
+}
+
+// ---------- editor ----------
+
+let view: EditorView;
+const md = new MarkdownIt({ html: false, linkify: true });
+
+function text(): string {
+  return view.state.doc.toString();
+}
+function dirty(): boolean {
+  return open !== null && text() !== open.saved;
+}
+function updateState(): void {
+  $('file-path').textContent = open?.path ?? '';
+  $('file-state').textContent = open === null ? '' : dirty() ? 'modified' : 'saved';
+  ($('save') as HTMLButtonElement).disabled = open === null;
+  if (!$('preview').hidden) renderPreview();
+}
+function renderPreview(): void {
+  $('preview').innerHTML = DOMPurify.sanitize(md.render(text()));
+}
+function setText(t: string): void {
+  view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: t } });
+}
+
+async function openFile(path: string, line?: number): Promise<void> {
+  const res = await api.raw(fsUrl(path));
+  const t = await res.text();
+  open = { path, etag: (res.headers.get('ETag') ?? '').replace(/"/g, ''), saved: t };
+  setText(t);
+  show('conflict', false);
+  show('file-note', false);
+  updateState();
+  if (line !== undefined) {
+    const l = view.state.doc.line(Math.min(Math.max(1, line), view.state.doc.lines));
+    view.dispatch({ selection: { anchor: l.from, head: l.to }, effects: EditorView.scrollIntoView(l.from, { y: 'center' }) });
+    view.focus();
+  }
+}
+
+/** The save in flight: a change event for the open file waits for it (it may be our own write). */
+let saving: Promise<void> | null = null;
+
+function save(): Promise<void> {
+  saving ??= saveNow().finally(() => {
+    saving = null;
+  });
+  return saving;
+}
+
+async function saveNow(): Promise<void> {
+  if (open === null) return;
+  const body = text();
+  try {
+    const res = await api.raw(fsUrl(open.path), { method: 'PUT', body, headers: { 'If-Match': `"${open.etag}"`, 'Content-Type': 'text/markdown; charset=utf-8' } });
+    open.etag = (res.headers.get('ETag') ?? '').replace(/"/g, '');
+    open.saved = body;
+    show('conflict', false);
+    message(`Saved ${open.path}`, 'info');
+    updateState();
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 412) {
+      const ev = lastChange.get(open.path);
+      $('conflict-text').textContent = `Not saved: ${open.path} was changed by ${ev === undefined ? 'someone else' : `${whoText(ev.by, ev.on_behalf_of)} ${ago(ev.time)}`} since you opened it. Your text is still here; copy what you need, then load their version.`;
+      show('conflict', true);
+      return;
+    }
+    throw err;
+  }
+}
+
+// ---------- file operations ----------
+
+async function newEntry(kind: 'file' | 'folder'): Promise<void> {
+  const dir = targetDir();
+  const name = await ask(`New ${kind} in ${dir}:`, '');
+  if (!name) return;
+  const p = name.startsWith('/') ? name : join(dir, name);
+  if (kind === 'file') await api.raw(fsUrl(p), { method: 'PUT', body: '', headers: { 'If-None-Match': '*' } });
+  else await api.raw(fsUrl(p), { method: 'PUT', headers: { 'X-Service-Type': 'directory', 'If-None-Match': '*' } });
+  expanded.add(dirname(p));
+  await renderDir(dirname(p));
+  if (kind === 'file') {
+    selectPath(p, false);
+    await openFile(p);
+  } else selectPath(p, true);
+}
+
+async function rename(): Promise<void> {
+  if (selected === null) return;
+  const src = selected.path;
+  const dst = await ask(`Rename or move ${src} to:`, src);
+  if (!dst || dst === src) return;
+  const abs = dst.startsWith('/') ? dst : join(dirname(src), dst);
+  await api.raw(`${fsUrl(src)}?op=move&into_dir=false&dst=${encodeURIComponent(abs)}`, { method: 'POST' });
+  if (open?.path === src) open.path = abs;
+  selectPath(abs, selected.dir);
+  await renderDir(dirname(src));
+  if (dirname(abs) !== dirname(src)) await renderDir(dirname(abs));
+  updateState();
+}
+
+async function remove(): Promise<void> {
+  if (selected === null) return;
+  const p = selected.path;
+  if ((await ask(`Delete ${p}${selected.dir ? ' and everything in it' : ''}?`, null)) === null) return;
+  await api.raw(`${fsUrl(p)}${selected.dir ? '?recursive=true' : ''}`, { method: 'DELETE' });
+  if (open !== null && (open.path === p || open.path.startsWith(`${p}/`))) {
+    open = null;
+    setText('');
+    updateState();
+  }
+  selectPath(dirname(p), true);
+  await renderDir(dirname(p));
+}
+
+// ---------- search, commit, history ----------
+
+async function search(): Promise<void> {
+  const pattern = input('search-input').value;
+  const list = $('search-results');
+  list.replaceChildren();
+  if (pattern === '') return;
+  const r = await api.json<{ results: { file: string; line_num: number; line: string }[]; truncated: boolean }>(`/search/grep?recursive=true&path=%2F&max_results=200&pattern=${encodeURIComponent(pattern)}`);
+  if (r.results.length === 0) list.append(el('li', 'empty', 'No matches'));
+  for (const hit of r.results) {
+    const li = el('li', 'hit');
+    li.append(el('span', 'loc', `${hit.file}:${hit.line_num}`), el('span', 'line', hit.line));
+    li.onclick = act(() => openFile(hit.file, hit.line_num));
+    list.append(li);
+  }
+  if (r.truncated) list.append(el('li', 'more', 'More matches not shown; narrow the pattern'));
+}
+
+async function loadStatus(): Promise<void> {
+  const st = await api.json<{ text: string; clean?: boolean }>('/vcs/status?format=json');
+  $('status').textContent = st.text.trim() === '' ? 'Nothing to commit' : st.text;
+}
+
+async function commit(): Promise<void> {
+  const msg = input('commit-message').value.trim();
+  if (msg === '') {
+    message('Write a commit message first');
+    return;
+  }
+  const r = await api.json<{ hash: string }>('/vcs/commit', { method: 'POST', body: { message: msg } });
+  input('commit-message').value = '';
+  message(`Committed ${r.hash.slice(0, 10)}`, 'info');
+  await loadStatus();
+}
+
+async function loadLog(): Promise<void> {
+  const { commits } = await api.json<{ commits: Commit[] }>('/vcs/log?limit=100');
+  const list = $('log');
+  list.replaceChildren();
+  if (commits.length === 0) list.append(el('li', 'empty', 'No commits yet'));
+  for (const c of commits) {
+    const li = el('li', 'commit');
+    li.append(el('code', 'hash', c.hash.slice(0, 10)), el('span', 'msg', c.message), el('span', 'by', `${whoText(c.author, c.on_behalf_of)} · ${ago(c.timestamp * 1000)}`));
+    li.onclick = act(() => showDiff(c));
+    list.append(li);
+  }
+}
+
+async function showDiff(c: Commit): Promise<void> {
+  const box = $('diff');
+  if (c.parent === null) {
+    box.replaceChildren(el('p', 'empty', 'The first commit: no earlier version to compare with.'));
+    return;
+  }
+  const { diff, truncated } = await api.json<{ diff: string; truncated?: boolean }>(`/vcs/diff?format=json&from=${encodeURIComponent(c.parent)}&to=${encodeURIComponent(c.hash)}`);
+  box.innerHTML = DOMPurify.sanitize(diffHtml(diff, { drawFileList: false, outputFormat: 'line-by-line', matching: 'lines' }));
+  if (truncated === true) box.prepend(el('p', 'more', 'The diff is cut: too many changes to show at once.'));
+}
+
+// ---------- live ----------
+
+const pendingDirs = new Set<string>();
+let flushTimer: number | undefined;
+
+function onChange(ev: FeedEvent): void {
+  const act = el('li', 'event');
+  act.dataset.time = String(ev.time);
+  const who = whoText(ev.by, ev.on_behalf_of);
+  act.append(el('span', 'by', who), el('span', 'paths', ev.paths.length === 0 ? '(access changed)' : ev.paths.join(', ')), el('span', 'when', ago(ev.time)));
+  const list = $('activity');
+  list.prepend(act);
+  while (list.children.length > 200) list.lastElementChild?.remove();
+  if (ev.paths.length === 0) {
+    void refreshAll();
+    return;
+  }
+  for (const p of ev.paths) {
+    lastChange.set(p, ev);
+    if (expanded.has(dirname(p))) pendingDirs.add(dirname(p));
+    if (expanded.has(p)) pendingDirs.add(p);
+    if (open !== null && (open.path === p || open.path.startsWith(`${p}/`))) void openChanged(ev);
+  }
+  flushTimer ??= window.setTimeout(() => {
+    flushTimer = undefined;
+    const dirs = [...pendingDirs];
+    pendingDirs.clear();
+    for (const d of dirs) renderDir(d).catch(fail);
+  }, 50);
+}
+
+/** The open file changed elsewhere: reload it if there are no unsaved edits, else say so. */
+async function openChanged(ev: FeedEvent): Promise<void> {
+  if (saving !== null) await saving.catch(() => undefined);
+  if (open === null) return;
+  const note = $('file-note');
+  const who = whoText(ev.by, ev.on_behalf_of);
+  // Our own save (or a change already loaded) leaves the etag we hold: nothing to report.
+  try {
+    const st = await api.json<{ etag?: string }>(`${fsUrl(open.path)}?stat=true`);
+    if (st.etag === open.etag) return;
+  } catch {
+    // gone or unreadable: reported below
+  }
+  if (open === null) return;
+  if (dirty()) {
+    note.textContent = `Changed by ${who} ${ago(ev.time)} while you were editing; saving will report a conflict.`;
+    note.hidden = false;
+    return;
+  }
+  const path = open.path;
+  try {
+    const res = await api.raw(fsUrl(path));
+    const t = await res.text();
+    if (open?.path !== path || dirty()) return;
+    open.etag = (res.headers.get('ETag') ?? '').replace(/"/g, '');
+    open.saved = t;
+    if (t !== text()) setText(t);
+    note.textContent = `Updated by ${who}`;
+    note.dataset.time = String(ev.time);
+    note.hidden = false;
+    updateState();
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 'ENOENT') {
+      note.textContent = `Deleted or moved by ${who}; your text is kept until you close it.`;
+      note.hidden = false;
+      return;
+    }
+    throw err;
+  }
+}
+
+async function refreshAll(): Promise<void> {
+  for (const d of [...expanded].sort((a, b) => a.length - b.length)) if (itemFor(d) !== null) await renderDir(d);
+}
+
+// ---------- wiring ----------
+
+function tab(name: string): void {
+  for (const b of document.querySelectorAll<HTMLButtonElement>('.tab')) b.classList.toggle('active', b.dataset.tab === name);
+  for (const t of ['search', 'commit', 'log', 'activity']) show(`tab-${t}`, t === name);
+  // Diffs need room: the history panel takes half the width.
+  $('app').classList.toggle('wide-right', name === 'log');
+  if (name === 'commit') act(loadStatus)();
+  if (name === 'log') act(loadLog)();
+}
+
+function wire(): void {
+  // In a shadow root, CodeMirror's styles go in constructable style sheets; in the document they
+  // would be a <style> element, which the page's Content-Security-Policy (style-src 'self') refuses.
+  const shadow = $('editor').attachShadow({ mode: 'open' });
+  const sheet = new CSSStyleSheet();
+  sheet.replaceSync(':host { display: block; } .cm-editor { height: 100%; } .cm-editor.cm-focused { outline: none; }');
+  shadow.adoptedStyleSheets = [sheet];
+  view = new EditorView({
+    parent: shadow,
+    root: shadow,
+    extensions: [
+      keymap.of([{ key: 'Mod-s', preventDefault: true, run: () => (act(save)(), true) }, ...defaultKeymap, ...historyKeymap, ...searchKeymap]),
+      lineNumbers(),
+      history(),
+      drawSelection(),
+      highlightActiveLine(),
+      highlightSelectionMatches(),
+      syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+      markdown(),
+      EditorView.lineWrapping,
+      EditorView.updateListener.of((u) => {
+        if (u.docChanged) updateState();
+      }),
+    ],
+  });
+  $('bootstrap-form').onsubmit = (e) => {
+    e.preventDefault();
+    act(async () => {
+      const r = await new Api(null).json<{ username: string; token: string }>('/auth/bootstrap', { method: 'POST', body: { username: input('bootstrap-name').value.trim() } });
+      $('bootstrap-user').textContent = r.username;
+      $('bootstrap-token').textContent = r.token;
+      show('bootstrap-form', false);
+      show('bootstrap-result', true);
+    })();
+  };
+  $('bootstrap-copy').onclick = act(async () => {
+    const t = $('bootstrap-token').textContent ?? '';
+    try {
+      await navigator.clipboard.writeText(t);
+      message('Token copied', 'info');
+    } catch {
+      const range = document.createRange();
+      range.selectNodeContents($('bootstrap-token'));
+      getSelection()?.removeAllRanges();
+      getSelection()?.addRange(range);
+      message('Copying was refused by the browser: the token is selected, press Ctrl+C', 'info');
+    }
+  });
+  $('bootstrap-continue').onclick = () => {
+    const token = $('bootstrap-token').textContent ?? '';
+    $('bootstrap-token').textContent = '';
+    show('bootstrap', false);
+    signIn({ authorization: `Bearer ${token}` });
+  };
+  $('signin-form').onsubmit = (e) => {
+    e.preventDefault();
+    const token = input('signin-token').value.trim();
+    const user = input('signin-user').value.trim();
+    const obo = input('signin-obo').value.trim();
+    if (token === '' && user === '') {
+      message('Give a token or a user name');
+      return;
+    }
+    input('signin-token').value = '';
+    signIn({ authorization: token !== '' ? `Bearer ${token}` : `User ${user}`, ...(obo === '' ? {} : { onBehalfOf: obo }) });
+  };
+  $('signout').onclick = () => {
+    live?.stop();
+    saveSession(null);
+    location.reload();
+  };
+  $('new-file').onclick = act(() => newEntry('file'));
+  $('new-folder').onclick = act(() => newEntry('folder'));
+  $('rename').onclick = act(rename);
+  $('delete').onclick = act(remove);
+  $('save').onclick = act(save);
+  $('toggle-preview').onclick = () => {
+    const p = $('preview');
+    p.hidden = !p.hidden;
+    $('panes').classList.toggle('split', !p.hidden);
+    if (!p.hidden) renderPreview();
+  };
+  $('conflict-reload').onclick = act(async () => {
+    if (open !== null) await openFile(open.path);
+  });
+  $('search-form').onsubmit = (e) => {
+    e.preventDefault();
+    act(search)();
+  };
+  $('commit-form').onsubmit = (e) => {
+    e.preventDefault();
+    act(commit)();
+  };
+  for (const b of document.querySelectorAll<HTMLButtonElement>('.tab')) b.onclick = () => tab(b.dataset.tab ?? 'search');
+  $('message').onclick = () => message(null);
+  document.addEventListener('keydown', (e) => {
+    const mod = e.ctrlKey || e.metaKey;
+    // The editor's own Mod-s binding has handled it already (and prevented the default).
+    if (e.defaultPrevented) return;
+    if (mod && e.key === 's') {
+      e.preventDefault();
+      act(save)();
+    } else if (mod && e.key === 'k') {
+      e.preventDefault();
+      tab('search');
+      input('search-input').focus();
+    } else if (mod && e.key === 'Enter' && !$('app').hidden) {
+      e.preventDefault();
+      tab('commit');
+      act(commit)();
+    }
+  });
+  window.setInterval(() => {
+    for (const li of document.querySelectorAll<HTMLElement>('#activity li')) {
+      const w = li.querySelector('.when');
+      if (w !== null) w.textContent = ago(Number(li.dataset.time));
+    }
+  }, 5000);
+  tab('search');
+}
+
+wire();
+start().catch(fail);
