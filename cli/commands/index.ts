@@ -5,6 +5,7 @@ import type { CommandHost } from '../context.js';
 import { addIdentityOptions, type IdentityOptions } from '../identity.js';
 import { registerFileCommands } from './files.js';
 import { registerMaintenance } from './maintenance.js';
+import { registerMigrate } from './migrate.js';
 import { registerTransferCommands } from './transfer.js';
 import { registerUserCommands } from './users.js';
 import { registerVcsCommands } from './vcs.js';
@@ -22,6 +23,7 @@ export function registerAll(program: Command, host: CommandHost): void {
 export function registerCommands(program: Command): void {
   registerAll(program, cliHost());
   registerMaintenance(program);
+  registerMigrate(program);
   addIdentityOptions(program.command('shell').description('interactive shell with a working directory, pipes, history and tab completion')).action(
     async (_opts: unknown, cmd: Command) => {
       const { runShell } = await import('../shell.js');
