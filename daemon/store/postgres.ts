@@ -17,7 +17,7 @@ import type { Node } from '../core/inode.js';
 import type { Registry } from '../auth/registry.js';
 import { redactUrl } from '../rpc/settings.js';
 import { verifyObject, type ObjectType } from './objects.js';
-import { applyRegistryRows, inodeValues, PendingChanges, registryRows, SCHEMA_VERSION, StoredCheck, type DecodeRefs, type FsckResult, type InodeRow, type LoadedState, type OpenedStore, type RegistryRows, type StoredObject } from './store.js';
+import { applyRegistryRows, inodeValues, isFresh, PendingChanges, registryRows, SCHEMA_VERSION, StoredCheck, type DecodeRefs, type FsckResult, type InodeRow, type LoadedState, type OpenedStore, type RegistryRows, type StoredObject } from './store.js';
 
 /** The advisory lock key of an mdvfs store (one per database): 'mdvfs' as a number. */
 const LOCK_KEY = 0x6d_64_76_66_73;
@@ -127,7 +127,8 @@ export class PostgresStore implements OpenedStore {
     try {
       const version = (await this.client.query<{ value: string }>('SELECT value FROM meta WHERE key = $1', ['schema'])).rows[0]?.value;
       const count = Number((await this.client.query<{ n: string }>('SELECT count(*) AS n FROM inodes')).rows[0]?.n ?? 0);
-      if (version === undefined && count === 0) {
+      const users = Number((await this.client.query<{ n: string }>('SELECT count(*) AS n FROM users')).rows[0]?.n ?? 0);
+      if (isFresh(version, count, users)) {
         await this.client.query('INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value', ['schema', SCHEMA_VERSION]);
         return { inodes: [], objects: [], refs: new Map(), fresh: true };
       }

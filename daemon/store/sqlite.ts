@@ -12,7 +12,7 @@ import path from 'node:path';
 import { VfsError } from '../errors.js';
 import type { Registry } from '../auth/registry.js';
 import { verifyObject, type ObjectType } from './objects.js';
-import { applyRegistryRows, inodeValues, registryRows, SCHEMA_VERSION, StoredCheck, type DecodeRefs, type FsckResult, type InodeRow, type LoadedState, PendingChanges, type OpenedStore, type RegistryRows, type StoredObject } from './store.js';
+import { applyRegistryRows, inodeValues, isFresh, registryRows, SCHEMA_VERSION, StoredCheck, type DecodeRefs, type FsckResult, type InodeRow, type LoadedState, PendingChanges, type OpenedStore, type RegistryRows, type StoredObject } from './store.js';
 import type { Node } from '../core/inode.js';
 
 export { SCHEMA_VERSION, type InodeRow, type LoadedState, type Store } from './store.js';
@@ -86,7 +86,8 @@ export class SqliteStore implements OpenedStore {
     try {
       const version = this.db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get('schema') as string | undefined;
       const count = this.db.prepare('SELECT count(*) FROM inodes').pluck().get() as number;
-      if (version === undefined && count === 0) {
+      const users = this.db.prepare('SELECT count(*) FROM users').pluck().get() as number;
+      if (isFresh(version, count, users)) {
         this.db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run('schema', SCHEMA_VERSION);
         return { inodes: [], objects: [], refs: new Map(), fresh: true };
       }

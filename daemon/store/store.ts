@@ -11,6 +11,14 @@ import { verifyObject, type ObjectType } from './objects.js';
 
 export const SCHEMA_VERSION = '1';
 
+/**
+ * Whether a store holds nothing yet. A store with no inode and no user is fresh even when its schema
+ * row is there: a daemon killed after writing that row and before its first batch left exactly that.
+ */
+export function isFresh(version: string | undefined, inodes: number, users: number): boolean {
+  return inodes === 0 && users === 0 && (version === undefined || version === SCHEMA_VERSION);
+}
+
 export interface FsckResult {
   problems: string[];
   objects: number;

@@ -97,7 +97,7 @@ export async function startPostgres(t: Teardown): Promise<PgCluster> {
     rmSync(dir, { recursive: true, force: true });
   };
   t.teardown(stop);
-  await run('initdb', ['-D', data, '-U', ROLE, '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-instructions']);
+  await run('initdb', ['-D', data, '-U', ROLE, '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-instructions', '--no-sync']);
   await run('pg_ctl', ['-D', data, '-l', path.join(dir, 'log'), '-w', '-t', '60', '-o', `-c listen_addresses='' -c unix_socket_directories='${dir}' -c max_connections=200 -c fsync=on -c synchronous_commit=on`, 'start']);
   running = true;
   const url = (db: string): string => `postgres://${ROLE}@localhost/${db}?host=${encodeURIComponent(dir)}`;
