@@ -90,7 +90,7 @@ export interface Core {
 }
 
 /** Opens the SQLite store of the data dir, loads everything into memory, and returns the wired core (no socket). */
-export function openCore(cfg: CoreConfig, proc?: DaemonProcess): Core & { store: SqliteStore } {
+export function openCore(cfg: CoreConfig, proc?: DaemonProcess): Omit<Core, 'store'> & { store: SqliteStore } {
   const store = new SqliteStore(cfg.dataDir, cfg.fsync);
   const state = store.load();
   const registry = new Registry();

@@ -13,7 +13,7 @@ import type { GrantHolder } from './core/grants.js';
 import { callerKey, capItems, capPaths, compilePattern, LOG_ANSWER_BYTES, find, grepFiles, tree, type GrepPool } from './core/search.js';
 import type { AuthPolicy, Registry, UserRow, WorkspaceRow } from './auth/registry.js';
 import type { Vcs, Scope } from './vcs/vcs.js';
-import type { Store } from './store/store.js';
+import type { OpenedStore } from './store/store.js';
 import type { TreeEntry } from './store/objects.js';
 import { formatMode, LIST_PAGE_MAX, parseMode, READ_CHUNK, type Creds, type DaemonStatus, type Listing, type DirEntry, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
 
@@ -45,7 +45,7 @@ export interface ServiceDeps {
   vfs: Vfs;
   registry: Registry;
   vcs: Vcs;
-  store: Store;
+  store: OpenedStore;
   grep: GrepPool;
   policy: AuthPolicy;
   /** The daemon process (`sys.status`, `sys.hold`); absent when the core runs without a socket. */

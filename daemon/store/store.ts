@@ -30,12 +30,6 @@ export interface Store extends Journal {
   setRef(scope: string, commitId: string): void;
   /** Resolves when everything changed so far is durable (group commit: one transaction per batch). */
   durable(): Promise<void>;
-  /** The registry whose `dirty` flag makes the next batch rewrite the auth tables. */
-  registry: Registry | undefined;
-  /** Called when a batch could not be written: the daemon stops rather than diverge from the store. */
-  onFatal: (err: Error) => void;
-  /** Verifies what is stored (what a restart would load); see checkStored. */
-  fsck(decodeRefs: DecodeRefs): FsckResult | Promise<FsckResult>;
   /** Writes what is pending and lets go of the store. */
   close(): void | Promise<void>;
 }
@@ -45,6 +39,12 @@ export interface OpenedStore extends Store {
   load(): LoadedState | Promise<LoadedState>;
   /** Fills `reg` from the auth tables (after load). */
   loadRegistry(reg: Registry): void | Promise<void>;
+  /** The registry whose `dirty` flag makes the next batch rewrite the auth tables. */
+  registry: Registry | undefined;
+  /** Called when a batch could not be written: the daemon stops rather than diverge from the store. */
+  onFatal: (err: Error) => void;
+  /** Verifies what is stored (what a restart would load); see StoredCheck. */
+  fsck(decodeRefs: DecodeRefs): FsckResult | Promise<FsckResult>;
 }
 
 export type DecodeRefs = (type: ObjectType, data: Buffer) => string[];
