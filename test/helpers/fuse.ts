@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
 import { connectSocket, type DaemonClient } from '../../daemon/rpc/client.js';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
+import { testStoreEnv } from './postgres.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = path.join(ROOT, 'dist', 'cli', 'main.js');
@@ -63,7 +64,7 @@ export interface Daemon {
 export async function startDaemon(t: Teardown, env: Record<string, string> = {}): Promise<Daemon> {
   const dataDir = tempDir(t, 'mdvfs-fuse-data-');
   const proc = spawn(process.execPath, [CLI, 'daemon'], {
-    env: { ...process.env, ...env, SERVICE_DATA_DIR: dataDir },
+    env: { ...process.env, ...(await testStoreEnv(dataDir)), ...env, SERVICE_DATA_DIR: dataDir },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let err = '';
