@@ -1,21 +1,23 @@
 /**
  * SERVICE_STORE=postgres://… against a real private PostgreSQL cluster (helpers/postgres.ts): the
  * daemon keeps its state there and nowhere else, one daemon per database, the password never shown,
- * and `mdvfs migrate` copies a SQLite store exactly and verifies it.
- * Persistence across kill -9 and the crash rounds run on PostgreSQL in persistence.test.ts and crash.test.ts.
+ * and a lost connection stops the daemon. `mdvfs migrate`: postgres-migrate.test.ts.
+ * The crash rounds on PostgreSQL: crash-postgres.test.ts; any suite with MDVFS_TEST_STORE=postgres.
  */
 import t from 'tap';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { runCli } from '../helpers/cli.js';
-import { authSnapshot, blobId, makePersonas, readText, spawnDaemon, tempDir, text, treeSnapshot } from '../helpers/daemon.js';
+import { blobId, readText, spawnDaemon, tempDir, text } from '../helpers/daemon.js';
 import { startPostgres } from '../helpers/postgres.js';
 import { PostgresStore } from '../../daemon/store/postgres.js';
 
-const SQLITE = { SERVICE_STORE: 'sqlite' };
+// One cluster for the file (stopped at the end), a fresh database per test.
+const cluster = startPostgres(t);
+cluster.catch(() => undefined); // each test awaits it and fails with the reason
 
 t.test('the daemon keeps its state in PostgreSQL, and nothing in the data dir', async (t) => {
-  const pg = await startPostgres(t);
+  const pg = await cluster;
   const url = await pg.createDb();
   const db = new URL(url).pathname.slice(1);
   const d = await spawnDaemon(t, { SERVICE_STORE: url });
@@ -25,6 +27,11 @@ t.test('the daemon keeps its state in PostgreSQL, and nothing in the data dir', 
   t.same(await pg.query(db, "SELECT name, size::int AS size FROM inodes WHERE name = 'a.md'"), [{ name: 'a.md', size: 11 }]);
   t.same(await pg.query(db, 'SELECT version FROM mdvfs_migrations ORDER BY version'), [{ version: 1 }], 'the schema is recorded as migrations');
   t.notOk(existsSync(path.join(d.dataDir, 'store.db')), 'no SQLite store in the data dir');
+  await root.call('admin.userAdd', { name: 'bob' });
+  const tok = (await root.call('admin.token', { name: 'bob' })).token;
+  const users = JSON.stringify(await pg.query(db, 'SELECT * FROM users'));
+  t.ok(users.includes('"bob"'));
+  t.notOk(users.includes(tok.slice(6)), 'tokens are stored only as hashes');
   await d.kill('SIGKILL');
   await d.restart();
   t.equal(await readText(d.client.as({}), '/a.md'), 'in postgres', 'loaded back from PostgreSQL after kill -9');
@@ -32,7 +39,7 @@ t.test('the daemon keeps its state in PostgreSQL, and nothing in the data dir', 
 });
 
 t.test('one daemon per database; the password in SERVICE_STORE is never shown', async (t) => {
-  const pg = await startPostgres(t);
+  const pg = await cluster;
   const url = (await pg.createDb()).replace('mdvfs@', 'mdvfs:s3cret-pw@'); // trust auth: the password is ignored
   const d = await spawnDaemon(t, { SERVICE_STORE: url });
   await d.client.as({}).call('fs.write', { path: '/x.md' }, text('x'));
@@ -53,59 +60,8 @@ t.test('one daemon per database; the password in SERVICE_STORE is never shown', 
   t.notMatch(unreachable.stderr, /s3cret-pw/);
 });
 
-t.test('mdvfs migrate copies a SQLite store into PostgreSQL exactly, and verifies it', async (t) => {
-  const pg = await startPostgres(t);
-  const url = await pg.createDb();
-  const src = await spawnDaemon(t, SQLITE);
-  const p = await makePersonas(src.client);
-  const { root, alice } = p;
-  await alice.call('fs.write', { path: 'a/b/c.md', mode: '0640' }, text('c'));
-  await alice.call('fs.write', { path: 'a/same1.md' }, text('shared'));
-  await alice.call('fs.write', { path: 'a/same2.md' }, text('shared'));
-  await alice.call('fs.symlink', { target: 'b/c.md', path: 'a/link' });
-  await alice.call('fs.write', { path: 'a/hist.md' }, text('kept only by history'));
-  await root.call('fs.mkdir', { path: '/srv/ws', parents: true });
-  const ws = await root.call('ws.create', { name: 'space', root_path: '/srv/ws' });
-  const wsSecret = (await root.call('ws.token', { id: ws.id, name: 'w1', agent_token: p.tokens.agent })).secret;
-  const commit = await root.call('vcs.commit', { message: 'snapshot' });
-  await alice.call('fs.delete', { path: 'a/hist.md' });
-  await alice.call('fs.write', { path: 'a/b/c.md' }, text('after commit'));
-  const tree = await treeSnapshot(root);
-  const auth = await authSnapshot(root);
-
-  const busy = await runCli(process.env, ['migrate', '--from', src.dataDir, '--to', url]);
-  t.not(busy.code, 0, 'refused while the source daemon runs');
-  t.match(busy.stderr, /EBUSY|another mdvfs daemon|locked/);
-
-  await src.kill('SIGTERM');
-  const r = await runCli(process.env, ['migrate', '--from', src.dataDir, '--to', url]);
-  t.equal(r.code, 0, r.stderr);
-  t.match(r.stdout, /^migrate: ok \(\d+ objects, \d+ inodes, 1 refs, 6 users, \d+ groups, 1 workspaces, 1 workspace tokens\)/);
-
-  const again = await runCli(process.env, ['migrate', '--from', src.dataDir, '--to', url]);
-  t.not(again.code, 0, 'never into a database that already holds a store');
-  t.match(again.stderr, /not empty/);
-
-  const d = await spawnDaemon(t, { SERVICE_STORE: url });
-  const root2 = d.client.as({});
-  t.equal(await treeSnapshot(root2), tree, 'the tree, modes, owners, times and inode numbers are identical');
-  t.equal(await authSnapshot(root2), auth, 'users, groups and workspaces are identical');
-  t.equal((await d.client.as({ authorization: `Bearer ${p.tokens.admin}` }).call('auth.whoami', {})).user, 'admin', 'tokens still authenticate');
-  t.equal((await d.client.as({ authorization: `Bearer ${wsSecret}`, workspace: ws.id }).call('auth.whoami', {})).workspace?.id, ws.id, 'workspace secrets too');
-  t.equal((await root2.call('vcs.log', {})).commits[0]!.hash, commit.hash, 'history is there');
-  t.equal((await root2.request('vcs.cat', { rev: commit.hash, path: '/home/alice/a/hist.md' })).data.toString(), 'kept only by history');
-  const fsck = await runCli(d.env, ['fsck']);
-  t.equal(fsck.code, 0, fsck.stderr);
-  t.match(fsck.stdout, /^fsck: ok/);
-  // and the PostgreSQL store goes on working like the old one
-  await root2.call('fs.write', { path: '/srv/after.md' }, text('after'));
-  await d.kill('SIGKILL');
-  await d.restart();
-  t.equal(await readText(d.client.as({}), '/srv/after.md'), 'after');
-});
-
 t.test('a database left by a daemon killed before its first batch starts as a fresh store', async (t) => {
-  const pg = await startPostgres(t);
+  const pg = await cluster;
   const url = await pg.createDb();
   // exactly what a first start writes before its first batch: the schema and the schema version row
   const s = await PostgresStore.open(url);
@@ -114,4 +70,19 @@ t.test('a database left by a daemon killed before its first batch starts as a fr
   const d = await spawnDaemon(t, { SERVICE_STORE: url });
   t.equal((await d.client.as({}).call('auth.whoami', {})).user, 'root');
   t.same((await d.client.call('sys.fsck', {})).problems, []);
+});
+
+t.test('a daemon that loses its PostgreSQL connection stops instead of diverging', async (t) => {
+  const pg = await cluster;
+  const url = await pg.createDb();
+  const db = new URL(url).pathname.slice(1);
+  const d = await spawnDaemon(t, { SERVICE_STORE: url });
+  await d.client.as({}).call('fs.write', { path: '/before.md' }, text('before'));
+  const exited = new Promise<number | null>((resolve) => d.proc.once('exit', (code) => resolve(code)));
+  const killed = await pg.query(db, "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = 'mdvfs' AND datname = $1", [db]);
+  t.same(killed, [{ ok: true }], "the daemon's session is ended by PostgreSQL");
+  t.equal(await exited, 1, 'the daemon exits with status 1');
+  t.match(d.stderr(), /lost the PostgreSQL connection|could not write to the store/);
+  await d.restart();
+  t.equal(await readText(d.client.as({}), '/before.md'), 'before', 'a new daemon reloads what was acknowledged');
 });
