@@ -17,7 +17,6 @@ import { PRIVATE_UMASK, prepareSocketDir, securePrivateDataDir } from './rpc/pri
 import { RpcServer } from './rpc/server.js';
 import { authPolicyFromEnv, idleExitFromEnv, intFromEnv, maxFileSizeFromEnv, storeFromEnv, type StoreSetting } from './rpc/settings.js';
 import { Service, type DaemonProcess } from './service.js';
-import { PostgresStore } from './store/postgres.js';
 import { SqliteStore } from './store/sqlite.js';
 import type { LoadedState, OpenedStore } from './store/store.js';
 import { Vcs } from './vcs/vcs.js';
@@ -101,6 +100,8 @@ export function openCore(cfg: CoreConfig, proc?: DaemonProcess): Omit<Core, 'sto
 /** Opens the store SERVICE_STORE names (SQLite, or PostgreSQL over the network), then as openCore. */
 export async function openStoreCore(cfg: CoreConfig & { store: StoreSetting }, proc?: DaemonProcess): Promise<Core> {
   if (cfg.store.kind === 'sqlite') return openCore(cfg, proc);
+  // Loaded only when asked for: a SQLite daemon starts without node-postgres.
+  const { PostgresStore } = await import('./store/postgres.js');
   const store = await PostgresStore.open(cfg.store.url);
   try {
     const state = await store.load();

@@ -249,6 +249,7 @@ export class PostgresStore implements OpenedStore {
   /** Resolves when everything changed so far is durable in PostgreSQL. */
   durable(): Promise<void> {
     if (this.failed !== undefined) return Promise.reject(this.failed);
+    if (this.closed) return Promise.reject(new VfsError('EIO', 'flush', undefined, 'the store is closed'));
     if (!this.hasPending() && !this.scheduled && this.writing === undefined) return Promise.resolve();
     return new Promise((resolve, reject) => {
       this.waiters.push({ resolve, reject });
