@@ -15,15 +15,18 @@ import { connectSocket } from './rpc/client.js';
 import { defaultDataDir, EXIT_LOCKED, processAlive, socketPathFor } from './rpc/connect.js';
 import { PRIVATE_UMASK, prepareSocketDir, securePrivateDataDir } from './rpc/private-dir.js';
 import { RpcServer } from './rpc/server.js';
-import { authPolicyFromEnv, fsyncFromEnv, idleExitFromEnv, intFromEnv, maxFileSizeFromEnv } from './rpc/settings.js';
+import { authPolicyFromEnv, fsyncFromEnv, idleExitFromEnv, intFromEnv, maxFileSizeFromEnv, storeFromEnv, type StoreSetting } from './rpc/settings.js';
 import { Service, type DaemonProcess } from './service.js';
 import { SqliteStore } from './store/sqlite.js';
+import type { LoadedState, OpenedStore } from './store/store.js';
 import { Vcs } from './vcs/vcs.js';
 
 export interface DaemonConfig {
   dataDir: string;
   maxFileSize: number;
   fsync: 'full' | 'normal' | 'off';
+  /** SERVICE_STORE: SQLite in the data dir, or PostgreSQL. */
+  store: StoreSetting;
   policy: AuthPolicy;
   regexTimeoutMs: number;
   /** How this daemon was started (see DaemonStatus.started_by). */
@@ -50,6 +53,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonConfi
     dataDir: defaultDataDir(env),
     maxFileSize: maxFileSizeFromEnv(env),
     fsync,
+    store: storeFromEnv(env),
     // For requests that declare no policy (the HTTP sidecar declares its own with every request).
     policy: authPolicyFromEnv(env),
     regexTimeoutMs: intFromEnv(env, 'SERVICE_REGEX_TIMEOUT_MS', 2000),
@@ -72,18 +76,52 @@ export interface Daemon {
   stop(): Promise<void>;
 }
 
-/** Opens the store, loads everything into memory, and returns the wired core (no socket). */
-export function openCore(cfg: Omit<DaemonConfig, 'startedBy' | 'idleExitSecs'>, proc?: DaemonProcess): { vfs: Vfs; registry: Registry; vcs: Vcs; store: SqliteStore; grep: GrepPool; service: Service } {
+type CoreConfig = Omit<DaemonConfig, 'startedBy' | 'idleExitSecs' | 'store'>;
+
+export interface Core {
+  vfs: Vfs;
+  registry: Registry;
+  vcs: Vcs;
+  store: OpenedStore;
+  grep: GrepPool;
+  service: Service;
+}
+
+/** Opens the SQLite store of the data dir, loads everything into memory, and returns the wired core (no socket). */
+export function openCore(cfg: CoreConfig, proc?: DaemonProcess): Omit<Core, 'store'> & { store: SqliteStore } {
   const store = new SqliteStore(cfg.dataDir, cfg.fsync);
-  const vfs = new Vfs({ maxFileSize: cfg.maxFileSize, journal: store });
-  const registry = new Registry();
-  const vcs = new Vcs(vfs, store);
   const state = store.load();
+  const registry = new Registry();
+  if (!state.fresh) store.loadRegistry(registry);
+  return { ...wireCore(cfg, store, state, registry, proc), store };
+}
+
+/** Opens the store SERVICE_STORE names (SQLite, or PostgreSQL over the network), then as openCore. */
+export async function openStoreCore(cfg: CoreConfig & { store: StoreSetting }, proc?: DaemonProcess): Promise<Core> {
+  if (cfg.store.kind === 'sqlite') return openCore(cfg, proc);
+  // Loaded only when asked for: a SQLite daemon starts without node-postgres.
+  const { PostgresStore } = await import('./store/postgres.js');
+  const store = await PostgresStore.open(cfg.store.url);
+  try {
+    const state = await store.load();
+    const registry = new Registry();
+    if (!state.fresh) await store.loadRegistry(registry);
+    return wireCore(cfg, store, state, registry, proc);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}
+
+/** Fills memory from a loaded store (refusing a corrupt one) and wires the core around it. */
+function wireCore(cfg: CoreConfig, store: OpenedStore, state: LoadedState, registry: Registry, proc?: DaemonProcess): Core {
+  const where = cfg.dataDir;
+  const vfs = new Vfs({ maxFileSize: cfg.maxFileSize, journal: store });
+  const vcs = new Vcs(vfs, store);
   if (state.fresh) {
     registry.initFresh();
     vfs.initFresh();
   } else {
-    store.loadRegistry(registry);
     for (const o of state.objects) {
       if (o.type === 'blob') vfs.blobs.load(o.id, o.data);
       else vcs.loadObject(o.id, o.type, o.data);
@@ -92,15 +130,15 @@ export function openCore(cfg: Omit<DaemonConfig, 'startedBy' | 'idleExitSecs'>, 
     for (const { node, parent } of nodes) vfs.linkLoaded(node, parent);
     // Iterative (no stored tree, however deep, can stop a start); also sets every directory's height.
     const reachable = vfs.loaded();
-    if (reachable !== vfs.nodes.size) throw new VfsError('EIO', 'load store', cfg.dataDir, `the store is corrupt: ${vfs.nodes.size - reachable} inode(s) are not reachable from / (a cycle or a lost subtree). Refusing to start.`);
+    if (reachable !== vfs.nodes.size) throw new VfsError('EIO', 'load store', where, `the store is corrupt: ${vfs.nodes.size - reachable} inode(s) are not reachable from / (a cycle or a lost subtree). Refusing to start.`);
     for (const { node } of nodes) {
-      if (node.kind === 'file' && !vfs.blobs.has(node.blob)) throw new VfsError('EIO', 'load store', cfg.dataDir, `the store is corrupt: file inode ${node.id} ('${node.name}') has no content. Refusing to start.`);
+      if (node.kind === 'file' && !vfs.blobs.has(node.blob)) throw new VfsError('EIO', 'load store', where, `the store is corrupt: file inode ${node.id} ('${node.name}') has no content. Refusing to start.`);
     }
     for (const [scope, id] of state.refs) {
-      if (!vcs.commits.has(id)) throw new VfsError('EIO', 'load store', cfg.dataDir, `the store is corrupt: ref '${scope}' points to a missing commit. Refusing to start.`);
+      if (!vcs.commits.has(id)) throw new VfsError('EIO', 'load store', where, `the store is corrupt: ref '${scope}' points to a missing commit. Refusing to start.`);
       vcs.refs.set(scope, id);
     }
-    if (registry.users.get(0) === undefined) throw new VfsError('EIO', 'load store', cfg.dataDir, 'the store is corrupt: no root user. Refusing to start.');
+    if (registry.users.get(0) === undefined) throw new VfsError('EIO', 'load store', where, 'the store is corrupt: no root user. Refusing to start.');
   }
   store.registry = registry;
   const grep = new GrepPool(2, cfg.regexTimeoutMs);
@@ -134,7 +172,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
       return pid;
     },
   };
-  const core = openCore(cfg, proc);
+  const core = await openStoreCore(cfg, proc);
   if (core.vfs.root.height > MAX_DEPTH) {
     log.warn({ depth: core.vfs.root.height, limit: MAX_DEPTH }, `the tree is ${core.vfs.root.height} levels deep (stored before the limit of ${MAX_DEPTH}): it is served and may be moved up or deleted, but nothing can be created or moved below level ${MAX_DEPTH}; 'mdvfs fsck' names the deepest path`);
   }
@@ -146,7 +184,12 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     process.exit(1);
   };
   if (path.dirname(socketPath) !== path.resolve(cfg.dataDir)) prepareSocketDir(socketPath);
-  // We hold the store's exclusive lock, so any socket file left here is stale.
+  // The SQLite store's exclusive lock makes any socket file left here stale. A PostgreSQL store's lock
+  // is on the database, not on this data dir: a daemon that still answers here keeps its socket.
+  if (cfg.store.kind === 'postgres' && existsSync(socketPath) && (await answers(socketPath))) {
+    await core.store.close();
+    throw new VfsError('EBUSY', 'start', cfg.dataDir, `another mdvfs daemon answers on ${socketPath}`);
+  }
   if (existsSync(socketPath)) unlinkSync(socketPath);
   await new Promise<void>((resolve, reject) => {
     server.server.once('error', reject);
@@ -217,7 +260,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
         server.closeAll();
       }
       core.grep.close();
-      core.store.close();
+      await core.store.close();
       try {
         // Never another daemon's: a data dir deleted and made again can have a new daemon on this path.
         if (mine && existsSync(socketPath)) unlinkSync(socketPath);
@@ -227,6 +270,20 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
       }
     },
   };
+}
+
+/** Whether a daemon answers a ping on this socket (within 5 s). */
+async function answers(socketPath: string): Promise<boolean> {
+  let client: Awaited<ReturnType<typeof connectSocket>> | undefined;
+  try {
+    client = await connectSocket(socketPath);
+    const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 5000).unref());
+    return (await Promise.race([client.call('sys.ping', {}), timeout])) !== 'timeout';
+  } catch {
+    return false;
+  } finally {
+    client?.close();
+  }
 }
 
 /** One sentence for `mdvfs daemon` on a data dir whose store another daemon holds, naming its pid when its pid file does. */
@@ -257,7 +314,8 @@ export async function runDaemon(): Promise<void> {
   } catch (err) {
     // EBUSY: the store is locked by another daemon (sqlite.ts); say whose it is and what to do.
     const locked = err instanceof VfsError && err.code === 'EBUSY';
-    process.stderr.write(`mdvfs daemon: ${locked ? lockedMessage(cfg.dataDir) : (err as Error).message}\n`);
+    // A PostgreSQL store's message names the database (without its password) or the socket.
+    process.stderr.write(`mdvfs daemon: ${locked && cfg.store.kind === 'sqlite' ? lockedMessage(cfg.dataDir) : (err as Error).message}\n`);
     process.exit(locked ? EXIT_LOCKED : 1);
   }
   const stop = (sig: string) => {

@@ -14,7 +14,7 @@ import type { GrantHolder } from './core/grants.js';
 import { callerKey, capItems, capPaths, compilePattern, LOG_ANSWER_BYTES, find, grepFiles, tree, type GrepPool } from './core/search.js';
 import type { AuthPolicy, Registry, UserRow, WorkspaceRow } from './auth/registry.js';
 import type { Vcs, Scope } from './vcs/vcs.js';
-import type { SqliteStore } from './store/sqlite.js';
+import type { OpenedStore } from './store/store.js';
 import type { TreeEntry } from './store/objects.js';
 import { formatMode, LIST_PAGE_MAX, parseMode, READ_CHUNK, type Creds, type DaemonStatus, type Listing, type DirEntry, type FeedHeader, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
 
@@ -48,7 +48,7 @@ export interface ServiceDeps {
   vfs: Vfs;
   registry: Registry;
   vcs: Vcs;
-  store: SqliteStore;
+  store: OpenedStore;
   grep: GrepPool;
   policy: AuthPolicy;
   /** The daemon process (`sys.status`, `sys.hold`); absent when the core runs without a socket. */
@@ -341,7 +341,7 @@ export class Service {
       requireAdmin(this.auth(ctx), 'fsck');
       await this.durable();
       const { Vcs } = await import('./vcs/vcs.js');
-      const r = this.d.store.fsck(Vcs.refsOf);
+      const r = await this.d.store.fsck(Vcs.refsOf);
       return { ok: r.problems.length === 0, problems: r.problems, objects: r.objects, inodes: r.inodes };
     },
 

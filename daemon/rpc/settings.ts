@@ -29,7 +29,7 @@ type Env = NodeJS.ProcessEnv;
  */
 export const SETTINGS = [
   'SERVICE_MODE', 'SERVICE_LISTEN', 'SERVICE_CORS_ORIGINS', 'SERVICE_DATA_DIR', 'SERVICE_MAX_FILE_SIZE', 'SERVICE_FSYNC',
-  'SERVICE_ANONYMOUS', 'SERVICE_USER_AUTH', 'SERVICE_REGEX_TIMEOUT_MS', 'SERVICE_IDLE_EXIT', 'SERVICE_FUSE',
+  'SERVICE_ANONYMOUS', 'SERVICE_USER_AUTH', 'SERVICE_REGEX_TIMEOUT_MS', 'SERVICE_IDLE_EXIT', 'SERVICE_FUSE', 'SERVICE_STORE',
   'SERVICE_AS_USER', 'SERVICE_TOKEN', 'SERVICE_ON_BEHALF_OF', 'SERVICE_WORKSPACE', 'SERVICE_URL',
   'SERVICE_MCP_SESSION_TTL', 'SERVICE_MCP_MAX_SESSIONS', 'SERVICE_MCP_MAX_SESSIONS_PER_CLIENT', 'SERVICE_MCP_MAX_RESOURCES',
 ] as const;
@@ -190,4 +190,37 @@ export function httpSettingsFromEnv(env: Env = process.env): HttpSettings {
     );
   }
   return { mode, listen, corsOrigins: corsOriginsFromEnv(env), policy: authPolicyFromEnv(env), maxFileSize: maxFileSizeFromEnv(env), mcp: mcpSessionsFromEnv(env) };
+}
+
+/** Where the daemon keeps its durable state: SQLite in the data dir (default) or PostgreSQL. */
+export type StoreSetting = { kind: 'sqlite' } | { kind: 'postgres'; url: string };
+
+/**
+ * SERVICE_STORE: unset, empty or `sqlite` (SERVICE_DATA_DIR/store.db), or a `postgres://…`
+ * (`postgresql://…`) connection URL. Security: the URL may hold a password; messages never repeat it.
+ */
+export function storeFromEnv(env: Env = process.env): StoreSetting {
+  const v = (env.SERVICE_STORE ?? '').trim();
+  if (v === '' || v === 'sqlite') return { kind: 'sqlite' };
+  if (/^postgres(ql)?:\/\//i.test(v)) {
+    try {
+      new URL(v);
+    } catch {
+      throw new SettingsError('SERVICE_STORE is not a valid postgres:// URL (its value is not shown: it may hold a password)');
+    }
+    return { kind: 'postgres', url: v };
+  }
+  throw new SettingsError("SERVICE_STORE must be sqlite or a postgres://user@host/db URL (its value is not shown: it may hold a password)");
+}
+
+/** A connection URL without its password, for messages and logs. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = '***';
+    for (const k of [...u.searchParams.keys()]) if (/pass/i.test(k)) u.searchParams.set(k, '***');
+    return u.toString();
+  } catch {
+    return '(an unparsable URL)';
+  }
 }

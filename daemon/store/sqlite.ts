@@ -10,44 +10,12 @@ import Database from 'better-sqlite3';
 import { chmodSync, closeSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { VfsError } from '../errors.js';
-import type { Journal } from '../core/blobs.js';
-import type { Node } from '../core/inode.js';
-import { MAX_DEPTH } from '../core/paths.js';
-import type { GroupRow, Registry, UserRow, WorkspaceRow, WsTokenRow } from '../auth/registry.js';
+import type { Registry } from '../auth/registry.js';
 import { verifyObject, type ObjectType } from './objects.js';
+import { applyRegistryRows, inodeValues, isFresh, registryRows, SCHEMA_VERSION, StoredCheck, type DecodeRefs, type FsckResult, type InodeRow, type LoadedState, PendingChanges, type OpenedStore, type RegistryRows, type StoredObject } from './store.js';
+import type { Node } from '../core/inode.js';
 
-export const SCHEMA_VERSION = '1';
-
-/** Storage behind one interface, so that another backend (e.g. PostgreSQL) can take over. */
-export interface Store extends Journal {
-  setRef(scope: string, commitId: string): void;
-  durable(): Promise<void>;
-  close(): void;
-}
-
-export interface LoadedState {
-  inodes: InodeRow[];
-  objects: { id: string; type: ObjectType; data: Buffer }[];
-  refs: Map<string, string>;
-  fresh: boolean;
-}
-
-export interface InodeRow {
-  id: number;
-  parent: number | null;
-  name: string;
-  kind: Node['kind'];
-  mode: number;
-  uid: number;
-  gid: number;
-  atime: bigint;
-  mtime: bigint;
-  ctime: bigint;
-  btime: bigint;
-  blob: string | null;
-  size: number;
-  target: string | null;
-}
+export { type InodeRow, type LoadedState, type Store } from './store.js';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -66,13 +34,9 @@ CREATE TABLE IF NOT EXISTS refs (scope TEXT PRIMARY KEY, commit_id TEXT NOT NULL
 
 type Fsync = 'full' | 'normal' | 'off';
 
-export class SqliteStore implements Store {
+export class SqliteStore implements OpenedStore {
   private readonly db: Database.Database;
-  private pendingInodes = new Map<number, Node>();
-  private deletedInodes = new Set<number>();
-  private pendingObjects = new Map<string, { type: ObjectType; data: Buffer }>();
-  private deletedObjects = new Set<string>();
-  private pendingRefs = new Map<string, string>();
+  private pending = new PendingChanges();
   private waiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
   private scheduled = false;
   private closed = false;
@@ -122,79 +86,65 @@ export class SqliteStore implements Store {
     try {
       const version = this.db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get('schema') as string | undefined;
       const count = this.db.prepare('SELECT count(*) FROM inodes').pluck().get() as number;
-      if (version === undefined && count === 0) {
+      const users = this.db.prepare('SELECT count(*) FROM users').pluck().get() as number;
+      if (isFresh(version, count, users)) {
         this.db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run('schema', SCHEMA_VERSION);
         return { inodes: [], objects: [], refs: new Map(), fresh: true };
       }
       if (version !== SCHEMA_VERSION) throw new Error(`unknown schema version ${String(version)}`);
-      const inodes = (this.db.prepare('SELECT * FROM inodes ORDER BY id').safeIntegers(true).all() as Record<string, unknown>[]).map(rowToInode);
+      const inodes = this.inodeRows();
       const objects: LoadedState['objects'] = [];
-      for (const r of this.db.prepare('SELECT id, type, data FROM objects').iterate() as Iterable<{ id: string; type: ObjectType; data: Buffer }>) {
+      for (const r of this.objects()) {
         verifyObject(r.id, r.type, r.data);
         objects.push(r);
       }
       const refs = new Map<string, string>();
-      for (const r of this.db.prepare('SELECT scope, commit_id FROM refs').all() as { scope: string; commit_id: string }[]) refs.set(r.scope, r.commit_id);
+      for (const r of this.refRows()) refs.set(r.scope, r.commit_id);
       return { inodes, objects, refs, fresh: false };
     } catch (err) {
       throw new VfsError('EIO', 'load store', this.dataDir, `the store is corrupt: ${(err as Error).message}. Refusing to start; run 'mdvfs fsck' on a copy or restore a backup.`);
     }
   }
 
+  /** The auth tables' rows (for the registry, and for `mdvfs migrate`). */
+  authRows(): RegistryRows {
+    return {
+      users: this.db.prepare('SELECT * FROM users').all() as RegistryRows['users'],
+      groups: this.db.prepare('SELECT * FROM groups_').all() as RegistryRows['groups'],
+      workspaces: this.db.prepare('SELECT * FROM workspaces').all() as RegistryRows['workspaces'],
+      wsTokens: this.db.prepare('SELECT * FROM ws_tokens').all() as RegistryRows['wsTokens'],
+      meta: this.db.prepare('SELECT key, value FROM meta').all() as RegistryRows['meta'],
+    };
+  }
+
   loadRegistry(reg: Registry): void {
-    for (const r of this.db.prepare('SELECT * FROM users').all() as { uid: number; name: string; gid: number; is_agent: number; token_hash: string | null; created: number }[]) {
-      reg.putUser({ uid: r.uid, name: r.name, gid: r.gid, isAgent: r.is_agent === 1, tokenHash: r.token_hash, created: r.created });
-    }
-    for (const r of this.db.prepare('SELECT * FROM groups_').all() as { gid: number; name: string; members: string }[]) {
-      reg.putGroup({ gid: r.gid, name: r.name, members: new Set(JSON.parse(r.members) as number[]) });
-    }
-    for (const r of this.db.prepare('SELECT * FROM workspaces').all() as { id: string; name: string; root: string; owner_uid: number; created: number }[]) {
-      reg.workspaces.set(r.id, { id: r.id, name: r.name, root: r.root, ownerUid: r.owner_uid, created: r.created });
-    }
-    for (const r of this.db.prepare('SELECT * FROM ws_tokens').all() as { hash: string; id: string | null; workspace_id: string; name: string; agent_uid: number; agent_token_hash: string | null; created: number }[]) {
-      // An older row is bound to the agent's token of today, so the next rotation revokes it.
-      const agentTokenHash = r.agent_token_hash ?? reg.users.get(r.agent_uid)?.tokenHash ?? null;
-      reg.wsTokens.set(r.hash, { hash: r.hash, id: r.id ?? r.hash.slice(0, 16), workspaceId: r.workspace_id, name: r.name, agentUid: r.agent_uid, agentTokenHash, created: r.created });
-    }
-    const meta = this.db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[];
-    for (const m of meta) {
-      if (m.key === 'next_uid') reg.nextUid = Math.max(reg.nextUid, Number(m.value));
-      if (m.key === 'next_gid') reg.nextGid = Math.max(reg.nextGid, Number(m.value));
-      if (m.key === 'bootstrapped' && m.value === '1') reg.bootstrapped = true;
-    }
-    // A store written before the flag existed: other users mean it was bootstrapped.
-    if (reg.users.size > 1) reg.bootstrapped = true;
+    applyRegistryRows(reg, this.authRows());
   }
 
   // ---------- Journal ----------
 
   inode(node: Node): void {
-    this.pendingInodes.set(node.id, node);
+    this.pending.inode(node);
     this.schedule();
   }
 
   inodeRemoved(id: number): void {
-    this.pendingInodes.delete(id);
-    this.deletedInodes.add(id);
+    this.pending.inodeRemoved(id);
     this.schedule();
   }
 
   object(id: string, type: ObjectType, payload: Buffer): void {
-    this.deletedObjects.delete(id);
-    this.pendingObjects.set(id, { type, data: payload });
+    this.pending.object(id, type, payload);
     this.schedule();
   }
 
   objectRemoved(id: string): void {
-    if (this.pendingObjects.delete(id)) {
-      // never written; but an older copy may be on disk
-    }
-    this.deletedObjects.add(id);
+    this.pending.objectRemoved(id);
     this.schedule();
   }
 
   setRef(scope: string, commitId: string): void {
-    this.pendingRefs.set(scope, commitId);
+    this.pending.setRef(scope, commitId);
     this.schedule();
   }
 
@@ -204,7 +154,7 @@ export class SqliteStore implements Store {
   }
 
   private hasPending(): boolean {
-    return this.pendingInodes.size > 0 || this.deletedInodes.size > 0 || this.pendingObjects.size > 0 || this.deletedObjects.size > 0 || this.pendingRefs.size > 0 || this.registry?.dirty === true;
+    return this.pending.any() || this.registry?.dirty === true;
   }
 
   private schedule(): void {
@@ -266,16 +216,8 @@ export class SqliteStore implements Store {
 
   private writeBatch(): void {
     const s = this.statements();
-    const inodes = this.pendingInodes;
-    const deleted = this.deletedInodes;
-    const objects = this.pendingObjects;
-    const deletedObjects = this.deletedObjects;
-    const refs = this.pendingRefs;
-    this.pendingInodes = new Map();
-    this.deletedInodes = new Set();
-    this.pendingObjects = new Map();
-    this.deletedObjects = new Set();
-    this.pendingRefs = new Map();
+    const { inodes, deletedInodes: deleted, objects, deletedObjects, refs } = this.pending;
+    this.pending = new PendingChanges();
     const reg = this.registry?.dirty ? this.registry : undefined;
     if (reg !== undefined) reg.dirty = false;
     this.db.transaction(() => {
@@ -283,7 +225,7 @@ export class SqliteStore implements Store {
       for (const [id, o] of objects) s.insertObject!.run(id, o.type, o.data);
       for (const id of deleted) s.deleteInode!.run(id);
       for (const n of inodes.values()) {
-        s.upsertInode!.run(n.id, n.parent === null ? null : n.parent.id, n.name, n.kind, n.mode, n.uid, n.gid, n.atime, n.mtime, n.ctime, n.btime, n.kind === 'file' ? n.blob : null, n.kind === 'file' ? n.size : 0, n.kind === 'symlink' ? n.target : null);
+        s.upsertInode!.run(...inodeValues(n));
       }
       for (const [scope, id] of refs) s.setRef!.run(scope, id);
       if (reg !== undefined) this.writeRegistry(reg);
@@ -292,87 +234,38 @@ export class SqliteStore implements Store {
 
   private writeRegistry(reg: Registry): void {
     const s = this.statements();
+    const rows = registryRows(reg);
     this.db.exec('DELETE FROM users; DELETE FROM groups_; DELETE FROM workspaces; DELETE FROM ws_tokens;');
-    for (const u of reg.users.values() as Iterable<UserRow>) s.insertUser!.run(u.uid, u.name, u.gid, u.isAgent ? 1 : 0, u.tokenHash, u.created);
-    for (const g of reg.groups.values() as Iterable<GroupRow>) s.insertGroup!.run(g.gid, g.name, JSON.stringify([...g.members].sort((a, b) => a - b)));
-    for (const w of reg.workspaces.values() as Iterable<WorkspaceRow>) s.insertWorkspace!.run(w.id, w.name, w.root, w.ownerUid, w.created);
-    for (const t of reg.wsTokens.values() as Iterable<WsTokenRow>) s.insertWsToken!.run(t.hash, t.id, t.workspaceId, t.name, t.agentUid, t.agentTokenHash, t.created);
-    s.setMeta!.run('next_uid', String(reg.nextUid));
-    s.setMeta!.run('next_gid', String(reg.nextGid));
-    s.setMeta!.run('bootstrapped', reg.bootstrapped ? '1' : '0');
+    for (const u of rows.users) s.insertUser!.run(u.uid, u.name, u.gid, u.is_agent, u.token_hash, u.created);
+    for (const g of rows.groups) s.insertGroup!.run(g.gid, g.name, g.members);
+    for (const w of rows.workspaces) s.insertWorkspace!.run(w.id, w.name, w.root, w.owner_uid, w.created);
+    for (const t of rows.wsTokens) s.insertWsToken!.run(t.hash, t.id, t.workspace_id, t.name, t.agent_uid, t.agent_token_hash, t.created);
+    for (const m of rows.meta) s.setMeta!.run(m.key, m.value);
+  }
+
+  /** Every stored object, one at a time (for fsck and `mdvfs migrate`). */
+  *objects(): Iterable<StoredObject> {
+    yield* this.db.prepare('SELECT id, type, data FROM objects').iterate() as Iterable<StoredObject>;
+  }
+
+  /** The stored inode rows and refs, as a restart would load them. */
+  inodeRows(): InodeRow[] {
+    return (this.db.prepare('SELECT * FROM inodes ORDER BY id').safeIntegers(true).all() as Record<string, unknown>[]).map(rowToInode);
+  }
+
+  refRows(): { scope: string; commit_id: string }[] {
+    return this.db.prepare('SELECT scope, commit_id FROM refs').all() as { scope: string; commit_id: string }[];
   }
 
   /**
    * Verifies every stored object's hash and every reference between inodes, objects and refs,
    * reading from disk (what a restart would load).
    */
-  fsck(decodeRefs: (type: ObjectType, data: Buffer) => string[]): { problems: string[]; objects: number; inodes: number } {
-    const problems: string[] = [];
-    const ids = new Set<string>();
-    const types = new Map<string, ObjectType>();
-    let objects = 0;
-    const refsOf: [string, string[]][] = [];
-    for (const r of this.db.prepare('SELECT id, type, data FROM objects').iterate() as Iterable<{ id: string; type: ObjectType; data: Buffer }>) {
-      objects++;
-      try {
-        verifyObject(r.id, r.type, r.data);
-      } catch (err) {
-        problems.push((err as Error).message);
-      }
-      ids.add(r.id);
-      types.set(r.id, r.type);
-      if (r.type !== 'blob') {
-        try {
-          refsOf.push([r.id, decodeRefs(r.type, r.data)]);
-        } catch {
-          problems.push(`object ${r.id.slice(0, 12)} (${r.type}) cannot be parsed`);
-        }
-      }
-    }
-    for (const [id, refs] of refsOf) for (const ref of refs) if (!ids.has(ref)) problems.push(`object ${id.slice(0, 12)} refers to missing object ${ref.slice(0, 12)}`);
+  fsck(decodeRefs: DecodeRefs): FsckResult {
+    const check = new StoredCheck(decodeRefs);
+    for (const r of this.objects()) check.object(r);
     const rows = this.db.prepare('SELECT id, parent, name, kind, blob FROM inodes').all() as { id: number; parent: number | null; name: string; kind: string; blob: string | null }[];
-    const inodeIds = new Map(rows.map((r) => [r.id, r]));
-    let roots = 0;
-    const seenNames = new Set<string>();
-    for (const r of rows) {
-      if (r.parent === null) roots++;
-      else {
-        const p = inodeIds.get(r.parent);
-        if (p === undefined) problems.push(`inode ${r.id} ('${r.name}') has a missing parent ${r.parent}`);
-        else if (p.kind !== 'directory') problems.push(`inode ${r.id} ('${r.name}') has a parent ${r.parent} that is not a directory`);
-        const key = `${r.parent}/${r.name}`;
-        if (seenNames.has(key)) problems.push(`two entries named '${r.name}' in directory ${r.parent}`);
-        seenNames.add(key);
-      }
-      if (r.kind === 'file' && (r.blob === null || types.get(r.blob) !== 'blob')) problems.push(`file inode ${r.id} ('${r.name}') refers to missing content ${String(r.blob).slice(0, 12)}`);
-    }
-    if (rows.length > 0 && roots !== 1) problems.push(`expected one root directory, found ${roots}`);
-    // Every inode must hang off the root: a parent cycle or a lost subtree is unreachable.
-    const children = new Map<number, number[]>();
-    for (const r of rows) {
-      if (r.parent === null) continue;
-      const list = children.get(r.parent);
-      if (list === undefined) children.set(r.parent, [r.id]);
-      else list.push(r.id);
-    }
-    const seen = new Set<number>();
-    const stack = rows.filter((r) => r.parent === null).map((r) => ({ id: r.id, depth: 0 }));
-    let tooDeep = 0;
-    let deepest = { id: 0, depth: 0 };
-    while (stack.length > 0) {
-      const { id, depth } = stack.pop()!;
-      if (seen.has(id)) continue;
-      seen.add(id);
-      if (depth > MAX_DEPTH) tooDeep++;
-      if (depth > deepest.depth) deepest = { id, depth };
-      for (const c of children.get(id) ?? []) stack.push({ id: c, depth: depth + 1 });
-    }
-    if (seen.size !== rows.length) problems.push(`${rows.length - seen.size} inode(s) are not reachable from / (a parent cycle or a lost subtree)`);
-    if (tooDeep > 0) problems.push(`${tooDeep} inode(s) lie deeper than the ${MAX_DEPTH}-level limit, down to level ${deepest.depth} (${pathBelow(inodeIds, deepest.id)}): they are served, but nothing can be created there; move that subtree up or delete it`);
-    for (const r of this.db.prepare('SELECT scope, commit_id FROM refs').all() as { scope: string; commit_id: string }[]) {
-      if (types.get(r.commit_id) !== 'commit') problems.push(`ref '${r.scope || 'HEAD'}' points to missing commit ${r.commit_id.slice(0, 12)}`);
-    }
-    return { problems, objects, inodes: rows.length };
+    return check.finish(rows, this.refRows());
   }
 
   close(): void {
@@ -388,7 +281,7 @@ export class SqliteStore implements Store {
   }
 }
 
-function rowToInode(r: Record<string, unknown>): InodeRow {
+export function rowToInode(r: Record<string, unknown>): InodeRow {
   const n = (v: unknown): number => Number(v as bigint);
   return {
     id: n(r.id),
@@ -406,12 +299,4 @@ function rowToInode(r: Record<string, unknown>): InodeRow {
     size: n(r.size),
     target: (r.target as string | null) ?? null,
   };
-}
-
-/** The path of an inode from the stored rows, shortened to its first and last components when long. */
-function pathBelow(rows: Map<number, { parent: number | null; name: string }>, id: number): string {
-  const parts: string[] = [];
-  for (let r = rows.get(id); r !== undefined && r.parent !== null; r = rows.get(r.parent)) parts.push(r.name);
-  parts.reverse();
-  return parts.length <= 8 ? `/${parts.join('/')}` : `/${parts.slice(0, 4).join('/')}/.../${parts.slice(-3).join('/')}`;
 }

@@ -15,7 +15,7 @@ void t.test('file commands', async (t) => {
 
   await t.test('--help on every command exits 0 and shows its usage', async (t) => {
     const cmds = ['ls', 'cat', 'write', 'mkdir', 'rm', 'mv', 'cp', 'stat', 'tree', 'find', 'grep', 'chmod', 'chown', 'ln', 'commit', 'log', 'status', 'diff', 'revert',
-      'useradd', 'userdel', 'groupadd', 'usermod', 'token', 'whoami', 'workspace', 'import', 'export', 'shell', 'fsck', 'gc', 'daemon', 'serve', 'http', 'mount', 'umount'];
+      'useradd', 'userdel', 'groupadd', 'usermod', 'token', 'whoami', 'workspace', 'import', 'export', 'shell', 'fsck', 'gc', 'migrate', 'daemon', 'serve', 'http', 'mount', 'umount'];
     for (let i = 0; i < cmds.length; i += 6) {
       const batch = cmds.slice(i, i + 6);
       const results = await Promise.all(batch.map((c) => root([c, '--help'])));

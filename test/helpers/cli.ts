@@ -14,6 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectDaemon } from '../../daemon/rpc/connect.js';
 import type { DaemonClient } from '../../daemon/rpc/client.js';
+import { testStoreEnv } from './postgres.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 // MDVFS_TEST_DIST lets a developer test another build (e.g. the unfixed one), as the other helpers do.
@@ -88,7 +89,7 @@ export async function cliEnv(t: Teardown, extraEnv: NodeJS.ProcessEnv = {}): Pro
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-cli-'));
   // The shell keeps its history under XDG_STATE_HOME: one per test, never the real home's.
   const stateDir = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-cli-state-'));
-  const env: NodeJS.ProcessEnv = { ...process.env, SERVICE_DATA_DIR: dataDir, XDG_STATE_HOME: stateDir, ...extraEnv };
+  const env: NodeJS.ProcessEnv = { ...process.env, SERVICE_DATA_DIR: dataDir, XDG_STATE_HOME: stateDir, ...(await testStoreEnv(dataDir)), ...extraEnv };
   for (const k of ['SERVICE_AS_USER', 'SERVICE_TOKEN', 'SERVICE_ON_BEHALF_OF', 'SERVICE_WORKSPACE', 'SERVICE_URL']) if (!(k in extraEnv)) delete env[k];
   let client: DaemonClient | undefined;
   const getClient = async (): Promise<DaemonClient> => {

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { connectSocket, type Caller, type DaemonClient } from '../../daemon/rpc/client.js';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
 import type { Creds } from '../../daemon/rpc/protocol.js';
+import { testStoreEnv } from './postgres.js';
 
 export const ROOT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = path.join(ROOT_DIR, 'dist', 'cli', 'main.js');
@@ -55,7 +56,7 @@ async function waitForSocket(sock: string, proc: ChildProcess, err: () => string
 
 /** Starts the daemon (`dist/daemon/main.js`, what `mdvfs daemon` runs) on a fresh data dir; stops it and removes the dir at teardown. */
 export async function spawnDaemon(t: Teardown, extraEnv: NodeJS.ProcessEnv = {}, dataDir = tempDir()): Promise<TestDaemon> {
-  const env = { ...process.env, SERVICE_DATA_DIR: dataDir, ...extraEnv };
+  const env = { ...process.env, SERVICE_DATA_DIR: dataDir, ...(await testStoreEnv(dataDir)), ...extraEnv };
   let errText = '';
   const start = () => {
     const p = spawn(process.execPath, [DAEMON_ENTRY], { env, stdio: ['ignore', 'ignore', 'pipe'] });

@@ -14,6 +14,7 @@ import { connectSocket, type DaemonClient } from '../../daemon/rpc/client.js';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
 import { fuseBindingFromEnv } from '../../daemon/rpc/settings.js';
 import { loadLowLevel } from '../../fuse/lowlevel/native.js';
+import { testStoreEnv } from './postgres.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = path.join(ROOT, 'dist', 'cli', 'main.js');
@@ -74,7 +75,7 @@ export interface Daemon {
 export async function startDaemon(t: Teardown, env: Record<string, string> = {}): Promise<Daemon> {
   const dataDir = tempDir(t, 'mdvfs-fuse-data-');
   const proc = spawn(process.execPath, [CLI, 'daemon'], {
-    env: { ...process.env, ...env, SERVICE_DATA_DIR: dataDir },
+    env: { ...process.env, ...(await testStoreEnv(dataDir)), ...env, SERVICE_DATA_DIR: dataDir },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let err = '';

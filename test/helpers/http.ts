@@ -9,6 +9,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { testStoreEnv } from './postgres.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The built tree under test (MDVFS_TEST_DIST points elsewhere, e.g. a private build while others rebuild dist/). */
@@ -108,7 +109,7 @@ export interface StartOptions {
 /** Starts `node dist/cli/main.js serve` and waits for its "listening on" line. */
 export async function startService(t: Teardown, opts: StartOptions = {}): Promise<Service> {
   const dataDir = opts.dataDir ?? tempDataDir(t);
-  const env: NodeJS.ProcessEnv = { ...process.env, ...opts.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: `127.0.0.1:${opts.port ?? 0}` };
+  const env: NodeJS.ProcessEnv = { ...process.env, ...(await testStoreEnv(dataDir)), ...opts.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: `127.0.0.1:${opts.port ?? 0}` };
   const proc = spawn(process.execPath, [CLI, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   proc.stderr!.setEncoding('utf8');

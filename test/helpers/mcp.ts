@@ -15,6 +15,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { connectSocket, type DaemonClient } from '../../daemon/rpc/client.js';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
+import { testStoreEnv } from './postgres.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 // MDVFS_TEST_DIST lets a developer test a private build while others rebuild dist/.
@@ -61,7 +62,7 @@ export interface Service {
 /** Starts `node dist/cli/main.js serve` on 127.0.0.1:0 and waits for its "listening on" line. */
 export async function startServe(t: Teardown, opts: { dataDir?: string; env?: Record<string, string> } = {}): Promise<Service> {
   const dataDir = opts.dataDir ?? tempDir(t);
-  const env: NodeJS.ProcessEnv = { ...process.env, ...opts.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: '127.0.0.1:0' };
+  const env: NodeJS.ProcessEnv = { ...process.env, ...(await testStoreEnv(dataDir)), ...opts.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: '127.0.0.1:0' };
   // Own process group, so teardown can stop serve and the daemon and sidecar it started.
   const proc = spawn(process.execPath, [CLI, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let err = '';

@@ -1,0 +1,252 @@
+/**
+ * What every store backend shares (DESIGN.md §6, §8): the `Store` interface the core writes through,
+ * the rows it loads at start, the auth tables' rows, and the fsck rules over stored rows. SQLite
+ * (sqlite.ts, the embedded default) and PostgreSQL (postgres.ts) differ only in how rows move.
+ */
+import type { Journal } from '../core/blobs.js';
+import type { Node } from '../core/inode.js';
+import { MAX_DEPTH } from '../core/paths.js';
+import type { GroupRow, Registry, UserRow, WorkspaceRow, WsTokenRow } from '../auth/registry.js';
+import { verifyObject, type ObjectType } from './objects.js';
+
+export const SCHEMA_VERSION = '1';
+
+/**
+ * Whether a store holds nothing yet. A store with no inode and no user is fresh even when its schema
+ * row is there: a daemon killed after writing that row and before its first batch left exactly that.
+ */
+export function isFresh(version: string | undefined, inodes: number, users: number): boolean {
+  return inodes === 0 && users === 0 && (version === undefined || version === SCHEMA_VERSION);
+}
+
+export interface FsckResult {
+  problems: string[];
+  objects: number;
+  inodes: number;
+}
+
+/** Storage behind one interface, so that another backend (e.g. PostgreSQL) can take over. */
+export interface Store extends Journal {
+  setRef(scope: string, commitId: string): void;
+  /** Resolves when everything changed so far is durable (group commit: one transaction per batch). */
+  durable(): Promise<void>;
+  /** Writes what is pending and lets go of the store. */
+  close(): void | Promise<void>;
+}
+
+/** A store as the daemon opens it: everything is read into memory once, at start. */
+export interface OpenedStore extends Store {
+  load(): LoadedState | Promise<LoadedState>;
+  /** Fills `reg` from the auth tables (after load). */
+  loadRegistry(reg: Registry): void | Promise<void>;
+  /** The registry whose `dirty` flag makes the next batch rewrite the auth tables. */
+  registry: Registry | undefined;
+  /** Called when a batch could not be written: the daemon stops rather than diverge from the store. */
+  onFatal: (err: Error) => void;
+  /** Verifies what is stored (what a restart would load); see StoredCheck. */
+  fsck(decodeRefs: DecodeRefs): FsckResult | Promise<FsckResult>;
+}
+
+export type DecodeRefs = (type: ObjectType, data: Buffer) => string[];
+
+export interface StoredObject {
+  id: string;
+  type: ObjectType;
+  data: Buffer;
+}
+
+export interface LoadedState {
+  inodes: InodeRow[];
+  objects: StoredObject[];
+  refs: Map<string, string>;
+  fresh: boolean;
+}
+
+export interface InodeRow {
+  id: number;
+  parent: number | null;
+  name: string;
+  kind: Node['kind'];
+  mode: number;
+  uid: number;
+  gid: number;
+  atime: bigint;
+  mtime: bigint;
+  ctime: bigint;
+  btime: bigint;
+  blob: string | null;
+  size: number;
+  target: string | null;
+}
+
+/** An inode as its row, in column order (id, parent, name, kind, mode, uid, gid, atime, mtime, ctime, btime, blob, size, target). */
+export function inodeValues(n: Node): [number, number | null, string, Node['kind'], number, number, number, bigint, bigint, bigint, bigint, string | null, number, string | null] {
+  return [n.id, n.parent === null ? null : n.parent.id, n.name, n.kind, n.mode, n.uid, n.gid, n.atime, n.mtime, n.ctime, n.btime, n.kind === 'file' ? n.blob : null, n.kind === 'file' ? n.size : 0, n.kind === 'symlink' ? n.target : null];
+}
+
+/** The auth tables as stored (column names as in the tables). */
+export interface RegistryRows {
+  users: { uid: number; name: string; gid: number; is_agent: number; token_hash: string | null; created: number }[];
+  groups: { gid: number; name: string; members: string }[];
+  workspaces: { id: string; name: string; root: string; owner_uid: number; created: number }[];
+  wsTokens: { hash: string; id: string | null; workspace_id: string; name: string; agent_uid: number; agent_token_hash: string | null; created: number }[];
+  meta: { key: string; value: string }[];
+}
+
+/** Fills a registry from stored rows, upgrading rows written by older versions. */
+export function applyRegistryRows(reg: Registry, rows: RegistryRows): void {
+  for (const r of rows.users) reg.putUser({ uid: r.uid, name: r.name, gid: r.gid, isAgent: r.is_agent === 1, tokenHash: r.token_hash, created: r.created });
+  for (const r of rows.groups) reg.putGroup({ gid: r.gid, name: r.name, members: new Set(JSON.parse(r.members) as number[]) });
+  for (const r of rows.workspaces) reg.workspaces.set(r.id, { id: r.id, name: r.name, root: r.root, ownerUid: r.owner_uid, created: r.created });
+  for (const r of rows.wsTokens) {
+    // An older row is bound to the agent's token of today, so the next rotation revokes it.
+    const agentTokenHash = r.agent_token_hash ?? reg.users.get(r.agent_uid)?.tokenHash ?? null;
+    reg.wsTokens.set(r.hash, { hash: r.hash, id: r.id ?? r.hash.slice(0, 16), workspaceId: r.workspace_id, name: r.name, agentUid: r.agent_uid, agentTokenHash, created: r.created });
+  }
+  for (const m of rows.meta) {
+    if (m.key === 'next_uid') reg.nextUid = Math.max(reg.nextUid, Number(m.value));
+    if (m.key === 'next_gid') reg.nextGid = Math.max(reg.nextGid, Number(m.value));
+    if (m.key === 'bootstrapped' && m.value === '1') reg.bootstrapped = true;
+  }
+  // A store written before the flag existed: other users mean it was bootstrapped.
+  if (reg.users.size > 1) reg.bootstrapped = true;
+}
+
+/** A registry as the rows to store (a snapshot: later changes do not reach it). */
+export function registryRows(reg: Registry): RegistryRows {
+  return {
+    users: [...(reg.users.values() as Iterable<UserRow>)].map((u) => ({ uid: u.uid, name: u.name, gid: u.gid, is_agent: u.isAgent ? 1 : 0, token_hash: u.tokenHash, created: u.created })),
+    groups: [...(reg.groups.values() as Iterable<GroupRow>)].map((g) => ({ gid: g.gid, name: g.name, members: JSON.stringify([...g.members].sort((a, b) => a - b)) })),
+    workspaces: [...(reg.workspaces.values() as Iterable<WorkspaceRow>)].map((w) => ({ id: w.id, name: w.name, root: w.root, owner_uid: w.ownerUid, created: w.created })),
+    wsTokens: [...(reg.wsTokens.values() as Iterable<WsTokenRow>)].map((t) => ({ hash: t.hash, id: t.id, workspace_id: t.workspaceId, name: t.name, agent_uid: t.agentUid, agent_token_hash: t.agentTokenHash, created: t.created })),
+    meta: [
+      { key: 'next_uid', value: String(reg.nextUid) },
+      { key: 'next_gid', value: String(reg.nextGid) },
+      { key: 'bootstrapped', value: reg.bootstrapped ? '1' : '0' },
+    ],
+  };
+}
+
+/**
+ * fsck over stored rows: every object's hash, every reference between objects, inodes and refs,
+ * one root, every inode reachable from it. Objects are fed one at a time (a store streams them).
+ */
+export class StoredCheck {
+  readonly problems: string[] = [];
+  private readonly ids = new Set<string>();
+  private readonly types = new Map<string, ObjectType>();
+  private readonly refsOf: [string, string[]][] = [];
+  private objects = 0;
+
+  constructor(private readonly decodeRefs: DecodeRefs) {}
+
+  object(r: StoredObject): void {
+    this.objects++;
+    try {
+      verifyObject(r.id, r.type, r.data);
+    } catch (err) {
+      this.problems.push((err as Error).message);
+    }
+    this.ids.add(r.id);
+    this.types.set(r.id, r.type);
+    if (r.type !== 'blob') {
+      try {
+        this.refsOf.push([r.id, this.decodeRefs(r.type, r.data)]);
+      } catch {
+        this.problems.push(`object ${r.id.slice(0, 12)} (${r.type}) cannot be parsed`);
+      }
+    }
+  }
+
+  finish(rows: { id: number; parent: number | null; name: string; kind: string; blob: string | null }[], refs: { scope: string; commit_id: string }[]): FsckResult {
+    const { problems, ids, types } = this;
+    for (const [id, refs] of this.refsOf) for (const ref of refs) if (!ids.has(ref)) problems.push(`object ${id.slice(0, 12)} refers to missing object ${ref.slice(0, 12)}`);
+    const inodeIds = new Map(rows.map((r) => [r.id, r]));
+    let roots = 0;
+    const seenNames = new Set<string>();
+    for (const r of rows) {
+      if (r.parent === null) roots++;
+      else {
+        const p = inodeIds.get(r.parent);
+        if (p === undefined) problems.push(`inode ${r.id} ('${r.name}') has a missing parent ${r.parent}`);
+        else if (p.kind !== 'directory') problems.push(`inode ${r.id} ('${r.name}') has a parent ${r.parent} that is not a directory`);
+        const key = `${r.parent}/${r.name}`;
+        if (seenNames.has(key)) problems.push(`two entries named '${r.name}' in directory ${r.parent}`);
+        seenNames.add(key);
+      }
+      if (r.kind === 'file' && (r.blob === null || types.get(r.blob) !== 'blob')) problems.push(`file inode ${r.id} ('${r.name}') refers to missing content ${String(r.blob).slice(0, 12)}`);
+    }
+    if (rows.length > 0 && roots !== 1) problems.push(`expected one root directory, found ${roots}`);
+    // Every inode must hang off the root: a parent cycle or a lost subtree is unreachable.
+    const children = new Map<number, number[]>();
+    for (const r of rows) {
+      if (r.parent === null) continue;
+      const list = children.get(r.parent);
+      if (list === undefined) children.set(r.parent, [r.id]);
+      else list.push(r.id);
+    }
+    const seen = new Set<number>();
+    const stack = rows.filter((r) => r.parent === null).map((r) => ({ id: r.id, depth: 0 }));
+    let tooDeep = 0;
+    let deepest = { id: 0, depth: 0 };
+    while (stack.length > 0) {
+      const { id, depth } = stack.pop()!;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      if (depth > MAX_DEPTH) tooDeep++;
+      if (depth > deepest.depth) deepest = { id, depth };
+      for (const c of children.get(id) ?? []) stack.push({ id: c, depth: depth + 1 });
+    }
+    if (seen.size !== rows.length) problems.push(`${rows.length - seen.size} inode(s) are not reachable from / (a parent cycle or a lost subtree)`);
+    if (tooDeep > 0) problems.push(`${tooDeep} inode(s) lie deeper than the ${MAX_DEPTH}-level limit, down to level ${deepest.depth} (${pathBelow(inodeIds, deepest.id)}): they are served, but nothing can be created there; move that subtree up or delete it`);
+    for (const r of refs) {
+      if (types.get(r.commit_id) !== 'commit') problems.push(`ref '${r.scope || 'HEAD'}' points to missing commit ${r.commit_id.slice(0, 12)}`);
+    }
+    return { problems, objects: this.objects, inodes: rows.length };
+  }
+}
+
+/** The path of an inode from the stored rows, shortened to its first and last components when long. */
+function pathBelow(rows: Map<number, { parent: number | null; name: string }>, id: number): string {
+  const parts: string[] = [];
+  for (let r = rows.get(id); r !== undefined && r.parent !== null; r = rows.get(r.parent)) parts.push(r.name);
+  parts.reverse();
+  return parts.length <= 8 ? `/${parts.join('/')}` : `/${parts.slice(0, 4).join('/')}/.../${parts.slice(-3).join('/')}`;
+}
+
+/** Changes recorded through the Journal and not yet written: one batch of a group commit. */
+export class PendingChanges {
+  readonly inodes = new Map<number, Node>();
+  readonly deletedInodes = new Set<number>();
+  readonly objects = new Map<string, { type: ObjectType; data: Buffer }>();
+  readonly deletedObjects = new Set<string>();
+  readonly refs = new Map<string, string>();
+
+  inode(node: Node): void {
+    this.inodes.set(node.id, node);
+  }
+
+  inodeRemoved(id: number): void {
+    this.inodes.delete(id);
+    this.deletedInodes.add(id);
+  }
+
+  object(id: string, type: ObjectType, payload: Buffer): void {
+    this.deletedObjects.delete(id);
+    this.objects.set(id, { type, data: payload });
+  }
+
+  /** A copy written earlier may be in the store, so the removal is recorded even for one never written. */
+  objectRemoved(id: string): void {
+    this.objects.delete(id);
+    this.deletedObjects.add(id);
+  }
+
+  setRef(scope: string, commitId: string): void {
+    this.refs.set(scope, commitId);
+  }
+
+  any(): boolean {
+    return this.inodes.size > 0 || this.deletedInodes.size > 0 || this.objects.size > 0 || this.deletedObjects.size > 0 || this.refs.size > 0;
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * SERVICE_STORE=postgres://… against a real private PostgreSQL cluster (helpers/postgres.ts): the
+ * daemon keeps its state there and nowhere else, one daemon per database, the password never shown,
+ * and a lost connection stops the daemon. `mdvfs migrate`: postgres-migrate.test.ts.
+ * The crash rounds on PostgreSQL: crash-postgres.test.ts; any suite with MDVFS_TEST_STORE=postgres.
+ */
+import t from 'tap';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { runCli } from '../helpers/cli.js';
+import { blobId, readText, spawnDaemon, tempDir, text } from '../helpers/daemon.js';
+import { startPostgres } from '../helpers/postgres.js';
+import { PostgresStore } from '../../daemon/store/postgres.js';
+
+// One cluster for the file (stopped at the end), a fresh database per test.
+const cluster = startPostgres(t);
+cluster.catch(() => undefined); // each test awaits it and fails with the reason
+
+t.test('the daemon keeps its state in PostgreSQL, and nothing in the data dir', async (t) => {
+  const pg = await cluster;
+  const url = await pg.createDb();
+  const db = new URL(url).pathname.slice(1);
+  const d = await spawnDaemon(t, { SERVICE_STORE: url });
+  const root = d.client.as({});
+  await root.call('fs.write', { path: '/a.md' }, text('in postgres'));
+  t.same(await pg.query(db, 'SELECT type FROM objects WHERE id = $1', [blobId('in postgres')]), [{ type: 'blob' }], 'the content is a row in PostgreSQL once acknowledged');
+  t.same(await pg.query(db, "SELECT name, size::int AS size FROM inodes WHERE name = 'a.md'"), [{ name: 'a.md', size: 11 }]);
+  t.same(await pg.query(db, 'SELECT version FROM mdvfs_migrations ORDER BY version'), [{ version: 1 }], 'the schema is recorded as migrations');
+  t.notOk(existsSync(path.join(d.dataDir, 'store.db')), 'no SQLite store in the data dir');
+  await root.call('admin.userAdd', { name: 'bob' });
+  const tok = (await root.call('admin.token', { name: 'bob' })).token;
+  const users = JSON.stringify(await pg.query(db, 'SELECT * FROM users'));
+  t.ok(users.includes('"bob"'));
+  t.notOk(users.includes(tok.slice(6)), 'tokens are stored only as hashes');
+  await d.kill('SIGKILL');
+  await d.restart();
+  t.equal(await readText(d.client.as({}), '/a.md'), 'in postgres', 'loaded back from PostgreSQL after kill -9');
+  t.same((await d.client.call('sys.fsck', {})).problems, []);
+});
+
+t.test('one daemon per database; the password in SERVICE_STORE is never shown', async (t) => {
+  const pg = await cluster;
+  const url = (await pg.createDb()).replace('mdvfs@', 'mdvfs:s3cret-pw@'); // trust auth: the password is ignored
+  const d = await spawnDaemon(t, { SERVICE_STORE: url });
+  await d.client.as({}).call('fs.write', { path: '/x.md' }, text('x'));
+  const other = tempDir();
+  t.teardown(() => runCli({ ...process.env, SERVICE_DATA_DIR: other }, ['stop']));
+  const r = await runCli({ ...process.env, SERVICE_DATA_DIR: other, SERVICE_STORE: url }, ['daemon']);
+  t.not(r.code, 0, 'a second daemon on the same database refuses to start');
+  t.match(r.stderr, /another mdvfs daemon .*uses the PostgreSQL store/);
+  t.notMatch(r.stderr, /s3cret-pw/, 'the password is not printed');
+  t.match(r.stderr, /\*\*\*/, 'it is shown masked');
+  const bad = await runCli({ ...process.env, SERVICE_DATA_DIR: other, SERVICE_STORE: 'mysql://u:s3cret-pw@h/db' }, ['daemon']);
+  t.equal(bad.code, 2);
+  t.match(bad.stderr, /SERVICE_STORE must be sqlite or a postgres:/);
+  t.notMatch(bad.stderr, /s3cret-pw/);
+  const unreachable = await runCli({ ...process.env, SERVICE_DATA_DIR: other, SERVICE_STORE: `postgres://mdvfs:s3cret-pw@localhost/nodb?host=${encodeURIComponent(path.join(pg.dir, 'nowhere'))}` }, ['daemon']);
+  t.equal(unreachable.code, 1);
+  t.match(unreachable.stderr, /cannot connect to PostgreSQL/);
+  t.notMatch(unreachable.stderr, /s3cret-pw/);
+});
+
+t.test('a database left by a daemon killed before its first batch starts as a fresh store', async (t) => {
+  const pg = await cluster;
+  const url = await pg.createDb();
+  // exactly what a first start writes before its first batch: the schema and the schema version row
+  const s = await PostgresStore.open(url);
+  t.equal((await s.load()).fresh, true);
+  await s.close();
+  const d = await spawnDaemon(t, { SERVICE_STORE: url });
+  t.equal((await d.client.as({}).call('auth.whoami', {})).user, 'root');
+  t.same((await d.client.call('sys.fsck', {})).problems, []);
+});
+
+t.test('a daemon that loses its PostgreSQL connection stops instead of diverging', async (t) => {
+  const pg = await cluster;
+  const url = await pg.createDb();
+  const db = new URL(url).pathname.slice(1);
+  const d = await spawnDaemon(t, { SERVICE_STORE: url });
+  await d.client.as({}).call('fs.write', { path: '/before.md' }, text('before'));
+  const exited = new Promise<number | null>((resolve) => d.proc.once('exit', (code) => resolve(code)));
+  const killed = await pg.query(db, "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = 'mdvfs' AND datname = $1", [db]);
+  t.same(killed, [{ ok: true }], "the daemon's session is ended by PostgreSQL");
+  t.equal(await exited, 1, 'the daemon exits with status 1');
+  t.match(d.stderr(), /lost the PostgreSQL connection|could not write to the store/);
+  await d.restart();
+  t.equal(await readText(d.client.as({}), '/before.md'), 'before', 'a new daemon reloads what was acknowledged');
+});
