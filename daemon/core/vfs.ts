@@ -665,6 +665,11 @@ export class Vfs {
       const p = pathOf(node);
       this.detach(node);
       this.emit(p);
+      // At most a chunk (DESTROY_BATCH inodes) per turn, fewer when the turn's time is used up:
+      // the store's group commit writes each batch in the yield, so no one transaction (they run on
+      // the event loop too) grows with the subtree. The time check matters when the inode table's
+      // shards all shrink within a few hundred deletes (ids spread evenly over them).
+      const pause = slicer();
       let count = 0;
       for (let c = order.length - 1; c >= 0; c--) {
         const chunk = order[c]!;
@@ -673,11 +678,9 @@ export class Vfs {
           if (n.kind === 'file') this.blobs.release(n.blob);
           this.nodes.delete(n.id);
           this.journal.inodeRemoved(n.id);
+          if ((++count & 63) === 0 && i > 0) await pause();
         }
-        count += chunk.length;
         order[c] = []; // garbage as it goes, not all at the end
-        // A turn per chunk (DESTROY_BATCH inodes): the store's group commit writes each batch in
-        // the yield, so no one transaction (they run on the event loop too) grows with the subtree.
         if (c > 0) await new Promise<void>((resolve) => setImmediate(resolve));
       }
       return count;
@@ -1044,7 +1047,8 @@ export class Vfs {
  * rehashes all of them when it grows past a power of two or shrinks below a quarter of its
  * capacity: a recursive delete of a million inodes held the event loop 100-600 ms at each shrink
  * (profiled on a loaded machine), and creating the 1,048,577th inode as long. A shard holds 1/256
- * of the entries, so no rehash is longer than a few hundred microseconds.
+ * of the entries, so one rehash is 256 times shorter; ids spread evenly, so a bulk delete shrinks
+ * all shards within a few hundred deletes, and `removeSliced` checks its time slice between them.
  */
 export class InodeTable {
   private readonly shards: Map<number, Node>[] = Array.from({ length: INODE_SHARDS }, () => new Map<number, Node>());

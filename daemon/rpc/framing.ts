@@ -74,44 +74,58 @@ export class EncodedHeader {
 
 /** Arrays in a reply's result longer than this are encoded in slices of this many items. */
 export const ENCODE_SLICE_ITEMS = 500;
+/** Strings in a reply's result longer than this (a diff of up to 4 MiB) are encoded in slices of this many UTF-16 units. */
+export const ENCODE_SLICE_CHARS = 65536;
+
+const isLong = (v: unknown): v is unknown[] | string => (Array.isArray(v) && v.length > ENCODE_SLICE_ITEMS) || (typeof v === 'string' && v.length > ENCODE_SLICE_CHARS);
 
 /**
  * The header `{"id":…,"result":…}` of a reply whose result (a plain object) holds an array longer
- * than ENCODE_SLICE_ITEMS, encoded in a turn of the event loop of its own, ENCODE_SLICE_ITEMS items at
- * a time, calling a fresh `pauser()` between them (a yield when it returns a promise; the daemon
- * passes `slicer`): one JSON.stringify of a 10,000-entry
- * listing page (2.2 MB), and the UTF-8 length and copy of that string, held the daemon's event
- * loop 100-1,000 ms on a loaded machine. The bytes are those JSON.stringify would give. Any other
- * result: undefined (encoded in one go, as usual).
+ * than ENCODE_SLICE_ITEMS or a string longer than ENCODE_SLICE_CHARS, encoded in turns of the event
+ * loop of their own: a slice of items (or of the string) at a time, calling `pause` (a fresh
+ * `pauser()`; the daemon passes `slicer`) between slices, which yields when it returns a promise.
+ * One JSON.stringify of a 10,000-entry listing page (2.2 MB), and the UTF-8 length and copy of that
+ * string, held the daemon's event loop 100-1,000 ms on a loaded machine. The bytes are those
+ * JSON.stringify would give (a string is never cut inside a surrogate pair). Any other result:
+ * undefined (encoded in one go, as usual).
  */
 export async function encodeReplySliced(id: number, result: unknown, pauser: () => () => Promise<void> | undefined): Promise<EncodedHeader | undefined> {
   if (typeof result !== 'object' || result === null || Object.getPrototypeOf(result) !== Object.prototype) return undefined;
   const fields = Object.entries(result as Record<string, unknown>);
-  if (!fields.some(([, v]) => Array.isArray(v) && v.length > ENCODE_SLICE_ITEMS)) return undefined;
+  if (!fields.some(([, v]) => isLong(v))) return undefined;
   await new Promise<void>((resolve) => setImmediate(resolve)); // the handler may have used this turn already
   const pause = pauser();
   const parts: Buffer[] = [];
   let text = `{"id":${id},"result":{`;
+  const flush = async (slice: string): Promise<void> => {
+    parts.push(Buffer.from(text + slice, 'utf8'));
+    text = '';
+    const w = pause();
+    if (w !== undefined) await w;
+  };
   let first = true;
   for (const [key, value] of fields) {
-    const json = Array.isArray(value) && value.length > ENCODE_SLICE_ITEMS ? undefined : (JSON.stringify(value) as string | undefined);
-    if (json === undefined && !Array.isArray(value)) continue; // undefined, a function: left out, as JSON.stringify does
+    const json = isLong(value) ? undefined : (JSON.stringify(value) as string | undefined);
+    if (json === undefined && !isLong(value)) continue; // undefined, a function: left out, as JSON.stringify does
     text += `${first ? '' : ','}${JSON.stringify(key)}:`;
     first = false;
-    if (json !== undefined) {
-      text += json;
-      continue;
+    if (json !== undefined) text += json;
+    else if (typeof value === 'string') {
+      text += '"';
+      for (let i = 0; i < value.length; ) {
+        let end = Math.min(value.length, i + ENCODE_SLICE_CHARS);
+        const last = value.charCodeAt(end - 1);
+        if (end < value.length && last >= 0xd800 && last <= 0xdbff) end--; // keep a surrogate pair together
+        await flush(JSON.stringify(value.slice(i, end)).slice(1, -1));
+        i = end;
+      }
+      text += '"';
+    } else {
+      const items = value as unknown[];
+      text += '[';
+      for (let i = 0; i < items.length; i += ENCODE_SLICE_ITEMS) await flush((i === 0 ? '' : ',') + JSON.stringify(items.slice(i, i + ENCODE_SLICE_ITEMS)).slice(1, -1));
+      text += ']';
     }
-    const items = value as unknown[];
-    text += '[';
-    for (let i = 0; i < items.length; i += ENCODE_SLICE_ITEMS) {
-      const slice = JSON.stringify(items.slice(i, i + ENCODE_SLICE_ITEMS));
-      parts.push(Buffer.from(`${text}${i === 0 ? '' : ','}${slice.slice(1, -1)}`, 'utf8'));
-      text = '';
-      const w = pause();
-      if (w !== undefined) await w;
-    }
-    text += ']';
   }
   parts.push(Buffer.from(`${text}}}`, 'utf8'));
   return new EncodedHeader(parts);

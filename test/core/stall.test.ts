@@ -10,7 +10,7 @@ import path from 'node:path';
 import t, { type Test } from 'tap';
 import { GrepPool, grepFiles } from '../../daemon/core/search.js';
 import { InodeTable } from '../../daemon/core/vfs.js';
-import { encodeFrame, encodeReplySliced, ENCODE_SLICE_ITEMS } from '../../daemon/rpc/framing.js';
+import { encodeFrame, encodeReplySliced, ENCODE_SLICE_CHARS, ENCODE_SLICE_ITEMS } from '../../daemon/rpc/framing.js';
 import type { Cred } from '../../daemon/core/perms.js';
 import { configFromEnv, openCore } from '../../daemon/main.js';
 import { Vcs } from '../../daemon/vcs/vcs.js';
@@ -296,6 +296,17 @@ void t.test('a listing page of 10,000 entries is encoded in slices, into the byt
   const small = await core.service.handlers['fs.list']({ creds: {}, data: undefined }, { path: '/wide', limit: ENCODE_SLICE_ITEMS });
   t.equal(await encodeReplySliced(8, small, pauser), undefined, 'a small result is encoded in one go');
   t.equal(yields(), 10000 / ENCODE_SLICE_ITEMS, 'without a yield');
+});
+
+void t.test('a long string in a reply (a diff) is encoded in slices, surrogate pairs and escapes intact', async (t) => {
+  // a pair astride each slice boundary, a lone surrogate, quotes, backslashes, control characters
+  const unit = `${'x'.repeat(ENCODE_SLICE_CHARS - 1)}😀 "q" \\ \t\u0001 \ud800 é\n`;
+  const result = { diff: unit.repeat(6), truncated: false, note: undefined };
+  const { pauser, yields } = everyCheck(() => undefined);
+  const encoded = await encodeReplySliced(3, result, pauser);
+  t.ok(encoded !== undefined, 'sliced');
+  t.ok(yields() >= 6, 'a turn per slice');
+  t.ok(Buffer.concat(encodeFrame(encoded)).equals(Buffer.concat(encodeFrame({ id: 3, result }))), 'the same frame, byte for byte, as one JSON.stringify');
 });
 
 void t.test('the inode table: sharded Maps that behave as one', (t) => {
