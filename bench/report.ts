@@ -258,8 +258,8 @@ export const ANALYSIS: Analysis[] = [
       'but the samples say what each long turn was. (1) Listing: each page was one JSON.stringify of 10,000 entries (~2.2 MB) plus its UTF-8 length ' +
       'and copy in one turn: 210–1,009 ms per page there (`encodeFrame`, `Buffer.byteLength`); the rest were GC pauses. A reply whose result holds an ' +
       'array longer than 500 items or a string longer than 65,536 UTF-16 units (a diff) is now encoded in slices a turn apart, into the same bytes ' +
-      '(`encodeReplySliced` in daemon/rpc/framing.ts; a page is still one snapshot, taken before encoding): the worst encode turn fell to 37–46 ms at ' +
-      'load 16. (2) rm -r: the long turns were the inode Map rehashing as it emptied (V8 shrinks a Map below a quarter of its capacity: at 262,143, ' +
+      '(`encodeReplySliced` in daemon/rpc/framing.ts; a page is still one snapshot, taken before encoding), so an encoding turn is at most one 15 ms ' +
+      'slice plus one 500-entry slice; in an A/B at load ~18 the one-turn encoding of a page took up to 3,096 ms before. (2) rm -r: the long turns were the inode Map rehashing as it emptied (V8 shrinks a Map below a quarter of its capacity: at 262,143, ' +
       '131,071 and 65,535 entries, 100–590 ms each there; growing past 2^20 entries costs the same, 907 ms in a micro-benchmark) and the one array of ' +
       '1,000,000 nodes the permission walk grew. Inodes now live in 256 Maps by id (`InodeTable` in daemon/core/vfs.ts), the walk keeps the subtree in ' +
       'chunks of 1,024, and the freeing also checks its time slice every 64 inodes, because ids spread evenly, so all shards shrink within the same few ' +
