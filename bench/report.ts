@@ -267,8 +267,9 @@ export const ANALYSIS: Analysis[] = [
       '(worst 41 ms at load 10), about half of their samples GC; its reply (~1.5 MB of text) is now encoded in slices too. What remains is V8 garbage ' +
       'collection with ~800 MB live at 1,000,000 inodes: scavenges of 15–90 ms and mark-compact pauses of 150–670 ms in those runs (the parallel GC ' +
       'threads wait for CPU on a loaded machine, so not measured quiet), and sorting the directory\'s million names after a change, whose turns hold ' +
-      'little but GC. A stall run on that machine (idle read loop worst 786 ms, so not comparable) is not shown; the table above is the quiet run before ' +
-      'these changes.',
+      'little but GC. Two stall runs of this code on that machine are not shown (the table above is the quiet run before these changes): at load 16 the ' +
+      'idle read loop\'s worst was 786 ms, so nothing there is comparable; at load 9–12 (idle worst 36.5 ms, but each heavy request took 3–4 times as ' +
+      'long as in the quiet run) diff 187, listing 295, rm -r 226, commit 146, grep 84.8 ms.',
     fix:
       'rerun this table on a quiet machine; for the GC, fewer heap objects per inode (one record instead of a node object, four BigInt times and a Map ' +
       'entry; times as numbers), which shortens marking and evacuation, and a measured `--max-semi-space-size` for the daemon (fewer scavenges; the ' +
