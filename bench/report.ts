@@ -250,25 +250,30 @@ export const ANALYSIS: Analysis[] = [
     row: /^small read during/,
     title: 'Stalls: what still holds the daemon\'s event loop past 100 ms',
     reason:
-      'second pass (issue 12): grep collects its files in slices with a generation check (collected again if anything changed meanwhile, so the search ' +
-      'still sees one moment), and the pool sends a job\'s new contents to a worker in parts of at most 4 MiB a turn apart: packing the 40 MiB of the ' +
-      '10,000-file corpus at once held the loop for 500–800 ms on a loaded machine (allocating that one buffer took ~500 ms), which is what the grep row ' +
-      'mostly measured. A commit writes its new trees to the store in slices before its atomic step and counts its changes without listing them ' +
-      '(memoised leaf counts of whole added or deleted subtrees), so the atomic step and its store batch are the commit object and the ref. Listing pages ' +
-      'build their entries in slices; `sys.health` no longer walks every inode (433 ms at 1,000,000 inodes in a profile). Three runs on a ' +
-      'machine shared with other jobs (idle read loop worst 90 / 109 / 47 ms; 36 ms in the quiet run before these changes), worst small read in ms, ' +
-      'quiet run before the changes in brackets: diff, unchanged code, 196 / 116 / 63 [77]; listing 555 / 549 / 179 [136]; rm -r 676 / 182 / 214 [113]; ' +
-      'commit 236 / 89.6 / 166 [154]; grep 958 (before the parts change) / 144 / 53.5 [166]. The table is a later run on a quiet machine after the merge (idle loop worst 35.1 ms): diff 110, listing 201, rm -r 128, commit 54.1, grep 41.6; so commit and grep meet the target there, diff and rm -r are near it, and the listing is not. grep now ' +
-      'meets the target; the commit met it once and moves with the load (its atomic step is now small, so what is left is likely GC, e.g. of the ' +
-      'million inodes the rm -r row just freed: not yet profiled); listing and rm -r still miss it. ' +
-      'What remains: (1) V8 garbage ' +
-      'collection, whose full pauses grow with the heap (70–95 ms with 100,000 inodes, more with 1,000,000; a delete of 1,000,000 inodes makes them garbage ' +
-      'at once, and, not yet profiled, the inode Map likely rehashes as it empties); (2) the JSON encoding of one listing page (10,000 entries, ~2.2 MB) in one go; (3) one ' +
-      'directory\'s own hash or tree write, O(its entries); (4) grep collects again from the start on any change, and its fourth attempt runs in one go.',
+      'earlier passes (issue 12) sliced grep (file collection with a generation check; contents sent to workers in parts of at most 4 MiB), the commit ' +
+      '(trees written ahead in slices, changes counted without listing them), the building of listing entries and `sys.health`; commit and grep meet ' +
+      'the target in the quiet run shown. Third pass: the listing, rm -r and diff rows were profiled in-process: the core opened on a copy of this module\'s store, the heavy ' +
+      'request run through the service handlers and the reply encoder, a 1 ms timer logging every turn longer than 20 ms, the `--cpu-prof` samples ' +
+      '(250 µs) inside each such turn, and `--trace-gc`. The machine was shared (load 10–19 on 2 cores), so the times below are inflated several-fold, ' +
+      'but the samples say what each long turn was. (1) Listing: each page was one JSON.stringify of 10,000 entries (~2.2 MB) plus its UTF-8 length ' +
+      'and copy in one turn: 210–1,009 ms per page there (`encodeFrame`, `Buffer.byteLength`); the rest were GC pauses. A reply whose result holds an ' +
+      'array longer than 500 items or a string longer than 65,536 UTF-16 units (a diff) is now encoded in slices a turn apart, into the same bytes ' +
+      '(`encodeReplySliced` in daemon/rpc/framing.ts; a page is still one snapshot, taken before encoding), so an encoding turn is at most one 15 ms ' +
+      'slice plus one 500-entry slice; in an A/B at load ~18 the one-turn encoding of a page took up to 3,096 ms before. (2) rm -r: the long turns were the inode Map rehashing as it emptied (V8 shrinks a Map below a quarter of its capacity: at 262,143, ' +
+      '131,071 and 65,535 entries, 100–590 ms each there; growing past 2^20 entries costs the same, 907 ms in a micro-benchmark) and the one array of ' +
+      '1,000,000 nodes the permission walk grew. Inodes now live in 256 Maps by id (`InodeTable` in daemon/core/vfs.ts), the walk keeps the subtree in ' +
+      'chunks of 1,024, and the freeing also checks its time slice every 64 inodes, because ids spread evenly, so all shards shrink within the same few ' +
+      'hundred deletes. The delete is still detached in one step and acknowledged once durable. (3) diff: in-process its turns stay within the slice ' +
+      '(worst 41 ms at load 10), about half of their samples GC; its reply (~1.5 MB of text) is now encoded in slices too. What remains is V8 garbage ' +
+      'collection with ~800 MB live at 1,000,000 inodes: scavenges of 15–90 ms and mark-compact pauses of 150–670 ms in those runs (the parallel GC ' +
+      'threads wait for CPU on a loaded machine, so not measured quiet), and sorting the directory\'s million names after a change, whose turns hold ' +
+      'little but GC. Two stall runs of this code on that machine are not shown (the table above is the quiet run before these changes): at load 16 the ' +
+      'idle read loop\'s worst was 786 ms, so nothing there is comparable; at load 9–12 (idle worst 36.5 ms, but each heavy request took 3–4 times as ' +
+      'long as in the quiet run) diff 187, listing 295, rm -r 226, commit 146, grep 84.8 ms.',
     fix:
-      'profile the listing and rm -r rows on a quiet machine (profiled runs here could not load the million-entry store in time); for the GC, fewer ' +
-      'objects per inode (one record per inode instead of a Map entry, a node and BigInt times) and a measured `--max-semi-space-size` for the daemon; ' +
-      'a smaller internal page or a streamed encoder for listings.',
+      'rerun this table on a quiet machine; for the GC, fewer heap objects per inode (one record instead of a node object, four BigInt times and a Map ' +
+      'entry; times as numbers), which shortens marking and evacuation, and a measured `--max-semi-space-size` for the daemon (fewer scavenges; the ' +
+      'entries of a page being built would die young instead of being promoted).',
   },
 ];
 

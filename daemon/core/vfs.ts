@@ -42,7 +42,7 @@ type Listener = (paths: string[]) => void;
 
 export class Vfs {
   root: DirNode;
-  readonly nodes = new Map<number, Node>();
+  readonly nodes = new InodeTable();
   readonly blobs: BlobStore;
   /** Write access checked at open/create, for the writes that follow (the mount's descriptors). */
   readonly grants = new WriteGrants();
@@ -665,25 +665,38 @@ export class Vfs {
       const p = pathOf(node);
       this.detach(node);
       this.emit(p);
-      for (let i = order.length - 1; i >= 0; i--) {
-        const n = order[i]!;
-        if (n.kind === 'file') this.blobs.release(n.blob);
-        this.nodes.delete(n.id);
-        this.journal.inodeRemoved(n.id);
-        // A turn per DESTROY_BATCH inodes: the store's group commit writes each batch in the
-        // yield, so no one transaction (they run on the event loop too) grows with the subtree.
-        if (i % DESTROY_BATCH === 0 && i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      // At most a chunk (DESTROY_BATCH inodes) per turn, fewer when the turn's time is used up:
+      // the store's group commit writes each batch in the yield, so no one transaction (they run on
+      // the event loop too) grows with the subtree. The time check matters when the inode table's
+      // shards all shrink within a few hundred deletes (ids spread evenly over them).
+      const pause = slicer();
+      let count = 0;
+      for (let c = order.length - 1; c >= 0; c--) {
+        const chunk = order[c]!;
+        for (let i = chunk.length - 1; i >= 0; i--) {
+          const n = chunk[i]!;
+          if (n.kind === 'file') this.blobs.release(n.blob);
+          this.nodes.delete(n.id);
+          this.journal.inodeRemoved(n.id);
+          if ((++count & 63) === 0 && i > 0) await pause();
+        }
+        order[c] = []; // garbage as it goes, not all at the end
+        if (c > 0) await new Promise<void>((resolve) => setImmediate(resolve));
       }
-      return order.length;
+      return count;
     }
   }
 
-  /** `checkRemovable`, iterative and sliced; returns the subtree in pre-order (parents before children). */
-  private async checkRemovableSliced(cred: Cred, top: DirNode, abs: string, op: string, sliced: boolean): Promise<Node[]> {
+  /**
+   * `checkRemovable`, iterative and sliced; returns the subtree in pre-order (parents before
+   * children) in chunks of DESTROY_BATCH: one array of a million nodes is copied whole each time it
+   * grows (tens of ms at that size), and is held until the last inode is freed.
+   */
+  private async checkRemovableSliced(cred: Cred, top: DirNode, abs: string, op: string, sliced: boolean): Promise<Node[][]> {
     const pause = sliced ? slicer() : () => undefined;
-    const order: Node[] = [top];
+    let chunk: Node[] = [top];
+    const order: Node[][] = [chunk];
     const stack: { dir: DirNode; path: string }[] = [{ dir: top, path: abs }];
-    let k = 0;
     for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
       const { dir, path } = item;
       if (dir.children.size === 0) continue;
@@ -691,9 +704,12 @@ export class Vfs {
       for (const [name, child] of dir.children) {
         const childPath = path === '/' ? `/${name}` : `${path}/${name}`;
         requireUnlink(cred, dir, child, op, childPath);
-        order.push(child);
+        if (chunk.length === DESTROY_BATCH) {
+          order.push((chunk = []));
+          await pause();
+        }
+        chunk.push(child);
         if (child.kind === 'directory') stack.push({ dir: child, path: childPath });
-        if ((++k & 1023) === 0) await pause();
       }
     }
     return order;
@@ -1025,6 +1041,42 @@ export class Vfs {
     return { inodes: this.nodes.size, files, dirs };
   }
 }
+
+/**
+ * Every inode by id, in 256 Maps chosen by the id's low bits. One Map of a million entries
+ * rehashes all of them when it grows past a power of two or shrinks below a quarter of its
+ * capacity: a recursive delete of a million inodes held the event loop 100-600 ms at each shrink
+ * (profiled on a loaded machine), and creating the 1,048,577th inode as long. A shard holds 1/256
+ * of the entries, so one rehash is 256 times shorter; ids spread evenly, so a bulk delete shrinks
+ * all shards within a few hundred deletes, and `removeSliced` checks its time slice between them.
+ */
+export class InodeTable {
+  private readonly shards: Map<number, Node>[] = Array.from({ length: INODE_SHARDS }, () => new Map<number, Node>());
+  private count = 0;
+
+  get size(): number {
+    return this.count;
+  }
+  get(id: number): Node | undefined {
+    return this.shards[id % INODE_SHARDS]!.get(id);
+  }
+  set(id: number, node: Node): this {
+    const shard = this.shards[id % INODE_SHARDS]!;
+    const before = shard.size;
+    shard.set(id, node);
+    this.count += shard.size - before;
+    return this;
+  }
+  delete(id: number): boolean {
+    const gone = this.shards[id % INODE_SHARDS]!.delete(id);
+    if (gone) this.count--;
+    return gone;
+  }
+  *values(): IterableIterator<Node> {
+    for (const shard of this.shards) yield* shard.values();
+  }
+}
+const INODE_SHARDS = 256;
 
 /** Directories up to this many entries are sorted in one go (a few ms); bigger ones in slices. */
 const SORT_SLICE = 16384;

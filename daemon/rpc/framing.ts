@@ -39,6 +39,7 @@ export interface Writable {
  */
 export function encodeFrame(header: unknown, data?: Buffer): Buffer[] {
   if (data !== undefined && data.length > MAX_DATA) throw new FrameTooLarge(0, data.length);
+  if (header instanceof EncodedHeader) return frameOf(header.parts, data);
   let json: string;
   try {
     json = JSON.stringify(header);
@@ -54,6 +55,80 @@ export function encodeFrame(header: unknown, data?: Buffer): Buffer[] {
   head.writeUInt32BE(data === undefined ? 0 : data.length, 4);
   head.write(json, 8, 'utf8');
   return data === undefined || data.length === 0 ? [head] : [head, data];
+}
+
+function frameOf(parts: Buffer[], data: Buffer | undefined): Buffer[] {
+  let hlen = 0;
+  for (const p of parts) hlen += p.length;
+  if (hlen > MAX_HEADER) throw new FrameTooLarge(hlen, data?.length ?? 0);
+  const prefix = Buffer.allocUnsafe(8);
+  prefix.writeUInt32BE(hlen, 0);
+  prefix.writeUInt32BE(data === undefined ? 0 : data.length, 4);
+  return data === undefined || data.length === 0 ? [prefix, ...parts] : [prefix, ...parts, data];
+}
+
+/** A header already encoded as UTF-8 JSON, in parts (by `encodeReplySliced`). */
+export class EncodedHeader {
+  constructor(readonly parts: Buffer[]) {}
+}
+
+/** Arrays in a reply's result longer than this are encoded in slices of this many items. */
+export const ENCODE_SLICE_ITEMS = 500;
+/** Strings in a reply's result longer than this (a diff of up to 4 MiB) are encoded in slices of this many UTF-16 units. */
+export const ENCODE_SLICE_CHARS = 65536;
+
+const isLong = (v: unknown): v is unknown[] | string => (Array.isArray(v) && v.length > ENCODE_SLICE_ITEMS) || (typeof v === 'string' && v.length > ENCODE_SLICE_CHARS);
+
+/**
+ * The header `{"id":…,"result":…}` of a reply whose result (a plain object) holds an array longer
+ * than ENCODE_SLICE_ITEMS or a string longer than ENCODE_SLICE_CHARS, encoded in turns of the event
+ * loop of their own: a slice of items (or of the string) at a time, calling `pause` (a fresh
+ * `pauser()`; the daemon passes `slicer`) between slices, which yields when it returns a promise.
+ * One JSON.stringify of a 10,000-entry listing page (2.2 MB), and the UTF-8 length and copy of that
+ * string, held the daemon's event loop 100-1,000 ms on a loaded machine. The bytes are those
+ * JSON.stringify would give (a string is never cut inside a surrogate pair). Any other result:
+ * undefined (encoded in one go, as usual).
+ */
+export async function encodeReplySliced(id: number, result: unknown, pauser: () => () => Promise<void> | undefined): Promise<EncodedHeader | undefined> {
+  if (typeof result !== 'object' || result === null || Object.getPrototypeOf(result) !== Object.prototype) return undefined;
+  const fields = Object.entries(result as Record<string, unknown>);
+  if (!fields.some(([, v]) => isLong(v))) return undefined;
+  await new Promise<void>((resolve) => setImmediate(resolve)); // the handler may have used this turn already
+  const pause = pauser();
+  const parts: Buffer[] = [];
+  let text = `{"id":${id},"result":{`;
+  const flush = async (slice: string): Promise<void> => {
+    parts.push(Buffer.from(text + slice, 'utf8'));
+    text = '';
+    const w = pause();
+    if (w !== undefined) await w;
+  };
+  let first = true;
+  for (const [key, value] of fields) {
+    const json = isLong(value) ? undefined : (JSON.stringify(value) as string | undefined);
+    if (json === undefined && !isLong(value)) continue; // undefined, a function: left out, as JSON.stringify does
+    text += `${first ? '' : ','}${JSON.stringify(key)}:`;
+    first = false;
+    if (json !== undefined) text += json;
+    else if (typeof value === 'string') {
+      text += '"';
+      for (let i = 0; i < value.length; ) {
+        let end = Math.min(value.length, i + ENCODE_SLICE_CHARS);
+        const last = value.charCodeAt(end - 1);
+        if (end < value.length && last >= 0xd800 && last <= 0xdbff) end--; // keep a surrogate pair together
+        await flush(JSON.stringify(value.slice(i, end)).slice(1, -1));
+        i = end;
+      }
+      text += '"';
+    } else {
+      const items = value as unknown[];
+      text += '[';
+      for (let i = 0; i < items.length; i += ENCODE_SLICE_ITEMS) await flush((i === 0 ? '' : ',') + JSON.stringify(items.slice(i, i + ENCODE_SLICE_ITEMS)).slice(1, -1));
+      text += ']';
+    }
+  }
+  parts.push(Buffer.from(`${text}}}`, 'utf8'));
+  return new EncodedHeader(parts);
 }
 /** `{"id":123,` at the start of a header: how a skipped frame still names its request. */
 const ID_PREFIX = /^\{"id":(\d{1,15})[,}]/;

@@ -5,7 +5,8 @@
  */
 import net from 'node:net';
 import { toWireError, VfsError, type WireError } from '../errors.js';
-import { FrameDecoder, FrameError, FrameTooLarge, FrameWriter, MAX_DATA, MAX_HEADER } from './framing.js';
+import { slicer } from '../core/vfs.js';
+import { EncodedHeader, encodeReplySliced, FrameDecoder, FrameError, FrameTooLarge, FrameWriter, MAX_DATA, MAX_HEADER } from './framing.js';
 import { credsSchema, isMethod, methods, type ChangeEvent, type Method, type RequestHeader } from './protocol.js';
 import type { Connection, Ctx, Handlers } from '../service.js';
 import { requestScope } from '../events.js';
@@ -142,7 +143,7 @@ export class RpcServer {
 
   private reply(sock: net.Socket, id: number | null, error: WireError | undefined, result?: unknown, data?: Buffer): void {
     if (sock.destroyed) return;
-    const header = error === undefined ? { id, result } : { id, error };
+    const header = error !== undefined ? { id, error } : result instanceof EncodedHeader ? result : { id, result };
     const out = this.writers.get(sock);
     try {
       out?.push(header, error === undefined ? data : undefined);
@@ -171,7 +172,8 @@ export class RpcServer {
       const outcome = await invoke(this.handlers, { method: h.method, params: h.params, creds: h.creds, data }, { subscribe: () => this.subscribers.add(sock), push: (header) => this.pushEvent(sock, header), ...(conn === undefined ? {} : { conn }) });
       if (outcome.ok) {
         try {
-          this.reply(sock, id, undefined, outcome.result, outcome.out);
+          // a big result (a listing page, grep hits, a diff) is encoded in slices, not in one turn
+          this.reply(sock, id, undefined, (await encodeReplySliced(id, outcome.result, slicer)) ?? outcome.result, outcome.out);
         } catch (err) {
           this.reply(sock, id, toWireError(err));
         }

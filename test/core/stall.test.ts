@@ -9,6 +9,8 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { GrepPool, grepFiles } from '../../daemon/core/search.js';
+import { InodeTable } from '../../daemon/core/vfs.js';
+import { encodeFrame, encodeReplySliced, ENCODE_SLICE_CHARS, ENCODE_SLICE_ITEMS } from '../../daemon/rpc/framing.js';
 import type { Cred } from '../../daemon/core/perms.js';
 import { configFromEnv, openCore } from '../../daemon/main.js';
 import { Vcs } from '../../daemon/vcs/vcs.js';
@@ -276,4 +278,53 @@ void t.test('gc drops trees written ahead for a commit that lost a race, but not
   core.grep.close();
   const again = inProcess(t, dataDir);
   t.equal(again.core.vcs.countTrees(), written, 'the dropped trees are gone from disk too');
+});
+
+void t.test('a listing page of 10,000 entries is encoded in slices, into the bytes of JSON.stringify', async (t) => {
+  const { core, root } = inProcess(t);
+  core.vfs.mkdir(root, '/wide', {});
+  for (let i = 0; i < 10001; i++) core.vfs.write(root, `/wide/é${i}.md`, Buffer.from(`${i}`)); // a non-ASCII name: UTF-8 lengths
+  const page = await core.service.handlers['fs.list']({ creds: {}, data: undefined }, { path: '/wide' });
+  t.equal(page.entries.length, 10000);
+  t.equal(page.truncated, true);
+  const { pauser, yields } = everyCheck(() => undefined);
+  const encoded = await encodeReplySliced(7, page, pauser);
+  t.ok(encoded !== undefined, 'sliced');
+  t.equal(yields(), 10000 / ENCODE_SLICE_ITEMS, 'a turn of the event loop per slice of entries');
+  const sliced = Buffer.concat(encodeFrame(encoded));
+  t.ok(sliced.equals(Buffer.concat(encodeFrame({ id: 7, result: page }))), 'the same frame, byte for byte, as one JSON.stringify');
+  const small = await core.service.handlers['fs.list']({ creds: {}, data: undefined }, { path: '/wide', limit: ENCODE_SLICE_ITEMS });
+  t.equal(await encodeReplySliced(8, small, pauser), undefined, 'a small result is encoded in one go');
+  t.equal(yields(), 10000 / ENCODE_SLICE_ITEMS, 'without a yield');
+});
+
+void t.test('a long string in a reply (a diff) is encoded in slices, surrogate pairs and escapes intact', async (t) => {
+  // a pair astride each slice boundary, a lone surrogate, quotes, backslashes, control characters
+  const unit = `${'x'.repeat(ENCODE_SLICE_CHARS - 1)}😀 "q" \\ \t\u0001 \ud800 é\n`;
+  const result = { diff: unit.repeat(6), truncated: false, note: undefined };
+  const { pauser, yields } = everyCheck(() => undefined);
+  const encoded = await encodeReplySliced(3, result, pauser);
+  t.ok(encoded !== undefined, 'sliced');
+  t.ok(yields() >= 6, 'a turn per slice');
+  t.ok(Buffer.concat(encodeFrame(encoded)).equals(Buffer.concat(encodeFrame({ id: 3, result }))), 'the same frame, byte for byte, as one JSON.stringify');
+});
+
+void t.test('the inode table: sharded Maps that behave as one', (t) => {
+  const table = new InodeTable();
+  const ref = new Map<number, unknown>();
+  const { core, root } = inProcess(t);
+  const { node } = core.vfs.write(root, '/one.md', Buffer.from('x'));
+  // ids over many shards, including ids past 2^31 (no bitwise arithmetic on ids)
+  const ids = [...Array.from({ length: 5000 }, (_, i) => i * 7 + 1), 2 ** 31 + 5, 2 ** 40 + 1];
+  for (const id of ids) {
+    table.set(id, node);
+    ref.set(id, node);
+  }
+  table.set(8, node); // again: no new entry
+  ref.set(8, node);
+  for (const id of [1, 15, 2 ** 31 + 5, 999999]) t.equal(table.delete(id), ref.delete(id), `delete ${id}`);
+  t.equal(table.size, ref.size);
+  t.equal([...table.values()].length, ref.size, 'values() visits every entry once');
+  t.ok(ids.every((id) => (table.get(id) === undefined) === !ref.has(id)), 'get agrees with a Map');
+  t.end();
 });
