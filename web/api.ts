@@ -91,37 +91,5 @@ export class Api {
   }
 }
 
-export interface WhoAmI {
-  user: string;
-  home: string;
-  is_agent: boolean;
-  is_admin: boolean;
-  on_behalf_of?: string;
-  workspace?: { id: string; name: string };
-}
-
-export interface DirEntry {
-  name: string;
-  is_dir: boolean;
-  is_symlink: boolean;
-  size: number;
-  modified: number;
-}
-
-export interface Commit {
-  hash: string;
-  message: string;
-  author: string;
-  on_behalf_of?: string;
-  timestamp: number;
-  parent: string | null;
-  changes: number;
-}
-
-export interface FeedEvent {
-  id: string;
-  time: number;
-  paths: string[];
-  by?: string;
-  on_behalf_of?: string;
-}
+// The records as the daemon declares them (type-only: nothing of the daemon is bundled).
+export type { CommitRecord as Commit, DirEntry, FeedEvent, WhoAmI } from '../daemon/rpc/protocol.js';

@@ -114,18 +114,17 @@ export type Listing = z.infer<typeof listingSchema>;
  */
 export const LIST_PAGE_MAX = 10000;
 
-export const userRecordSchema = z
-  .object({
-    name: z.string(),
-    uid: int,
-    gid: int,
-    groups: z.array(int).describe('gids, primary first'),
-    home: z.string(),
-    is_agent: z.boolean(),
-    is_admin: z.boolean(),
-    has_token: z.boolean(),
-  })
-  .meta({ id: 'User' });
+/** What users and whoami share: ids, groups (gids, primary first), home and kind. */
+const identityFields = {
+  uid: int,
+  gid: int,
+  groups: z.array(int).describe('gids, primary first'),
+  home: z.string(),
+  is_agent: z.boolean(),
+  is_admin: z.boolean(),
+};
+
+export const userRecordSchema = z.object({ name: z.string(), ...identityFields, has_token: z.boolean() }).meta({ id: 'User' });
 export type UserRecord = z.infer<typeof userRecordSchema>;
 
 export const groupRecordSchema = z.object({ name: z.string(), gid: int, members: z.array(z.string()) }).meta({ id: 'Group' });
@@ -145,12 +144,7 @@ export type WorkspaceTokenRecord = z.infer<typeof workspaceTokenRecordSchema>;
 export const whoAmISchema = z
   .object({
     user: z.string(),
-    uid: int,
-    gid: int,
-    groups: z.array(int).describe('gids, primary first'),
-    home: z.string(),
-    is_agent: z.boolean(),
-    is_admin: z.boolean(),
+    ...identityFields,
     on_behalf_of: z.string().optional(),
     workspace: z.object({ id: z.string(), name: z.string(), root_path: z.string() }).optional(),
   })

@@ -16,8 +16,8 @@ import { VfsError } from '../errors.js';
 import type { Node } from '../core/inode.js';
 import type { Registry } from '../auth/registry.js';
 import { redactUrl } from '../rpc/settings.js';
-import { verifyObject, type ObjectType } from './objects.js';
-import { applyRegistryRows, inodeValues, isFresh, PendingChanges, registryRows, SCHEMA_VERSION, StoredCheck, type DecodeRefs, type FsckResult, type InodeRow, type LoadedState, type OpenedStore, type RegistryRows, type StoredObject } from './store.js';
+import { verifyObject } from './objects.js';
+import { applyRegistryRows, BatchingJournal, inodeValues, isFresh, PendingChanges, registryRows, SCHEMA_VERSION, StoredCheck, type DecodeRefs, type FsckResult, type InodeRow, type LoadedState, type OpenedStore, type RegistryRows, type StoredObject } from './store.js';
 
 /** The advisory lock key of an mdvfs store (one per database): 'mdvfs' as a number. */
 const LOCK_KEY = 0x6d_64_76_66_73;
@@ -47,8 +47,7 @@ const MIGRATIONS: string[] = [
 
 type Values = unknown[];
 
-export class PostgresStore implements OpenedStore {
-  private pending = new PendingChanges();
+export class PostgresStore extends BatchingJournal implements OpenedStore {
   private waiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
   private scheduled = false;
   private writing: Promise<void> | undefined;
@@ -60,7 +59,9 @@ export class PostgresStore implements OpenedStore {
     throw err;
   };
 
-  private constructor(private readonly client: pg.Client, readonly where: string) {}
+  private constructor(private readonly client: pg.Client, readonly where: string) {
+    super();
+  }
 
   /** Connects, takes the store's lock and brings the schema up to date. */
   static async open(url: string): Promise<PostgresStore> {
@@ -204,36 +205,12 @@ export class PostgresStore implements OpenedStore {
 
   // ---------- Journal ----------
 
-  inode(node: Node): void {
-    this.pending.inode(node);
-    this.schedule();
-  }
-
-  inodeRemoved(id: number): void {
-    this.pending.inodeRemoved(id);
-    this.schedule();
-  }
-
-  object(id: string, type: ObjectType, payload: Buffer): void {
-    this.pending.object(id, type, payload);
-    this.schedule();
-  }
-
-  objectRemoved(id: string): void {
-    this.pending.objectRemoved(id);
-    this.schedule();
-  }
-
-  setRef(scope: string, commitId: string): void {
-    this.pending.setRef(scope, commitId);
-    this.schedule();
-  }
 
   private hasPending(): boolean {
     return this.pending.any() || this.registry?.dirty === true;
   }
 
-  private schedule(): void {
+  protected schedule(): void {
     if (this.scheduled || this.closed) return;
     this.scheduled = true;
     if (this.writing === undefined) setImmediate(() => this.startWriting());

@@ -11,8 +11,8 @@ import { chmodSync, closeSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { VfsError } from '../errors.js';
 import type { Registry } from '../auth/registry.js';
-import { verifyObject, type ObjectType } from './objects.js';
-import { applyRegistryRows, inodeValues, isFresh, registryRows, SCHEMA_VERSION, StoredCheck, type DecodeRefs, type FsckResult, type InodeRow, type LoadedState, PendingChanges, type OpenedStore, type RegistryRows, type StoredObject } from './store.js';
+import { verifyObject } from './objects.js';
+import { applyRegistryRows, BatchingJournal, inodeValues, isFresh, registryRows, SCHEMA_VERSION, StoredCheck, type DecodeRefs, type FsckResult, type InodeRow, type LoadedState, PendingChanges, type OpenedStore, type RegistryRows, type StoredObject } from './store.js';
 import type { Node } from '../core/inode.js';
 
 export { type InodeRow, type LoadedState, type Store } from './store.js';
@@ -34,9 +34,8 @@ CREATE TABLE IF NOT EXISTS refs (scope TEXT PRIMARY KEY, commit_id TEXT NOT NULL
 
 type Fsync = 'full' | 'normal' | 'off';
 
-export class SqliteStore implements OpenedStore {
+export class SqliteStore extends BatchingJournal implements OpenedStore {
   private readonly db: Database.Database;
-  private pending = new PendingChanges();
   private waiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
   private scheduled = false;
   private closed = false;
@@ -47,6 +46,7 @@ export class SqliteStore implements OpenedStore {
   };
 
   constructor(readonly dataDir: string, fsync: Fsync = 'full') {
+    super();
     const file = path.join(dataDir, 'store.db');
     try {
       // timeout 0: a second daemon fails at once instead of waiting 5 s on the lock and then
@@ -123,41 +123,12 @@ export class SqliteStore implements OpenedStore {
 
   // ---------- Journal ----------
 
-  inode(node: Node): void {
-    this.pending.inode(node);
-    this.schedule();
-  }
-
-  inodeRemoved(id: number): void {
-    this.pending.inodeRemoved(id);
-    this.schedule();
-  }
-
-  object(id: string, type: ObjectType, payload: Buffer): void {
-    this.pending.object(id, type, payload);
-    this.schedule();
-  }
-
-  objectRemoved(id: string): void {
-    this.pending.objectRemoved(id);
-    this.schedule();
-  }
-
-  setRef(scope: string, commitId: string): void {
-    this.pending.setRef(scope, commitId);
-    this.schedule();
-  }
-
-  /** Marks the auth tables for rewriting in the next batch. */
-  authChanged(): void {
-    this.schedule();
-  }
 
   private hasPending(): boolean {
     return this.pending.any() || this.registry?.dirty === true;
   }
 
-  private schedule(): void {
+  protected schedule(): void {
     if (this.scheduled || this.closed) return;
     this.scheduled = true;
     setImmediate(() => this.flushNow());

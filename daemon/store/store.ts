@@ -250,3 +250,40 @@ export class PendingChanges {
     return this.inodes.size > 0 || this.deletedInodes.size > 0 || this.objects.size > 0 || this.deletedObjects.size > 0 || this.refs.size > 0;
   }
 }
+
+/**
+ * The Journal half every store shares: each change is recorded in the pending batch and a batch is
+ * scheduled. A store writes `pending` in its own way (one SQLite transaction, one PostgreSQL
+ * transaction) and starts a new batch when it takes one.
+ */
+export abstract class BatchingJournal implements Journal {
+  protected pending = new PendingChanges();
+
+  /** Schedules the write of the pending batch (group commit). */
+  protected abstract schedule(): void;
+
+  inode(node: Node): void {
+    this.pending.inode(node);
+    this.schedule();
+  }
+
+  inodeRemoved(id: number): void {
+    this.pending.inodeRemoved(id);
+    this.schedule();
+  }
+
+  object(id: string, type: ObjectType, payload: Buffer): void {
+    this.pending.object(id, type, payload);
+    this.schedule();
+  }
+
+  objectRemoved(id: string): void {
+    this.pending.objectRemoved(id);
+    this.schedule();
+  }
+
+  setRef(scope: string, commitId: string): void {
+    this.pending.setRef(scope, commitId);
+    this.schedule();
+  }
+}
