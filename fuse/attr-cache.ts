@@ -10,6 +10,7 @@
  */
 import type { ChangeLog } from './change-log.js';
 import { S_IFDIR, S_IFMT, type FuseStat } from './fuse-native.js';
+import { parentOf } from './paths.js';
 
 interface Entry<T> {
   value: T;
@@ -113,11 +114,3 @@ export class ListingCache {
   }
 }
 
-export function parentOf(path: string): string {
-  const i = path.lastIndexOf('/');
-  return i <= 0 ? '/' : path.slice(0, i);
-}
-
-export function childPath(dir: string, name: string): string {
-  return dir === '/' ? `/${name}` : `${dir}/${name}`;
-}

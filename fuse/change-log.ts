@@ -10,7 +10,7 @@
  * everything recorded before it. Because the counter is taken when a request is sent, a change reported
  * while the request is in flight invalidates its answer, in whatever order the two arrive.
  */
-import { parentOf } from './attr-cache.js';
+import { parentOf } from './paths.js';
 
 export class ChangeLog {
   private gen = 1;

@@ -16,8 +16,11 @@
  */
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { getParseErrorMessage, safeParseAsync, type AnySchema } from '@modelcontextprotocol/sdk/server/zod-compat.js';
-import { CallToolRequestSchema, ErrorCode, McpError, type CallToolResult, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { RequestExtra } from './tools.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import { CallToolRequestSchema, ErrorCode, McpError, type CallToolResult, type JSONRPCRequest, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+
+/** The SDK's per-request context, as tool handlers receive it. */
+export type RequestExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
 export type ToolTable = Map<string, RegisteredTool>;
 

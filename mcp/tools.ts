@@ -5,16 +5,14 @@
  * code, the same pair REST puts in its `{error, code}` body.
  */
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Caller } from '../daemon/rpc/client.js';
 import { LIST_PAGE_MAX, type CommitRecord, type DirEntry, type Stat } from '../daemon/rpc/protocol.js';
 import { VfsError, toWireError } from '../daemon/errors.js';
-import type { ToolTable } from './tool-calls.js';
+import type { RequestExtra, ToolTable } from './tool-calls.js';
 import { ANSWER_MAX, applyEdits, fitAnswer, lineRange, unifiedDiff, utf8End } from './content.js';
 
-export type RequestExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 /** Picks the daemon caller (credentials) for one MCP request. */
 export type CallerFor = (extra: RequestExtra) => Caller;
 

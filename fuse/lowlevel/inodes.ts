@@ -4,7 +4,7 @@
  * less its forgets). A path unlinked or renamed over loses its node (a file created there next gets a
  * new id), while the old id stays valid for the kernel until it forgets it.
  */
-import { childPath } from '../attr-cache.js';
+import { childPath } from '../paths.js';
 import type { FuseStat } from '../fuse-native.js';
 
 export const ROOT_INO = 1;

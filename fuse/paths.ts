@@ -1,0 +1,9 @@
+/** Mount paths (absolute, `/`-separated, no trailing slash): parent and child. */
+export function parentOf(path: string): string {
+  const i = path.lastIndexOf('/');
+  return i <= 0 ? '/' : path.slice(0, i);
+}
+
+export function childPath(dir: string, name: string): string {
+  return dir === '/' ? `/${name}` : `${dir}/${name}`;
+}
