@@ -269,11 +269,14 @@ export const ANALYSIS: Analysis[] = [
       'threads wait for CPU on a loaded machine, so not measured quiet), and sorting the directory\'s million names after a change, whose turns hold ' +
       'little but GC. Two stall runs of this code on that machine are not shown (the table above is the quiet run before these changes): at load 16 the ' +
       'idle read loop\'s worst was 786 ms, so nothing there is comparable; at load 9–12 (idle worst 36.5 ms, but each heavy request took 3–4 times as ' +
-      'long as in the quiet run) diff 187, listing 295, rm -r 226, commit 146, grep 84.8 ms.',
+      'long as in the quiet run) diff 187, listing 295, rm -r 226, commit 146, grep 84.8 ms. Fourth pass, quiet machine after the merge: with these ' +
+      'changes diff 92.2, rm -r 72.8, commit 72.2 and grep 63.9 ms met the target and the listing (104 ms) did not; what was left was full GC ' +
+      'brought on by promoted garbage (a page being built, a reply being encoded). Every daemon now runs with a 64 MiB young generation ' +
+      '(`--max-semi-space-size=64`, `DAEMON_V8_FLAGS` in daemon/node-flags.ts, used by connectDaemon, `mdvfs serve` and the benchmarks), so that ' +
+      'garbage dies young: the table above (idle worst 16.1 ms) has every row within target, listing 66.8 and rm -r 69.1 ms.',
     fix:
-      'rerun this table on a quiet machine; for the GC, fewer heap objects per inode (one record instead of a node object, four BigInt times and a Map ' +
-      'entry; times as numbers), which shortens marking and evacuation, and a measured `--max-semi-space-size` for the daemon (fewer scavenges; the ' +
-      'entries of a page being built would die young instead of being promoted).',
+      'done for the rows here; the stall grows with the heap, so fewer heap objects per inode (one record instead of a node object, four BigInt ' +
+      'times and a Map entry; times as numbers) would keep it down for larger trees.',
   },
 ];
 

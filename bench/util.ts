@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { connectSocket, type DaemonClient } from '../daemon/rpc/client.js';
 import { socketPathFor } from '../daemon/rpc/connect.js';
 import type { BenchRow } from './types.js';
+import { DAEMON_V8_FLAGS } from '../daemon/node-flags.js';
 
 export const ROOT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const CLI = path.join(ROOT_DIR, 'dist', 'cli', 'main.js');
@@ -220,7 +221,7 @@ export interface DaemonProc {
 /** Spawns `node dist/cli/main.js daemon` for `dataDir` (no wait). */
 export function spawnDaemonProc(dataDir: string, env: NodeJS.ProcessEnv = {}): { proc: ChildProcess; stderr: () => string } {
   let err = '';
-  const proc = spawn(process.execPath, [...benchNodeArgs(), CLI, 'daemon'], { env: { ...process.env, SERVICE_DATA_DIR: dataDir, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(process.execPath, [...DAEMON_V8_FLAGS, ...benchNodeArgs(), CLI, 'daemon'], { env: { ...process.env, SERVICE_DATA_DIR: dataDir, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   proc.stderr!.on('data', (b: Buffer) => {
     err += b.toString();
     if (err.length > 20000) err = err.slice(-10000);

@@ -15,6 +15,7 @@ import { announceNewDataDir, defaultDataDir, EXIT_LOCKED, socketPathFor } from '
 import { PRIVATE_UMASK, securePrivateDataDir, verifySocket } from '../daemon/rpc/private-dir.js';
 import { formatListen, httpSettingsFromEnv, SettingsError, type HttpSettings } from '../daemon/rpc/settings.js';
 import type { ListeningMessage } from './listen.js';
+import { DAEMON_V8_FLAGS } from '../daemon/node-flags.js';
 
 const say = (line: string): void => {
   process.stderr.write(`mdvfs: ${line}\n`);
@@ -90,7 +91,7 @@ export async function runServe(): Promise<void> {
   const startDaemon = (): void => {
     daemonStarts.push(Date.now());
     daemonExit = null;
-    const child = spawn(process.execPath, [...process.execArgv, cli, 'daemon'], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...env, MDVFS_SERVE_PID: String(process.pid) }, detached: true });
+    const child = spawn(process.execPath, [...DAEMON_V8_FLAGS, ...process.execArgv, cli, 'daemon'], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...env, MDVFS_SERVE_PID: String(process.pid) }, detached: true });
     daemon = child;
     child.once('exit', (code, signal) => {
       if (daemon !== child) return;

@@ -11,6 +11,7 @@ import { compareNames, sortedNames, type DirNode, type Node } from './inode.js';
 import { may, R, X, type Cred } from './perms.js';
 import { slicer, type Vfs } from './vfs.js';
 import type { GrepJob, GrepReply, LoadJob, MatchJob, MatchReply, WireJob } from './grep-worker.js';
+import { loaderFlags } from '../node-flags.js';
 
 /** Content bytes the pool lets each worker hold before it starts it afresh. */
 const WORKER_CACHE_BYTES = 256 * 1024 * 1024;
@@ -86,7 +87,7 @@ export class GrepPool {
     const here = fileURLToPath(import.meta.url);
     const ext = path.extname(here);
     const file = path.join(path.dirname(here), `grep-worker${ext}`);
-    const w = new Worker(file, { execArgv: process.execArgv });
+    const w = new Worker(file, { execArgv: loaderFlags(process.execArgv) });
     w.unref();
     // The time bound is for the search, not for starting a thread on a loaded machine (or one whose
     // module loaders take long, as a test runner's do): the worker says when its module has loaded.

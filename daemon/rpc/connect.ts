@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { connectSocket, type DaemonClient } from './client.js';
 import { securePrivateDataDir, verifySocket } from './private-dir.js';
 import { VfsError } from '../errors.js';
+import { DAEMON_V8_FLAGS, loaderFlags } from '../node-flags.js';
 
 /** A socket or data dir refused by private-dir.ts: retrying or starting a daemon cannot help. */
 const refused = (err: unknown): boolean => err instanceof VfsError && err.code === 'EACCES';
@@ -55,21 +56,12 @@ function daemonEntry(): string {
 }
 
 /**
- * Node flags for the background daemon. From dist/ none; from TS sources only the parent's loader
+ * Node flags for the background daemon: its V8 flags, and from TS sources the parent's loader
  * flags. Why not all of process.execArgv: a client run as `node -e '<code>'` (or -p, --test,
  * --inspect...) would make the "daemon" run that code again, which starts another, and so on.
  */
 function daemonArgs(entry: string): string[] {
-  if (!entry.endsWith('.ts')) return [entry];
-  const keep: string[] = [];
-  const argv = process.execArgv;
-  const withValue = new Set(['--import', '--loader', '--experimental-loader', '--require', '-r', '--conditions', '-C']);
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === '--enable-source-maps' || /^--(import|loader|experimental-loader|require|conditions)=/.test(a)) keep.push(a);
-    else if (withValue.has(a) && i + 1 < argv.length) keep.push(a, argv[++i]!);
-  }
-  return [...keep, entry];
+  return [...DAEMON_V8_FLAGS, ...(entry.endsWith('.ts') ? loaderFlags(process.execArgv) : []), entry];
 }
 
 /** One line on stderr when a front end or `mdvfs serve` creates a data dir (so a new empty store is never silent). */
