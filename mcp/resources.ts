@@ -27,7 +27,7 @@ import {
 import type { Caller, DaemonClient } from '../daemon/rpc/client.js';
 import type { ChangeEvent } from '../daemon/rpc/protocol.js';
 import { VfsError, toWireError } from '../daemon/errors.js';
-import { ANSWER_MAX } from './content.js';
+import { ANSWER_MAX } from '../daemon/rpc/protocol.js';
 import { decodeContent, type CallerFor } from './tools.js';
 
 export const URI_SCHEME = 'mdvfs:';

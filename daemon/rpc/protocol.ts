@@ -290,6 +290,91 @@ export function isRestMethod(m: Method): m is RestMethod {
   return restBinding(m) !== undefined;
 }
 
+// ---------- MCP bindings ----------
+
+/**
+ * Bytes of content (file bytes, matching lines, a diff) one MCP tool answer carries at most. The
+ * SDK's clients drop any message over 10 MiB and lose the session with it; 1 MiB of content stays far
+ * below that even with JSON escaping, and is still a lot of text for an agent to take in at once.
+ */
+export const ANSWER_MAX = 1024 * 1024;
+
+/** Matches search_files returns per call unless max_results says otherwise. */
+export const SEARCH_DEFAULT = 200;
+
+/** MCP tool annotations (the hints a client shows or acts on), in the SDK's key order. */
+interface ToolHints {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: false;
+}
+
+const READS: ToolHints = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+/**
+ * How an operation is offered as an MCP tool (mcp/tools.ts registers it and presents its answer,
+ * from this). The argument names and texts are the MCP contract's; a tool may rename params
+ * (`move_file`'s source/destination are fs.move's src/dst) and bound its answer more tightly.
+ */
+export interface McpBinding {
+  tool: string;
+  title: string;
+  description: string;
+  /** The tool's arguments (its input schema). */
+  args: z.ZodRawShape;
+  /** Its structuredContent (a closed subset of the operation's result, so records can grow). */
+  output: z.ZodRawShape;
+  annotations: ToolHints;
+}
+
+const pathDesc =
+  'Path as you would write it in a shell: relative (resolved in your home directory, or the delegated user\'s home), "~/..." or absolute ("/...").';
+
+/** What list_directory shows of a DirEntry. */
+const toolEntry = z.object({
+  name: z.string(),
+  is_dir: z.boolean(),
+  is_symlink: z.boolean(),
+  mode: z.string(),
+  uid: z.number(),
+  gid: z.number(),
+  size: z.number(),
+  modified: z.number(),
+});
+export type ToolEntry = z.infer<typeof toolEntry>;
+
+/** What get_file_info shows of a Stat. */
+const toolStat = z.object({
+  path: z.string(),
+  inode_id: z.number(),
+  kind: z.enum(['file', 'directory', 'symlink']),
+  size: z.number(),
+  mode: z.string(),
+  uid: z.number(),
+  gid: z.number(),
+  nlink: z.number(),
+  created: z.number(),
+  modified: z.number(),
+  changed: z.number(),
+  accessed: z.number(),
+  etag: z.string().optional(),
+  target: z.string().optional(),
+});
+export type ToolStat = z.infer<typeof toolStat>;
+
+/** What commit, get_history and revert show of a Commit. */
+const toolCommit = z.object({
+  hash: z.string(),
+  message: z.string(),
+  author: z.string(),
+  on_behalf_of: z.string().optional(),
+  timestamp: z.number(),
+  parent: z.string().nullable(),
+  changes: z.number(),
+});
+export type ToolCommit = z.infer<typeof toolCommit>;
+
 // ---------- the table ----------
 
 const pathResult = z.object({ path: z.string() });
@@ -416,12 +501,6 @@ export const methods = {
   // filesystem: paths are as the caller wrote them; the daemon resolves them (contract §2)
   /** Resolves a path for the caller without touching the tree: what `path` means for this identity. */
   'fs.resolve': { params: z.object({ path }), result: pathResult },
-  'fs.stat': { params: z.object({ path, nofollow: z.boolean().optional() }), result: pathStatSchema },
-  /**
-   * A directory's entries in name order, at most `limit` (default and maximum LIST_PAGE_MAX). A cut
-   * listing says `truncated: true` and gives `next_cursor`, an opaque string to pass as `cursor`.
-   */
-  'fs.list': { params: z.object({ path: pathOpt, limit: z.number().int().min(1).max(LIST_PAGE_MAX).optional(), cursor: z.string().max(2048).optional() }), result: listingSchema },
   /**
    * File content is returned as the frame's raw bytes, at most READ_CHUNK of them per answer (from
    * `offset`, at most `length`); `size` is the whole file's. `if_match` (an etag) makes a later part
@@ -430,6 +509,37 @@ export const methods = {
   'fs.read': {
     params: z.object({ path, if_none_match: z.string().optional(), if_match: z.string().optional(), offset: z.number().int().min(0).optional(), length: z.number().int().min(0).optional() }),
     result: z.object({ path: z.string(), etag: z.string(), size: int, not_modified: z.boolean().optional() }),
+    mcp: [
+      {
+        tool: 'read_file',
+        title: 'Read file',
+        description:
+          'Read a file. The text block is the file\'s text (UTF-8; other bytes come back base64-encoded, encoding "base64"); structuredContent ' +
+          `gives its path, size, etag and the byte range returned. At most ${ANSWER_MAX} bytes come back per call: a longer file is cut, ` +
+          'with truncated: true and next_offset (and a note in a second text block); call again with offset = next_offset to read on. ' +
+          'head or tail return only the first or last N lines; offset and length a byte range. Pass the etag as expected_etag to write_file ' +
+          'or edit_file to avoid overwriting a change you have not seen, or to read_file while paging to keep all pages of one version.',
+        args: {
+          path: path.describe(pathDesc),
+          offset: z.number().int().min(0).optional().describe('First byte to return (default 0), e.g. the next_offset of the previous call.'),
+          length: z.number().int().min(1).optional().describe(`Most bytes to return (default and at most ${ANSWER_MAX}).`),
+          head: z.number().int().min(1).optional().describe('Return only the first N lines.'),
+          tail: z.number().int().min(1).optional().describe('Return only the last N lines.'),
+          expected_etag: z.string().max(200).optional().describe('Fail (EPRECOND) unless the file\'s etag is still this one.'),
+        },
+        output: {
+          path: z.string(),
+          encoding: z.enum(['utf8', 'base64']),
+          size: z.number(),
+          etag: z.string(),
+          offset: z.number(),
+          length: z.number(),
+          truncated: z.boolean().optional(),
+          next_offset: z.number().optional(),
+        },
+        annotations: READS,
+      },
+    ],
   },
   /**
    * File content comes as the frame's raw bytes. Creates missing parents unless `parents: false`.
@@ -452,6 +562,91 @@ export const methods = {
       want_grant: z.boolean().optional(),
     }),
     result: z.object({ path: z.string(), size: int, etag: z.string(), created: z.boolean(), stat: statSchema.optional(), grant: z.string().optional() }),
+    mcp: [
+      {
+        tool: 'write_file',
+        title: 'Write file',
+        description:
+          'Create a file or replace its whole contents with `content` (UTF-8 text). Missing parent directories are created. ' +
+          'Pass expected_etag (from read_file) to write only if the file has not changed since you read it: otherwise nothing is written and ' +
+          'the error (EPRECOND) gives the current etag. Changes are not versioned until you call commit.',
+        args: {
+          path: path.describe(pathDesc),
+          content: z.string().describe('The complete new contents of the file.'),
+          expected_etag: z.string().max(200).optional().describe('Only write if the file\'s current etag equals this (the REST ETag; "*": only if it exists).'),
+        },
+        output: { path: z.string(), size: z.number(), etag: z.string(), created: z.boolean() },
+        annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+      },
+      /** A read, then a write conditional on the version read. */
+      {
+        tool: 'edit_file',
+        title: 'Edit file',
+        description:
+          'Replace exact text in a UTF-8 file. Each edit\'s oldText must occur exactly once (in the text left by the edits before it) and is ' +
+          'replaced by newText; if any oldText is missing or occurs more than once, the call fails and nothing is written. Returns a ' +
+          'git-style unified diff. dryRun: true returns the diff without writing. The file is written only if nobody changed it since it ' +
+          'was read for the edit (EPRECOND otherwise: nothing written); pass expected_etag (from read_file) to also require that it is ' +
+          'still the version you read. Changes are not versioned until you call commit.',
+        args: {
+          path: path.describe(pathDesc),
+          edits: z
+            .array(z.object({ oldText: z.string().describe('Text to find: it must match exactly once.'), newText: z.string().describe('Text to put in its place.') }))
+            .min(1)
+            .max(1000)
+            .describe('Replacements, applied in order.'),
+          dryRun: z.boolean().optional().describe('Only show the diff; write nothing (default false).'),
+          expected_etag: z.string().max(200).optional().describe('Only edit if the file\'s current etag equals this.'),
+        },
+        output: { path: z.string(), diff: z.string(), dry_run: z.boolean(), size: z.number(), etag: z.string(), truncated: z.boolean().optional() },
+        annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+      },
+    ],
+  },
+  /**
+   * A directory's entries in name order, at most `limit` (default and maximum LIST_PAGE_MAX). A cut
+   * listing says `truncated: true` and gives `next_cursor`, an opaque string to pass as `cursor`.
+   */
+  'fs.list': {
+    params: z.object({ path: pathOpt, limit: z.number().int().min(1).max(LIST_PAGE_MAX).optional(), cursor: z.string().max(2048).optional() }),
+    result: listingSchema,
+    mcp: [
+      {
+        tool: 'list_directory',
+        title: 'List directory',
+        description:
+          'List the entries of a directory (name order) with type, octal mode, owner uid/gid, size and modification time. ' +
+          `Without a path, lists your home directory. At most ${LIST_PAGE_MAX} entries per call (\`limit\`); a longer listing ends with ` +
+          '`truncated: true` and a `next_cursor` to pass as `cursor` for the next page.',
+        args: {
+          path: path.optional().describe(`${pathDesc} Defaults to your home directory.`),
+          limit: z.number().int().min(1).max(LIST_PAGE_MAX).optional().describe(`Most entries to return (default and maximum ${LIST_PAGE_MAX}).`),
+          cursor: z.string().max(2048).optional().describe('The next_cursor of the previous page, to continue a truncated listing.'),
+        },
+        output: { path: z.string(), entries: z.array(toolEntry), truncated: z.boolean().optional(), next_cursor: z.string().optional() },
+        annotations: READS,
+      },
+    ],
+  },
+  'fs.stat': {
+    params: z.object({ path, nofollow: z.boolean().optional() }),
+    result: pathStatSchema,
+    mcp: [
+      {
+        tool: 'get_file_info',
+        title: 'File information',
+        description:
+          'The stat record of a path: kind (file, directory or symlink), size, octal mode, owner uid/gid, link count, times (Unix seconds), ' +
+          'the etag of a file (pass it as expected_etag to write_file or edit_file) and the target of a symlink. Like lstat: a symlink is ' +
+          'described itself; with follow: true, what it points to.',
+        args: {
+          path: path.describe(pathDesc),
+          follow: z.boolean().optional().describe('Describe what a symlink points to instead of the link itself (default false).'),
+        },
+        output: toolStat.shape,
+        annotations: READS,
+      },
+    ],
   },
   /** `grant`: as in fs.write (ftruncate through a descriptor opened for writing). */
   'fs.truncate': { params: z.object({ path, size: z.number().int().min(0), grant: grantId.optional() }), result: z.object({ path: z.string(), size: int }) },
@@ -464,20 +659,69 @@ export const methods = {
   'fs.grantWrite': { params: z.object({ path, mode: z.union([z.literal(2), z.literal(6)]) }), result: z.object({ path: z.string(), grant: z.string() }) },
   /** Ends write grants of this connection (descriptors closed); `released` counts those that were live. */
   'fs.releaseGrant': { params: z.object({ grants: z.array(grantId).min(1).max(65536) }), result: z.object({ released: int }) },
-  'fs.mkdir': { params: z.object({ path, parents: z.boolean().optional(), mode: modeSchema.optional() }), result: z.object({ path: z.string(), created: z.boolean() }) },
+  'fs.mkdir': {
+    params: z.object({ path, parents: z.boolean().optional(), mode: modeSchema.optional() }),
+    result: z.object({ path: z.string(), created: z.boolean() }),
+    mcp: [
+      {
+        tool: 'create_directory',
+        title: 'Create directory',
+        description: 'Create a directory, including any missing parents (like `mkdir -p`). Succeeds if it already exists.',
+        args: { path: path.describe(pathDesc) },
+        output: { path: z.string(), created: z.boolean() },
+        annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+      },
+    ],
+  },
   /** Unlinks a file or symlink (EISDIR for a directory). */
   'fs.unlink': { params: z.object({ path }), result: pathResult },
   /** Removes an empty directory. */
   'fs.rmdir': { params: z.object({ path }), result: pathResult },
   /** REST-style delete: a file, an empty directory, or with `recursive` a whole subtree (all-or-nothing). */
-  'fs.delete': { params: z.object({ path, recursive: z.boolean().optional() }), result: z.object({ path: z.string(), deleted: int }) },
+  'fs.delete': {
+    params: z.object({ path, recursive: z.boolean().optional() }),
+    result: z.object({ path: z.string(), deleted: int }),
+    mcp: [
+      {
+        tool: 'delete_file',
+        title: 'Delete file or directory',
+        description:
+          'Delete a file or symlink, or an empty directory. With recursive: true, delete a directory and everything in it ' +
+          '(all or nothing: if any entry may not be deleted, nothing is). Committed versions stay in the history and can be restored with revert.',
+        args: {
+          path: path.describe(pathDesc),
+          recursive: z.boolean().optional().describe('Delete a non-empty directory with all its contents (default false).'),
+        },
+        output: { path: z.string(), deleted: z.number() },
+        annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+      },
+    ],
+  },
   /**
    * `into_dir` (cp/mv, for the REST, MCP and CLI front ends): a `dst` that is an existing directory
    * (symlinks followed) means `dst/<basename of src>`. Without it `dst` is exactly the new path.
    */
   'fs.copy': { params: z.object({ src: path, dst: path, recursive: z.boolean().optional(), overwrite: z.boolean().optional(), into_dir: z.boolean().optional() }), result: z.object({ src: z.string(), dst: z.string(), copied: int }) },
   /** rename(2) semantics: replaces an existing file, or an empty directory with a directory. `into_dir` as for fs.copy. */
-  'fs.move': { params: z.object({ src: path, dst: path, overwrite: z.boolean().optional(), into_dir: z.boolean().optional() }), result: z.object({ src: z.string(), dst: z.string() }) },
+  'fs.move': {
+    params: z.object({ src: path, dst: path, overwrite: z.boolean().optional(), into_dir: z.boolean().optional() }),
+    result: z.object({ src: z.string(), dst: z.string() }),
+    mcp: [
+      {
+        tool: 'move_file',
+        title: 'Move or rename',
+        description:
+          'Move or rename a file or directory (like `mv`). If the destination is an existing directory, the source moves into it ' +
+          '(destination/<name of source>). An existing destination file is replaced; an existing non-empty directory is not.',
+        args: {
+          source: path.describe(`What to move. ${pathDesc}`),
+          destination: path.describe(`The new path. ${pathDesc}`),
+        },
+        output: { source: z.string(), destination: z.string() },
+        annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+      },
+    ],
+  },
   'fs.symlink': { params: z.object({ target: z.string().max(4096), path }), result: z.object({ path: z.string(), target: z.string() }) },
   'fs.readlink': { params: z.object({ path }), result: z.object({ path: z.string(), target: z.string() }) },
   'fs.chmod': {
@@ -526,11 +770,55 @@ export const methods = {
       })
       .meta({ id: 'GrepResult' }),
     rest: { verb: 'get', route: '/search/grep', summary: 'Regex search over file contents (JavaScript RegExp; bounded in time)', errors: COMMON },
+    mcp: [
+      {
+        tool: 'search_files',
+        title: 'Search file contents',
+        description:
+          'Search file contents for a regular expression (JavaScript RegExp syntax), like `grep -rn`. Returns each matching line with ' +
+          'its file and line number, in path order. Searches your home directory by default, recursively. Files and directories you ' +
+          'cannot read are skipped, and so are binary files (a NUL byte in their first 8 KiB; counted in skipped_binary). ' +
+          `At most max_results matches per call (default ${SEARCH_DEFAULT}) and ${ANSWER_MAX} bytes of lines: when more match, ` +
+          'truncated is true and next_offset says where the next page starts (pass it as offset).',
+        args: {
+          pattern: z.string().min(1).max(10000).describe('Regular expression, e.g. "TODO|FIXME" or "^# ".'),
+          path: path.optional().describe(`Directory or file to search. ${pathDesc} Defaults to your home directory.`),
+          recursive: z.boolean().optional().describe('Descend into subdirectories (default true).'),
+          ignore_case: z.boolean().optional().describe('Case-insensitive match (default false).'),
+          max_results: z.number().int().min(1).max(10000).optional().describe(`Most matching lines to return (default ${SEARCH_DEFAULT}).`),
+          offset: z.number().int().min(0).optional().describe('Matches to pass over first: the next_offset of the previous page.'),
+        },
+        output: {
+          results: z.array(z.object({ file: z.string(), line_num: z.number(), line: z.string() })),
+          count: z.number(),
+          truncated: z.boolean(),
+          next_offset: z.number().optional(),
+          skipped_binary: z.number().optional(),
+        },
+        annotations: READS,
+      },
+    ],
   },
   'search.find': {
     params: z.object({ path: pathOpt.describe('directory to search (default home)'), name: z.string().max(4096).describe('glob on the entry name, e.g. `*.md`').optional(), type: z.enum(['f', 'd', 'l']).optional() }),
     result: z.object({ results: z.array(z.string()), count: int, truncated: z.boolean().optional() }),
     rest: { verb: 'get', route: '/search/find', summary: 'Find by name (glob)', errors: COMMON },
+    mcp: [
+      {
+        tool: 'find_files',
+        title: 'Find files by name',
+        description:
+          'Find files and directories whose name matches a glob (e.g. "*.md", "notes-202?-*"), like `find -name`, under a directory ' +
+          '(your home by default, recursively). Returns matching paths. Places you cannot read are skipped.',
+        args: {
+          name: z.string().max(4096).optional().describe('Glob matched against each entry\'s name; omit to list everything.'),
+          path: path.optional().describe(`Directory to search. ${pathDesc} Defaults to your home directory.`),
+          type: z.enum(['f', 'd', 'l', 'file', 'directory', 'symlink']).optional().describe('Only files (f), directories (d) or symlinks (l).'),
+        },
+        output: { results: z.array(z.string()), count: z.number(), truncated: z.boolean().optional() },
+        annotations: READS,
+      },
+    ],
   },
   'search.tree': {
     params: z.object({ path: pathOpt, depth: z.number().int().min(1).max(1_000_000).describe('maximum depth').optional() }),
@@ -543,11 +831,37 @@ export const methods = {
     params: z.object({ message: z.string().max(100000) }),
     result: commitRecordSchema,
     rest: { verb: 'post', route: '/vcs/commit', summary: 'Commit the working tree', errors: [400, 401, 403, 500] },
+    mcp: [
+      {
+        tool: 'commit',
+        title: 'Commit',
+        description:
+          'Record the current state of the filesystem as a new version (like `git commit -a`) with a message, so it can be found with ' +
+          'get_history and restored with revert. Returns the short hash of the new commit.',
+        args: { message: z.string().min(1).max(100000).describe('What changed and why.') },
+        output: toolCommit.shape,
+        annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+      },
+    ],
   },
   'vcs.log': {
     params: z.object({ path: pathOpt.describe('only commits touching this path'), limit: z.number().int().min(1).max(1_000_000).describe('at most this many').optional() }),
     result: z.object({ commits: z.array(commitRecordSchema), truncated: z.boolean().optional() }),
     rest: { verb: 'get', route: '/vcs/log', summary: 'Commits, newest first', errors: [400, 401, 403, 500] },
+    mcp: [
+      {
+        tool: 'get_history',
+        title: 'Get history',
+        description:
+          'List commits, newest first: hash, time, author and message. Optionally only commits that touched a path, and at most `limit` of them.',
+        args: {
+          path: path.optional().describe(`Only commits that changed this file or directory. ${pathDesc}`),
+          limit: z.number().int().min(1).max(10000).optional().describe('At most this many commits (newest first).'),
+        },
+        output: { commits: z.array(toolCommit), truncated: z.boolean().optional() },
+        annotations: READS,
+      },
+    ],
   },
   'vcs.status': {
     params: z.object({}),
@@ -564,19 +878,46 @@ export const methods = {
     params: z.object({ hash: z.string() }),
     result: z.object({ hash: z.string(), reverted_to: z.string(), saved: z.string().nullable(), commit: commitRecordSchema }),
     rest: { verb: 'post', route: '/vcs/revert', summary: "Restore a commit's snapshot as a new commit (uncommitted changes are committed first)", errors: [...COMMON, 409] },
+    mcp: [
+      {
+        tool: 'revert',
+        title: 'Revert to a commit',
+        description:
+          'Restore the filesystem to the state of an earlier commit (hash or unique prefix of at least 4 hex digits, from get_history; ' +
+          'or HEAD~n / <hash>~n, n commits before it, e.g. HEAD~1 for the one before the last). ' +
+          'Uncommitted changes are committed first and the restore is recorded as a new commit, so nothing is lost.',
+        args: { hash: z.string().min(4).max(64).describe('Commit hash or unique prefix, or HEAD~n / <hash>~n.') },
+        output: { hash: z.string(), reverted_to: z.string(), saved: z.string().nullable(), commit: toolCommit },
+        annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+      },
+    ],
   },
   /** Read-only views of a commit's tree (for `.history` in the mount). Paths are absolute within the snapshot. */
   'vcs.ls': { params: z.object({ rev: z.string(), path: pathOpt }), result: listingSchema },
   'vcs.stat': { params: z.object({ rev: z.string(), path: pathOpt }), result: pathStatSchema },
   /** Content as the frame's raw bytes. */
   'vcs.cat': { params: z.object({ rev: z.string(), path }), result: z.object({ path: z.string(), size: int, etag: z.string() }) },
-} as const satisfies Record<string, { params: z.ZodObject; result: z.ZodType; rest?: RestBinding }>;
+} as const satisfies Record<string, { params: z.ZodObject; result: z.ZodType; rest?: RestBinding; mcp?: readonly McpBinding[] }>;
 
 export type Methods = typeof methods;
 export type Method = keyof Methods;
 export type Params<M extends Method> = z.input<Methods[M]['params']>;
 export type ParsedParams<M extends Method> = z.output<Methods[M]['params']>;
 export type Result<M extends Method> = z.infer<Methods[M]['result']>;
+
+/** Every MCP tool binding, with its method, in table order (the order of tools/list). */
+type ToolBindings = { [M in Method]: Methods[M] extends { mcp: readonly (infer B)[] } ? B & { method: M } : never }[Method];
+export type ToolName = ToolBindings['tool'];
+/** The arguments a tool's handler receives (its input schema, parsed). */
+export type ToolArgs<T extends ToolName> = z.output<z.ZodObject<Extract<ToolBindings, { tool: T }>['args']>>;
+
+export function toolBindings(): (McpBinding & { tool: ToolName; method: Method })[] {
+  const out: (McpBinding & { tool: ToolName; method: Method })[] = [];
+  for (const [method, spec] of Object.entries(methods) as [Method, { mcp?: readonly McpBinding[] }][]) {
+    for (const b of spec.mcp ?? []) out.push({ ...b, tool: b.tool as ToolName, method });
+  }
+  return out;
+}
 
 export function isMethod(m: unknown): m is Method {
   return typeof m === 'string' && Object.prototype.hasOwnProperty.call(methods, m);
