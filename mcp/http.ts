@@ -244,7 +244,7 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
 
     // Stateless: a fresh server and transport for this one request.
     const server = createMcpServer({ callerFor: () => caller });
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true }); // no sessionIdGenerator: stateless
     res.on('close', () => {
       void transport.close().catch(() => undefined);
       void server.close().catch(() => undefined);

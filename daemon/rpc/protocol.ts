@@ -242,6 +242,36 @@ export const daemonStatusSchema = z.object({
 });
 export type DaemonStatus = z.infer<typeof daemonStatusSchema>;
 
+// ---------- what the daemon does around a handler ----------
+
+/**
+ * How the daemon runs an operation (the runner in daemon/service.ts), in this order: who may call it,
+ * which params are paths to resolve for the caller, the handler, the result's paths shown as the
+ * caller names them, and, for a mutation, the wait until it is durable.
+ */
+export interface OpTraits {
+  /**
+   * Default: an authenticated caller. 'admin': root or wheel. 'public': no credentials are checked
+   * (health, bootstrap, login by name). 'local': only over the daemon's own 0600 socket, never from
+   * the network (process control).
+   */
+  access?: 'public' | 'local' | 'admin';
+  /** Refused to workspace tokens (after the access check). */
+  noWorkspace?: true;
+  /** The name errors give the operation (`ENOENT: no such file or directory, open '/x'`). */
+  op?: string;
+  /**
+   * Params that are paths, resolved for the caller (contract §2: relative to the home, confined to a
+   * workspace) before the handler runs; a missing optional one means the home. 'entry': names an
+   * entry to create, remove or rename, so its last component may not be `.` or `..`.
+   */
+  paths?: Record<string, 'path' | 'entry'>;
+  /** Result fields holding absolute paths: shown as the caller names them (inside a workspace, from its root). */
+  shows?: readonly string[];
+  /** The answer waits until the change is durable; 'users' also tells every front end that identities or access changed. */
+  mutates?: 'tree' | 'users';
+}
+
 // ---------- REST bindings ----------
 
 /** Where a REST route takes one parameter from. */
@@ -382,19 +412,20 @@ const pathResult = z.object({ path: z.string() });
 export const methods = {
   // service
   'sys.health': {
+    access: 'public',
     params: z.object({}),
     result: z.object({ status: z.literal('ok'), version: z.string(), uptime: z.number(), inodes: int, commits: int, objects: int, needs_bootstrap: z.boolean() }).meta({ id: 'Health' }),
   },
-  'sys.gc': { params: z.object({}), result: z.object({ removed: int, kept: int }) },
-  'sys.fsck': { params: z.object({}), result: z.object({ ok: z.boolean(), problems: z.array(z.string()), objects: int, inodes: int }) },
-  'sys.ping': { params: z.object({}), result: z.object({ pong: z.literal(true), pid: int }) },
+  'sys.gc': { access: 'admin', op: 'gc', mutates: 'tree', params: z.object({}), result: z.object({ removed: int, kept: int }) },
+  'sys.fsck': { access: 'admin', op: 'fsck', params: z.object({}), result: z.object({ ok: z.boolean(), problems: z.array(z.string()), objects: int, inodes: int }) },
+  'sys.ping': { access: 'public', params: z.object({}), result: z.object({ pong: z.literal(true), pid: int }) },
   /** The daemon process (`mdvfs status`); local connections only, never through the HTTP sidecar. */
-  'sys.status': { params: z.object({}), result: daemonStatusSchema },
+  'sys.status': { access: 'local', op: 'status', params: z.object({}), result: daemonStatusSchema },
   /**
    * For `mdvfs serve` only: marks the daemon as held by the serve process `pid` (it restarts the
    * daemon when it dies). Answers the holder: another live serve's pid if one already holds it.
    */
-  'sys.hold': { params: z.object({ pid: z.number().int().positive() }), result: z.object({ held_by: int }) },
+  'sys.hold': { access: 'local', op: 'hold', params: z.object({ pid: z.number().int().positive() }), result: z.object({ held_by: int }) },
   /** Subscribes this connection to change events (`event: 'change'`). */
   'sys.subscribe': { params: z.object({}), result: z.object({ subscribed: z.literal(true) }) },
   /**
@@ -418,11 +449,13 @@ export const methods = {
    */
   'auth.scope': { params: z.object({}), result: z.object({ root_path: z.string() }) },
   'auth.login': {
+    access: 'public',
     params: z.object({ username: z.string() }),
     result: whoAmISchema.extend({ username: z.string() }),
     rest: { verb: 'post', route: '/auth/login', summary: 'Check a user name and return its identity (groups are gids, primary first)', errors: [400, 401, 404, 500] },
   },
   'auth.bootstrap': {
+    access: 'public', mutates: 'users',
     params: z.object({ username: z.string() }),
     result: z.object({ username: z.string(), uid: int, token: z.string() }),
     rest: { verb: 'post', route: '/auth/bootstrap', summary: 'Create the first admin (wheel) user and return its token; only while no user but root exists', errors: [400, 401, 409, 500] },
@@ -431,41 +464,49 @@ export const methods = {
   // admin (root/wheel)
   /** Creating an agent also issues its token: the raw `token` is in this answer only (users get none). */
   'admin.userAdd': {
+    access: 'admin', noWorkspace: true, op: 'useradd', mutates: 'users',
     params: z.object({ name: z.string(), is_agent: z.boolean().optional() }),
     result: userRecordSchema.extend({ token: z.string().describe('only in the answer that creates an agent: its raw token, shown once').optional() }),
     rest: { verb: 'post', route: '/admin/users', summary: 'Create a user or agent', errors: [400, 401, 403, 409, 500] },
   },
   'admin.userList': {
+    access: 'admin', op: 'users',
     params: z.object({}),
     result: z.object({ users: z.array(userRecordSchema) }),
     rest: { verb: 'get', route: '/admin/users', summary: 'List users (never tokens)', errors: [401, 403, 500] },
   },
   'admin.userDel': {
+    access: 'admin', noWorkspace: true, op: 'userdel', mutates: 'users',
     params: z.object({ name: z.string().describe('user name') }),
     result: z.object({ deleted: z.string() }),
     rest: { verb: 'delete', route: '/admin/users/:name', summary: 'Delete a user', from: { name: 'path' }, errors: [400, 401, 403, 404, 500] },
   },
   'admin.token': {
+    op: 'token', mutates: 'users',
     params: z.object({ name: z.string().describe('user name') }),
     result: z.object({ name: z.string(), token: z.string() }),
     rest: { verb: 'post', route: '/admin/users/:name/tokens', summary: "Issue or regenerate the user's token; the raw token is shown only in this response", from: { name: 'path' }, errors: [400, 401, 403, 404, 500] },
   },
   'admin.groupAdd': {
+    access: 'admin', noWorkspace: true, op: 'groupadd', mutates: 'users',
     params: z.object({ name: z.string() }),
     result: groupRecordSchema,
     rest: { verb: 'post', route: '/admin/groups', summary: 'Create a group', errors: [400, 401, 403, 409, 500] },
   },
   'admin.groupList': {
+    access: 'admin', op: 'groups',
     params: z.object({}),
     result: z.object({ groups: z.array(groupRecordSchema) }),
     rest: { verb: 'get', route: '/admin/groups', summary: 'List groups', errors: [401, 403, 500] },
   },
   'admin.groupMemberAdd': {
+    access: 'admin', noWorkspace: true, op: 'usermod', mutates: 'users',
     params: z.object({ user: z.string().describe('user name'), group: z.string().describe('group name') }),
     result: groupRecordSchema,
     rest: { verb: 'post', route: '/admin/users/:user/groups/:group', summary: 'Add a user to a group', from: { user: 'path', group: 'path' }, errors: [400, 401, 403, 404, 500] },
   },
   'admin.groupMemberDel': {
+    access: 'admin', noWorkspace: true, op: 'usermod', mutates: 'users',
     params: z.object({ user: z.string().describe('user name'), group: z.string().describe('group name') }),
     result: groupRecordSchema,
     rest: { verb: 'delete', route: '/admin/users/:user/groups/:group', summary: 'Remove a user from a group', from: { user: 'path', group: 'path' }, errors: [400, 401, 403, 404, 500] },
@@ -473,6 +514,7 @@ export const methods = {
 
   // workspaces
   'ws.create': {
+    noWorkspace: true, op: 'workspace', mutates: 'users',
     params: z.object({ name: z.string(), root_path: z.string() }),
     result: workspaceRecordSchema,
     rest: { verb: 'post', route: '/workspaces', summary: 'Create a workspace rooted at an absolute path', errors: [...COMMON, 409] },
@@ -483,16 +525,19 @@ export const methods = {
     rest: { verb: 'get', route: '/workspaces', summary: 'List workspaces', errors: [401, 403, 500] },
   },
   'ws.token': {
+    op: 'workspace token', mutates: 'users',
     params: z.object({ id: z.string().describe('workspace UUID'), name: z.string(), agent_token: z.string() }),
     result: z.object({ workspace_id: z.string(), name: z.string(), secret: z.string(), token_id: z.string() }),
     rest: { verb: 'post', route: '/workspaces/:id/tokens', summary: 'Issue a workspace secret against an existing agent token; use it as `Bearer <secret>` with `X-Service-Workspace: <id>`', from: { id: 'path' }, errors: COMMON },
   },
   'ws.tokenList': {
+    op: 'workspace tokens',
     params: z.object({ id: z.string().describe('workspace UUID') }),
     result: z.object({ workspace_id: z.string(), tokens: z.array(workspaceTokenRecordSchema) }),
     rest: { verb: 'get', route: '/workspaces/:id/tokens', summary: "List a workspace's secrets (id, name, agent, created; never the secret): its owner, root or wheel", from: { id: 'path' }, errors: COMMON },
   },
   'ws.tokenRevoke': {
+    op: 'revoke workspace token', mutates: 'users',
     params: z.object({ id: z.string().describe('workspace UUID'), token_id: z.string().describe('the token id from the listing') }),
     result: z.object({ workspace_id: z.string(), revoked: z.string() }),
     rest: { verb: 'delete', route: '/workspaces/:id/tokens/:token_id', summary: 'Revoke one workspace secret by its id', from: { id: 'path', token_id: 'path' }, errors: COMMON },
@@ -500,13 +545,14 @@ export const methods = {
 
   // filesystem: paths are as the caller wrote them; the daemon resolves them (contract §2)
   /** Resolves a path for the caller without touching the tree: what `path` means for this identity. */
-  'fs.resolve': { params: z.object({ path }), result: pathResult },
+  'fs.resolve': { op: 'resolve', paths: { path: 'path' }, shows: ['path'], params: z.object({ path }), result: pathResult },
   /**
    * File content is returned as the frame's raw bytes, at most READ_CHUNK of them per answer (from
    * `offset`, at most `length`); `size` is the whole file's. `if_match` (an etag) makes a later part
    * fail with EPRECOND if the file changed meanwhile. DaemonClient assembles a whole file from parts.
    */
   'fs.read': {
+    op: 'open', paths: { path: 'path' }, shows: ['path'],
     params: z.object({ path, if_none_match: z.string().optional(), if_match: z.string().optional(), offset: z.number().int().min(0).optional(), length: z.number().int().min(0).optional() }),
     result: z.object({ path: z.string(), etag: z.string(), size: int, not_modified: z.boolean().optional() }),
     mcp: [
@@ -546,6 +592,7 @@ export const methods = {
    * `if_match` (etag) and `if_none_match: '*'` are preconditions (EPRECOND).
    */
   'fs.write': {
+    op: 'write', paths: { path: 'entry' }, shows: ['path'], mutates: 'tree',
     params: z.object({
       path,
       mode: modeSchema.optional(),
@@ -608,6 +655,7 @@ export const methods = {
    * listing says `truncated: true` and gives `next_cursor`, an opaque string to pass as `cursor`.
    */
   'fs.list': {
+    op: 'scandir', paths: { path: 'path' }, shows: ['path'],
     params: z.object({ path: pathOpt, limit: z.number().int().min(1).max(LIST_PAGE_MAX).optional(), cursor: z.string().max(2048).optional() }),
     result: listingSchema,
     mcp: [
@@ -629,6 +677,7 @@ export const methods = {
     ],
   },
   'fs.stat': {
+    op: 'stat', paths: { path: 'path' }, shows: ['path'],
     params: z.object({ path, nofollow: z.boolean().optional() }),
     result: pathStatSchema,
     mcp: [
@@ -649,17 +698,18 @@ export const methods = {
     ],
   },
   /** `grant`: as in fs.write (ftruncate through a descriptor opened for writing). */
-  'fs.truncate': { params: z.object({ path, size: z.number().int().min(0), grant: grantId.optional() }), result: z.object({ path: z.string(), size: int }) },
+  'fs.truncate': { op: 'truncate', paths: { path: 'path' }, shows: ['path'], mutates: 'tree', params: z.object({ path, size: z.number().int().min(0), grant: grantId.optional() }), result: z.object({ path: z.string(), size: int }) },
   /**
    * open(2) for writing, for the mount: checks write access (and read with `mode` 6) to the file now
    * and answers a write grant, an unguessable id that lets fs.write/fs.truncate of that file, by the
    * same principal over the same connection, skip the w-bit check until fs.releaseGrant or until the
    * connection closes (POSIX checks access at open, not at each write). Nothing else is skipped.
    */
-  'fs.grantWrite': { params: z.object({ path, mode: z.union([z.literal(2), z.literal(6)]) }), result: z.object({ path: z.string(), grant: z.string() }) },
+  'fs.grantWrite': { op: 'open', paths: { path: 'path' }, shows: ['path'], params: z.object({ path, mode: z.union([z.literal(2), z.literal(6)]) }), result: z.object({ path: z.string(), grant: z.string() }) },
   /** Ends write grants of this connection (descriptors closed); `released` counts those that were live. */
   'fs.releaseGrant': { params: z.object({ grants: z.array(grantId).min(1).max(65536) }), result: z.object({ released: int }) },
   'fs.mkdir': {
+    op: 'mkdir', paths: { path: 'entry' }, shows: ['path'], mutates: 'tree',
     params: z.object({ path, parents: z.boolean().optional(), mode: modeSchema.optional() }),
     result: z.object({ path: z.string(), created: z.boolean() }),
     mcp: [
@@ -674,11 +724,12 @@ export const methods = {
     ],
   },
   /** Unlinks a file or symlink (EISDIR for a directory). */
-  'fs.unlink': { params: z.object({ path }), result: pathResult },
+  'fs.unlink': { op: 'unlink', paths: { path: 'entry' }, shows: ['path'], mutates: 'tree', params: z.object({ path }), result: pathResult },
   /** Removes an empty directory. */
-  'fs.rmdir': { params: z.object({ path }), result: pathResult },
+  'fs.rmdir': { op: 'rmdir', paths: { path: 'entry' }, shows: ['path'], mutates: 'tree', params: z.object({ path }), result: pathResult },
   /** REST-style delete: a file, an empty directory, or with `recursive` a whole subtree (all-or-nothing). */
   'fs.delete': {
+    op: 'rm', paths: { path: 'entry' }, shows: ['path'], mutates: 'tree',
     params: z.object({ path, recursive: z.boolean().optional() }),
     result: z.object({ path: z.string(), deleted: int }),
     mcp: [
@@ -701,9 +752,10 @@ export const methods = {
    * `into_dir` (cp/mv, for the REST, MCP and CLI front ends): a `dst` that is an existing directory
    * (symlinks followed) means `dst/<basename of src>`. Without it `dst` is exactly the new path.
    */
-  'fs.copy': { params: z.object({ src: path, dst: path, recursive: z.boolean().optional(), overwrite: z.boolean().optional(), into_dir: z.boolean().optional() }), result: z.object({ src: z.string(), dst: z.string(), copied: int }) },
+  'fs.copy': { op: 'copy', paths: { src: 'path', dst: 'entry' }, shows: ['src', 'dst'], mutates: 'tree', params: z.object({ src: path, dst: path, recursive: z.boolean().optional(), overwrite: z.boolean().optional(), into_dir: z.boolean().optional() }), result: z.object({ src: z.string(), dst: z.string(), copied: int }) },
   /** rename(2) semantics: replaces an existing file, or an empty directory with a directory. `into_dir` as for fs.copy. */
   'fs.move': {
+    op: 'rename', paths: { src: 'entry', dst: 'entry' }, shows: ['src', 'dst'], mutates: 'tree',
     params: z.object({ src: path, dst: path, overwrite: z.boolean().optional(), into_dir: z.boolean().optional() }),
     result: z.object({ src: z.string(), dst: z.string() }),
     mcp: [
@@ -722,15 +774,17 @@ export const methods = {
       },
     ],
   },
-  'fs.symlink': { params: z.object({ target: z.string().max(4096), path }), result: z.object({ path: z.string(), target: z.string() }) },
-  'fs.readlink': { params: z.object({ path }), result: z.object({ path: z.string(), target: z.string() }) },
+  'fs.symlink': { op: 'symlink', paths: { path: 'entry' }, shows: ['path'], mutates: 'tree', params: z.object({ target: z.string().max(4096), path }), result: z.object({ path: z.string(), target: z.string() }) },
+  'fs.readlink': { op: 'readlink', paths: { path: 'path' }, shows: ['path'], params: z.object({ path }), result: z.object({ path: z.string(), target: z.string() }) },
   'fs.chmod': {
+    op: 'chmod', paths: { path: 'path' }, shows: ['path'], mutates: 'tree',
     params: z.object({ path, mode: modeSchema.describe('octal mode, e.g. "0644"') }),
     result: z.object({ path: z.string(), mode: z.string() }),
     rest: { verb: 'post', route: '/admin/chmod{/*path}', summary: 'chmod (owner, wheel or root)', from: { path: 'path' }, hints: { mode: 'octal string such as "0644"' }, errors: COMMON },
   },
   /** owner/group are names or numeric ids (as strings or numbers). */
   'fs.chown': {
+    op: 'chown', paths: { path: 'path' }, shows: ['path'], mutates: 'tree',
     params: z.object({ path, owner: z.union([z.string(), z.number().int()]).optional(), group: z.union([z.string(), z.number().int()]).optional(), nofollow: z.boolean().optional() }),
     result: z.object({ path: z.string(), uid: int, gid: int }),
     rest: {
@@ -739,9 +793,9 @@ export const methods = {
     },
   },
   /** Times in nanoseconds as decimal strings, or numbers of milliseconds; omitted means now. */
-  'fs.utimens': { params: z.object({ path, atime: z.union([z.string(), z.number()]).optional(), mtime: z.union([z.string(), z.number()]).optional() }), result: pathResult },
+  'fs.utimens': { op: 'utime', paths: { path: 'path' }, shows: ['path'], mutates: 'tree', params: z.object({ path, atime: z.union([z.string(), z.number()]).optional(), mtime: z.union([z.string(), z.number()]).optional() }), result: pathResult },
   /** access(2): mode bits R=4 W=2 X=1, 0 for existence. */
-  'fs.access': { params: z.object({ path, mode: z.number().int().min(0).max(7) }), result: pathResult },
+  'fs.access': { op: 'access', paths: { path: 'path' }, shows: ['path'], params: z.object({ path, mode: z.number().int().min(0).max(7) }), result: pathResult },
   'fs.statfs': { params: z.object({}), result: z.object({ bsize: int, blocks: int, bfree: int, bavail: int, files: int, ffree: int, namemax: int }) },
 
   // search
@@ -752,6 +806,7 @@ export const methods = {
    * `offset` of the next page.
    */
   'search.grep': {
+    op: 'grep', paths: { path: 'path' },
     params: z.object({
       pattern: z.string().max(10000).describe('regular expression'),
       path: pathOpt.describe('file or directory (default home)'),
@@ -800,6 +855,7 @@ export const methods = {
     ],
   },
   'search.find': {
+    op: 'find', paths: { path: 'path' },
     params: z.object({ path: pathOpt.describe('directory to search (default home)'), name: z.string().max(4096).describe('glob on the entry name, e.g. `*.md`').optional(), type: z.enum(['f', 'd', 'l']).optional() }),
     result: z.object({ results: z.array(z.string()), count: int, truncated: z.boolean().optional() }),
     rest: { verb: 'get', route: '/search/find', summary: 'Find by name (glob)', errors: COMMON },
@@ -821,6 +877,7 @@ export const methods = {
     ],
   },
   'search.tree': {
+    op: 'tree', paths: { path: 'path' },
     params: z.object({ path: pathOpt, depth: z.number().int().min(1).max(1_000_000).describe('maximum depth').optional() }),
     result: z.object({ text: z.string(), directories: int, files: int, truncated: z.boolean().optional() }).meta({ id: 'Tree' }),
     rest: { verb: 'get', route: '/tree{/*path}', summary: 'Directory tree like the Unix `tree` command', from: { path: 'path' }, text: { field: 'text', newline: true }, errors: COMMON },
@@ -828,6 +885,7 @@ export const methods = {
 
   // version control (scoped to the caller's workspace, if any)
   'vcs.commit': {
+    mutates: 'tree',
     params: z.object({ message: z.string().max(100000) }),
     result: commitRecordSchema,
     rest: { verb: 'post', route: '/vcs/commit', summary: 'Commit the working tree', errors: [400, 401, 403, 500] },
@@ -875,6 +933,7 @@ export const methods = {
     rest: { verb: 'get', route: '/vcs/diff', summary: 'Unified diff between commits or against the working tree', text: { field: 'diff', type: 'text/x-diff; charset=utf-8' }, errors: COMMON },
   },
   'vcs.revert': {
+    mutates: 'tree',
     params: z.object({ hash: z.string() }),
     result: z.object({ hash: z.string(), reverted_to: z.string(), saved: z.string().nullable(), commit: commitRecordSchema }),
     rest: { verb: 'post', route: '/vcs/revert', summary: "Restore a commit's snapshot as a new commit (uncommitted changes are committed first)", errors: [...COMMON, 409] },
@@ -897,7 +956,7 @@ export const methods = {
   'vcs.stat': { params: z.object({ rev: z.string(), path: pathOpt }), result: pathStatSchema },
   /** Content as the frame's raw bytes. */
   'vcs.cat': { params: z.object({ rev: z.string(), path }), result: z.object({ path: z.string(), size: int, etag: z.string() }) },
-} as const satisfies Record<string, { params: z.ZodObject; result: z.ZodType; rest?: RestBinding; mcp?: readonly McpBinding[] }>;
+} as const satisfies Record<string, OpTraits & { params: z.ZodObject; result: z.ZodType; rest?: RestBinding; mcp?: readonly McpBinding[] }>;
 
 export type Methods = typeof methods;
 export type Method = keyof Methods;
