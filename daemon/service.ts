@@ -11,7 +11,7 @@ import { displayPath, isWithin, resolveFor, normalize, splitParent } from './cor
 import { pathOf, type Node } from './core/inode.js';
 import { slicer, type Vfs } from './core/vfs.js';
 import type { GrantHolder } from './core/grants.js';
-import { callerKey, capItems, capPaths, compilePattern, LOG_ANSWER_BYTES, find, grepFiles, tree, type GrepPool } from './core/search.js';
+import { callerKey, capItems, capPaths, compilePattern, LOG_ANSWER_BYTES, find, grepFiles, tree, type GrepPool } from './search/search.js';
 import type { AuthPolicy, GroupRow, Registry, UserRow, WorkspaceRow } from './auth/registry.js';
 import type { Vcs, Scope } from './vcs/vcs.js';
 import type { OpenedStore } from './store/store.js';
