@@ -924,22 +924,24 @@ export class Vfs {
     return node;
   }
 
-  // ---------- restoring snapshots (revert checks permissions before calling these) ----------
+  // ---------- unchecked primitives (for a caller that checked permissions itself: vcs/revert.ts) ----------
 
-  /** Removes a subtree as part of a revert. */
-  revertRemove(node: Node): void {
+  /** Removes a subtree. */
+  removeUnchecked(node: Node): void {
     const p = pathOf(node);
     this.detach(node);
     this.destroy(node);
     this.emit(p);
   }
 
-  revertTouch(node: Node, content: boolean): void {
+  /** Records that a node's attributes (and with `content`, its content) were set directly. */
+  changedUnchecked(node: Node, content: boolean): void {
     this.touchNode(node, content);
     this.emit(pathOf(node));
   }
 
-  revertContent(node: FileNode, blob: string, size: number): void {
+  /** Points a file at content already in the blob store (a snapshot's). */
+  setBlobUnchecked(node: FileNode, blob: string, size: number): void {
     const old = node.blob;
     this.blobs.ref(blob);
     node.blob = blob;
@@ -949,21 +951,20 @@ export class Vfs {
     this.emit(pathOf(node));
   }
 
-  /** Creates an entry exactly as a snapshot recorded it (mode and owners included). */
-  revertCreate(parent: DirNode, e: { name: string; kind: 'f' | 'd' | 'l'; mode: number; uid: number; gid: number; ref: string; size: number }, height = 0): Node {
-    const t = nowNs();
-    const base = { id: this.nextId++, mode: e.mode, uid: e.uid, gid: e.gid, atime: t, mtime: t, ctime: t, btime: t, parent, name: e.name };
+  /** Creates an entry with exactly these attributes (a directory empty, `height` levels to come below it). */
+  createUnchecked(parent: DirNode, e: { name: string; kind: Node['kind']; mode: number; uid: number; gid: number; blob?: string; size?: number; target?: string; height?: number }): Node {
     let node: Node;
-    if (e.kind === 'd') {
-      this.nextId--;
+    if (e.kind === 'directory') {
       node = this.makeDir(e.uid, e.gid, e.mode, parent, e.name);
-      node.height = height;
-    } else if (e.kind === 'f') {
-      this.blobs.ref(e.ref);
-      node = { ...base, kind: 'file', blob: e.ref, size: e.size };
-      this.nodes.set(node.id, node);
+      node.height = e.height ?? 0;
     } else {
-      node = { ...base, kind: 'symlink', target: e.ref };
+      const t = nowNs();
+      const base = { id: this.nextId++, mode: e.mode, uid: e.uid, gid: e.gid, atime: t, mtime: t, ctime: t, btime: t, parent, name: e.name };
+      if (e.kind === 'file') {
+        const blob = e.blob ?? '';
+        this.blobs.ref(blob);
+        node = { ...base, kind: 'file', blob, size: e.size ?? 0 };
+      } else node = { ...base, kind: 'symlink', target: e.target ?? '' };
       this.nodes.set(node.id, node);
     }
     this.attach(parent, node);
