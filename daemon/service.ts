@@ -705,19 +705,27 @@ export class Service {
         await this.d.vcs.prehash(this.scope(cred));
         if (await this.d.vcs.prepersist(this.scope(cred))) break;
       }
-      const r = this.d.vcs.commit(cred, this.scope(cred), p.message);
+      const scope = this.scope(cred);
+      const r = this.d.vcs.commit(cred, scope, p.message, p.paths === undefined ? {} : { paths: p.paths.map((x) => this.scopeRel(cred, scope, x)) });
       await this.durable();
       return r;
+    },
+    'vcs.show': (ctx, p) => {
+      const cred = this.auth(ctx);
+      return this.d.vcs.show(cred, this.scope(cred), p.rev);
     },
     'vcs.log': (ctx, p) => {
       const cred = this.auth(ctx);
       const scope = this.scope(cred);
-      const opts: { path?: string; limit?: number } = {};
+      const opts: { path?: string; limit?: number; cursor?: string } = {};
       if (p.path !== undefined && p.path !== '') opts.path = this.scopeRel(cred, scope, p.path);
       if (p.limit !== undefined) opts.limit = p.limit;
-      // The newest commits that fit one answer; `truncated` says older ones were left out (ask with a path or limit).
-      const { results, truncated } = capItems(this.d.vcs.log(scope, opts, cred), (c) => Buffer.byteLength(JSON.stringify(c)) + 1, LOG_ANSWER_BYTES);
-      return truncated ? { commits: results, truncated } : { commits: results };
+      if (p.cursor !== undefined && p.cursor !== '') opts.cursor = p.cursor;
+      // The newest commits that fit one answer; `truncated` says older ones were left out (go on with `next_cursor`).
+      const page = this.d.vcs.log(scope, opts, cred);
+      const { results, truncated } = capItems(page.commits, (c) => Buffer.byteLength(JSON.stringify(c)) + 1, LOG_ANSWER_BYTES);
+      const next = truncated && results.length > 0 ? results[results.length - 1]!.hash : page.next_cursor;
+      return { commits: results, ...(truncated ? { truncated } : {}), ...(next === undefined ? {} : { next_cursor: next }) };
     },
     'vcs.status': async (ctx) => {
       const cred = this.auth(ctx);
@@ -737,8 +745,9 @@ export class Service {
     },
     'vcs.revert': async (ctx, p) => {
       const cred = this.auth(ctx);
-      await this.d.vcs.prehash(this.scope(cred));
-      const r = this.d.vcs.revert(cred, this.scope(cred), p.hash);
+      const scope = this.scope(cred);
+      await this.d.vcs.prehash(scope);
+      const r = this.d.vcs.revert(cred, scope, p.hash, p.paths?.map((x) => this.scopeRel(cred, scope, x)));
       await this.durable();
       return r;
     },

@@ -6,38 +6,55 @@
 import { VfsError } from '../errors.js';
 import { depthOf, markDirty, pathOf, type DirNode, type Node } from '../core/inode.js';
 import { components, MAX_DEPTH } from '../core/paths.js';
-import { isAdminCred, W, X, requireUnlink, requireAccess, requireChmod, requireChown, type Cred } from '../core/perms.js';
+import { actor, isAdminCred, W, X, requireUnlink, requireAccess, requireChmod, requireChown, type Cred } from '../core/perms.js';
 import { shortId, type TreeEntry } from '../store/objects.js';
 import type { CommitRecord } from '../rpc/protocol.js';
 import { commit, find } from './history.js';
+import { pathFilter, pendingFor, visibleIn, visibleNow } from './status.js';
 import { joinScope, type Change, type Scope, type Trees } from './trees.js';
 
 /**
- * Restores the scope to a commit: uncommitted work is committed first, every change is
- * permission-checked before anything is applied (all-or-nothing), and the revert is a new commit.
+ * Restores the paths the caller may read (now, and as the commit recorded them), or those at or
+ * below `paths`, to their state at a commit, and records that as a new commit. Every change is
+ * permission-checked before anything is applied (all-or-nothing); the caller's own pending changes
+ * among them are committed first (`saved`). root and wheel restore the whole scope.
  */
-export function revert(v: Trees, cred: Cred, scope: Scope, prefix: string): { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord } {
+export function revert(v: Trees, cred: Cred, scope: Scope, prefix: string, paths?: readonly string[]): { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord } {
   const target = find(v, scope, prefix);
   const targetTree = v.commits.get(target)!.tree;
   const dir = v.scopeDir(scope);
   // Security: a commit taken before the depth limit may hold a deeper tree; it is not rebuilt.
   const deepest = depthOf(dir) + v.treeHeight(targetTree);
   if (deepest > MAX_DEPTH) throw new VfsError('ENAMETOOLONG', 'revert', scope.root, `commit ${shortId(target)} holds a tree reaching level ${deepest}, and the tree may be at most ${MAX_DEPTH} levels deep`);
+  const work = v.treeOf(dir);
+  const admin = isAdminCred(cred);
+  // What the working tree becomes: the target where the caller may restore, as it is elsewhere.
+  let wanted = targetTree;
+  if (!admin || paths !== undefined) {
+    const all = v.changesBetween(work, targetTree);
+    const within = paths === undefined ? undefined : pathFilter(paths);
+    const memo = new Map<string, boolean>();
+    const mine = all.filter((c) => (within === undefined || within(c.path)) && (admin || (visibleNow(v, cred, scope, c.path, memo) && visibleIn(v, cred, targetTree, c.path))));
+    if (mine.length !== all.length) wanted = v.graft(work, targetTree, mine);
+  }
+  checkRevert(v, cred, scope, dir, wanted);
+  const extra = paths === undefined ? {} : { paths };
   let saved: string | null = null;
-  if (v.treeOf(dir) !== v.headTree(scope)) {
-    checkRevert(v, cred, scope, dir, targetTree);
-    saved = commit(v, cred, scope, `save uncommitted changes before revert to ${shortId(target)}`).hash;
-  } else checkRevert(v, cred, scope, dir, targetTree);
-  applyTree(v, dir, targetTree);
-  const done = commit(v, cred, scope, `revert to ${shortId(target)}`, { revert_of: target });
+  if (pendingFor(v, cred, scope, v.changesBetween(v.headTree(scope), work), paths).length > 0) saved = commit(v, cred, scope, `save uncommitted changes before revert to ${shortId(target)}`, extra).hash;
+  applyTree(v, dir, wanted);
+  const done = commit(v, cred, scope, `revert to ${shortId(target)}`, { ...extra, revert_of: target });
   return { hash: done.hash, reverted_to: shortId(target), saved, commit: done };
 }
 
-/** Security: a non-admin may revert only entries they could change by hand. */
-function checkRevert(v: Trees, cred: Cred, scope: Scope, dir: DirNode, targetTree: string): void {
+/**
+ * Security: a non-admin may revert only entries they could change by hand, and never brings back
+ * an entry owned by someone else (they could not have created it). The first denied path is named.
+ */
+function checkRevert(v: Trees, cred: Cred, scope: Scope, dir: DirNode, wanted: string): void {
   if (isAdminCred(cred)) return;
   const changes: Change[] = [];
-  v.diffTrees(v.treeOf(dir), targetTree, '', changes);
+  v.diffTrees(v.treeOf(dir), wanted, '', changes);
+  const me = actor(cred).uid;
   try {
     for (const c of changes) {
       const rel = c.path.replace(/\/$/, '');
@@ -51,7 +68,14 @@ function checkRevert(v: Trees, cred: Cred, scope: Scope, dir: DirNode, targetTre
       if (c.kind === 'added') {
         const parent = nearestDir(v, parentAbs);
         if (parent !== null) requireAccess(cred, parent, W | X, 'revert', abs);
-      } else if (existing !== undefined) checkRemove(v, cred, dir, existing, rel, targetTree);
+        // every entry created on the way, and the entry itself, must be the caller's own
+        const from = parent === null ? 0 : components(pathOf(parent)).length - components(scope.root).length;
+        const parts = components(rel);
+        for (let i = Math.max(0, from); i < parts.length; i++) {
+          const e = v.entryAt(wanted, '/' + parts.slice(0, i + 1).join('/'));
+          if (e !== undefined && e.uid !== me) throw new VfsError('EACCES', 'revert', joinScope(scope.root, '/' + parts.slice(0, i + 1).join('/')), `revert would bring back an entry owned by uid ${e.uid}, which only its owner or an administrator may restore`);
+        }
+      } else if (existing !== undefined) checkRemove(v, cred, dir, existing, rel, wanted);
     }
   } catch (err) {
     // One answer for a denied revert, whichever rule denied it (chmod and chown say EPERM).

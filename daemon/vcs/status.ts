@@ -8,7 +8,7 @@ import { components } from '../core/paths.js';
 import { may, principalMay, isAdminCred, R, X, type Cred } from '../core/perms.js';
 import { shortId } from '../store/objects.js';
 import type { StatusResult } from '../rpc/protocol.js';
-import { findEntry, joinScope, type Scope, type Trees } from './trees.js';
+import { findEntry, joinScope, type Change, type Scope, type Trees } from './trees.js';
 
 /** The most paths a status lists (about 1 MB of answer); the rest are counted in `more`. */
 const STATUS_MAX = 10000;
@@ -60,19 +60,49 @@ export function visibleIn(v: Trees, cred: Cred, tree: string, rel: string): bool
   return true;
 }
 
+/**
+ * The pending changes a caller may see (what its status lists and its commit takes): each must be
+ * readable now (for a path that is gone: its nearest existing directory listable) and, unless it is
+ * new, readable as the last commit recorded it. `paths` (scope-relative) narrows them to those
+ * paths and what is below them.
+ */
+export function pendingFor(v: Trees, cred: Cred, scope: Scope, changes: Change[], paths?: readonly string[]): Change[] {
+  const headTree = v.headTree(scope);
+  const memo = new Map<string, boolean>();
+  const within = paths === undefined ? undefined : pathFilter(paths);
+  const out: Change[] = [];
+  for (const c of changes) {
+    if (within !== undefined && !within(c.path)) continue;
+    if (isAdminCred(cred)) {
+      out.push(c);
+      continue;
+    }
+    if (!visibleNow(v, cred, scope, c.path, memo)) continue;
+    if (c.kind !== 'added' && !visibleIn(v, cred, headTree, c.path)) continue;
+    out.push(c);
+  }
+  return out;
+}
+
+/** A test for scope-relative paths: is it one of `paths` or below one of them? ('' or '/' is everything.) */
+export function pathFilter(paths: readonly string[]): (path: string) => boolean {
+  const set = new Set(paths.map((p) => p.replace(/\/+$/, '')));
+  if (set.has('')) return () => true;
+  return (path) => {
+    for (let p = path.replace(/\/$/, ''); p !== ''; p = p.slice(0, p.lastIndexOf('/'))) if (set.has(p)) return true;
+    return false;
+  };
+}
+
 export function status(v: Trees, cred: Cred, scope: Scope): StatusResult {
   const head = v.head(scope);
-  const changes = v.changesBetween(v.headTree(scope), v.treeOf(v.scopeDir(scope)));
+  const changes = pendingFor(v, cred, scope, v.changesBetween(v.headTree(scope), v.treeOf(v.scopeDir(scope))));
   const added: string[] = [];
   const modified: string[] = [];
   const deleted: string[] = [];
-  const memo = new Map<string, boolean>();
-  const headTree = v.headTree(scope);
   // Bounded answer: at most STATUS_MAX paths are listed; `truncated` and a last line count the rest.
   let more = 0;
   for (const c of changes) {
-    if (!visibleNow(v, cred, scope, c.path, memo)) continue;
-    if (c.kind !== 'added' && !visibleIn(v, cred, headTree, c.path)) continue;
     if (added.length + modified.length + deleted.length >= STATUS_MAX) more++;
     else (c.kind === 'added' ? added : c.kind === 'modified' ? modified : deleted).push(c.path);
   }

@@ -8,8 +8,9 @@
  */
 import { VfsError } from '../errors.js';
 import { compareNames, sortedNames, type DirNode, type Node } from '../core/inode.js';
-import { components } from '../core/paths.js';
+import { components, isWithin } from '../core/paths.js';
 import { slicer, type Vfs } from '../core/vfs.js';
+import type { Cred } from '../core/perms.js';
 import type { Store } from '../store/sqlite.js';
 import { decodeCommit, decodeTree, encodeTree, objectId, shortId, type CommitObject, type TreeEntry } from '../store/objects.js';
 
@@ -23,6 +24,27 @@ export interface Change {
   kind: 'added' | 'modified' | 'deleted';
   before?: TreeEntry;
   after?: TreeEntry;
+}
+
+/** Who changed a path: the acting user, and the user it acted for (an agent's delegation). */
+export interface Attribution {
+  by: string;
+  on_behalf_of?: string;
+}
+
+/** A path's last change since its last commit (see `Trees.marks`). */
+interface Mark extends Attribution {
+  seq: number;
+  /** The change reached everything below the path too (a removal, move or copy of a directory). */
+  subtree: boolean;
+}
+
+/** A directory of a tree being rebuilt by `graft`: its entries by name, and the subdirectories edited below it. */
+interface Draft {
+  entries: Map<string, TreeEntry>;
+  subs: Map<string, Draft>;
+  /** scope-relative path of this directory ('' for the root) */
+  path: string;
 }
 
 export const EMPTY_TREE_ENTRIES: TreeEntry[] = [];
@@ -42,10 +64,46 @@ export class Trees {
   /** per tree: the changes adding or deleting it as a whole counts (what `pushAll` lists); memoised like heights */
   readonly leaves = new Map<string, number>();
   readonly emptyTree: string;
+  /**
+   * Who last changed each absolute path since it was last committed, taken from the core's change
+   * events, for the per-path attribution a commit records. Kept in memory: a change made before a
+   * restart is attributed to whoever commits it.
+   */
+  readonly marks = new Map<string, Mark>();
+  /** Per commit id: the paths it changed (see history.ts `changedPaths`). */
+  readonly changedPaths = new Map<string, readonly string[]>();
+  private seq = 0;
 
   constructor(readonly vfs: Vfs, readonly store: Store) {
     this.emptyTree = objectId('tree', encodeTree([]));
     this.trees.set(this.emptyTree, []);
+    vfs.onChange((paths, by, subtree) => {
+      if (by === undefined) return;
+      const who = attributionOf(by);
+      for (const p of paths) this.marks.set(p, { ...who, seq: ++this.seq, subtree: subtree === true });
+    });
+  }
+
+  /** Whether a change below `root` not yet committed was made by someone other than `me`. */
+  markedByOthers(root: string, me: Attribution): boolean {
+    for (const [p, m] of this.marks) if ((m.by !== me.by || m.on_behalf_of !== me.on_behalf_of) && isWithin(p, root)) return true;
+    return false;
+  }
+
+  /** Forgets the marks below `root` (all its changes are committed). */
+  forgetMarks(root: string): void {
+    for (const p of [...this.marks.keys()]) if (isWithin(p, root)) this.marks.delete(p);
+  }
+
+  /** Who last changed `abs`: its own mark, or a newer one of an ancestor whose whole subtree changed. */
+  attributed(abs: string): Attribution | undefined {
+    let best = this.marks.get(abs);
+    for (let p = abs; p !== '/'; ) {
+      p = p.slice(0, p.lastIndexOf('/')) || '/';
+      const m = this.marks.get(p);
+      if (m !== undefined && m.subtree && (best === undefined || m.seq > best.seq)) best = m;
+    }
+    return best === undefined ? undefined : best.on_behalf_of === undefined ? { by: best.by } : { by: best.by, on_behalf_of: best.on_behalf_of };
   }
 
   // ---------- loading ----------
@@ -350,6 +408,93 @@ export class Trees {
     }
   }
 
+  /**
+   * The tree `base` with some of the changes that lead from it to `work` applied (a scoped commit):
+   * each change sets its path to what `work` has there (or removes it), directories on the way are
+   * taken from `work` when `base` lacks them, and a directory left empty that `work` no longer has
+   * goes too. The new trees are hashed and kept like the working tree's (the commit writes them).
+   */
+  graft(base: string, work: string, changes: readonly Change[]): string {
+    const top: Draft = { entries: this.entriesOf(base), subs: new Map(), path: '' };
+    for (const c of changes) {
+      const parts = components(c.path.replace(/\/$/, ''));
+      if (parts.length === 0) continue;
+      let d = top;
+      for (let i = 0; i < parts.length - 1; i++) d = this.draftBelow(d, parts[i]!, work);
+      const name = parts[parts.length - 1]!;
+      if (c.path.endsWith('/')) {
+        // a directory's own mode or owner, or an empty directory added or removed
+        if (c.after === undefined) {
+          d.entries.delete(name);
+          d.subs.delete(name);
+        } else if (c.kind === 'added') {
+          d.entries.set(name, c.after);
+          d.subs.delete(name);
+        } else {
+          const cur = d.entries.get(name);
+          if (cur !== undefined) d.entries.set(name, { ...cur, mode: c.after.mode, uid: c.after.uid, gid: c.after.gid });
+        }
+        continue;
+      }
+      d.subs.delete(name);
+      if (c.after === undefined) {
+        // a deletion listed after its path was set by another change of the same path (a kind change) keeps that
+        if (c.kind === 'deleted' && d.entries.get(name)?.kind === c.before?.kind) d.entries.delete(name);
+      } else d.entries.set(name, c.after);
+    }
+    return this.sealDraft(top, work);
+  }
+
+  private entriesOf(tree: string): Map<string, TreeEntry> {
+    return new Map((this.trees.get(tree) ?? EMPTY_TREE_ENTRIES).map((e) => [e.name, e]));
+  }
+
+  /** The draft of `name` below `d`, opened from `d`'s entry, or from `work` when `d` has no directory there. */
+  private draftBelow(d: Draft, name: string, work: string): Draft {
+    const open = d.subs.get(name);
+    if (open !== undefined) return open;
+    const path = `${d.path}/${name}`;
+    let e = d.entries.get(name);
+    if (e === undefined || e.kind !== 'd') {
+      const w = this.entryAt(work, path);
+      e = w !== undefined && w.kind === 'd' ? { ...w, ref: this.emptyTree } : { name, kind: 'd', mode: 0o755, uid: 0, gid: 0, ref: this.emptyTree, size: 0 };
+      d.entries.set(name, e);
+    }
+    const sub: Draft = { entries: this.entriesOf(e.ref), subs: new Map(), path };
+    d.subs.set(name, sub);
+    return sub;
+  }
+
+  /** Hashes a draft bottom-up (iteratively) and returns its tree id. */
+  private sealDraft(top: Draft, work: string): string {
+    const order: Draft[] = [];
+    const stack = [top];
+    while (stack.length > 0) {
+      const d = stack.pop()!;
+      order.push(d);
+      for (const s of d.subs.values()) stack.push(s);
+    }
+    const ids = new Map<Draft, string>();
+    for (let i = order.length - 1; i >= 0; i--) {
+      const d = order[i]!;
+      for (const [name, sub] of d.subs) {
+        const id = ids.get(sub)!;
+        const w = this.entryAt(work, sub.path);
+        if (id === this.emptyTree && (w === undefined || w.kind !== 'd')) d.entries.delete(name);
+        else d.entries.set(name, { ...d.entries.get(name)!, ref: id });
+      }
+      const entries = [...d.entries.values()].sort((a, b) => compareNames(a.name, b.name));
+      const payload = encodeTree(entries);
+      const id = objectId('tree', payload);
+      if (!this.trees.has(id)) {
+        this.trees.set(id, entries);
+        if (!this.persisted.has(id)) this.encoded.set(id, payload);
+      }
+      ids.set(d, id);
+    }
+    return ids.get(top)!;
+  }
+
   /** The changes between two trees, in path order. */
   changesBetween(a: string, b: string): Change[] {
     const out: Change[] = [];
@@ -434,6 +579,10 @@ export class Trees {
 }
 
 /** An entry of a tree by name: tree entries are sorted by compareNames, so a binary search. */
+export function attributionOf(cred: Cred): Attribution {
+  return cred.delegate === undefined ? { by: cred.user.name } : { by: cred.user.name, on_behalf_of: cred.delegate.name };
+}
+
 export function findEntry(entries: TreeEntry[], name: string): TreeEntry | undefined {
   let lo = 0;
   let hi = entries.length;

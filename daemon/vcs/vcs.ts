@@ -8,7 +8,7 @@ import type { TreeEntry } from '../store/objects.js';
 import type { CommitRecord, StatusResult } from '../rpc/protocol.js';
 import { diff } from './diff.js';
 import { countCommits, countTrees, dropOrphanTrees, pruneTrees, reachableBlobs } from './gc.js';
-import { commit, find, log } from './history.js';
+import { commit, find, log, show } from './history.js';
 import { revert } from './revert.js';
 import { snapshotList, snapshotRead, snapshotStat } from './snapshot.js';
 import { status } from './status.js';
@@ -17,15 +17,19 @@ import { Trees, type Scope } from './trees.js';
 export type { Scope };
 
 export class Vcs extends Trees {
-  commit(cred: Cred, scope: Scope, message: string, extra: { revert_of?: string } = {}): CommitRecord {
+  commit(cred: Cred, scope: Scope, message: string, extra: { revert_of?: string; paths?: readonly string[] } = {}): CommitRecord {
     return commit(this, cred, scope, message, extra);
+  }
+
+  show(cred: Cred, scope: Scope, rev: string): ReturnType<typeof show> {
+    return show(this, cred, scope, rev);
   }
 
   find(scope: Scope, rev: string, op = 'revert'): string {
     return find(this, scope, rev, op);
   }
 
-  log(scope: Scope, opts: { path?: string; limit?: number }, cred?: Cred): CommitRecord[] {
+  log(scope: Scope, opts: { path?: string; limit?: number; cursor?: string }, cred: Cred): ReturnType<typeof log> {
     return log(this, scope, opts, cred);
   }
 
@@ -37,8 +41,8 @@ export class Vcs extends Trees {
     return diff(this, cred, scope, opts);
   }
 
-  revert(cred: Cred, scope: Scope, prefix: string): { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord } {
-    return revert(this, cred, scope, prefix);
+  revert(cred: Cred, scope: Scope, prefix: string, paths?: readonly string[]): { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord } {
+    return revert(this, cred, scope, prefix, paths);
   }
 
   snapshotStat(cred: Cred, scope: Scope, rev: string, path: string): { entry: TreeEntry; timestamp: number; rel: string } {
