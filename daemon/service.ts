@@ -584,16 +584,21 @@ export class Service {
         await this.d.vcs.prehash(this.scope(cred));
         if (await this.d.vcs.prepersist(this.scope(cred))) break;
       }
-      return this.d.vcs.commit(cred, this.scope(cred), p.message);
+      const scope = this.scope(cred);
+      return this.d.vcs.commit(cred, scope, p.message, p.paths === undefined ? {} : { paths: p.paths.map((x) => this.scopeRel(cred, scope, x)) });
     },
+    'vcs.show': (p, { cred }) => this.d.vcs.show(cred, this.scope(cred), p.rev),
     'vcs.log': (p, { cred }) => {
       const scope = this.scope(cred);
-      const opts: { path?: string; limit?: number } = {};
+      const opts: { path?: string; limit?: number; cursor?: string } = {};
       if (p.path !== undefined && p.path !== '') opts.path = this.scopeRel(cred, scope, p.path);
       if (p.limit !== undefined) opts.limit = p.limit;
-      // The newest commits that fit one answer; `truncated` says older ones were left out (ask with a path or limit).
-      const { results, truncated } = capItems(this.d.vcs.log(scope, opts, cred), (c) => Buffer.byteLength(JSON.stringify(c)) + 1, LOG_ANSWER_BYTES);
-      return truncated ? { commits: results, truncated } : { commits: results };
+      if (p.cursor !== undefined && p.cursor !== '') opts.cursor = p.cursor;
+      // The newest commits that fit one answer; `truncated` says older ones were left out (go on with `next_cursor`).
+      const page = this.d.vcs.log(scope, opts, cred);
+      const { results, truncated } = capItems(page.commits, (c) => Buffer.byteLength(JSON.stringify(c)) + 1, LOG_ANSWER_BYTES);
+      const next = truncated && results.length > 0 ? results[results.length - 1]!.hash : page.next_cursor;
+      return { commits: results, ...(truncated ? { truncated } : {}), ...(next === undefined ? {} : { next_cursor: next }) };
     },
     'vcs.status': async (_p, { cred }) => {
       await this.d.vcs.prehash(this.scope(cred));
@@ -610,8 +615,9 @@ export class Service {
       return r.truncated ? { diff: r.diff, truncated: true } : { diff: r.diff };
     },
     'vcs.revert': async (p, { cred }) => {
-      await this.d.vcs.prehash(this.scope(cred));
-      return this.d.vcs.revert(cred, this.scope(cred), p.hash);
+      const scope = this.scope(cred);
+      await this.d.vcs.prehash(scope);
+      return this.d.vcs.revert(cred, scope, p.hash, p.paths?.map((x) => this.scopeRel(cred, scope, x)));
     },
     'vcs.ls': (p, { cred }) => {
       const r = this.d.vcs.snapshotList(cred, this.scope(cred), p.rev, p.path ?? '/');

@@ -169,6 +169,16 @@ export const commitRecordSchema = z
   .meta({ id: 'Commit' });
 export type CommitRecord = z.infer<typeof commitRecordSchema>;
 
+export const changeRecordSchema = z
+  .object({
+    path: z.string().describe('relative to the history\'s root; a trailing / marks a directory\'s own mode or owner'),
+    op: z.enum(['added', 'modified', 'deleted']),
+    by: z.string().describe('who last changed it before the commit'),
+    on_behalf_of: z.string().describe('the user `by` acted for (an agent\'s delegation)').optional(),
+  })
+  .meta({ id: 'Change' });
+export type ChangeRecord = z.infer<typeof changeRecordSchema>;
+
 export const statusResultSchema = z
   .object({
     added: z.array(z.string()),
@@ -886,9 +896,9 @@ export const methods = {
   // version control (scoped to the caller's workspace, if any)
   'vcs.commit': {
     mutates: 'tree',
-    params: z.object({ message: z.string().max(100000) }),
+    params: z.object({ message: z.string().max(100000), paths: z.array(z.string().min(1)).max(10000).describe('only the changes at or below these paths').optional() }),
     result: commitRecordSchema,
-    rest: { verb: 'post', route: '/vcs/commit', summary: 'Commit the working tree', errors: [400, 401, 403, 500] },
+    rest: { verb: 'post', route: '/vcs/commit', summary: 'Commit the pending changes the caller may read (all of them for root and wheel), or those at or below `paths`', errors: [400, 401, 403, 500] },
     mcp: [
       {
         tool: 'commit',
@@ -902,9 +912,14 @@ export const methods = {
       },
     ],
   },
+  'vcs.show': {
+    params: z.object({ rev: z.string().describe('commit name: HEAD, HEAD~n, a hash prefix') }),
+    result: z.object({ commit: commitRecordSchema, changes: z.array(changeRecordSchema), truncated: z.literal(true).optional(), more: int.optional() }),
+    rest: { verb: 'get', route: '/vcs/show', summary: 'A commit and, per changed path the caller may read, what happened and who changed it', errors: COMMON },
+  },
   'vcs.log': {
-    params: z.object({ path: pathOpt.describe('only commits touching this path'), limit: z.number().int().min(1).max(1_000_000).describe('at most this many').optional() }),
-    result: z.object({ commits: z.array(commitRecordSchema), truncated: z.boolean().optional() }),
+    params: z.object({ path: pathOpt.describe('only commits touching this path'), limit: z.number().int().min(1).max(1_000_000).describe('at most this many').optional(), cursor: z.string().describe('the `next` of the previous page').optional() }),
+    result: z.object({ commits: z.array(commitRecordSchema), truncated: z.boolean().optional(), next_cursor: z.string().describe('present when older commits remain: pass it as `cursor`').optional() }),
     rest: { verb: 'get', route: '/vcs/log', summary: 'Commits, newest first', errors: [400, 401, 403, 500] },
     mcp: [
       {
@@ -934,9 +949,9 @@ export const methods = {
   },
   'vcs.revert': {
     mutates: 'tree',
-    params: z.object({ hash: z.string() }),
+    params: z.object({ hash: z.string(), paths: z.array(z.string().min(1)).max(10000).describe('only these paths and what is below them').optional() }),
     result: z.object({ hash: z.string(), reverted_to: z.string(), saved: z.string().nullable(), commit: commitRecordSchema }),
-    rest: { verb: 'post', route: '/vcs/revert', summary: "Restore a commit's snapshot as a new commit (uncommitted changes are committed first)", errors: [...COMMON, 409] },
+    rest: { verb: 'post', route: '/vcs/revert', summary: "Restore the paths the caller may read (or `paths`) to a commit's state, as a new commit (the caller's uncommitted changes among them are committed first); all-or-nothing", errors: [...COMMON, 409] },
     mcp: [
       {
         tool: 'revert',
