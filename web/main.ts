@@ -11,7 +11,7 @@ import { markdown } from '@codemirror/lang-markdown';
 import MarkdownIt from 'markdown-it';
 import DOMPurify from 'dompurify';
 import { html as diffHtml } from 'diff2html';
-import { Api, ApiError, fsUrl, loadSession, saveSession, type Commit, type DirEntry, type FeedEvent, type Session, type WhoAmI } from './api.js';
+import { Api, ApiError, fsUrl, loadSession, pathUrl, saveSession, type Commit, type DirEntry, type FeedEvent, type GroupRecord, type Session, type Stat, type UserRecord, type WhoAmI } from './api.js';
 import { Live } from './live.js';
 
 // ---------- small DOM helpers ----------
@@ -72,9 +72,13 @@ function message(text: string | null, kind: 'error' | 'info' = 'error'): void {
   m.className = `message ${kind}`;
   m.hidden = text === null;
 }
+/** A refusal as one readable sentence (the API's message starts with its code). */
+function describe(err: unknown): string {
+  if (err instanceof ApiError) return `${err.message}${err.message.startsWith(err.code) ? '' : ` (${err.code})`}`;
+  return err instanceof Error ? err.message : String(err);
+}
 function fail(err: unknown): void {
-  if (err instanceof ApiError) message(`${err.message}${err.message.startsWith(err.code) ? '' : ` (${err.code})`}`);
-  else message(err instanceof Error ? err.message : String(err));
+  message(describe(err));
 }
 /** Runs a UI action, showing any refusal as a readable message. */
 function act(fn: () => Promise<void>): () => void {
@@ -382,6 +386,65 @@ async function remove(): Promise<void> {
   await renderDir(dirname(p));
 }
 
+// ---------- properties: chmod, chown ----------
+
+/** uid → user name and gid → group name, as far as this session may know them (admins see all). */
+const userNames = new Map<number, string>();
+const groupNames = new Map<number, string>();
+
+async function loadNames(): Promise<void> {
+  if (me === null) return;
+  userNames.set(me.uid, me.user);
+  if (!me.is_admin) return;
+  const [{ users }, { groups }] = await Promise.all([api.json<{ users: UserRecord[] }>('/admin/users'), api.json<{ groups: GroupRecord[] }>('/admin/groups')]);
+  for (const u of users) userNames.set(u.uid, u.name);
+  for (const g of groups) groupNames.set(g.gid, g.name);
+}
+
+async function properties(): Promise<void> {
+  if (selected === null) return;
+  const path = selected.path;
+  const st = await api.json<Stat>(`${fsUrl(path)}?stat=true`);
+  await loadNames();
+  const owner = userNames.get(st.uid) ?? String(st.uid);
+  const group = groupNames.get(st.gid) ?? String(st.gid);
+  $('props-path').textContent = path;
+  $('props-info').textContent = `${st.kind}${st.kind === 'file' ? `, ${st.size} bytes` : ''}, modified ${new Date(st.modified * 1000).toLocaleString()}. The owner, wheel or root may change the mode; only root gives a file to another user; an owner may change its group to one of their own groups.`;
+  input('props-mode').value = st.mode;
+  input('props-owner').value = owner;
+  input('props-group').value = group;
+  show('props-error', false);
+  const dlg = $('props') as HTMLDialogElement;
+  dlg.showModal();
+  const close = (): void => {
+    $('props-form').onsubmit = null;
+    dlg.close();
+  };
+  $('props-cancel').onclick = close;
+  $('props-form').onsubmit = (e) => {
+    e.preventDefault();
+    void (async () => {
+      try {
+        const mode = input('props-mode').value.trim();
+        const newOwner = input('props-owner').value.trim();
+        const newGroup = input('props-group').value.trim();
+        if (!/^[0-7]{3,4}$/.test(mode)) throw new Error(`The mode must be 3 or 4 octal digits, such as 0644 (not '${mode}')`);
+        if (mode.padStart(4, '0') !== st.mode) await api.json(pathUrl('/admin/chmod', path), { method: 'POST', body: { mode } });
+        const change: { owner?: string; group?: string } = {};
+        if (newOwner !== owner) change.owner = newOwner;
+        if (newGroup !== group) change.group = newGroup;
+        if (change.owner !== undefined || change.group !== undefined) await api.json(pathUrl('/admin/chown', path), { method: 'POST', body: change });
+        close();
+        message(`Properties of ${path} saved`, 'info');
+        await renderDir(dirname(path));
+      } catch (err) {
+        $('props-error').textContent = describe(err);
+        show('props-error', true);
+      }
+    })();
+  };
+}
+
 // ---------- search, commit, history ----------
 
 async function search(): Promise<void> {
@@ -603,6 +666,7 @@ function wire(): void {
   $('new-folder').onclick = act(() => newEntry('folder'));
   $('rename').onclick = act(rename);
   $('delete').onclick = act(remove);
+  $('properties').onclick = act(properties);
   $('save').onclick = act(save);
   $('toggle-preview').onclick = () => {
     const p = $('preview');

@@ -65,8 +65,12 @@ async function answer(page: Page, value?: string): Promise<void> {
 /** Clicks a tree entry inside the page in one step (live updates may redraw the tree at any time). */
 async function clickTree(page: Page, path: string): Promise<void> {
   const sel = `#tree li[data-path="${path}"] > .name`;
-  await page.waitForSelector(sel);
-  await page.$eval(sel, (e) => (e as HTMLElement).click());
+  // Found and clicked in one turn of the page: a redraw between the two cannot detach it.
+  await page.waitForFunction((s) => {
+    const e = document.querySelector<HTMLElement>(s);
+    e?.click();
+    return e !== null;
+  }, {}, sel);
 }
 async function editorText(page: Page): Promise<string> {
   return page.$eval('#editor >>> .cm-content', (e) => [...e.querySelectorAll('.cm-line')].map((l) => l.textContent ?? '').join('\n'));
@@ -198,6 +202,40 @@ t.test('commit shows the status first, then the log and a diff', async (t) => {
   await page.waitForSelector('#diff .d2h-file-wrapper');
   t.match(await textOf(page, '#diff'), /changed for the diff/);
   await shot(page, 'history');
+});
+
+t.test('properties: chmod and chgrp where permitted, a refused chown shown as a readable message', async (t) => {
+  t.equal((await root.post('/admin/groups', { name: 'team' })).status, 200);
+  t.equal((await root.post('/admin/users/alice/groups/team')).status, 200);
+  const team = ((await root.get('/admin/groups')).json.groups as { name: string; gid: number }[]).find((g) => g.name === 'team')!.gid;
+  await clickTree(page, '/home/alice/note.md');
+  await page.click('#properties');
+  await page.waitForSelector('#props[open]');
+  t.equal(await textOf(page, '#props-path'), '/home/alice/note.md');
+  t.equal(await page.$eval('#props-owner', (e) => (e as HTMLInputElement).value), 'alice', 'the owner by name');
+  await page.$eval('#props-mode', (e) => ((e as HTMLInputElement).value = ''));
+  await page.type('#props-mode', '0640');
+  await page.$eval('#props-group', (e) => ((e as HTMLInputElement).value = ''));
+  await page.type('#props-group', 'team');
+  await page.click('#props-ok');
+  await page.waitForSelector('#props:not([open])');
+  await waitText(page, '#message', /Properties of \/home\/alice\/note\.md saved/);
+  let st = (await alice.get('/fs/note.md?stat=true')).json as { mode: string; gid: number; uid: number };
+  t.equal(st.mode, '0640', 'chmod done');
+  t.equal(st.gid, team, 'chgrp to her own group done');
+  await page.click('#properties');
+  await page.waitForSelector('#props[open]');
+  await page.$eval('#props-owner', (e) => ((e as HTMLInputElement).value = ''));
+  await page.type('#props-owner', 'bob');
+  await page.click('#props-ok');
+  const err = await waitText(page, '#props-error', /\S/);
+  t.match(err, /^EPERM: /, 'the refusal, readable');
+  t.ok(await page.$('#props[open]'), 'the dialog stays open');
+  st = (await alice.get('/fs/note.md?stat=true')).json as { mode: string; gid: number; uid: number };
+  t.equal(st.uid, (await alice.get('/auth/whoami')).json.uid, 'still hers');
+  await shot(page, 'properties');
+  await page.click('#props-cancel');
+  await page.waitForSelector('#props:not([open])');
 });
 
 t.test("an agent's REST write appears live in the tree and the editor, attributed", async (t) => {
