@@ -13,26 +13,8 @@ import DOMPurify from 'dompurify';
 import { html as diffHtml } from 'diff2html';
 import { Api, ApiError, fsUrl, loadSession, pathUrl, saveSession, type Commit, type DirEntry, type FeedEvent, type GroupRecord, type Session, type Stat, type UserRecord, type WhoAmI } from './api.js';
 import { Live } from './live.js';
-
-// ---------- small DOM helpers ----------
-
-function $(id: string): HTMLElement {
-  const e = document.getElementById(id);
-  if (e === null) throw new Error(`missing #${id}`);
-  return e;
-}
-function input(id: string): HTMLInputElement {
-  return $(id) as HTMLInputElement;
-}
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls !== undefined) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-function show(id: string, on: boolean): void {
-  $(id).hidden = !on;
-}
+import { $, ask, copyText, describe, el, input, show } from './dom.js';
+import { openAdmin, wireAdmin } from './admin.js';
 
 function join(dir: string, name: string): string {
   return dir === '/' ? `/${name}` : `${dir}/${name}`;
@@ -72,11 +54,6 @@ function message(text: string | null, kind: 'error' | 'info' = 'error'): void {
   m.className = `message ${kind}`;
   m.hidden = text === null;
 }
-/** A refusal as one readable sentence (the API's message starts with its code). */
-function describe(err: unknown): string {
-  if (err instanceof ApiError) return `${err.message}${err.message.startsWith(err.code) ? '' : ` (${err.code})`}`;
-  return err instanceof Error ? err.message : String(err);
-}
 function fail(err: unknown): void {
   message(describe(err));
 }
@@ -86,32 +63,6 @@ function act(fn: () => Promise<void>): () => void {
     message(null);
     fn().catch(fail);
   };
-}
-
-// ---------- dialogs ----------
-
-function ask(label: string, value: string | null): Promise<string | null> {
-  const dlg = $('ask') as HTMLDialogElement;
-  $('ask-label').textContent = label;
-  const box = input('ask-input');
-  box.hidden = value === null;
-  box.value = value ?? '';
-  dlg.showModal();
-  if (value !== null) box.select();
-  return new Promise((resolve) => {
-    const done = (v: string | null): void => {
-      $('ask-form').onsubmit = null;
-      $('ask-cancel').onclick = null;
-      dlg.close();
-      resolve(v);
-    };
-    $('ask-form').onsubmit = (e) => {
-      e.preventDefault();
-      done(value === null ? '' : box.value.trim());
-    };
-    $('ask-cancel').onclick = () => done(null);
-    dlg.oncancel = () => done(null);
-  });
 }
 
 // ---------- sign-in ----------
@@ -138,6 +89,7 @@ async function enter(): Promise<void> {
   who.textContent = me.on_behalf_of === undefined ? me.user : `${me.user} → ${me.on_behalf_of}`;
   if (me.workspace !== undefined) who.textContent += ` · workspace ${me.workspace.name}`;
   if (me.is_admin) who.textContent += ' (admin)';
+  show('admin-open', me.is_admin && me.workspace === undefined);
   who.title = `home ${me.home}`;
   show('signin', false);
   show('app', true);
@@ -626,19 +578,7 @@ function wire(): void {
       show('bootstrap-result', true);
     })();
   };
-  $('bootstrap-copy').onclick = act(async () => {
-    const t = $('bootstrap-token').textContent ?? '';
-    try {
-      await navigator.clipboard.writeText(t);
-      message('Token copied', 'info');
-    } catch {
-      const range = document.createRange();
-      range.selectNodeContents($('bootstrap-token'));
-      getSelection()?.removeAllRanges();
-      getSelection()?.addRange(range);
-      message('Copying was refused by the browser: the token is selected, press Ctrl+C', 'info');
-    }
-  });
+  $('bootstrap-copy').onclick = act(async () => message(await copyText($('bootstrap-token')), 'info'));
   $('bootstrap-continue').onclick = () => {
     const token = $('bootstrap-token').textContent ?? '';
     $('bootstrap-token').textContent = '';
@@ -667,6 +607,8 @@ function wire(): void {
   $('rename').onclick = act(rename);
   $('delete').onclick = act(remove);
   $('properties').onclick = act(properties);
+  $('admin-open').onclick = act(() => openAdmin(api));
+  wireAdmin(api);
   $('save').onclick = act(save);
   $('toggle-preview').onclick = () => {
     const p = $('preview');

@@ -77,7 +77,7 @@ async function editorText(page: Page): Promise<string> {
 }
 async function signIn(page: Page, user: string): Promise<void> {
   await page.goto(svc.base);
-  await page.waitForSelector('#signin-form');
+  await page.waitForSelector('#signin-form', { visible: true });
   await page.type('#signin-user', user);
   await page.click('#signin-form button[type=submit]');
   await waitText(page, '#who', new RegExp(`^${user}`));
@@ -292,6 +292,112 @@ t.test("bob sees none of alice's private files: tree, search, events", async (t)
   await waitText(bobPage, '#activity', /public-after\.md/);
   t.notMatch(await textOf(bobPage, '#activity'), /private-plan|\/home\/alice/, 'not in the events');
   await bobPage.browserContext().close();
+});
+
+/** The bot agent's token and a workspace secret for it, made in the admin panel (used below). */
+let botToken = '';
+let wsSecret = '';
+let wsId = '';
+
+async function signInToken(p: Page, token: string, extra: { obo?: string; workspace?: string } = {}): Promise<void> {
+  await p.goto(svc.base);
+  await p.waitForSelector('#signin-form', { visible: true });
+  await p.type('#signin-token', token);
+  if (extra.obo !== undefined) await p.type('#signin-obo', extra.obo);
+  if (extra.workspace !== undefined) await p.type('#signin-workspace', extra.workspace);
+  await p.click('#signin-form button[type=submit]');
+  await p.waitForSelector('#app:not([hidden])');
+}
+async function secretShown(p: Page): Promise<string> {
+  await p.waitForFunction(() => /\S{20,}/.test(document.querySelector('#admin-secret-value')?.textContent ?? '') && !document.querySelector('#admin-secret')?.hasAttribute('hidden'));
+  return textOf(p, '#admin-secret-value');
+}
+async function userRow(p: Page, name: string, button: number): Promise<void> {
+  await p.waitForSelector(`#admin-users tr[data-name="${name}"]`);
+  await p.$eval(`#admin-users tr[data-name="${name}"] td.actions button:nth-child(${button})`, (e) => (e as HTMLElement).click());
+}
+
+t.test('the admin panel: users and agents, tokens shown once, groups, workspaces and their secrets', async (t) => {
+  t.equal(await page.$eval('#admin-open', (e) => e.hasAttribute('hidden')), true, 'alice (not root/wheel) has no admin panel');
+  const p = await newPage();
+  await signInToken(p, adminToken);
+  await p.click('#admin-open');
+  await p.waitForSelector('#admin[open]');
+  await waitText(p, '#admin-users', /alice/);
+  // a user: created without a token, then issued one, then regenerated
+  await p.type('#admin-user-name', 'carol');
+  await p.click('#admin-user-form button[type=submit]');
+  await p.waitForSelector('#admin-users tr[data-name="carol"]');
+  t.equal(await p.$eval('#admin-secret', (e) => e.hasAttribute('hidden')), true, 'a user gets no token on creation');
+  await userRow(p, 'carol', 1);
+  const tok1 = await secretShown(p);
+  t.ok(await p.$('#admin-secret-copy'), 'with a copy button');
+  t.equal((await client(svc, { auth: `Bearer ${tok1}` }).get('/auth/whoami')).json.user, 'carol', 'the shown token works');
+  await userRow(p, 'carol', 1);
+  await answer(p);
+  await p.waitForFunction((old) => document.querySelector('#admin-secret-value')?.textContent !== old, {}, tok1);
+  const tok2 = await secretShown(p);
+  t.not(tok2, tok1, 'regenerated');
+  t.equal((await client(svc, { auth: `Bearer ${tok1}` }).get('/auth/whoami')).status, 401, 'the old token no longer works');
+  t.equal((await client(svc, { auth: `Bearer ${tok2}` }).get('/auth/whoami')).json.user, 'carol');
+  await p.click('#admin-secret-done');
+  t.equal(await textOf(p, '#admin-secret-value'), '', 'not shown again');
+  // an agent: its token comes with its creation
+  await p.type('#admin-user-name', 'bot');
+  await p.click('#admin-user-agent');
+  await p.click('#admin-user-form button[type=submit]');
+  botToken = await secretShown(p);
+  t.equal((await client(svc, { auth: `Bearer ${botToken}` }).get('/auth/whoami')).json.is_agent, true, 'an agent token');
+  await waitText(p, '#admin-users tr[data-name="bot"]', /agent/);
+  await p.click('#admin-secret-done');
+  // groups and membership
+  await p.type('#admin-group-name', 'writers');
+  await p.click('#admin-group-form button[type=submit]');
+  await p.waitForSelector('#admin-groups tr[data-name="writers"]');
+  await p.type('#admin-member-user', 'carol');
+  await p.type('#admin-member-group', 'writers');
+  await p.click('#admin-member-form button[type=submit]');
+  await waitText(p, '#admin-groups tr[data-name="writers"]', /carol/);
+  t.match(await textOf(p, '#admin-users tr[data-name="carol"]'), /writers/, 'the user row lists the group');
+  await p.$eval('#admin-groups tr[data-name="writers"] .chip button', (e) => (e as HTMLElement).click());
+  await p.waitForFunction(() => !/carol/.test(document.querySelector('#admin-groups tr[data-name="writers"]')?.textContent ?? 'carol'));
+  t.pass('member removed');
+  // a refusal is a readable message in the panel
+  await p.type('#admin-user-name', 'alice');
+  await p.click('#admin-user-form button[type=submit]');
+  t.match(await waitText(p, '#admin-error', /\S/), /^EEXIST: /, 'a refusal, readable');
+  await p.$eval('#admin-user-name', (e) => ((e as HTMLInputElement).value = ''));
+  // delete a user
+  await userRow(p, 'carol', 2);
+  await answer(p);
+  await p.waitForSelector('#admin-users tr[data-name="carol"]', { hidden: true });
+  t.equal((await client(svc, { auth: `Bearer ${tok2}` }).get('/auth/whoami')).status, 401, 'deleted');
+  // workspaces and their secrets
+  await p.type('#admin-ws-name', 'proj');
+  await p.type('#admin-ws-root', '/tmp/proj');
+  await p.click('#admin-ws-form button[type=submit]');
+  await waitText(p, '#admin-workspaces tr[data-name="proj"]', /\/tmp\/proj/);
+  wsId = ((await root.get('/workspaces')).json.workspaces as { id: string; name: string }[]).find((w) => w.name === 'proj')!.id;
+  for (const name of ['ci', 'temp']) {
+    await p.type('#admin-wstoken-name', name);
+    await p.type('#admin-wstoken-agent', botToken);
+    await p.click('#admin-wstoken-form button[type=submit]');
+    await waitText(p, '#admin-secret-label', new RegExp(`secret ${name} `));
+    const secret = await secretShown(p);
+    if (name === 'ci') wsSecret = secret;
+    await waitText(p, '#admin-workspaces tr[data-name="proj"]', new RegExp(`${name} \\(bot\\)`));
+    await p.click('#admin-secret-done');
+  }
+  const ws = await client(svc, { auth: `Bearer ${wsSecret}`, workspace: wsId }).get('/auth/whoami');
+  t.equal(ws.json.workspace?.name, 'proj', 'the secret works in its workspace');
+  await p.$$eval('#admin-workspaces tr[data-name="proj"] .chip', (cs) => (cs.find((c) => c.textContent?.startsWith('temp'))?.querySelector('button') as HTMLElement).click());
+  await answer(p);
+  await p.waitForFunction(() => !/temp \(bot\)/.test(document.querySelector('#admin-workspaces tr[data-name="proj"]')?.textContent ?? 'temp (bot)'));
+  t.equal(((await root.get(`/workspaces/${wsId}/tokens`)).json.tokens as unknown[]).length, 1, 'revoked');
+  await shot(p, 'admin');
+  await p.click('#admin-close');
+  await p.waitForSelector('#admin:not([open])');
+  await p.browserContext().close();
 });
 
 t.test('a cross-origin page cannot drive the API', async (t) => {
