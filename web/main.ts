@@ -415,6 +415,47 @@ async function search(): Promise<void> {
   if (r.truncated) list.append(el('li', 'more', 'More matches not shown; narrow the pattern'));
 }
 
+/** Opens the tree down to `path` and selects it (a directory is expanded too). */
+async function reveal(path: string, dir: boolean): Promise<void> {
+  let p = '';
+  for (const part of dirname(path).split('/').filter((x) => x !== '')) {
+    p += `/${part}`;
+    if (!expanded.has(p)) {
+      expanded.add(p);
+      await renderDir(p);
+    }
+  }
+  if (dir && !expanded.has(path)) {
+    expanded.add(path);
+    await renderDir(path);
+  }
+  selectPath(path, dir);
+  itemFor(path)?.scrollIntoView({ block: 'nearest' });
+}
+
+async function findByName(): Promise<void> {
+  const name = input('find-input').value.trim();
+  const list = $('find-results');
+  list.replaceChildren();
+  if (name === '') return;
+  type Found = { results: string[]; truncated?: boolean };
+  const q = (type: 'f' | 'd'): Promise<Found> => api.json<Found>(`/search/find?path=%2F&type=${type}&name=${encodeURIComponent(name)}`);
+  const [files, dirs] = await Promise.all([q('f'), q('d')]);
+  const all = [...files.results.map((p) => ({ p, dir: false })), ...dirs.results.map((p) => ({ p, dir: true }))].sort((a, b) => (a.p < b.p ? -1 : a.p > b.p ? 1 : 0));
+  if (all.length === 0) list.append(el('li', 'empty', 'Nothing by that name'));
+  for (const { p, dir } of all) {
+    const li = el('li', 'hit');
+    li.dataset.path = p;
+    li.append(el('span', 'loc', dir ? `${p}/` : p));
+    li.onclick = act(async () => {
+      await reveal(p, dir);
+      if (!dir) await openFile(p);
+    });
+    list.append(li);
+  }
+  if (files.truncated === true || dirs.truncated === true) list.append(el('li', 'more', 'More names not shown; narrow the pattern'));
+}
+
 async function loadStatus(): Promise<void> {
   const st = await api.json<{ text: string; clean?: boolean }>('/vcs/status?format=json');
   $('status').textContent = st.text.trim() === '' ? 'Nothing to commit' : st.text;
@@ -536,7 +577,7 @@ async function refreshAll(): Promise<void> {
 
 function tab(name: string): void {
   for (const b of document.querySelectorAll<HTMLButtonElement>('.tab')) b.classList.toggle('active', b.dataset.tab === name);
-  for (const t of ['search', 'commit', 'log', 'activity']) show(`tab-${t}`, t === name);
+  for (const t of ['search', 'find', 'commit', 'log', 'activity']) show(`tab-${t}`, t === name);
   // Diffs need room: the history panel takes half the width.
   $('app').classList.toggle('wide-right', name === 'log');
   if (name === 'commit') act(loadStatus)();
@@ -622,6 +663,10 @@ function wire(): void {
   $('search-form').onsubmit = (e) => {
     e.preventDefault();
     act(search)();
+  };
+  $('find-form').onsubmit = (e) => {
+    e.preventDefault();
+    act(findByName)();
   };
   $('commit-form').onsubmit = (e) => {
     e.preventDefault();

@@ -185,6 +185,27 @@ t.test('search opens a hit at its line', async (t) => {
   t.pass('the editor is at the matching line');
 });
 
+t.test('find by name: a click opens the file, or shows the folder in the tree', async (t) => {
+  await page.click('.tab[data-tab=find]');
+  await page.type('#find-input', 'lon*');
+  await page.click('#find-form button');
+  await waitText(page, '#find-results', /\/home\/alice\/docs\/long\.md/);
+  await page.click('#find-results li.hit[data-path="/home/alice/docs/long.md"]');
+  await waitText(page, '#file-path', /^\/home\/alice\/docs\/long\.md$/);
+  await page.waitForSelector('#tree li[data-path="/home/alice/docs/long.md"].selected');
+  await page.$eval('#find-input', (e) => ((e as HTMLInputElement).value = ''));
+  await page.type('#find-input', 'doc?');
+  await page.click('#find-form button');
+  await waitText(page, '#find-results', /\/home\/alice\/docs\//);
+  await page.click('#find-results li.hit[data-path="/home/alice/docs"]');
+  await page.waitForSelector('#tree li[data-path="/home/alice/docs"].selected.open');
+  await page.$eval('#find-input', (e) => ((e as HTMLInputElement).value = ''));
+  await page.type('#find-input', 'no-such-name-*');
+  await page.click('#find-form button');
+  await waitText(page, '#find-results', /Nothing by that name/);
+  t.pass('found and opened');
+});
+
 t.test('commit shows the status first, then the log and a diff', async (t) => {
   await page.click('.tab[data-tab=commit]');
   const status = await waitText(page, '#status', /note\.md/);
