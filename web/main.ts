@@ -33,6 +33,12 @@ function whoText(by: string | undefined, obo: string | undefined): string {
   if (by === undefined) return 'the service';
   return obo === undefined ? by : `${by} on behalf of ${obo}`;
 }
+/** "helper on behalf of alice, 2 s ago". */
+function attribution(ev: FeedEvent): string {
+  return `${whoText(ev.by, ev.on_behalf_of)}, ${ago(ev.time)}`;
+}
+/** How long a change stays marked in the tree. */
+const MARK_MS = 10 * 60_000;
 
 // ---------- state ----------
 
@@ -47,6 +53,11 @@ let open: { path: string; etag: string; saved: string } | null = null;
 const expanded = new Set<string>();
 /** The last change event per path, for attribution ("changed by helper on behalf of alice"). */
 const lastChange = new Map<string, FeedEvent>();
+
+/** Where the tree opens: the home directory, or `/` (the workspace root) for a workspace secret. */
+function homeDir(): string {
+  return me === null || me.workspace !== undefined ? '/' : me.home;
+}
 
 function message(text: string | null, kind: 'error' | 'info' = 'error'): void {
   const m = $('message');
@@ -90,7 +101,14 @@ async function enter(): Promise<void> {
   if (me.workspace !== undefined) who.textContent += ` · workspace ${me.workspace.name}`;
   if (me.is_admin) who.textContent += ' (admin)';
   show('admin-open', me.is_admin && me.workspace === undefined);
-  who.title = `home ${me.home}`;
+  who.title = [
+    `${me.is_agent ? 'agent' : 'user'} ${me.user}`,
+    me.on_behalf_of === undefined ? '' : `acting on behalf of ${me.on_behalf_of}`,
+    me.workspace === undefined ? '' : `in workspace ${me.workspace.name} (${me.workspace.id}), which is / here`,
+    `home ${homeDir()}`,
+  ]
+    .filter((x) => x !== '')
+    .join('; ');
   show('signin', false);
   show('app', true);
   show('signout', true);
@@ -123,14 +141,14 @@ async function loadTree(): Promise<void> {
   tree.append(dirItem(root, root));
   expanded.add(root);
   // Open the way down to the home directory.
-  const parts = me!.home.split('/').filter((x) => x !== '');
+  const parts = homeDir().split('/').filter((x) => x !== '');
   let p = '';
   for (const part of parts) {
     p += `/${part}`;
     expanded.add(p);
   }
   await renderDir(root);
-  selectPath(me!.home, true);
+  selectPath(homeDir(), true);
 }
 
 function dirItem(path: string, label: string): HTMLLIElement {
@@ -150,6 +168,7 @@ function dirItem(path: string, label: string): HTMLLIElement {
     }
   });
   li.append(name);
+  markChanged(li);
   return li;
 }
 
@@ -163,7 +182,25 @@ function fileItem(path: string, label: string): HTMLLIElement {
     await openFile(path);
   });
   li.append(name);
+  markChanged(li);
   return li;
+}
+
+/** Marks a tree entry changed recently with who changed it and when (kept current by a timer). */
+function markChanged(li: HTMLLIElement): void {
+  const ev = lastChange.get(li.dataset.path ?? '');
+  const name = li.querySelector(':scope > .name');
+  let mark = name?.querySelector<HTMLElement>('.changed') ?? null;
+  if (ev === undefined || Date.now() - ev.time > MARK_MS) {
+    mark?.remove();
+    return;
+  }
+  if (mark === null) {
+    mark = el('span', 'changed');
+    name?.append(mark);
+  }
+  mark.textContent = attribution(ev);
+  mark.title = `changed by ${mark.textContent}`;
 }
 
 function itemFor(path: string): HTMLLIElement | null {
@@ -219,7 +256,7 @@ function markSelected(): void {
   if (selected !== null) itemFor(selected.path)?.classList.add('selected');
 }
 function targetDir(): string {
-  if (selected === null) return me!.home;
+  if (selected === null) return homeDir();
   return selected.dir ? selected.path : dirname(selected.path);
 }
 
@@ -253,7 +290,9 @@ async function openFile(path: string, line?: number): Promise<void> {
   open = { path, etag: (res.headers.get('ETag') ?? '').replace(/"/g, ''), saved: t };
   setText(t);
   show('conflict', false);
-  show('file-note', false);
+  // Who changed it last, if that was someone else while this page watched.
+  const ev = lastChange.get(path);
+  fileNote(ev !== undefined && !mine(ev) && Date.now() - ev.time < MARK_MS ? { kind: 'last', ev } : null);
   updateState();
   if (line !== undefined) {
     const l = view.state.doc.line(Math.min(Math.max(1, line), view.state.doc.lines));
@@ -516,6 +555,8 @@ function onChange(ev: FeedEvent): void {
   }
   for (const p of ev.paths) {
     lastChange.set(p, ev);
+    const li = itemFor(p);
+    if (li !== null) markChanged(li);
     if (expanded.has(dirname(p))) pendingDirs.add(dirname(p));
     if (expanded.has(p)) pendingDirs.add(p);
     if (open !== null && (open.path === p || open.path.startsWith(`${p}/`))) void openChanged(ev);
@@ -528,12 +569,35 @@ function onChange(ev: FeedEvent): void {
   }, 50);
 }
 
+/** What the note above the editor says about the open file, kept current by a timer. */
+type FileNote = { kind: 'editing' | 'updated' | 'deleted' | 'last'; ev: FeedEvent };
+let note: FileNote | null = null;
+
+function fileNote(n: FileNote | null): void {
+  note = n;
+  const box = $('file-note');
+  box.hidden = n === null;
+  if (n === null) {
+    box.textContent = '';
+    return;
+  }
+  const a = attribution(n.ev);
+  box.textContent =
+    n.kind === 'editing' ? `Changed by ${a}, while you were editing; saving will report a conflict.`
+    : n.kind === 'updated' ? `Updated by ${a}`
+    : n.kind === 'deleted' ? `Deleted or moved by ${a}; your text is kept until you close it.`
+    : `Last changed by ${a}`;
+}
+
+/** Whether a change was made with the identity this page signed in with. */
+function mine(ev: FeedEvent): boolean {
+  return me !== null && ev.by === me.user && ev.on_behalf_of === me.on_behalf_of;
+}
+
 /** The open file changed elsewhere: reload it if there are no unsaved edits, else say so. */
 async function openChanged(ev: FeedEvent): Promise<void> {
   if (saving !== null) await saving.catch(() => undefined);
   if (open === null) return;
-  const note = $('file-note');
-  const who = whoText(ev.by, ev.on_behalf_of);
   // Our own save (or a change already loaded) leaves the etag we hold: nothing to report.
   try {
     const st = await api.json<{ etag?: string }>(`${fsUrl(open.path)}?stat=true`);
@@ -543,8 +607,7 @@ async function openChanged(ev: FeedEvent): Promise<void> {
   }
   if (open === null) return;
   if (dirty()) {
-    note.textContent = `Changed by ${who} ${ago(ev.time)} while you were editing; saving will report a conflict.`;
-    note.hidden = false;
+    fileNote({ kind: 'editing', ev });
     return;
   }
   const path = open.path;
@@ -555,14 +618,11 @@ async function openChanged(ev: FeedEvent): Promise<void> {
     open.etag = (res.headers.get('ETag') ?? '').replace(/"/g, '');
     open.saved = t;
     if (t !== text()) setText(t);
-    note.textContent = `Updated by ${who}`;
-    note.dataset.time = String(ev.time);
-    note.hidden = false;
+    fileNote({ kind: 'updated', ev });
     updateState();
   } catch (err) {
     if (err instanceof ApiError && err.code === 'ENOENT') {
-      note.textContent = `Deleted or moved by ${who}; your text is kept until you close it.`;
-      note.hidden = false;
+      fileNote({ kind: 'deleted', ev });
       return;
     }
     throw err;
@@ -631,12 +691,17 @@ function wire(): void {
     const token = input('signin-token').value.trim();
     const user = input('signin-user').value.trim();
     const obo = input('signin-obo').value.trim();
+    const workspace = input('signin-workspace').value.trim();
     if (token === '' && user === '') {
       message('Give a token or a user name');
       return;
     }
+    if (workspace !== '' && token === '') {
+      message('A workspace needs its secret as the token');
+      return;
+    }
     input('signin-token').value = '';
-    signIn({ authorization: token !== '' ? `Bearer ${token}` : `User ${user}`, ...(obo === '' ? {} : { onBehalfOf: obo }) });
+    signIn({ authorization: token !== '' ? `Bearer ${token}` : `User ${user}`, ...(obo === '' ? {} : { onBehalfOf: obo }), ...(workspace === '' ? {} : { workspace }) });
   };
   $('signout').onclick = () => {
     live?.stop();
@@ -696,6 +761,8 @@ function wire(): void {
       const w = li.querySelector('.when');
       if (w !== null) w.textContent = ago(Number(li.dataset.time));
     }
+    for (const li of document.querySelectorAll<HTMLLIElement>('#tree li')) if (li.querySelector(':scope > .name > .changed') !== null) markChanged(li);
+    if (note !== null) fileNote(note);
   }, 5000);
   tab('search');
 }

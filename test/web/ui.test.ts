@@ -272,10 +272,17 @@ t.test("an agent's REST write appears live in the tree and the editor, attribute
   await waitText(page, '#file-path', /agent\.md/);
   t.equal((await helper.put('/fs//tmp/agent.md', 'second draft by the agent\n')).status, 200);
   await page.waitForFunction("document.querySelector('#editor')?.shadowRoot?.querySelector('.cm-content')?.textContent?.includes('second draft by the agent')");
-  t.match(await waitText(page, '#file-note', /Updated by/), /helper on behalf of alice/);
+  t.match(await waitText(page, '#file-note', /Updated by/), /^Updated by helper on behalf of alice, \d+ s ago$/, 'the open file says who and when');
+  t.match(await waitText(page, '#tree li[data-path="/tmp/agent.md"] .changed', /ago/), /^helper on behalf of alice, \d+ s ago$/, 'so does the tree');
   await page.click('.tab[data-tab=activity]');
   t.match(await waitText(page, '#activity', /agent\.md/), /helper on behalf of alice/);
   await shot(page, 'live');
+  // The agent's own view: the header says whom it acts for.
+  const hp = await newPage();
+  await signInToken(hp, tok, { obo: 'alice' });
+  t.equal(await waitText(hp, '#who', /helper/), 'helper → alice', 'agent → user when delegating');
+  await hp.waitForSelector('#tree li[data-path="/home/alice"].selected');
+  await hp.browserContext().close();
 });
 
 t.test('a note opened from a folder the tree loads lazily (the main screen)', async (t) => {
@@ -418,6 +425,19 @@ t.test('the admin panel: users and agents, tokens shown once, groups, workspaces
   await shot(p, 'admin');
   await p.click('#admin-close');
   await p.waitForSelector('#admin:not([open])');
+  await p.browserContext().close();
+});
+
+t.test('a workspace secret signs in to its workspace, and the header says so', async (t) => {
+  t.equal((await root.put('/fs//tmp/proj/readme.md', '# Project\n')).status, 200);
+  const p = await newPage();
+  await signInToken(p, wsSecret, { workspace: wsId });
+  t.equal(await waitText(p, '#who', /workspace/), 'bot · workspace proj');
+  await p.waitForSelector('#tree li[data-path="/"].selected');
+  await clickTree(p, '/readme.md');
+  await waitText(p, '#file-path', /^\/readme\.md$/);
+  t.match(await editorText(p), /# Project/, 'the workspace root is / here');
+  t.match(await p.$eval('#who', (e) => e.title), /agent bot; in workspace proj/);
   await p.browserContext().close();
 });
 
