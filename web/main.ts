@@ -112,6 +112,7 @@ async function enter(): Promise<void> {
   show('signin', false);
   show('app', true);
   show('signout', true);
+  show('drawer-toggle', true);
   await loadTree();
   live?.stop();
   live = new Live(api.session!, { onChange, onReset: () => void refreshAll(), onState: (on) => ($('live').className = on ? 'live on' : 'live') });
@@ -180,6 +181,7 @@ function fileItem(path: string, label: string): HTMLLIElement {
   name.onclick = act(async () => {
     selectPath(path, false);
     await openFile(path);
+    drawer(false);
   });
   li.append(name);
   markChanged(li);
@@ -633,6 +635,98 @@ async function refreshAll(): Promise<void> {
   for (const d of [...expanded].sort((a, b) => a.length - b.length)) if (itemFor(d) !== null) await renderDir(d);
 }
 
+// ---------- keyboard, help, narrow screens ----------
+
+/**
+ * The page's shortcuts, one declaration for the editor's keymap, the page's key handler and the
+ * help overlay. `key` is in CodeMirror's notation (`Mod` is Ctrl, or Cmd on a Mac); `plain` is a
+ * key that also works while no text field has the focus.
+ */
+interface Shortcut {
+  key: string;
+  plain?: string;
+  what: string;
+  run(): void;
+}
+const SHORTCUTS: Shortcut[] = [
+  { key: 'Mod-s', what: 'Save the open file', run: () => act(save)() },
+  {
+    key: 'Mod-k',
+    what: 'Search file contents',
+    run: () => {
+      tab('search');
+      input('search-input').focus();
+    },
+  },
+  {
+    key: 'Mod-Shift-f',
+    what: 'Find files and folders by name',
+    run: () => {
+      tab('find');
+      input('find-input').focus();
+    },
+  },
+  {
+    key: 'Mod-Enter',
+    what: 'Commit: shows the pending changes; with a message written, commits',
+    run: () => {
+      const written = input('commit-message').value.trim() !== '';
+      tab('commit');
+      if (written) act(commit)();
+      else input('commit-message').focus();
+    },
+  },
+  { key: 'Mod-/', plain: '?', what: 'Show these shortcuts', run: () => openHelp() },
+];
+/** The editor's own keys, listed in the help. */
+const EDITOR_KEYS: [string, string][] = [
+  ['Mod-f', 'Find and replace in the open file'],
+  ['Mod-z', 'Undo'],
+  ['Mod-Shift-z', 'Redo'],
+  ['Escape', 'Close a dialog or the file drawer'],
+];
+const MAC = /Mac|iPhone|iPad/.test(navigator.platform);
+
+/** Whether a key event is a shortcut in CodeMirror's notation (`Mod-Shift-f`). */
+function matches(key: string, e: KeyboardEvent): boolean {
+  const parts = key.split('-');
+  const name = parts.pop()!;
+  const mod = parts.includes('Mod');
+  return (e.ctrlKey || e.metaKey) === mod && e.shiftKey === parts.includes('Shift') && !e.altKey && e.key.toLowerCase() === name.toLowerCase();
+}
+
+function keyLabel(key: string): string {
+  return key
+    .split('-')
+    .map((p) => (p === 'Mod' ? (MAC ? '⌘' : 'Ctrl') : p.length === 1 ? p.toUpperCase() : p))
+    .join('+');
+}
+
+function openHelp(): void {
+  const table = $('help-keys');
+  table.replaceChildren();
+  const row = (keys: string[], what: string): void => {
+    const tr = el('tr');
+    const k = el('td');
+    keys.forEach((x, i) => {
+      if (i > 0) k.append(' or ');
+      k.append(el('kbd', undefined, x));
+    });
+    tr.append(k, el('td', undefined, what));
+    table.append(tr);
+  };
+  for (const s of SHORTCUTS) row(s.plain === undefined ? [keyLabel(s.key)] : [keyLabel(s.key), s.plain], s.what);
+  for (const [k, what] of EDITOR_KEYS) row([keyLabel(k)], what);
+  const dlg = $('help') as HTMLDialogElement;
+  if (!dlg.open) dlg.showModal();
+}
+
+/** On a narrow screen the tree is a drawer over the editor. */
+function drawer(open: boolean): void {
+  $('app').classList.toggle('drawer-open', open);
+  $('drawer-toggle').setAttribute('aria-expanded', String(open));
+}
+
 // ---------- wiring ----------
 
 function tab(name: string): void {
@@ -655,7 +749,7 @@ function wire(): void {
     parent: shadow,
     root: shadow,
     extensions: [
-      keymap.of([{ key: 'Mod-s', preventDefault: true, run: () => (act(save)(), true) }, ...defaultKeymap, ...historyKeymap, ...searchKeymap]),
+      keymap.of([...SHORTCUTS.map((k) => ({ key: k.key, preventDefault: true, run: () => (k.run(), true) })), ...defaultKeymap, ...historyKeymap, ...searchKeymap]),
       lineNumbers(),
       history(),
       drawSelection(),
@@ -740,22 +834,18 @@ function wire(): void {
   for (const b of document.querySelectorAll<HTMLButtonElement>('.tab')) b.onclick = () => tab(b.dataset.tab ?? 'search');
   $('message').onclick = () => message(null);
   document.addEventListener('keydown', (e) => {
-    const mod = e.ctrlKey || e.metaKey;
-    // The editor's own Mod-s binding has handled it already (and prevented the default).
-    if (e.defaultPrevented) return;
-    if (mod && e.key === 's') {
+    // The editor's keymap has handled it already (and prevented the default).
+    if (e.defaultPrevented || $('app').hidden) return;
+    const typing = e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLSelectElement || (e.target instanceof HTMLElement && e.target.id === 'editor');
+    const s = SHORTCUTS.find((k) => matches(k.key, e) || (!typing && k.plain !== undefined && e.key === k.plain));
+    if (s !== undefined) {
       e.preventDefault();
-      act(save)();
-    } else if (mod && e.key === 'k') {
-      e.preventDefault();
-      tab('search');
-      input('search-input').focus();
-    } else if (mod && e.key === 'Enter' && !$('app').hidden) {
-      e.preventDefault();
-      tab('commit');
-      act(commit)();
-    }
+      s.run();
+    } else if (e.key === 'Escape') drawer(false);
   });
+  $('help-open').onclick = openHelp;
+  $('help-close').onclick = () => ($('help') as HTMLDialogElement).close();
+  $('drawer-toggle').onclick = () => drawer(!$('app').classList.contains('drawer-open'));
   window.setInterval(() => {
     for (const li of document.querySelectorAll<HTMLElement>('#activity li')) {
       const w = li.querySelector('.when');

@@ -478,13 +478,64 @@ t.test('a cross-origin page cannot drive the API', async (t) => {
   await p.browserContext().close();
 });
 
-t.test('a narrow screen still shows the tree, the editor and the panels', async (t) => {
-  const p = await newPage(420, 900);
+t.test('keyboard shortcuts, listed in a help overlay', async (t) => {
+  const p = await newPage();
   await signIn(p, 'alice');
-  for (const sel of ['#side', '#center', '#right']) {
-    const box = await (await p.$(sel))!.boundingBox();
-    t.ok(box !== null && box.width > 300, `${sel} is visible and wide enough`);
-  }
+  await p.keyboard.press('?');
+  await p.waitForSelector('#help[open]');
+  const help = await textOf(p, '#help-keys');
+  for (const re of [/Ctrl\+S\s*Save/, /Ctrl\+K\s*Search/, /Ctrl\+Shift\+F\s*Find/, /Ctrl\+Enter\s*Commit/]) t.match(help, re);
+  await shot(p, 'help');
+  await p.keyboard.press('Escape');
+  await p.waitForSelector('#help:not([open])');
+  const combo = async (...keys: string[]): Promise<void> => {
+    for (const k of keys) await p.keyboard.down(k);
+    for (const k of keys.reverse()) await p.keyboard.up(k);
+  };
+  await combo('Control', 'Shift', 'F');
+  await p.waitForFunction(() => document.activeElement?.id === 'find-input');
+  t.pass('Ctrl+Shift+F: find');
+  await combo('Control', 'k');
+  await p.waitForFunction(() => document.activeElement?.id === 'search-input');
+  t.pass('Ctrl+K: search');
+  // in the editor too
+  await clickTree(p, '/home/alice/note.md');
+  await waitText(p, '#file-path', /note\.md/);
+  await p.click('#editor >>> .cm-content');
+  await combo('Control', 'Enter');
+  await p.waitForFunction(() => document.activeElement?.id === 'commit-message');
+  await waitText(p, '#status', /\S/);
+  t.pass('Ctrl+Enter: the commit panel with the pending changes');
+  await p.type('#commit-message', 'by keyboard');
+  await combo('Control', 'Enter');
+  await waitText(p, '#message', /Committed/);
+  t.match((await alice.get('/vcs/log?limit=1')).text, /by keyboard/, 'committed');
+  await p.click('#editor >>> .cm-content');
+  await combo('Control', '/');
+  await p.waitForSelector('#help[open]');
+  t.pass('Ctrl+/ in the editor: help');
+  await p.browserContext().close();
+});
+
+t.test('a 390 px wide screen: the tree is a drawer, the editor takes the width', async (t) => {
+  const p = await newPage(390, 844);
+  await signIn(p, 'alice');
+  const side = async (): Promise<{ x: number; width: number }> => p.$eval('#side', (e) => e.getBoundingClientRect().toJSON() as { x: number; width: number });
+  t.ok((await side()).x + (await side()).width <= 0, 'the tree starts closed, off the screen');
+  const center = await p.$eval('#center', (e) => e.getBoundingClientRect().toJSON() as { x: number; width: number });
+  t.ok(center.x === 0 && center.width >= 389, 'the editor takes the whole width');
+  t.ok(await p.$eval('#right', (e) => e.getBoundingClientRect().width >= 389), 'the panels below it too');
+  await p.click('#drawer-toggle');
+  await p.waitForFunction(() => document.querySelector('#side')!.getBoundingClientRect().x === 0);
+  t.ok((await side()).width >= 300, 'open: the tree is wide enough to use');
+  await shot(p, 'narrow-tree');
+  await clickTree(p, '/home/alice/note.md');
+  await waitText(p, '#file-path', /note\.md/);
+  await p.waitForFunction(() => document.querySelector('#side')!.getBoundingClientRect().right <= 0);
+  t.pass('opening a file closes the drawer');
+  const header = await p.$eval('#top', (e) => ({ h: e.getBoundingClientRect().height, w: e.scrollWidth }));
+  t.ok(header.w <= 390, 'the header fits');
+  await shot(p, 'narrow');
   await p.browserContext().close();
 });
 
