@@ -358,7 +358,8 @@ async function rename(): Promise<void> {
   if (!dst || dst === src) return;
   const abs = dst.startsWith('/') ? dst : join(dirname(src), dst);
   await api.raw(`${fsUrl(src)}?op=move&into_dir=false&dst=${encodeURIComponent(abs)}`, { method: 'POST' });
-  if (open?.path === src) open.path = abs;
+  // The open file moves with it, also when a folder it is in moves.
+  if (open !== null && (open.path === src || open.path.startsWith(`${src}/`))) open.path = abs + open.path.slice(src.length);
   selectPath(abs, selected.dir);
   await renderDir(dirname(src));
   if (dirname(abs) !== dirname(src)) await renderDir(dirname(abs));

@@ -298,6 +298,53 @@ t.test('a note opened from a folder the tree loads lazily (the main screen)', as
   await shot(page, 'editor');
 });
 
+t.test('new folder, a file in it, rename, move the folder with the open file, delete; a refusal is readable', async (t) => {
+  await clickTree(page, '/home/alice'); // collapse
+  await clickTree(page, '/home/alice'); // open again, selected
+  await page.waitForSelector('#tree li[data-path="/home/alice"].selected.open');
+  await page.click('#new-folder');
+  await answer(page, 'drafts');
+  await page.waitForSelector('#tree li[data-path="/home/alice/drafts"].selected');
+  await page.click('#new-file');
+  await answer(page, 'idea.md');
+  await waitText(page, '#file-path', /^\/home\/alice\/drafts\/idea\.md$/);
+  await page.click('#editor >>> .cm-content');
+  await page.keyboard.type('an idea\n');
+  await page.click('#save');
+  await waitText(page, '#file-state', /^saved$/);
+  await page.click('#rename');
+  await answer(page, 'plan.md');
+  await page.waitForSelector('#tree li[data-path="/home/alice/drafts/plan.md"].selected');
+  t.equal(await textOf(page, '#file-path'), '/home/alice/drafts/plan.md', 'the open file follows its new name');
+  t.equal((await alice.get('/fs/drafts/plan.md')).text, 'an idea\n');
+  t.equal((await alice.get('/fs/drafts/idea.md')).status, 404);
+  await clickTree(page, '/home/alice/drafts'); // collapse, selected
+  await page.waitForSelector('#tree li[data-path="/home/alice/drafts"].selected:not(.open)');
+  await page.click('#rename');
+  await answer(page, '/home/alice/archive');
+  await page.waitForSelector('#tree li[data-path="/home/alice/archive"]');
+  t.equal(await textOf(page, '#file-path'), '/home/alice/archive/plan.md', 'moving the folder moves the open file');
+  await page.click('#editor >>> .cm-content');
+  await page.keyboard.type('more ');
+  await page.click('#save');
+  await waitText(page, '#file-state', /^saved$/);
+  t.match((await alice.get('/fs/archive/plan.md')).text, /^(more an idea\n|an idea\nmore )$/, 'saved at its new place');
+  t.equal((await alice.get('/fs/drafts')).status, 404);
+  await page.click('#delete');
+  await answer(page);
+  await page.waitForSelector('#tree li[data-path="/home/alice/archive"]', { hidden: true });
+  t.equal((await alice.get('/fs/archive')).status, 404, 'deleted with what is in it');
+  t.equal(await textOf(page, '#file-path'), '', 'the open file is closed');
+  // root's file in the sticky /tmp: alice may not delete it
+  t.equal((await root.put('/fs//tmp/roots.md', 'root')).status, 200);
+  await clickTree(page, '/tmp/roots.md');
+  await waitText(page, '#file-path', /roots\.md/);
+  await page.click('#delete');
+  await answer(page);
+  t.match(await waitText(page, '#message', /^E/), /^(EACCES|EPERM): .*\/tmp\/roots\.md/, 'the refusal, readable, naming the file');
+  t.equal((await root.get('/fs//tmp/roots.md')).status, 200, 'still there');
+});
+
 t.test("bob sees none of alice's private files: tree, search, events", async (t) => {
   const bobPage = await newPage();
   await signIn(bobPage, 'bob');
