@@ -12,7 +12,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import t from 'tap';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import puppeteer, { type Browser, type KeyInput, type Page } from 'puppeteer-core';
 import { client, startService, ROOT } from '../helpers/http.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -484,7 +484,7 @@ t.test('a workspace secret signs in to its workspace, and the header says so', a
   await clickTree(p, '/readme.md');
   await waitText(p, '#file-path', /^\/readme\.md$/);
   t.match(await editorText(p), /# Project/, 'the workspace root is / here');
-  t.match(await p.$eval('#who', (e) => e.title), /agent bot; in workspace proj/);
+  t.match(await p.$eval('#who', (e) => (e as HTMLElement).title), /agent bot; in workspace proj/);
   await p.browserContext().close();
 });
 
@@ -535,7 +535,7 @@ t.test('keyboard shortcuts, listed in a help overlay', async (t) => {
   await shot(p, 'help');
   await p.keyboard.press('Escape');
   await p.waitForSelector('#help:not([open])');
-  const combo = async (...keys: string[]): Promise<void> => {
+  const combo = async (...keys: KeyInput[]): Promise<void> => {
     for (const k of keys) await p.keyboard.down(k);
     for (const k of keys.reverse()) await p.keyboard.up(k);
   };
