@@ -48,9 +48,15 @@ export function headersFor(s: Session | null, extra: Record<string, string> = {}
   return h;
 }
 
-/** `/fs` + an absolute path, each segment encoded: `/home/a b.md` → `/fs//home/a%20b.md`. */
+/**
+ * A route that takes a path in the URL + an absolute path, each segment encoded:
+ * `/home/a b.md` → `/fs//home/a%20b.md` (also `/admin/chmod`, `/admin/chown`).
+ */
+export function pathUrl(route: '/fs' | '/admin/chmod' | '/admin/chown', abs: string): string {
+  return `${route}/${abs.split('/').map(encodeURIComponent).join('/')}`;
+}
 export function fsUrl(abs: string): string {
-  return `/fs/${abs.split('/').map(encodeURIComponent).join('/')}`;
+  return pathUrl('/fs', abs);
 }
 
 export interface Call {
@@ -92,4 +98,4 @@ export class Api {
 }
 
 // The records as the daemon declares them (type-only: nothing of the daemon is bundled).
-export type { CommitRecord as Commit, DirEntry, FeedEvent, WhoAmI } from '../daemon/rpc/protocol.js';
+export type { CommitRecord as Commit, DirEntry, FeedEvent, GroupRecord, Stat, UserRecord, WhoAmI, WorkspaceRecord, WorkspaceTokenRecord } from '../daemon/rpc/protocol.js';

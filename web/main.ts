@@ -11,28 +11,10 @@ import { markdown } from '@codemirror/lang-markdown';
 import MarkdownIt from 'markdown-it';
 import DOMPurify from 'dompurify';
 import { html as diffHtml } from 'diff2html';
-import { Api, ApiError, fsUrl, loadSession, saveSession, type Commit, type DirEntry, type FeedEvent, type Session, type WhoAmI } from './api.js';
+import { Api, ApiError, fsUrl, loadSession, pathUrl, saveSession, type Commit, type DirEntry, type FeedEvent, type GroupRecord, type Session, type Stat, type UserRecord, type WhoAmI } from './api.js';
 import { Live } from './live.js';
-
-// ---------- small DOM helpers ----------
-
-function $(id: string): HTMLElement {
-  const e = document.getElementById(id);
-  if (e === null) throw new Error(`missing #${id}`);
-  return e;
-}
-function input(id: string): HTMLInputElement {
-  return $(id) as HTMLInputElement;
-}
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls !== undefined) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-function show(id: string, on: boolean): void {
-  $(id).hidden = !on;
-}
+import { $, ask, copyText, describe, el, input, show } from './dom.js';
+import { openAdmin, wireAdmin } from './admin.js';
 
 function join(dir: string, name: string): string {
   return dir === '/' ? `/${name}` : `${dir}/${name}`;
@@ -51,6 +33,12 @@ function whoText(by: string | undefined, obo: string | undefined): string {
   if (by === undefined) return 'the service';
   return obo === undefined ? by : `${by} on behalf of ${obo}`;
 }
+/** "helper on behalf of alice, 2 s ago". */
+function attribution(ev: FeedEvent): string {
+  return `${whoText(ev.by, ev.on_behalf_of)}, ${ago(ev.time)}`;
+}
+/** How long a change stays marked in the tree. */
+const MARK_MS = 10 * 60_000;
 
 // ---------- state ----------
 
@@ -66,6 +54,11 @@ const expanded = new Set<string>();
 /** The last change event per path, for attribution ("changed by helper on behalf of alice"). */
 const lastChange = new Map<string, FeedEvent>();
 
+/** Where the tree opens: the home directory, or `/` (the workspace root) for a workspace secret. */
+function homeDir(): string {
+  return me === null || me.workspace !== undefined ? '/' : me.home;
+}
+
 function message(text: string | null, kind: 'error' | 'info' = 'error'): void {
   const m = $('message');
   m.textContent = text ?? '';
@@ -73,8 +66,7 @@ function message(text: string | null, kind: 'error' | 'info' = 'error'): void {
   m.hidden = text === null;
 }
 function fail(err: unknown): void {
-  if (err instanceof ApiError) message(`${err.message}${err.message.startsWith(err.code) ? '' : ` (${err.code})`}`);
-  else message(err instanceof Error ? err.message : String(err));
+  message(describe(err));
 }
 /** Runs a UI action, showing any refusal as a readable message. */
 function act(fn: () => Promise<void>): () => void {
@@ -82,32 +74,6 @@ function act(fn: () => Promise<void>): () => void {
     message(null);
     fn().catch(fail);
   };
-}
-
-// ---------- dialogs ----------
-
-function ask(label: string, value: string | null): Promise<string | null> {
-  const dlg = $('ask') as HTMLDialogElement;
-  $('ask-label').textContent = label;
-  const box = input('ask-input');
-  box.hidden = value === null;
-  box.value = value ?? '';
-  dlg.showModal();
-  if (value !== null) box.select();
-  return new Promise((resolve) => {
-    const done = (v: string | null): void => {
-      $('ask-form').onsubmit = null;
-      $('ask-cancel').onclick = null;
-      dlg.close();
-      resolve(v);
-    };
-    $('ask-form').onsubmit = (e) => {
-      e.preventDefault();
-      done(value === null ? '' : box.value.trim());
-    };
-    $('ask-cancel').onclick = () => done(null);
-    dlg.oncancel = () => done(null);
-  });
 }
 
 // ---------- sign-in ----------
@@ -134,10 +100,19 @@ async function enter(): Promise<void> {
   who.textContent = me.on_behalf_of === undefined ? me.user : `${me.user} → ${me.on_behalf_of}`;
   if (me.workspace !== undefined) who.textContent += ` · workspace ${me.workspace.name}`;
   if (me.is_admin) who.textContent += ' (admin)';
-  who.title = `home ${me.home}`;
+  show('admin-open', me.is_admin && me.workspace === undefined);
+  who.title = [
+    `${me.is_agent ? 'agent' : 'user'} ${me.user}`,
+    me.on_behalf_of === undefined ? '' : `acting on behalf of ${me.on_behalf_of}`,
+    me.workspace === undefined ? '' : `in workspace ${me.workspace.name} (${me.workspace.id}), which is / here`,
+    `home ${homeDir()}`,
+  ]
+    .filter((x) => x !== '')
+    .join('; ');
   show('signin', false);
   show('app', true);
   show('signout', true);
+  show('drawer-toggle', true);
   await loadTree();
   live?.stop();
   live = new Live(api.session!, { onChange, onReset: () => void refreshAll(), onState: (on) => ($('live').className = on ? 'live on' : 'live') });
@@ -167,14 +142,14 @@ async function loadTree(): Promise<void> {
   tree.append(dirItem(root, root));
   expanded.add(root);
   // Open the way down to the home directory.
-  const parts = me!.home.split('/').filter((x) => x !== '');
+  const parts = homeDir().split('/').filter((x) => x !== '');
   let p = '';
   for (const part of parts) {
     p += `/${part}`;
     expanded.add(p);
   }
   await renderDir(root);
-  selectPath(me!.home, true);
+  selectPath(homeDir(), true);
 }
 
 function dirItem(path: string, label: string): HTMLLIElement {
@@ -194,6 +169,7 @@ function dirItem(path: string, label: string): HTMLLIElement {
     }
   });
   li.append(name);
+  markChanged(li);
   return li;
 }
 
@@ -205,9 +181,28 @@ function fileItem(path: string, label: string): HTMLLIElement {
   name.onclick = act(async () => {
     selectPath(path, false);
     await openFile(path);
+    drawer(false);
   });
   li.append(name);
+  markChanged(li);
   return li;
+}
+
+/** Marks a tree entry changed recently with who changed it and when (kept current by a timer). */
+function markChanged(li: HTMLLIElement): void {
+  const ev = lastChange.get(li.dataset.path ?? '');
+  const name = li.querySelector(':scope > .name');
+  let mark = name?.querySelector<HTMLElement>('.changed') ?? null;
+  if (ev === undefined || Date.now() - ev.time > MARK_MS) {
+    mark?.remove();
+    return;
+  }
+  if (mark === null) {
+    mark = el('span', 'changed');
+    name?.append(mark);
+  }
+  mark.textContent = attribution(ev);
+  mark.title = `changed by ${mark.textContent}`;
 }
 
 function itemFor(path: string): HTMLLIElement | null {
@@ -263,7 +258,7 @@ function markSelected(): void {
   if (selected !== null) itemFor(selected.path)?.classList.add('selected');
 }
 function targetDir(): string {
-  if (selected === null) return me!.home;
+  if (selected === null) return homeDir();
   return selected.dir ? selected.path : dirname(selected.path);
 }
 
@@ -297,7 +292,9 @@ async function openFile(path: string, line?: number): Promise<void> {
   open = { path, etag: (res.headers.get('ETag') ?? '').replace(/"/g, ''), saved: t };
   setText(t);
   show('conflict', false);
-  show('file-note', false);
+  // Who changed it last, if that was someone else while this page watched.
+  const ev = lastChange.get(path);
+  fileNote(ev !== undefined && !mine(ev) && Date.now() - ev.time < MARK_MS ? { kind: 'last', ev } : null);
   updateState();
   if (line !== undefined) {
     const l = view.state.doc.line(Math.min(Math.max(1, line), view.state.doc.lines));
@@ -361,7 +358,8 @@ async function rename(): Promise<void> {
   if (!dst || dst === src) return;
   const abs = dst.startsWith('/') ? dst : join(dirname(src), dst);
   await api.raw(`${fsUrl(src)}?op=move&into_dir=false&dst=${encodeURIComponent(abs)}`, { method: 'POST' });
-  if (open?.path === src) open.path = abs;
+  // The open file moves with it, also when a folder it is in moves.
+  if (open !== null && (open.path === src || open.path.startsWith(`${src}/`))) open.path = abs + open.path.slice(src.length);
   selectPath(abs, selected.dir);
   await renderDir(dirname(src));
   if (dirname(abs) !== dirname(src)) await renderDir(dirname(abs));
@@ -382,6 +380,65 @@ async function remove(): Promise<void> {
   await renderDir(dirname(p));
 }
 
+// ---------- properties: chmod, chown ----------
+
+/** uid → user name and gid → group name, as far as this session may know them (admins see all). */
+const userNames = new Map<number, string>();
+const groupNames = new Map<number, string>();
+
+async function loadNames(): Promise<void> {
+  if (me === null) return;
+  userNames.set(me.uid, me.user);
+  if (!me.is_admin) return;
+  const [{ users }, { groups }] = await Promise.all([api.json<{ users: UserRecord[] }>('/admin/users'), api.json<{ groups: GroupRecord[] }>('/admin/groups')]);
+  for (const u of users) userNames.set(u.uid, u.name);
+  for (const g of groups) groupNames.set(g.gid, g.name);
+}
+
+async function properties(): Promise<void> {
+  if (selected === null) return;
+  const path = selected.path;
+  const st = await api.json<Stat>(`${fsUrl(path)}?stat=true`);
+  await loadNames();
+  const owner = userNames.get(st.uid) ?? String(st.uid);
+  const group = groupNames.get(st.gid) ?? String(st.gid);
+  $('props-path').textContent = path;
+  $('props-info').textContent = `${st.kind}${st.kind === 'file' ? `, ${st.size} bytes` : ''}, modified ${new Date(st.modified * 1000).toLocaleString()}. The owner, wheel or root may change the mode; only root gives a file to another user; an owner may change its group to one of their own groups.`;
+  input('props-mode').value = st.mode;
+  input('props-owner').value = owner;
+  input('props-group').value = group;
+  show('props-error', false);
+  const dlg = $('props') as HTMLDialogElement;
+  dlg.showModal();
+  const close = (): void => {
+    $('props-form').onsubmit = null;
+    dlg.close();
+  };
+  $('props-cancel').onclick = close;
+  $('props-form').onsubmit = (e) => {
+    e.preventDefault();
+    void (async () => {
+      try {
+        const mode = input('props-mode').value.trim();
+        const newOwner = input('props-owner').value.trim();
+        const newGroup = input('props-group').value.trim();
+        if (!/^[0-7]{3,4}$/.test(mode)) throw new Error(`The mode must be 3 or 4 octal digits, such as 0644 (not '${mode}')`);
+        if (mode.padStart(4, '0') !== st.mode) await api.json(pathUrl('/admin/chmod', path), { method: 'POST', body: { mode } });
+        const change: { owner?: string; group?: string } = {};
+        if (newOwner !== owner) change.owner = newOwner;
+        if (newGroup !== group) change.group = newGroup;
+        if (change.owner !== undefined || change.group !== undefined) await api.json(pathUrl('/admin/chown', path), { method: 'POST', body: change });
+        close();
+        message(`Properties of ${path} saved`, 'info');
+        await renderDir(dirname(path));
+      } catch (err) {
+        $('props-error').textContent = describe(err);
+        show('props-error', true);
+      }
+    })();
+  };
+}
+
 // ---------- search, commit, history ----------
 
 async function search(): Promise<void> {
@@ -398,6 +455,47 @@ async function search(): Promise<void> {
     list.append(li);
   }
   if (r.truncated) list.append(el('li', 'more', 'More matches not shown; narrow the pattern'));
+}
+
+/** Opens the tree down to `path` and selects it (a directory is expanded too). */
+async function reveal(path: string, dir: boolean): Promise<void> {
+  let p = '';
+  for (const part of dirname(path).split('/').filter((x) => x !== '')) {
+    p += `/${part}`;
+    if (!expanded.has(p)) {
+      expanded.add(p);
+      await renderDir(p);
+    }
+  }
+  if (dir && !expanded.has(path)) {
+    expanded.add(path);
+    await renderDir(path);
+  }
+  selectPath(path, dir);
+  itemFor(path)?.scrollIntoView({ block: 'nearest' });
+}
+
+async function findByName(): Promise<void> {
+  const name = input('find-input').value.trim();
+  const list = $('find-results');
+  list.replaceChildren();
+  if (name === '') return;
+  type Found = { results: string[]; truncated?: boolean };
+  const q = (type: 'f' | 'd'): Promise<Found> => api.json<Found>(`/search/find?path=%2F&type=${type}&name=${encodeURIComponent(name)}`);
+  const [files, dirs] = await Promise.all([q('f'), q('d')]);
+  const all = [...files.results.map((p) => ({ p, dir: false })), ...dirs.results.map((p) => ({ p, dir: true }))].sort((a, b) => (a.p < b.p ? -1 : a.p > b.p ? 1 : 0));
+  if (all.length === 0) list.append(el('li', 'empty', 'Nothing by that name'));
+  for (const { p, dir } of all) {
+    const li = el('li', 'hit');
+    li.dataset.path = p;
+    li.append(el('span', 'loc', dir ? `${p}/` : p));
+    li.onclick = act(async () => {
+      await reveal(p, dir);
+      if (!dir) await openFile(p);
+    });
+    list.append(li);
+  }
+  if (files.truncated === true || dirs.truncated === true) list.append(el('li', 'more', 'More names not shown; narrow the pattern'));
 }
 
 async function loadStatus(): Promise<void> {
@@ -460,6 +558,8 @@ function onChange(ev: FeedEvent): void {
   }
   for (const p of ev.paths) {
     lastChange.set(p, ev);
+    const li = itemFor(p);
+    if (li !== null) markChanged(li);
     if (expanded.has(dirname(p))) pendingDirs.add(dirname(p));
     if (expanded.has(p)) pendingDirs.add(p);
     if (open !== null && (open.path === p || open.path.startsWith(`${p}/`))) void openChanged(ev);
@@ -472,12 +572,35 @@ function onChange(ev: FeedEvent): void {
   }, 50);
 }
 
+/** What the note above the editor says about the open file, kept current by a timer. */
+type FileNote = { kind: 'editing' | 'updated' | 'deleted' | 'last'; ev: FeedEvent };
+let note: FileNote | null = null;
+
+function fileNote(n: FileNote | null): void {
+  note = n;
+  const box = $('file-note');
+  box.hidden = n === null;
+  if (n === null) {
+    box.textContent = '';
+    return;
+  }
+  const a = attribution(n.ev);
+  box.textContent =
+    n.kind === 'editing' ? `Changed by ${a}, while you were editing; saving will report a conflict.`
+    : n.kind === 'updated' ? `Updated by ${a}`
+    : n.kind === 'deleted' ? `Deleted or moved by ${a}; your text is kept until you close it.`
+    : `Last changed by ${a}`;
+}
+
+/** Whether a change was made with the identity this page signed in with. */
+function mine(ev: FeedEvent): boolean {
+  return me !== null && ev.by === me.user && ev.on_behalf_of === me.on_behalf_of;
+}
+
 /** The open file changed elsewhere: reload it if there are no unsaved edits, else say so. */
 async function openChanged(ev: FeedEvent): Promise<void> {
   if (saving !== null) await saving.catch(() => undefined);
   if (open === null) return;
-  const note = $('file-note');
-  const who = whoText(ev.by, ev.on_behalf_of);
   // Our own save (or a change already loaded) leaves the etag we hold: nothing to report.
   try {
     const st = await api.json<{ etag?: string }>(`${fsUrl(open.path)}?stat=true`);
@@ -487,8 +610,7 @@ async function openChanged(ev: FeedEvent): Promise<void> {
   }
   if (open === null) return;
   if (dirty()) {
-    note.textContent = `Changed by ${who} ${ago(ev.time)} while you were editing; saving will report a conflict.`;
-    note.hidden = false;
+    fileNote({ kind: 'editing', ev });
     return;
   }
   const path = open.path;
@@ -499,14 +621,11 @@ async function openChanged(ev: FeedEvent): Promise<void> {
     open.etag = (res.headers.get('ETag') ?? '').replace(/"/g, '');
     open.saved = t;
     if (t !== text()) setText(t);
-    note.textContent = `Updated by ${who}`;
-    note.dataset.time = String(ev.time);
-    note.hidden = false;
+    fileNote({ kind: 'updated', ev });
     updateState();
   } catch (err) {
     if (err instanceof ApiError && err.code === 'ENOENT') {
-      note.textContent = `Deleted or moved by ${who}; your text is kept until you close it.`;
-      note.hidden = false;
+      fileNote({ kind: 'deleted', ev });
       return;
     }
     throw err;
@@ -517,11 +636,103 @@ async function refreshAll(): Promise<void> {
   for (const d of [...expanded].sort((a, b) => a.length - b.length)) if (itemFor(d) !== null) await renderDir(d);
 }
 
+// ---------- keyboard, help, narrow screens ----------
+
+/**
+ * The page's shortcuts, one declaration for the editor's keymap, the page's key handler and the
+ * help overlay. `key` is in CodeMirror's notation (`Mod` is Ctrl, or Cmd on a Mac); `plain` is a
+ * key that also works while no text field has the focus.
+ */
+interface Shortcut {
+  key: string;
+  plain?: string;
+  what: string;
+  run(): void;
+}
+const SHORTCUTS: Shortcut[] = [
+  { key: 'Mod-s', what: 'Save the open file', run: () => act(save)() },
+  {
+    key: 'Mod-k',
+    what: 'Search file contents',
+    run: () => {
+      tab('search');
+      input('search-input').focus();
+    },
+  },
+  {
+    key: 'Mod-Shift-f',
+    what: 'Find files and folders by name',
+    run: () => {
+      tab('find');
+      input('find-input').focus();
+    },
+  },
+  {
+    key: 'Mod-Enter',
+    what: 'Commit: shows the pending changes; with a message written, commits',
+    run: () => {
+      const written = input('commit-message').value.trim() !== '';
+      tab('commit');
+      if (written) act(commit)();
+      else input('commit-message').focus();
+    },
+  },
+  { key: 'Mod-/', plain: '?', what: 'Show these shortcuts', run: () => openHelp() },
+];
+/** The editor's own keys, listed in the help. */
+const EDITOR_KEYS: [string, string][] = [
+  ['Mod-f', 'Find and replace in the open file'],
+  ['Mod-z', 'Undo'],
+  ['Mod-Shift-z', 'Redo'],
+  ['Escape', 'Close a dialog or the file drawer'],
+];
+const MAC = /Mac|iPhone|iPad/.test(navigator.platform);
+
+/** Whether a key event is a shortcut in CodeMirror's notation (`Mod-Shift-f`). */
+function matches(key: string, e: KeyboardEvent): boolean {
+  const parts = key.split('-');
+  const name = parts.pop()!;
+  const mod = parts.includes('Mod');
+  return (e.ctrlKey || e.metaKey) === mod && e.shiftKey === parts.includes('Shift') && !e.altKey && e.key.toLowerCase() === name.toLowerCase();
+}
+
+function keyLabel(key: string): string {
+  return key
+    .split('-')
+    .map((p) => (p === 'Mod' ? (MAC ? '⌘' : 'Ctrl') : p.length === 1 ? p.toUpperCase() : p))
+    .join('+');
+}
+
+function openHelp(): void {
+  const table = $('help-keys');
+  table.replaceChildren();
+  const row = (keys: string[], what: string): void => {
+    const tr = el('tr');
+    const k = el('td');
+    keys.forEach((x, i) => {
+      if (i > 0) k.append(' or ');
+      k.append(el('kbd', undefined, x));
+    });
+    tr.append(k, el('td', undefined, what));
+    table.append(tr);
+  };
+  for (const s of SHORTCUTS) row(s.plain === undefined ? [keyLabel(s.key)] : [keyLabel(s.key), s.plain], s.what);
+  for (const [k, what] of EDITOR_KEYS) row([keyLabel(k)], what);
+  const dlg = $('help') as HTMLDialogElement;
+  if (!dlg.open) dlg.showModal();
+}
+
+/** On a narrow screen the tree is a drawer over the editor. */
+function drawer(open: boolean): void {
+  $('app').classList.toggle('drawer-open', open);
+  $('drawer-toggle').setAttribute('aria-expanded', String(open));
+}
+
 // ---------- wiring ----------
 
 function tab(name: string): void {
   for (const b of document.querySelectorAll<HTMLButtonElement>('.tab')) b.classList.toggle('active', b.dataset.tab === name);
-  for (const t of ['search', 'commit', 'log', 'activity']) show(`tab-${t}`, t === name);
+  for (const t of ['search', 'find', 'commit', 'log', 'activity']) show(`tab-${t}`, t === name);
   // Diffs need room: the history panel takes half the width.
   $('app').classList.toggle('wide-right', name === 'log');
   if (name === 'commit') act(loadStatus)();
@@ -539,7 +750,7 @@ function wire(): void {
     parent: shadow,
     root: shadow,
     extensions: [
-      keymap.of([{ key: 'Mod-s', preventDefault: true, run: () => (act(save)(), true) }, ...defaultKeymap, ...historyKeymap, ...searchKeymap]),
+      keymap.of([...SHORTCUTS.map((k) => ({ key: k.key, preventDefault: true, run: () => (k.run(), true) })), ...defaultKeymap, ...historyKeymap, ...searchKeymap]),
       lineNumbers(),
       history(),
       drawSelection(),
@@ -563,19 +774,7 @@ function wire(): void {
       show('bootstrap-result', true);
     })();
   };
-  $('bootstrap-copy').onclick = act(async () => {
-    const t = $('bootstrap-token').textContent ?? '';
-    try {
-      await navigator.clipboard.writeText(t);
-      message('Token copied', 'info');
-    } catch {
-      const range = document.createRange();
-      range.selectNodeContents($('bootstrap-token'));
-      getSelection()?.removeAllRanges();
-      getSelection()?.addRange(range);
-      message('Copying was refused by the browser: the token is selected, press Ctrl+C', 'info');
-    }
-  });
+  $('bootstrap-copy').onclick = act(async () => message(await copyText($('bootstrap-token')), 'info'));
   $('bootstrap-continue').onclick = () => {
     const token = $('bootstrap-token').textContent ?? '';
     $('bootstrap-token').textContent = '';
@@ -587,12 +786,17 @@ function wire(): void {
     const token = input('signin-token').value.trim();
     const user = input('signin-user').value.trim();
     const obo = input('signin-obo').value.trim();
+    const workspace = input('signin-workspace').value.trim();
     if (token === '' && user === '') {
       message('Give a token or a user name');
       return;
     }
+    if (workspace !== '' && token === '') {
+      message('A workspace needs its secret as the token');
+      return;
+    }
     input('signin-token').value = '';
-    signIn({ authorization: token !== '' ? `Bearer ${token}` : `User ${user}`, ...(obo === '' ? {} : { onBehalfOf: obo }) });
+    signIn({ authorization: token !== '' ? `Bearer ${token}` : `User ${user}`, ...(obo === '' ? {} : { onBehalfOf: obo }), ...(workspace === '' ? {} : { workspace }) });
   };
   $('signout').onclick = () => {
     live?.stop();
@@ -603,6 +807,9 @@ function wire(): void {
   $('new-folder').onclick = act(() => newEntry('folder'));
   $('rename').onclick = act(rename);
   $('delete').onclick = act(remove);
+  $('properties').onclick = act(properties);
+  $('admin-open').onclick = act(() => openAdmin(api));
+  wireAdmin(api);
   $('save').onclick = act(save);
   $('toggle-preview').onclick = () => {
     const p = $('preview');
@@ -617,6 +824,10 @@ function wire(): void {
     e.preventDefault();
     act(search)();
   };
+  $('find-form').onsubmit = (e) => {
+    e.preventDefault();
+    act(findByName)();
+  };
   $('commit-form').onsubmit = (e) => {
     e.preventDefault();
     act(commit)();
@@ -624,27 +835,25 @@ function wire(): void {
   for (const b of document.querySelectorAll<HTMLButtonElement>('.tab')) b.onclick = () => tab(b.dataset.tab ?? 'search');
   $('message').onclick = () => message(null);
   document.addEventListener('keydown', (e) => {
-    const mod = e.ctrlKey || e.metaKey;
-    // The editor's own Mod-s binding has handled it already (and prevented the default).
-    if (e.defaultPrevented) return;
-    if (mod && e.key === 's') {
+    // The editor's keymap has handled it already (and prevented the default).
+    if (e.defaultPrevented || $('app').hidden) return;
+    const typing = e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLSelectElement || (e.target instanceof HTMLElement && e.target.id === 'editor');
+    const s = SHORTCUTS.find((k) => matches(k.key, e) || (!typing && k.plain !== undefined && e.key === k.plain));
+    if (s !== undefined) {
       e.preventDefault();
-      act(save)();
-    } else if (mod && e.key === 'k') {
-      e.preventDefault();
-      tab('search');
-      input('search-input').focus();
-    } else if (mod && e.key === 'Enter' && !$('app').hidden) {
-      e.preventDefault();
-      tab('commit');
-      act(commit)();
-    }
+      s.run();
+    } else if (e.key === 'Escape') drawer(false);
   });
+  $('help-open').onclick = openHelp;
+  $('help-close').onclick = () => ($('help') as HTMLDialogElement).close();
+  $('drawer-toggle').onclick = () => drawer(!$('app').classList.contains('drawer-open'));
   window.setInterval(() => {
     for (const li of document.querySelectorAll<HTMLElement>('#activity li')) {
       const w = li.querySelector('.when');
       if (w !== null) w.textContent = ago(Number(li.dataset.time));
     }
+    for (const li of document.querySelectorAll<HTMLLIElement>('#tree li')) if (li.querySelector(':scope > .name > .changed') !== null) markChanged(li);
+    if (note !== null) fileNote(note);
   }, 5000);
   tab('search');
 }

@@ -12,7 +12,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import t from 'tap';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import puppeteer, { type Browser, type KeyInput, type Page } from 'puppeteer-core';
 import { client, startService, ROOT } from '../helpers/http.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -65,15 +65,19 @@ async function answer(page: Page, value?: string): Promise<void> {
 /** Clicks a tree entry inside the page in one step (live updates may redraw the tree at any time). */
 async function clickTree(page: Page, path: string): Promise<void> {
   const sel = `#tree li[data-path="${path}"] > .name`;
-  await page.waitForSelector(sel);
-  await page.$eval(sel, (e) => (e as HTMLElement).click());
+  // Found and clicked in one turn of the page: a redraw between the two cannot detach it.
+  await page.waitForFunction((s) => {
+    const e = document.querySelector<HTMLElement>(s);
+    e?.click();
+    return e !== null;
+  }, {}, sel);
 }
 async function editorText(page: Page): Promise<string> {
   return page.$eval('#editor >>> .cm-content', (e) => [...e.querySelectorAll('.cm-line')].map((l) => l.textContent ?? '').join('\n'));
 }
 async function signIn(page: Page, user: string): Promise<void> {
   await page.goto(svc.base);
-  await page.waitForSelector('#signin-form');
+  await page.waitForSelector('#signin-form', { visible: true });
   await page.type('#signin-user', user);
   await page.click('#signin-form button[type=submit]');
   await waitText(page, '#who', new RegExp(`^${user}`));
@@ -181,6 +185,27 @@ t.test('search opens a hit at its line', async (t) => {
   t.pass('the editor is at the matching line');
 });
 
+t.test('find by name: a click opens the file, or shows the folder in the tree', async (t) => {
+  await page.click('.tab[data-tab=find]');
+  await page.type('#find-input', 'lon*');
+  await page.click('#find-form button');
+  await waitText(page, '#find-results', /\/home\/alice\/docs\/long\.md/);
+  await page.click('#find-results li.hit[data-path="/home/alice/docs/long.md"]');
+  await waitText(page, '#file-path', /^\/home\/alice\/docs\/long\.md$/);
+  await page.waitForSelector('#tree li[data-path="/home/alice/docs/long.md"].selected');
+  await page.$eval('#find-input', (e) => ((e as HTMLInputElement).value = ''));
+  await page.type('#find-input', 'doc?');
+  await page.click('#find-form button');
+  await waitText(page, '#find-results', /\/home\/alice\/docs\//);
+  await page.click('#find-results li.hit[data-path="/home/alice/docs"]');
+  await page.waitForSelector('#tree li[data-path="/home/alice/docs"].selected.open');
+  await page.$eval('#find-input', (e) => ((e as HTMLInputElement).value = ''));
+  await page.type('#find-input', 'no-such-name-*');
+  await page.click('#find-form button');
+  await waitText(page, '#find-results', /Nothing by that name/);
+  t.pass('found and opened');
+});
+
 t.test('commit shows the status first, then the log and a diff', async (t) => {
   await page.click('.tab[data-tab=commit]');
   const status = await waitText(page, '#status', /note\.md/);
@@ -200,6 +225,40 @@ t.test('commit shows the status first, then the log and a diff', async (t) => {
   await shot(page, 'history');
 });
 
+t.test('properties: chmod and chgrp where permitted, a refused chown shown as a readable message', async (t) => {
+  t.equal((await root.post('/admin/groups', { name: 'team' })).status, 200);
+  t.equal((await root.post('/admin/users/alice/groups/team')).status, 200);
+  const team = ((await root.get('/admin/groups')).json.groups as { name: string; gid: number }[]).find((g) => g.name === 'team')!.gid;
+  await clickTree(page, '/home/alice/note.md');
+  await page.click('#properties');
+  await page.waitForSelector('#props[open]');
+  t.equal(await textOf(page, '#props-path'), '/home/alice/note.md');
+  t.equal(await page.$eval('#props-owner', (e) => (e as HTMLInputElement).value), 'alice', 'the owner by name');
+  await page.$eval('#props-mode', (e) => ((e as HTMLInputElement).value = ''));
+  await page.type('#props-mode', '0640');
+  await page.$eval('#props-group', (e) => ((e as HTMLInputElement).value = ''));
+  await page.type('#props-group', 'team');
+  await page.click('#props-ok');
+  await page.waitForSelector('#props:not([open])');
+  await waitText(page, '#message', /Properties of \/home\/alice\/note\.md saved/);
+  let st = (await alice.get('/fs/note.md?stat=true')).json as { mode: string; gid: number; uid: number };
+  t.equal(st.mode, '0640', 'chmod done');
+  t.equal(st.gid, team, 'chgrp to her own group done');
+  await page.click('#properties');
+  await page.waitForSelector('#props[open]');
+  await page.$eval('#props-owner', (e) => ((e as HTMLInputElement).value = ''));
+  await page.type('#props-owner', 'bob');
+  await page.click('#props-ok');
+  const err = await waitText(page, '#props-error', /\S/);
+  t.match(err, /^EPERM: /, 'the refusal, readable');
+  t.ok(await page.$('#props[open]'), 'the dialog stays open');
+  st = (await alice.get('/fs/note.md?stat=true')).json as { mode: string; gid: number; uid: number };
+  t.equal(st.uid, (await alice.get('/auth/whoami')).json.uid, 'still hers');
+  await shot(page, 'properties');
+  await page.click('#props-cancel');
+  await page.waitForSelector('#props:not([open])');
+});
+
 t.test("an agent's REST write appears live in the tree and the editor, attributed", async (t) => {
   // Delegated writes pass the checks of both, so the agent works in /tmp, which alice opens.
   await clickTree(page, '/tmp');
@@ -213,10 +272,17 @@ t.test("an agent's REST write appears live in the tree and the editor, attribute
   await waitText(page, '#file-path', /agent\.md/);
   t.equal((await helper.put('/fs//tmp/agent.md', 'second draft by the agent\n')).status, 200);
   await page.waitForFunction("document.querySelector('#editor')?.shadowRoot?.querySelector('.cm-content')?.textContent?.includes('second draft by the agent')");
-  t.match(await waitText(page, '#file-note', /Updated by/), /helper on behalf of alice/);
+  t.match(await waitText(page, '#file-note', /Updated by/), /^Updated by helper on behalf of alice, \d+ s ago$/, 'the open file says who and when');
+  t.match(await waitText(page, '#tree li[data-path="/tmp/agent.md"] .changed', /ago/), /^helper on behalf of alice, \d+ s ago$/, 'so does the tree');
   await page.click('.tab[data-tab=activity]');
   t.match(await waitText(page, '#activity', /agent\.md/), /helper on behalf of alice/);
   await shot(page, 'live');
+  // The agent's own view: the header says whom it acts for.
+  const hp = await newPage();
+  await signInToken(hp, tok, { obo: 'alice' });
+  t.equal(await waitText(hp, '#who', /helper/), 'helper → alice', 'agent → user when delegating');
+  await hp.waitForSelector('#tree li[data-path="/home/alice"].selected');
+  await hp.browserContext().close();
 });
 
 t.test('a note opened from a folder the tree loads lazily (the main screen)', async (t) => {
@@ -230,6 +296,53 @@ t.test('a note opened from a folder the tree loads lazily (the main screen)', as
   t.equal(await page.$$eval('#preview li', (l) => l.length), 4);
   await page.click('.tab[data-tab=activity]');
   await shot(page, 'editor');
+});
+
+t.test('new folder, a file in it, rename, move the folder with the open file, delete; a refusal is readable', async (t) => {
+  await clickTree(page, '/home/alice'); // collapse
+  await clickTree(page, '/home/alice'); // open again, selected
+  await page.waitForSelector('#tree li[data-path="/home/alice"].selected.open');
+  await page.click('#new-folder');
+  await answer(page, 'drafts');
+  await page.waitForSelector('#tree li[data-path="/home/alice/drafts"].selected');
+  await page.click('#new-file');
+  await answer(page, 'idea.md');
+  await waitText(page, '#file-path', /^\/home\/alice\/drafts\/idea\.md$/);
+  await page.click('#editor >>> .cm-content');
+  await page.keyboard.type('an idea\n');
+  await page.click('#save');
+  await waitText(page, '#file-state', /^saved$/);
+  await page.click('#rename');
+  await answer(page, 'plan.md');
+  await page.waitForSelector('#tree li[data-path="/home/alice/drafts/plan.md"].selected');
+  t.equal(await textOf(page, '#file-path'), '/home/alice/drafts/plan.md', 'the open file follows its new name');
+  t.equal((await alice.get('/fs/drafts/plan.md')).text, 'an idea\n');
+  t.equal((await alice.get('/fs/drafts/idea.md')).status, 404);
+  await clickTree(page, '/home/alice/drafts'); // collapse, selected
+  await page.waitForSelector('#tree li[data-path="/home/alice/drafts"].selected:not(.open)');
+  await page.click('#rename');
+  await answer(page, '/home/alice/archive');
+  await page.waitForSelector('#tree li[data-path="/home/alice/archive"]');
+  t.equal(await textOf(page, '#file-path'), '/home/alice/archive/plan.md', 'moving the folder moves the open file');
+  await page.click('#editor >>> .cm-content');
+  await page.keyboard.type('more ');
+  await page.click('#save');
+  await waitText(page, '#file-state', /^saved$/);
+  t.match((await alice.get('/fs/archive/plan.md')).text, /^(more an idea\n|an idea\nmore )$/, 'saved at its new place');
+  t.equal((await alice.get('/fs/drafts')).status, 404);
+  await page.click('#delete');
+  await answer(page);
+  await page.waitForSelector('#tree li[data-path="/home/alice/archive"]', { hidden: true });
+  t.equal((await alice.get('/fs/archive')).status, 404, 'deleted with what is in it');
+  t.equal(await textOf(page, '#file-path'), '', 'the open file is closed');
+  // root's file in the sticky /tmp: alice may not delete it
+  t.equal((await root.put('/fs//tmp/roots.md', 'root')).status, 200);
+  await clickTree(page, '/tmp/roots.md');
+  await waitText(page, '#file-path', /roots\.md/);
+  await page.click('#delete');
+  await answer(page);
+  t.match(await waitText(page, '#message', /^E/), /^(EACCES|EPERM): .*\/tmp\/roots\.md/, 'the refusal, readable, naming the file');
+  t.equal((await root.get('/fs//tmp/roots.md')).status, 200, 'still there');
 });
 
 t.test("bob sees none of alice's private files: tree, search, events", async (t) => {
@@ -254,6 +367,125 @@ t.test("bob sees none of alice's private files: tree, search, events", async (t)
   await waitText(bobPage, '#activity', /public-after\.md/);
   t.notMatch(await textOf(bobPage, '#activity'), /private-plan|\/home\/alice/, 'not in the events');
   await bobPage.browserContext().close();
+});
+
+/** The bot agent's token and a workspace secret for it, made in the admin panel (used below). */
+let botToken = '';
+let wsSecret = '';
+let wsId = '';
+
+async function signInToken(p: Page, token: string, extra: { obo?: string; workspace?: string } = {}): Promise<void> {
+  await p.goto(svc.base);
+  await p.waitForSelector('#signin-form', { visible: true });
+  await p.type('#signin-token', token);
+  if (extra.obo !== undefined) await p.type('#signin-obo', extra.obo);
+  if (extra.workspace !== undefined) await p.type('#signin-workspace', extra.workspace);
+  await p.click('#signin-form button[type=submit]');
+  await p.waitForSelector('#app:not([hidden])');
+}
+async function secretShown(p: Page): Promise<string> {
+  await p.waitForFunction(() => /\S{20,}/.test(document.querySelector('#admin-secret-value')?.textContent ?? '') && !document.querySelector('#admin-secret')?.hasAttribute('hidden'));
+  return textOf(p, '#admin-secret-value');
+}
+async function userRow(p: Page, name: string, button: number): Promise<void> {
+  await p.waitForSelector(`#admin-users tr[data-name="${name}"]`);
+  await p.$eval(`#admin-users tr[data-name="${name}"] td.actions button:nth-child(${button})`, (e) => (e as HTMLElement).click());
+}
+
+t.test('the admin panel: users and agents, tokens shown once, groups, workspaces and their secrets', async (t) => {
+  t.equal(await page.$eval('#admin-open', (e) => e.hasAttribute('hidden')), true, 'alice (not root/wheel) has no admin panel');
+  const p = await newPage();
+  await signInToken(p, adminToken);
+  await p.click('#admin-open');
+  await p.waitForSelector('#admin[open]');
+  await waitText(p, '#admin-users', /alice/);
+  // a user: created without a token, then issued one, then regenerated
+  await p.type('#admin-user-name', 'carol');
+  await p.click('#admin-user-form button[type=submit]');
+  await p.waitForSelector('#admin-users tr[data-name="carol"]');
+  t.equal(await p.$eval('#admin-secret', (e) => e.hasAttribute('hidden')), true, 'a user gets no token on creation');
+  await userRow(p, 'carol', 1);
+  const tok1 = await secretShown(p);
+  t.ok(await p.$('#admin-secret-copy'), 'with a copy button');
+  t.equal((await client(svc, { auth: `Bearer ${tok1}` }).get('/auth/whoami')).json.user, 'carol', 'the shown token works');
+  await userRow(p, 'carol', 1);
+  await answer(p);
+  await p.waitForFunction((old) => document.querySelector('#admin-secret-value')?.textContent !== old, {}, tok1);
+  const tok2 = await secretShown(p);
+  t.not(tok2, tok1, 'regenerated');
+  t.equal((await client(svc, { auth: `Bearer ${tok1}` }).get('/auth/whoami')).status, 401, 'the old token no longer works');
+  t.equal((await client(svc, { auth: `Bearer ${tok2}` }).get('/auth/whoami')).json.user, 'carol');
+  await p.click('#admin-secret-done');
+  t.equal(await textOf(p, '#admin-secret-value'), '', 'not shown again');
+  // an agent: its token comes with its creation
+  await p.type('#admin-user-name', 'bot');
+  await p.click('#admin-user-agent');
+  await p.click('#admin-user-form button[type=submit]');
+  botToken = await secretShown(p);
+  t.equal((await client(svc, { auth: `Bearer ${botToken}` }).get('/auth/whoami')).json.is_agent, true, 'an agent token');
+  await waitText(p, '#admin-users tr[data-name="bot"]', /agent/);
+  await p.click('#admin-secret-done');
+  // groups and membership
+  await p.type('#admin-group-name', 'writers');
+  await p.click('#admin-group-form button[type=submit]');
+  await p.waitForSelector('#admin-groups tr[data-name="writers"]');
+  await p.type('#admin-member-user', 'carol');
+  await p.type('#admin-member-group', 'writers');
+  await p.click('#admin-member-form button[type=submit]');
+  await waitText(p, '#admin-groups tr[data-name="writers"]', /carol/);
+  t.match(await textOf(p, '#admin-users tr[data-name="carol"]'), /writers/, 'the user row lists the group');
+  await p.$eval('#admin-groups tr[data-name="writers"] .chip button', (e) => (e as HTMLElement).click());
+  await p.waitForFunction(() => !/carol/.test(document.querySelector('#admin-groups tr[data-name="writers"]')?.textContent ?? 'carol'));
+  t.pass('member removed');
+  // a refusal is a readable message in the panel
+  await p.type('#admin-user-name', 'alice');
+  await p.click('#admin-user-form button[type=submit]');
+  t.match(await waitText(p, '#admin-error', /\S/), /^EEXIST: /, 'a refusal, readable');
+  await p.$eval('#admin-user-name', (e) => ((e as HTMLInputElement).value = ''));
+  // delete a user
+  await userRow(p, 'carol', 2);
+  await answer(p);
+  await p.waitForSelector('#admin-users tr[data-name="carol"]', { hidden: true });
+  t.equal((await client(svc, { auth: `Bearer ${tok2}` }).get('/auth/whoami')).status, 401, 'deleted');
+  // workspaces and their secrets
+  await p.type('#admin-ws-name', 'proj');
+  await p.type('#admin-ws-root', '/tmp/proj');
+  await p.click('#admin-ws-form button[type=submit]');
+  await waitText(p, '#admin-workspaces tr[data-name="proj"]', /\/tmp\/proj/);
+  wsId = ((await root.get('/workspaces')).json.workspaces as { id: string; name: string }[]).find((w) => w.name === 'proj')!.id;
+  for (const name of ['ci', 'temp']) {
+    await p.type('#admin-wstoken-name', name);
+    await p.type('#admin-wstoken-agent', botToken);
+    await p.click('#admin-wstoken-form button[type=submit]');
+    await waitText(p, '#admin-secret-label', new RegExp(`secret ${name} `));
+    const secret = await secretShown(p);
+    if (name === 'ci') wsSecret = secret;
+    await waitText(p, '#admin-workspaces tr[data-name="proj"]', new RegExp(`${name} \\(bot\\)`));
+    await p.click('#admin-secret-done');
+  }
+  const ws = await client(svc, { auth: `Bearer ${wsSecret}`, workspace: wsId }).get('/auth/whoami');
+  t.equal(ws.json.workspace?.name, 'proj', 'the secret works in its workspace');
+  await p.$$eval('#admin-workspaces tr[data-name="proj"] .chip', (cs) => (cs.find((c) => c.textContent?.startsWith('temp'))?.querySelector('button') as HTMLElement).click());
+  await answer(p);
+  await p.waitForFunction(() => !/temp \(bot\)/.test(document.querySelector('#admin-workspaces tr[data-name="proj"]')?.textContent ?? 'temp (bot)'));
+  t.equal(((await root.get(`/workspaces/${wsId}/tokens`)).json.tokens as unknown[]).length, 1, 'revoked');
+  await shot(p, 'admin');
+  await p.click('#admin-close');
+  await p.waitForSelector('#admin:not([open])');
+  await p.browserContext().close();
+});
+
+t.test('a workspace secret signs in to its workspace, and the header says so', async (t) => {
+  t.equal((await root.put('/fs//tmp/proj/readme.md', '# Project\n')).status, 200);
+  const p = await newPage();
+  await signInToken(p, wsSecret, { workspace: wsId });
+  t.equal(await waitText(p, '#who', /workspace/), 'bot · workspace proj');
+  await p.waitForSelector('#tree li[data-path="/"].selected');
+  await clickTree(p, '/readme.md');
+  await waitText(p, '#file-path', /^\/readme\.md$/);
+  t.match(await editorText(p), /# Project/, 'the workspace root is / here');
+  t.match(await p.$eval('#who', (e) => (e as HTMLElement).title), /agent bot; in workspace proj/);
+  await p.browserContext().close();
 });
 
 t.test('a cross-origin page cannot drive the API', async (t) => {
@@ -293,13 +525,64 @@ t.test('a cross-origin page cannot drive the API', async (t) => {
   await p.browserContext().close();
 });
 
-t.test('a narrow screen still shows the tree, the editor and the panels', async (t) => {
-  const p = await newPage(420, 900);
+t.test('keyboard shortcuts, listed in a help overlay', async (t) => {
+  const p = await newPage();
   await signIn(p, 'alice');
-  for (const sel of ['#side', '#center', '#right']) {
-    const box = await (await p.$(sel))!.boundingBox();
-    t.ok(box !== null && box.width > 300, `${sel} is visible and wide enough`);
-  }
+  await p.keyboard.press('?');
+  await p.waitForSelector('#help[open]');
+  const help = await textOf(p, '#help-keys');
+  for (const re of [/Ctrl\+S\s*Save/, /Ctrl\+K\s*Search/, /Ctrl\+Shift\+F\s*Find/, /Ctrl\+Enter\s*Commit/]) t.match(help, re);
+  await shot(p, 'help');
+  await p.keyboard.press('Escape');
+  await p.waitForSelector('#help:not([open])');
+  const combo = async (...keys: KeyInput[]): Promise<void> => {
+    for (const k of keys) await p.keyboard.down(k);
+    for (const k of keys.reverse()) await p.keyboard.up(k);
+  };
+  await combo('Control', 'Shift', 'F');
+  await p.waitForFunction(() => document.activeElement?.id === 'find-input');
+  t.pass('Ctrl+Shift+F: find');
+  await combo('Control', 'k');
+  await p.waitForFunction(() => document.activeElement?.id === 'search-input');
+  t.pass('Ctrl+K: search');
+  // in the editor too
+  await clickTree(p, '/home/alice/note.md');
+  await waitText(p, '#file-path', /note\.md/);
+  await p.click('#editor >>> .cm-content');
+  await combo('Control', 'Enter');
+  await p.waitForFunction(() => document.activeElement?.id === 'commit-message');
+  await waitText(p, '#status', /\S/);
+  t.pass('Ctrl+Enter: the commit panel with the pending changes');
+  await p.type('#commit-message', 'by keyboard');
+  await combo('Control', 'Enter');
+  await waitText(p, '#message', /Committed/);
+  t.match((await alice.get('/vcs/log?limit=1')).text, /by keyboard/, 'committed');
+  await p.click('#editor >>> .cm-content');
+  await combo('Control', '/');
+  await p.waitForSelector('#help[open]');
+  t.pass('Ctrl+/ in the editor: help');
+  await p.browserContext().close();
+});
+
+t.test('a 390 px wide screen: the tree is a drawer, the editor takes the width', async (t) => {
+  const p = await newPage(390, 844);
+  await signIn(p, 'alice');
+  const side = async (): Promise<{ x: number; width: number }> => p.$eval('#side', (e) => e.getBoundingClientRect().toJSON() as { x: number; width: number });
+  t.ok((await side()).x + (await side()).width <= 0, 'the tree starts closed, off the screen');
+  const center = await p.$eval('#center', (e) => e.getBoundingClientRect().toJSON() as { x: number; width: number });
+  t.ok(center.x === 0 && center.width >= 389, 'the editor takes the whole width');
+  t.ok(await p.$eval('#right', (e) => e.getBoundingClientRect().width >= 389), 'the panels below it too');
+  await p.click('#drawer-toggle');
+  await p.waitForFunction(() => document.querySelector('#side')!.getBoundingClientRect().x === 0);
+  t.ok((await side()).width >= 300, 'open: the tree is wide enough to use');
+  await shot(p, 'narrow-tree');
+  await clickTree(p, '/home/alice/note.md');
+  await waitText(p, '#file-path', /note\.md/);
+  await p.waitForFunction(() => document.querySelector('#side')!.getBoundingClientRect().right <= 0);
+  t.pass('opening a file closes the drawer');
+  const header = await p.$eval('#top', (e) => ({ h: e.getBoundingClientRect().height, w: e.scrollWidth }));
+  t.ok(header.w <= 390, 'the header fits');
+  await shot(p, 'narrow');
   await p.browserContext().close();
 });
 
