@@ -72,8 +72,8 @@ export function toStat(n: Node): Stat {
     mode: formatMode(n.mode),
     uid: n.uid,
     gid: n.gid,
-    // 1 for directories means "not counted" (as on btrfs): find's leaf optimisation stays off, stat stays O(1)
-    nlink: 1,
+    // A directory: `.`, its entry in the parent, and each subdirectory's `..` (kept as a count: O(1)).
+    nlink: n.kind === 'directory' ? 2 + n.subdirs : 1,
     created: secs(n.btime),
     modified: secs(n.mtime),
     changed: secs(n.ctime),
@@ -649,7 +649,7 @@ export class Service {
     'fs.utimens': async (ctx, p) => {
       const cred = this.auth(ctx);
       const abs = this.abs(cred, p.path, 'utime');
-      this.d.vfs.utimens(cred, abs, parseTime(p.atime, 'utime'), parseTime(p.mtime, 'utime'));
+      this.d.vfs.utimens(cred, abs, parseTime(p.atime, 'utime'), parseTime(p.mtime, 'utime'), p.nofollow === true);
       await this.durable();
       return { path: this.show(cred, abs) };
     },
