@@ -83,8 +83,8 @@ export function toStat(n: Node): Stat {
     mode: formatMode(n.mode),
     uid: n.uid,
     gid: n.gid,
-    // 1 for directories means "not counted" (as on btrfs): find's leaf optimisation stays off, stat stays O(1)
-    nlink: 1,
+    // A directory: `.`, its entry in the parent, and each subdirectory's `..` (kept as a count: O(1)).
+    nlink: n.kind === 'directory' ? 2 + n.subdirs : 1,
     created: secs(n.btime),
     modified: secs(n.mtime),
     changed: secs(n.ctime),
@@ -541,7 +541,7 @@ export class Service {
       return { path: p.path, uid: n.uid, gid: n.gid };
     },
     'fs.utimens': (p, { cred }) => {
-      this.d.vfs.utimens(cred, p.path, parseTime(p.atime, 'utime'), parseTime(p.mtime, 'utime'));
+      this.d.vfs.utimens(cred, p.path, parseTime(p.atime, 'utime'), parseTime(p.mtime, 'utime'), p.nofollow === true);
       return { path: p.path };
     },
     'fs.access': (p, { cred }) => {

@@ -82,7 +82,7 @@ export class Vfs {
 
   private makeDir(uid: number, gid: number, mode: number, parent: DirNode | null, name: string, id = this.nextId++): DirNode {
     const t = nowNs();
-    const d: DirNode = { id, kind: 'directory', mode, uid, gid, atime: t, mtime: t, ctime: t, btime: t, parent, name, children: new Map(), sorted: undefined, treeId: undefined, height: 0 };
+    const d: DirNode = { id, kind: 'directory', mode, uid, gid, atime: t, mtime: t, ctime: t, btime: t, parent, name, children: new Map(), sorted: undefined, treeId: undefined, height: 0, subdirs: 0 };
     this.nodes.set(id, d);
     return d;
   }
@@ -91,7 +91,7 @@ export class Vfs {
   loadNode(row: { id: number; kind: Node['kind']; mode: number; uid: number; gid: number; atime: bigint; mtime: bigint; ctime: bigint; btime: bigint; name: string; blob: string | null; size: number; target: string | null }): Node {
     const base = { id: row.id, mode: row.mode, uid: row.uid, gid: row.gid, atime: row.atime, mtime: row.mtime, ctime: row.ctime, btime: row.btime, parent: null, name: row.name };
     let node: Node;
-    if (row.kind === 'directory') node = { ...base, kind: 'directory', children: new Map(), sorted: undefined, treeId: undefined, height: 0 };
+    if (row.kind === 'directory') node = { ...base, kind: 'directory', children: new Map(), sorted: undefined, treeId: undefined, height: 0, subdirs: 0 };
     else if (row.kind === 'file') {
       node = { ...base, kind: 'file', blob: row.blob ?? '', size: row.size };
       this.blobs.loadRef(node.blob);
@@ -112,6 +112,7 @@ export class Vfs {
     if (parent.children.has(child.name)) throw new VfsError('EIO', 'load', undefined, `two entries named '${child.name}' in directory inode ${parentId}`);
     child.parent = parent;
     parent.children.set(child.name, child);
+    if (child.kind === 'directory') parent.subdirs++;
   }
 
   /**
@@ -341,6 +342,7 @@ export class Vfs {
   private attach(parent: DirNode, child: Node): void {
     child.parent = parent;
     parent.children.set(child.name, child);
+    if (child.kind === 'directory') parent.subdirs++;
     raiseHeights(parent, child);
     this.entriesChanged(parent);
     this.journal.inode(child);
@@ -350,6 +352,7 @@ export class Vfs {
     const parent = child.parent;
     if (parent === null) return;
     parent.children.delete(child.name);
+    if (child.kind === 'directory') parent.subdirs--;
     lowerHeights(parent, child);
     this.entriesChanged(parent);
     child.parent = null;
@@ -392,7 +395,7 @@ export class Vfs {
   }
 
   private checkSize(size: number, op: string, abs: string): void {
-    if (size > this.maxFileSize) throw new VfsError('EFBIG', op, abs, `file too large (limit ${this.maxFileSize} bytes)`);
+    if (size > this.maxFileSize) throw new VfsError('EFBIG', op, abs, `file too large: the limit is ${this.maxFileSize} bytes (SERVICE_MAX_FILE_SIZE)`);
   }
 
   // ---------- reading ----------
@@ -920,9 +923,12 @@ export class Vfs {
     return node;
   }
 
-  /** utimens: setting explicit times needs ownership (or root); "now" also allows w on the file. */
-  utimens(cred: Cred, abs: string, atime: bigint | undefined, mtime: bigint | undefined): Node {
-    const node = this.resolve(cred, abs, 'utime', true);
+  /**
+   * utimens: setting explicit times needs ownership (or root); "now" also allows w on the file.
+   * `nofollow` sets a symlink's own times (`touch -h`), never its target's.
+   */
+  utimens(cred: Cred, abs: string, atime: bigint | undefined, mtime: bigint | undefined, nofollow = false): Node {
+    const node = this.resolve(cred, abs, 'utime', !nofollow);
     const explicit = atime !== undefined || mtime !== undefined;
     const owner = [cred.user, cred.delegate].every((p) => p === undefined || isRoot(p) || p.uid === node.uid);
     if (!owner && (explicit || !may(cred, node, W))) throw new VfsError(explicit ? 'EPERM' : 'EACCES', 'utime', abs);
@@ -931,6 +937,7 @@ export class Vfs {
     node.mtime = mtime ?? now;
     node.ctime = now;
     this.journal.inode(node);
+    this.emit(cred, pathOf(node));
     return node;
   }
 

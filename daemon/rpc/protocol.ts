@@ -802,8 +802,8 @@ export const methods = {
       check: (p) => (p.owner === undefined && p.group === undefined ? "missing field 'owner' (and optional 'group')" : undefined),
     },
   },
-  /** Times in nanoseconds as decimal strings, or numbers of milliseconds; omitted means now. */
-  'fs.utimens': { op: 'utime', paths: { path: 'path' }, shows: ['path'], mutates: 'tree', params: z.object({ path, atime: z.union([z.string(), z.number()]).optional(), mtime: z.union([z.string(), z.number()]).optional() }), result: pathResult },
+  /** Times in nanoseconds as decimal strings, or numbers of milliseconds; omitted means now. `nofollow`: a symlink's own times. */
+  'fs.utimens': { op: 'utime', paths: { path: 'path' }, shows: ['path'], mutates: 'tree', params: z.object({ path, atime: z.union([z.string(), z.number()]).optional(), mtime: z.union([z.string(), z.number()]).optional(), nofollow: z.boolean().optional() }), result: pathResult },
   /** access(2): mode bits R=4 W=2 X=1, 0 for existence. */
   'fs.access': { op: 'access', paths: { path: 'path' }, shows: ['path'], params: z.object({ path, mode: z.number().int().min(0).max(7) }), result: pathResult },
   'fs.statfs': { params: z.object({}), result: z.object({ bsize: int, blocks: int, bfree: int, bavail: int, files: int, ffree: int, namemax: int }) },
