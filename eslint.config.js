@@ -24,7 +24,33 @@ export default tseslint.config(
     // Security: front ends reach the daemon only through its client, protocol and error modules.
     files: ['http/**/*.ts', 'mcp/**/*.ts', 'fuse/**/*.ts', 'cli/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: ['**/daemon/core/*', '**/daemon/auth/*', '**/daemon/store/*', '**/daemon/vcs/*'], message: 'Front ends talk to the daemon through daemon/rpc only.' }] }],
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/daemon/core/*', '**/daemon/auth/*', '**/daemon/store/*', '**/daemon/vcs/*', '**/daemon/search/*', '**/daemon/service*', '**/daemon/events*', '**/daemon/main*'], message: 'Front ends talk to the daemon through daemon/rpc only.' }] },
+      ],
+    },
+  },
+  {
+    // Layers, one way: core (the tree, permissions, objects) knows nothing above it.
+    files: ['daemon/core/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['../rpc/*', '../service*', '../store/*', '../vcs/*', '../search/*', '../auth/*', '../events*', '../main*'], message: 'daemon/core imports only daemon/core and daemon/errors.' }] }],
+    },
+  },
+  {
+    // vcs and search build on core; they may name the protocol's record types (type-only), nothing else above them.
+    files: ['daemon/vcs/**/*.ts', 'daemon/search/**/*.ts'],
+    rules: {
+      'no-restricted-imports': 'off',
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['../rpc/protocol*'], allowTypeImports: true, message: 'vcs and search may import the protocol\'s record types only (import type).' },
+            { group: ['../rpc/*', '!../rpc/protocol*', '../service*', '../store/*', '../auth/*', '../events*', '../main*'], message: 'vcs and search import only daemon/core, daemon/errors and protocol types.' },
+          ],
+        },
+      ],
     },
   },
 );

@@ -15,7 +15,7 @@ import { callerKey, capItems, capPaths, compilePattern, LOG_ANSWER_BYTES, find, 
 import type { AuthPolicy, GroupRow, Registry, UserRow, WorkspaceRow } from './auth/registry.js';
 import type { Vcs, Scope } from './vcs/vcs.js';
 import type { OpenedStore } from './store/store.js';
-import type { TreeEntry } from './store/objects.js';
+import type { TreeEntry } from './core/objects.js';
 import { formatMode, LIST_PAGE_MAX, methods, parseMode, READ_CHUNK, type Creds, type GroupRecord, type Methods, type OpTraits, type DaemonStatus, type Listing, type DirEntry, type FeedHeader, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
 
 export { VERSION };

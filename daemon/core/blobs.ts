@@ -2,7 +2,7 @@
  * File contents, stored once per distinct object id and shared by the working tree and history.
  * A blob referenced by no file and no commit is dropped at once; `gc` sweeps anything left.
  */
-import { objectId } from '../store/objects.js';
+import { objectId } from './objects.js';
 
 export interface Journal {
   /** The node (its attributes, parent and name) must be written. */

@@ -16,7 +16,7 @@ import { VfsError } from '../errors.js';
 import type { Node } from '../core/inode.js';
 import type { Registry } from '../auth/registry.js';
 import { redactUrl } from '../rpc/settings.js';
-import { verifyObject } from './objects.js';
+import { verifyObject } from '../core/objects.js';
 import { applyRegistryRows, BatchingJournal, inodeValues, isFresh, PendingChanges, registryRows, SCHEMA_VERSION, StoredCheck, type DecodeRefs, type FsckResult, type InodeRow, type LoadedState, type OpenedStore, type RegistryRows, type StoredObject } from './store.js';
 
 /** The advisory lock key of an mdvfs store (one per database): 'mdvfs' as a number. */

@@ -11,7 +11,7 @@ import { chmodSync, closeSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { VfsError } from '../errors.js';
 import type { Registry } from '../auth/registry.js';
-import { verifyObject } from './objects.js';
+import { verifyObject } from '../core/objects.js';
 import { applyRegistryRows, BatchingJournal, inodeValues, isFresh, registryRows, SCHEMA_VERSION, StoredCheck, type DecodeRefs, type FsckResult, type InodeRow, type LoadedState, PendingChanges, type OpenedStore, type RegistryRows, type StoredObject } from './store.js';
 import type { Node } from '../core/inode.js';
 

@@ -7,7 +7,7 @@ import type { Journal } from '../core/blobs.js';
 import type { Node } from '../core/inode.js';
 import { MAX_DEPTH } from '../core/paths.js';
 import type { GroupRow, Registry, UserRow, WorkspaceRow, WsTokenRow } from '../auth/registry.js';
-import { verifyObject, type ObjectType } from './objects.js';
+import { verifyObject, type ObjectType } from '../core/objects.js';
 
 export const SCHEMA_VERSION = '1';
 

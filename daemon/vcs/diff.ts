@@ -2,7 +2,7 @@
 import { createTwoFilesPatch } from 'diff';
 import { slicer } from '../core/vfs.js';
 import type { Cred } from '../core/perms.js';
-import { shortId, type TreeEntry } from '../store/objects.js';
+import { shortId, type TreeEntry } from '../core/objects.js';
 import { find } from './history.js';
 import { visibleIn, visibleNow } from './status.js';
 import type { Scope, Trees } from './trees.js';

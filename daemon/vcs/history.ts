@@ -4,7 +4,7 @@
  */
 import { VfsError } from '../errors.js';
 import { isAdminCred, type Cred } from '../core/perms.js';
-import { encodeCommit, objectId, shortId, type CommitAttribution, type CommitObject } from '../store/objects.js';
+import { encodeCommit, objectId, shortId, type CommitAttribution, type CommitObject } from '../core/objects.js';
 import type { ChangeRecord, CommitRecord } from '../rpc/protocol.js';
 import { pendingFor, visibleNow } from './status.js';
 import { attributionOf, joinScope, type Attribution, type Change, type Scope, type Trees } from './trees.js';

@@ -7,7 +7,7 @@ import { VfsError } from '../errors.js';
 import { depthOf, markDirty, pathOf, type DirNode, type Node } from '../core/inode.js';
 import { components, MAX_DEPTH } from '../core/paths.js';
 import { actor, isAdminCred, W, X, requireUnlink, requireAccess, requireChmod, requireChown, type Cred } from '../core/perms.js';
-import { shortId, type TreeEntry } from '../store/objects.js';
+import { shortId, type TreeEntry } from '../core/objects.js';
 import type { CommitRecord } from '../rpc/protocol.js';
 import { commit, find } from './history.js';
 import { pathFilter, pendingFor, visibleIn, visibleNow } from './status.js';

@@ -2,7 +2,7 @@
 import { VfsError } from '../errors.js';
 import { components } from '../core/paths.js';
 import type { Cred } from '../core/perms.js';
-import type { CommitObject, TreeEntry } from '../store/objects.js';
+import type { CommitObject, TreeEntry } from '../core/objects.js';
 import { find } from './history.js';
 import { visibleIn } from './status.js';
 import type { Scope, Trees } from './trees.js';

@@ -6,7 +6,7 @@ import { VfsError } from '../errors.js';
 import type { Node } from '../core/inode.js';
 import { components } from '../core/paths.js';
 import { may, principalMay, isAdminCred, R, X, type Cred } from '../core/perms.js';
-import { shortId } from '../store/objects.js';
+import { shortId } from '../core/objects.js';
 import type { StatusResult } from '../rpc/protocol.js';
 import { findEntry, joinScope, type Change, type Scope, type Trees } from './trees.js';
 

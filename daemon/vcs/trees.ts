@@ -11,8 +11,8 @@ import { compareNames, sortedNames, type DirNode, type Node } from '../core/inod
 import { components, isWithin } from '../core/paths.js';
 import { slicer, type Vfs } from '../core/vfs.js';
 import type { Cred } from '../core/perms.js';
-import type { Store } from '../store/sqlite.js';
-import { decodeCommit, decodeTree, encodeTree, objectId, shortId, type CommitObject, type TreeEntry } from '../store/objects.js';
+import type { Journal } from '../core/blobs.js';
+import { decodeCommit, decodeTree, encodeTree, objectId, shortId, type CommitObject, type TreeEntry } from '../core/objects.js';
 
 export interface Scope {
   id: string; // '' or a workspace id
@@ -49,6 +49,11 @@ interface Draft {
 
 export const EMPTY_TREE_ENTRIES: TreeEntry[] = [];
 
+/** What the VCS writes through (the daemon's store): objects, and each scope's head. */
+interface VcsJournal extends Journal {
+  setRef(scope: string, commitId: string): void;
+}
+
 export class Trees {
   readonly trees = new Map<string, TreeEntry[]>();
   readonly commits = new Map<string, CommitObject>();
@@ -74,7 +79,7 @@ export class Trees {
   readonly changedPaths = new Map<string, readonly string[]>();
   private seq = 0;
 
-  constructor(readonly vfs: Vfs, readonly store: Store) {
+  constructor(readonly vfs: Vfs, readonly store: VcsJournal) {
     this.emptyTree = objectId('tree', encodeTree([]));
     this.trees.set(this.emptyTree, []);
     vfs.onChange((paths, by, subtree) => {

@@ -4,7 +4,7 @@
  * tree walks are `Trees` (trees.ts); each operation lives in its own module beside it.
  */
 import type { Cred } from '../core/perms.js';
-import type { TreeEntry } from '../store/objects.js';
+import type { TreeEntry } from '../core/objects.js';
 import type { CommitRecord, StatusResult } from '../rpc/protocol.js';
 import { diff } from './diff.js';
 import { countCommits, countTrees, dropOrphanTrees, pruneTrees, reachableBlobs } from './gc.js';
