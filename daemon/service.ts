@@ -239,13 +239,13 @@ export class Service {
     if (!wanted) return dst;
     const name = splitParent(src).name;
     if (name === '') return dst;
-    let node: Node;
+    let node: Node | undefined;
     try {
-      node = this.d.vfs.resolve(cred, dst, op, true);
+      node = this.d.vfs.lookup(cred, dst, op, true);
     } catch {
-      return dst;
+      return dst; // not ours to report: the operation itself says why
     }
-    return node.kind === 'directory' ? (dst === '/' ? `/${name}` : `${dst}/${name}`) : dst;
+    return node?.kind === 'directory' ? (dst === '/' ? `/${name}` : `${dst}/${name}`) : dst;
   }
 
   /** Write grants live as long as the connection that holds them (see core/grants.ts). */

@@ -183,12 +183,22 @@ export class Vfs {
    * lie inside the workspace, whatever symlinks were crossed.
    */
   resolve(cred: Cred, abs: string, op: string, follow = true): Node {
-    const node = this.walk(cred, abs, op, follow, { n: 0 });
-    this.confine(cred, node, op, abs);
+    const node = this.lookup(cred, abs, op, follow);
+    if (node === undefined) throw new VfsError('ENOENT', op, abs);
     return node;
   }
 
-  private walk(cred: Cred, abs: string, op: string, follow: boolean, links: { n: number }): Node {
+  /**
+   * As resolve, but a missing entry on the way is an answer (undefined), not an error: for callers
+   * that ask whether something exists. Every other refusal (EACCES, ENOTDIR, ELOOP) still throws.
+   */
+  lookup(cred: Cred, abs: string, op: string, follow = true): Node | undefined {
+    const node = this.walk(cred, abs, op, follow, { n: 0 });
+    if (node !== undefined) this.confine(cred, node, op, abs);
+    return node;
+  }
+
+  private walk(cred: Cred, abs: string, op: string, follow: boolean, links: { n: number }): Node | undefined {
     let cur: Node = this.root;
     let queue = components(abs);
     let i = 0;
@@ -206,7 +216,7 @@ export class Vfs {
         continue;
       }
       const child: Node | undefined = cur.children.get(name);
-      if (child === undefined) throw new VfsError('ENOENT', op, abs);
+      if (child === undefined) return undefined;
       if (child.kind === 'symlink' && (i < queue.length || follow)) {
         requireFollow(cred, cur, child, op, abs);
         if (++links.n > MAX_SYMLINKS) throw new VfsError('ELOOP', op, abs);
@@ -568,13 +578,9 @@ export class Vfs {
   mkdir(cred: Cred, abs: string, opts: { parents?: boolean; mode?: number } = {}): { node: DirNode; created: boolean } {
     const op = 'mkdir';
     if (opts.parents) {
-      try {
-        const n = this.resolve(cred, abs, op, true);
-        if (n.kind !== 'directory') throw new VfsError('EEXIST', op, abs);
-        return { node: n, created: false };
-      } catch (err) {
-        if (!(err instanceof VfsError) || err.code !== 'ENOENT') throw err;
-      }
+      const n = this.lookup(cred, abs, op, true);
+      if (n !== undefined && n.kind !== 'directory') throw new VfsError('EEXIST', op, abs);
+      if (n !== undefined) return { node: n, created: false };
     }
     const { dir, name, fresh } = this.walkParentCreating(cred, abs, op, opts.parents === true);
     if (dir.children.has(name)) throw new VfsError('EEXIST', op, abs);
@@ -780,10 +786,9 @@ export class Vfs {
 
   private isMissing(cred: Cred, abs: string, op: string): boolean {
     try {
-      this.resolve(cred, abs, op, true);
+      return this.lookup(cred, abs, op, true) === undefined;
+    } catch {
       return false;
-    } catch (err) {
-      return err instanceof VfsError && err.code === 'ENOENT';
     }
   }
 
@@ -793,12 +798,15 @@ export class Vfs {
    */
   private refuseInsideSelf(cred: Cred, src: DirNode, from: string, op: string, dstAbs: string): void {
     for (let p = from; ; p = splitParent(p).dir) {
-      let n: Node;
+      let n: Node | undefined;
       try {
-        n = this.resolve(cred, p, op, true);
-      } catch (err) {
-        if (err instanceof VfsError && err.code === 'ENOENT' && p !== '/') continue;
+        n = this.lookup(cred, p, op, true);
+      } catch {
         return; // the regular walk reports other errors
+      }
+      if (n === undefined) {
+        if (p !== '/') continue;
+        return;
       }
       if (isAncestorOrSelf(src, n)) throw new VfsError('EINVAL', op, dstAbs, `cannot ${op === 'copy' ? 'copy' : 'move'} a directory into itself`);
       return;

@@ -2,7 +2,6 @@
  * Status, and the two visibility rules status, diff, log and the snapshot views share: what the
  * caller may read now, and what it could read as a snapshot recorded it.
  */
-import { VfsError } from '../errors.js';
 import type { Node } from '../core/inode.js';
 import { components } from '../core/paths.js';
 import { may, principalMay, isAdminCred, R, X, type Cred } from '../core/perms.js';
@@ -30,13 +29,17 @@ export function visibleNow(v: Trees, cred: Cred, scope: Scope, rel: string, memo
       if (known !== undefined) return answer(known);
       tried.push(p);
     }
+    let n: Node | undefined;
     try {
-      const n = v.vfs.resolve(cred, p, 'status', false);
+      n = v.vfs.lookup(cred, p, 'status', false);
+    } catch {
+      return answer(false);
+    }
+    if (n !== undefined) {
       if (exact) return n.kind === 'directory' ? may(cred, n, R | X) : n.kind === 'symlink' || may(cred, n, R);
       return answer(n.kind === 'directory' && may(cred, n, R | X));
-    } catch (err) {
-      if (!(err instanceof VfsError) || err.code !== 'ENOENT' || p === '/') return answer(false);
     }
+    if (p === '/') return answer(false);
     p = p.slice(0, p.lastIndexOf('/')) || '/';
     exact = false;
   }
