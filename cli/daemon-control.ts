@@ -11,7 +11,7 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 async function running(dataDir: string): Promise<DaemonClient | null> {
   try {
-    return await connectDaemon({ dataDir, spawn: false });
+    return await connectDaemon({ dataDir, spawn: false, daemons: [] }); // this data dir's own daemon, whatever SERVICE_DAEMONS lists
   } catch {
     return null;
   }

@@ -29,7 +29,7 @@ type Env = NodeJS.ProcessEnv;
  */
 export const SETTINGS = [
   'SERVICE_MODE', 'SERVICE_LISTEN', 'SERVICE_CORS_ORIGINS', 'SERVICE_DATA_DIR', 'SERVICE_MAX_FILE_SIZE', 'SERVICE_FSYNC',
-  'SERVICE_ANONYMOUS', 'SERVICE_USER_AUTH', 'SERVICE_REGEX_TIMEOUT_MS', 'SERVICE_IDLE_EXIT', 'SERVICE_FUSE', 'SERVICE_STORE', 'SERVICE_LEASE_TIMEOUT_MS',
+  'SERVICE_ANONYMOUS', 'SERVICE_USER_AUTH', 'SERVICE_REGEX_TIMEOUT_MS', 'SERVICE_IDLE_EXIT', 'SERVICE_FUSE', 'SERVICE_STORE', 'SERVICE_LEASE_TIMEOUT_MS', 'SERVICE_DAEMONS',
   'SERVICE_AS_USER', 'SERVICE_TOKEN', 'SERVICE_ON_BEHALF_OF', 'SERVICE_WORKSPACE', 'SERVICE_URL',
   'SERVICE_MCP_SESSION_TTL', 'SERVICE_MCP_MAX_SESSIONS', 'SERVICE_MCP_MAX_SESSIONS_PER_CLIENT', 'SERVICE_MCP_MAX_RESOURCES',
 ] as const;
@@ -223,6 +223,21 @@ export const DEFAULT_LEASE_TIMEOUT_MS = 10000;
  */
 export function leaseTimeoutFromEnv(env: Env = process.env): number {
   return intFromEnv(env, 'SERVICE_LEASE_TIMEOUT_MS', DEFAULT_LEASE_TIMEOUT_MS, 1000);
+}
+
+/**
+ * SERVICE_DAEMONS: comma-separated socket paths of several daemons on one PostgreSQL store (one
+ * active, the others standbys). Front ends connect to the one that is active, and after losing it
+ * to the one that is active then. Empty: the daemon of SERVICE_DATA_DIR.
+ */
+export function daemonsFromEnv(env: Env = process.env): string[] {
+  const v = (env.SERVICE_DAEMONS ?? '').trim();
+  if (v === '') return [];
+  return v.split(',').map((raw) => {
+    const p = raw.trim();
+    if (!p.startsWith('/')) throw new SettingsError(`SERVICE_DAEMONS must list absolute daemon socket paths separated by commas, got '${p.slice(0, 100)}'`);
+    return p;
+  });
 }
 
 /** A connection URL without its password, for messages and logs. */

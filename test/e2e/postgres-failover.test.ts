@@ -8,12 +8,16 @@
  */
 import t from 'tap';
 import type { ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { VfsError } from '../../daemon/errors.js';
 import type { Caller } from '../../daemon/rpc/client.js';
 import { runCli } from '../helpers/cli.js';
-import { readText, spawnDaemon, text, type TestDaemon } from '../helpers/daemon.js';
+import { readText, spawnDaemon, tempDir, text, type TestDaemon } from '../helpers/daemon.js';
 import { until } from '../helpers/poll.js';
 import { startPostgres } from '../helpers/postgres.js';
+import { call, errorCode, stdioClient, text as toolText } from '../helpers/mcp.js';
+import { socketPathFor } from '../../daemon/rpc/connect.js';
 
 const cluster = startPostgres(t);
 cluster.catch(() => undefined); // each test awaits it and fails with the reason
@@ -158,4 +162,33 @@ t.test('a batch of a daemon whose epoch was taken over is refused inside its tra
   t.match(a.stderr(), /lost the lease: its epoch is \d+, the store's \d+/);
   t.same(await pg.query(db, "SELECT id FROM inodes WHERE name = 'fenced.md'"), [], 'nothing of the refused batch is in PostgreSQL');
   t.equal((await pg.query(db, "SELECT count(*)::int AS n FROM inodes WHERE name = 'kept.md'"))[0]?.n, 1);
+});
+
+t.test('front ends given SERVICE_DAEMONS use the active daemon and follow it after a failover', async (t) => {
+  const pg = await cluster;
+  const url = await pg.createDb();
+  const a = await spawnDaemon(t, { SERVICE_STORE: url });
+  const b = await spawnDaemon(t, { SERVICE_STORE: url });
+  t.equal(await role(b), 'standby');
+  // The standby first: it is skipped.
+  const daemons = `${socketPathFor(b.dataDir)},${socketPathFor(a.dataDir)}`;
+  // No data dir of their own: the list is all they use.
+  const nowhere = path.join(tempDir(), 'none');
+  const cliEnv = { ...process.env, SERVICE_DAEMONS: daemons, SERVICE_DATA_DIR: nowhere };
+  const w = await runCli(cliEnv, ['write', '-n', '/cli.md', 'from the cli']);
+  t.equal(w.code, 0, w.stderr);
+  t.equal(await readText(a.client.as({}), '/cli.md'), 'from the cli', 'the CLI wrote through the active daemon');
+  const mcp = await stdioClient(t, nowhere, { SERVICE_DAEMONS: daemons });
+  t.equal(errorCode(await call(mcp.client, 'write_file', { path: '/mcp.md', content: 'from mcp' })), undefined, 'MCP writes through the active daemon');
+  await a.kill('SIGKILL');
+  await until(async () => (await role(b)) === 'active', 'the standby to take over');
+  t.equal(toolText(await call(mcp.client, 'read_file', { path: '/mcp.md' })).includes('from mcp'), true, 'the MCP server reconnected to the new active daemon');
+  t.equal(errorCode(await call(mcp.client, 'write_file', { path: '/mcp2.md', content: 'after failover' })), undefined);
+  t.equal(await readText(b.client.as({}), '/mcp2.md'), 'after failover');
+  const r = await runCli(cliEnv, ['cat', '/cli.md']);
+  t.equal(r.stdout, 'from the cli', 'the CLI finds the new active daemon');
+  const none = await runCli({ ...cliEnv, SERVICE_DAEMONS: socketPathFor(a.dataDir) }, ['cat', '/cli.md']);
+  t.not(none.code, 0, 'no active daemon in the list: a clear error');
+  t.match(none.stderr, /no active daemon among SERVICE_DAEMONS/);
+  t.notOk(existsSync(nowhere), 'no data dir was made for them');
 });
