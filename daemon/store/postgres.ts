@@ -40,6 +40,8 @@ const FOLLOW_POLL_MS = 1000;
 const CHANNEL = 'mdvfs_changes';
 /** The active daemon keeps this many change rows; a standby further behind reloads everything. */
 const KEEP_CHANGES = 10000;
+/** The active daemon trims the change stream every this many batches (and at its first). */
+const TRIM_EVERY = 1000;
 /** Objects per page when reading them all (load, fsck, migrate): bounded memory per round trip. */
 const OBJECT_PAGE = 128;
 /** Rows and bytes per statement in a batch, so that no single parameter grows without bound. */
@@ -116,6 +118,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
   /** The newest epoch and holder seen in the lease row. */
   private seen = { epoch: 0, holder: '' };
   private head = 0;
+  private nextTrim = 0;
   private mirror: Mirror | undefined;
   private timers: NodeJS.Timeout[] = [];
   private following: Promise<void> | undefined;
@@ -558,9 +561,11 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       if (stored !== this.epoch) throw this.leaseLost(stored);
       for (const [sql, values] of statements) await this.client.query(sql, values);
       const seq = Number((await this.client.query<{ seq: string }>('INSERT INTO changes (epoch, batch) VALUES ($1, $2) RETURNING seq', [this.epoch, JSON.stringify(keys)])).rows[0]!.seq);
-      if (seq % KEEP_CHANGES === 0) {
+      if (seq >= this.nextTrim) {
+        // Sequence numbers may skip (a rolled-back batch used one): trimming goes by distance, not by multiples.
         await this.client.query('DELETE FROM changes WHERE seq <= $1', [seq - KEEP_CHANGES]);
-        await this.client.query('UPDATE lease SET trimmed = $1 WHERE id = 1', [seq - KEEP_CHANGES]);
+        await this.client.query('UPDATE lease SET trimmed = greatest(trimmed, $1) WHERE id = 1', [seq - KEEP_CHANGES]);
+        this.nextTrim = seq + TRIM_EVERY;
       }
       await this.client.query('SELECT pg_notify($1, $2)', [CHANNEL, String(seq)]);
     });

@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { VfsError } from '../../daemon/errors.js';
 import type { Caller } from '../../daemon/rpc/client.js';
@@ -16,7 +16,9 @@ import { runCli } from '../helpers/cli.js';
 import { readText, spawnDaemon, tempDir, text, type TestDaemon } from '../helpers/daemon.js';
 import { until } from '../helpers/poll.js';
 import { startPostgres } from '../helpers/postgres.js';
-import { call, errorCode, stdioClient, text as toolText } from '../helpers/mcp.js';
+import { call, errorCode, startServe, stdioClient, text as toolText } from '../helpers/mcp.js';
+import { servePids } from '../helpers/http.js';
+import { connectSocket } from '../../daemon/rpc/client.js';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
 
 const cluster = startPostgres(t);
@@ -191,4 +193,45 @@ t.test('front ends given SERVICE_DAEMONS use the active daemon and follow it aft
   t.not(none.code, 0, 'no active daemon in the list: a clear error');
   t.match(none.stderr, /no active daemon among SERVICE_DAEMONS/);
   t.notOk(existsSync(nowhere), 'no data dir was made for them');
+});
+
+t.test('two mdvfs serve on one database: REST through either keeps working across a kill -9 of the active daemon', async (t) => {
+  const pg = await cluster;
+  const url = await pg.createDb();
+  const dirA = tempDir();
+  const dirB = tempDir();
+  t.teardown(() => {
+    rmSync(dirA, { recursive: true, force: true });
+    rmSync(dirB, { recursive: true, force: true });
+  });
+  const env = { SERVICE_STORE: url, SERVICE_DAEMONS: `${socketPathFor(dirA)},${socketPathFor(dirB)}` };
+  const sa = await startServe(t, { dataDir: dirA, env });
+  await until(() => existsSync(socketPathFor(dirA)), 'the first daemon');
+  const sb = await startServe(t, { dataDir: dirB, env });
+  const put = async (base: string, p: string, body: string): Promise<number> => (await fetch(`${base}/fs/${p}`, { method: 'PUT', body })).status;
+  const get = async (base: string, p: string): Promise<string | number> => {
+    const r = await fetch(`${base}/fs/${p}`);
+    return r.status === 200 ? await r.text() : r.status;
+  };
+  t.equal(await put(sb.base, 'via-b.md', 'through serve B'), 200, "serve B's sidecar writes through the active daemon (serve A's)");
+  t.equal(await get(sa.base, 'via-b.md'), 'through serve B');
+  const daemonA = servePids(sa.proc.pid!).daemon;
+  t.ok(daemonA !== undefined, "serve A's daemon");
+  process.kill(daemonA!, 'SIGKILL');
+  // Both sidecars lose their daemon connection, are restarted by their serve, and find the new active daemon.
+  await until(async () => (await get(sa.base, 'via-b.md')) === 'through serve B', 'REST through serve A after the failover', 60000);
+  await until(async () => (await get(sb.base, 'via-b.md')) === 'through serve B', 'REST through serve B after the failover', 60000);
+  t.equal(await put(sa.base, 'after.md', 'after the failover'), 200);
+  const b = await connectSocket(socketPathFor(dirB));
+  t.teardown(() => b.close());
+  t.equal((await b.call('sys.status', {})).role, 'active', "serve B's daemon is the active one now");
+  t.equal(await readText(b.as({}), '/after.md'), 'after the failover');
+  await until(async () => {
+    const c = await connectSocket(socketPathFor(dirA));
+    try {
+      return (await c.call('sys.status', {})).role === 'standby';
+    } finally {
+      c.close();
+    }
+  }, "serve A's restarted daemon to wait as a standby");
 });
