@@ -235,3 +235,29 @@ t.test('two mdvfs serve on one database: REST through either keeps working acros
     }
   }, "serve A's restarted daemon to wait as a standby");
 });
+
+t.test('a standby that fell behind a trim of the change stream reads everything again', async (t) => {
+  const pg = await cluster;
+  const url = await pg.createDb();
+  const db = new URL(url).pathname.slice(1);
+  const a = await spawnDaemon(t, { SERVICE_STORE: url });
+  const b = await spawnDaemon(t, { SERVICE_STORE: url });
+  await a.client.as({}).call('fs.write', { path: '/early.md' }, text('early'));
+  await until(async () => (await b.client.call('sys.status', {})).lag === 0, 'the standby to catch up');
+  // The standby sleeps (well within the lease timeout) while a batch is written and then trimmed away.
+  b.proc.kill('SIGSTOP');
+  await a.client.as({}).call('fs.write', { path: '/mid.md' }, text('trimmed away'));
+  // What the active daemon's trim does, past everything the standby applied.
+  const head = Number((await pg.query(db, 'SELECT max(seq) AS s FROM changes'))[0]!.s);
+  await pg.query(db, 'UPDATE lease SET trimmed = $1', [head]);
+  await pg.query(db, 'DELETE FROM changes');
+  await a.client.as({}).call('fs.write', { path: '/late.md' }, text('late'));
+  b.proc.kill('SIGCONT');
+  await until(async () => (await b.client.call('sys.status', {})).lag === 0, 'the standby to catch up again');
+  await a.kill('SIGKILL');
+  await until(async () => (await role(b)) === 'active', 'the standby to take over');
+  t.equal(await readText(b.client.as({}), '/early.md'), 'early');
+  t.equal(await readText(b.client.as({}), '/mid.md'), 'trimmed away', 'the batch whose change row was trimmed is there');
+  t.equal(await readText(b.client.as({}), '/late.md'), 'late');
+  t.same((await b.client.call('sys.fsck', {})).problems, []);
+});
