@@ -1,7 +1,7 @@
 /**
  * SERVICE_STORE=postgres://… against a real private PostgreSQL cluster (helpers/postgres.ts): the
  * daemon keeps its state there and nowhere else, one active daemon per database (more wait as
- * standbys: postgres-failover.test.ts), the password never shown,
+ * standbys: postgres-fencing.test.ts), the password never shown,
  * and a lost connection stops the daemon. `mdvfs migrate`: postgres-migrate.test.ts.
  * The crash rounds on PostgreSQL: crash-postgres.test.ts; any suite with MDVFS_TEST_STORE=postgres.
  */
