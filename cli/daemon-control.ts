@@ -11,7 +11,7 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 async function running(dataDir: string): Promise<DaemonClient | null> {
   try {
-    return await connectDaemon({ dataDir, spawn: false });
+    return await connectDaemon({ dataDir, spawn: false, daemons: [] }); // this data dir's own daemon, whatever SERVICE_DAEMONS lists
   } catch {
     return null;
   }
@@ -66,6 +66,7 @@ export async function runStatus(opts: { json?: boolean }): Promise<void> {
       `data dir: ${st.data_dir}`,
       `socket:   ${st.socket}`,
       `users: ${st.users}, files: ${st.files}, commits: ${st.commits}, clients: ${others}`,
+      ...(st.role === undefined ? [] : [`role:     ${st.role}, epoch ${st.epoch ?? 0}${st.role === 'standby' ? `, lag ${st.lag ?? 0} change(s), active daemon ${st.active ?? 'unknown'}` : ''}`]),
       '',
     ].join('\n'),
   );

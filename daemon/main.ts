@@ -15,8 +15,10 @@ import { connectSocket } from './rpc/client.js';
 import { defaultDataDir, EXIT_LOCKED, processAlive, socketPathFor } from './rpc/connect.js';
 import { PRIVATE_UMASK, prepareSocketDir, securePrivateDataDir } from './rpc/private-dir.js';
 import { RpcServer } from './rpc/server.js';
-import { authPolicyFromEnv, fsyncFromEnv, idleExitFromEnv, intFromEnv, maxFileSizeFromEnv, storeFromEnv, type StoreSetting } from './rpc/settings.js';
+import { authPolicyFromEnv, fsyncFromEnv, idleExitFromEnv, intFromEnv, leaseTimeoutFromEnv, maxFileSizeFromEnv, storeFromEnv, type StoreSetting } from './rpc/settings.js';
 import { Service, type DaemonProcess } from './service.js';
+import { standbyHandlers } from './standby.js';
+import type { LeaseStatus, PostgresStore } from './store/postgres.js';
 import { SqliteStore } from './store/sqlite.js';
 import type { LoadedState, OpenedStore } from './store/store.js';
 import { Vcs } from './vcs/vcs.js';
@@ -35,6 +37,8 @@ export interface DaemonConfig {
   servePid?: number;
   /** SERVICE_IDLE_EXIT in seconds (0: never); applies only to a daemon no live serve holds and not run in the foreground. */
   idleExitSecs: number;
+  /** SERVICE_LEASE_TIMEOUT_MS (PostgreSQL store). */
+  leaseTimeoutMs: number;
 }
 
 /**
@@ -58,13 +62,12 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonConfi
     policy: authPolicyFromEnv(env),
     regexTimeoutMs: intFromEnv(env, 'SERVICE_REGEX_TIMEOUT_MS', 2000),
     idleExitSecs: idleExitFromEnv(env),
+    leaseTimeoutMs: leaseTimeoutFromEnv(env),
     ...starterFromEnv(env),
   };
 }
 
 export interface Daemon {
-  service: Service;
-  vfs: Vfs;
   socketPath: string;
   /** True once our socket file is gone or replaced (data dir deleted, socket unlinked): no client can reach us. */
   socketGone(): Promise<boolean>;
@@ -76,7 +79,7 @@ export interface Daemon {
   stop(): Promise<void>;
 }
 
-type CoreConfig = Omit<DaemonConfig, 'startedBy' | 'idleExitSecs' | 'store'>;
+type CoreConfig = Omit<DaemonConfig, 'startedBy' | 'idleExitSecs' | 'store' | 'leaseTimeoutMs'>;
 
 export interface Core {
   vfs: Vfs;
@@ -96,21 +99,36 @@ export function openCore(cfg: CoreConfig, proc?: DaemonProcess): Omit<Core, 'sto
   return { ...wireCore(cfg, store, state, registry, proc), store };
 }
 
-/** Opens the store SERVICE_STORE names (SQLite, or PostgreSQL over the network), then as openCore. */
-export async function openStoreCore(cfg: CoreConfig & { store: StoreSetting }, proc?: DaemonProcess): Promise<Core> {
-  if (cfg.store.kind === 'sqlite') return openCore(cfg, proc);
+/**
+ * What a daemon opens: the core of the active daemon, or (PostgreSQL) a standby's store that becomes
+ * a core once it takes the lease. `lease` tells the role, epoch and lag on a PostgreSQL store.
+ */
+type OpenedDaemon = ({ core: Core; standby?: undefined } | { core?: undefined; standby: PostgresStore }) & { lease?: () => LeaseStatus };
+
+/** Opens the store SERVICE_STORE names (SQLite, or PostgreSQL over the network): as active daemon, or as standby when another holds the lease. */
+async function openDaemon(cfg: CoreConfig & Pick<DaemonConfig, 'store' | 'leaseTimeoutMs'>, proc: DaemonProcess): Promise<OpenedDaemon> {
+  if (cfg.store.kind === 'sqlite') return { core: openCore(cfg, proc) };
   // Loaded only when asked for: a SQLite daemon starts without node-postgres.
   const { PostgresStore } = await import('./store/postgres.js');
-  const store = await PostgresStore.open(cfg.store.url);
+  const store = await PostgresStore.connect(cfg.store.url, cfg.leaseTimeoutMs);
+  const lease = (): LeaseStatus => store.leaseStatus();
   try {
-    const state = await store.load();
-    const registry = new Registry();
-    if (!state.fresh) await store.loadRegistry(registry);
-    return wireCore(cfg, store, state, registry, proc);
+    if (!(await store.tryLead())) {
+      await store.follow();
+      return { standby: store, lease };
+    }
+    return { core: await loadCore(cfg, store, await store.load(), proc), lease };
   } catch (err) {
     await store.close();
     throw err;
   }
+}
+
+/** Fills the registry of a loaded store, then as wireCore. */
+async function loadCore(cfg: CoreConfig, store: OpenedStore, state: LoadedState, proc: DaemonProcess): Promise<Core> {
+  const registry = new Registry();
+  if (!state.fresh) await store.loadRegistry(registry);
+  return wireCore(cfg, store, state, registry, proc);
 }
 
 /** Fills memory from a loaded store (refusing a corrupt one) and wires the core around it. */
@@ -158,11 +176,16 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
   const servedBy = (): number | undefined => (holder !== undefined && processAlive(holder) ? holder : undefined);
   const idleExit = (): number => (cfg.startedBy === 'foreground' || servedBy() !== undefined ? 0 : cfg.idleExitSecs);
   // The socket server comes after the core (it needs the handlers); status reads its clients late.
-  const late: { rpc?: RpcServer } = {};
+  const late: { rpc?: RpcServer; lease?: () => LeaseStatus; serving?: boolean } = {};
+  const leaseFields = (): object => {
+    const l = late.lease?.();
+    // Active once it serves: a standby that took the lease is still loading until its core is wired.
+    return l === undefined ? {} : late.serving === true ? { role: 'active', epoch: l.epoch } : { role: 'standby', epoch: l.epoch, lag: l.lag, active: l.holder };
+  };
   const proc: DaemonProcess = {
     status: () => {
       const by = servedBy();
-      return { pid: process.pid, data_dir: cfg.dataDir, socket: socketPath, uptime: Math.floor((Date.now() - startedAt) / 1000), started_by: cfg.startedBy, ...(by === undefined ? {} : { served_by: by }), idle_exit: idleExit(), clients: late.rpc?.clients ?? 0 };
+      return { pid: process.pid, data_dir: cfg.dataDir, socket: socketPath, uptime: Math.floor((Date.now() - startedAt) / 1000), started_by: cfg.startedBy, ...(by === undefined ? {} : { served_by: by }), idle_exit: idleExit(), clients: late.rpc?.clients ?? 0, ...leaseFields() };
     },
     hold: (pid) => {
       const by = servedBy();
@@ -172,23 +195,53 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
       return pid;
     },
   };
-  const core = await openStoreCore(cfg, proc);
-  if (core.vfs.root.height > MAX_DEPTH) {
-    log.warn({ depth: core.vfs.root.height, limit: MAX_DEPTH }, `the tree is ${core.vfs.root.height} levels deep (stored before the limit of ${MAX_DEPTH}): it is served and may be moved up or deleted, but nothing can be created or moved below level ${MAX_DEPTH}; 'mdvfs fsck' names the deepest path`);
-  }
-  const server = new RpcServer(core.service.handlers, log);
-  late.rpc = server;
-  core.vfs.onChange((paths) => server.broadcast({ kind: 'change', paths }));
-  core.store.onFatal = (err) => {
+  let stopped = false;
+  const opened = await openDaemon(cfg, proc);
+  if (opened.lease !== undefined) late.lease = opened.lease;
+  let core = opened.core;
+  const fatal = (err: Error): void => {
     log.error({ err: err.message }, 'store write failed; stopping so that nothing diverges from disk');
     process.exit(1);
   };
+  const server = new RpcServer(core?.service.handlers ?? standbyHandlers(proc, () => opened.lease?.().holder || 'unknown'), log);
+  late.rpc = server;
+  /** Serves a core: its handlers answer on the socket from now on. */
+  const activate = (c: Core): void => {
+    core = c;
+    if (c.vfs.root.height > MAX_DEPTH) {
+      log.warn({ depth: c.vfs.root.height, limit: MAX_DEPTH }, `the tree is ${c.vfs.root.height} levels deep (stored before the limit of ${MAX_DEPTH}): it is served and may be moved up or deleted, but nothing can be created or moved below level ${MAX_DEPTH}; 'mdvfs fsck' names the deepest path`);
+    }
+    c.vfs.onChange((paths) => server.broadcast({ kind: 'change', paths }));
+    c.store.onFatal = fatal;
+    server.handlers = c.service.handlers;
+    late.serving = true;
+  };
+  if (core !== undefined) activate(core);
+  const storeOf = (): OpenedStore | undefined => core?.store ?? opened.standby;
   if (path.dirname(socketPath) !== path.resolve(cfg.dataDir)) prepareSocketDir(socketPath);
   // The SQLite store's exclusive lock makes any socket file left here stale. A PostgreSQL store's lock
   // is on the database, not on this data dir: a daemon that still answers here keeps its socket.
   if (cfg.store.kind === 'postgres' && existsSync(socketPath) && (await answers(socketPath))) {
-    await core.store.close();
+    await storeOf()?.close();
     throw new VfsError('EBUSY', 'start', cfg.dataDir, `another mdvfs daemon answers on ${socketPath}`);
+  }
+  const standby = opened.standby;
+  if (standby !== undefined) {
+    // A standby: follows the change stream until the lease frees, then replays to its end and serves.
+    standby.onFatal = fatal;
+    log.info({ epoch: standby.leaseStatus().epoch, active: standby.leaseStatus().holder }, 'standby: following the change stream until the lease frees');
+    void standby
+      .waitForLease()
+      .then(async () => {
+        const t0 = Date.now();
+        const c = await loadCore(cfg, standby, await standby.takeover(), proc);
+        if (stopped) return;
+        activate(c);
+        log.info({ epoch: standby.leaseStatus().epoch, ms: Date.now() - t0 }, 'took the lease: active');
+      })
+      .catch((err: Error) => {
+        if (!stopped) fatal(err);
+      });
   }
   if (existsSync(socketPath)) unlinkSync(socketPath);
   await new Promise<void>((resolve, reject) => {
@@ -234,10 +287,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
   const pidFile = path.join(cfg.dataDir, 'daemon.pid');
   writeFileSync(pidFile, `${process.pid}\n`, { mode: 0o600 });
   log.info({ dataDir: cfg.dataDir, socket: socketPath, pid: process.pid }, 'daemon ready');
-  let stopped = false;
   return {
-    service: core.service,
-    vfs: core.vfs,
     socketPath,
     socketGone: async () => !(await ours()),
     clients: () => server.clients,
@@ -259,8 +309,8 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
         // now, so the listener is left to the process exit, which removes nothing.
         server.closeAll();
       }
-      core.grep.close();
-      await core.store.close();
+      core?.grep.close();
+      await storeOf()?.close();
       try {
         // Never another daemon's: a data dir deleted and made again can have a new daemon on this path.
         if (mine && existsSync(socketPath)) unlinkSync(socketPath);

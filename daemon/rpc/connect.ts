@@ -12,6 +12,7 @@ import { connectSocket, type DaemonClient } from './client.js';
 import { securePrivateDataDir, verifySocket } from './private-dir.js';
 import { VfsError } from '../errors.js';
 import { DAEMON_V8_FLAGS, loaderFlags } from '../node-flags.js';
+import { daemonsFromEnv } from './settings.js';
 
 /** A socket or data dir refused by private-dir.ts: retrying or starting a daemon cannot help. */
 const refused = (err: unknown): boolean => err instanceof VfsError && err.code === 'EACCES';
@@ -44,8 +45,10 @@ export interface ConnectOptions {
   dataDir?: string;
   /** Start a background daemon when none answers (default true). */
   spawn?: boolean;
-  /** How long to wait for a spawned daemon (ms). */
+  /** How long to wait for a spawned daemon, or for one of `daemons` to be active (ms). */
   timeoutMs?: number;
+  /** Sockets of several daemons on one store, the active one to be used (default SERVICE_DAEMONS; [] for the data dir's daemon). */
+  daemons?: string[];
 }
 
 /** The daemon entry point next to this module (works from dist/ and from sources run by a TS loader). */
@@ -76,8 +79,15 @@ function backgroundEnv(dataDir: string): NodeJS.ProcessEnv {
   return env;
 }
 
-/** Connects to the data dir's daemon, starting one in the background if needed. */
+/**
+ * Connects to the data dir's daemon, starting one in the background if needed; or, when a list of
+ * daemons is given (SERVICE_DAEMONS), to the one of them that is active. Every reconnecting front end
+ * (the MCP stdio server, the mount, the HTTP sidecar restarted by serve) comes back here, so after a
+ * failover it finds the new active daemon.
+ */
 export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonClient> {
+  const daemons = opts.daemons ?? daemonsFromEnv();
+  if (daemons.length > 0) return connectActive(daemons, opts.timeoutMs ?? 15000);
   const dataDir = path.resolve(opts.dataDir ?? defaultDataDir());
   // mkdir on a kernel pseudo filesystem may never return: refuse it clearly instead (/dev/shm is plain tmpfs).
   if (/^\/(proc|sys)(\/|$)/.test(dataDir)) throw new Error(`SERVICE_DATA_DIR cannot be under /proc or /sys (got ${dataDir})`);
@@ -120,6 +130,32 @@ export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonCl
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`timed out waiting for the daemon of ${dataDir}: ${String(lastErr)}`);
+}
+
+/**
+ * The active one of several daemons: each is asked `sys.health` (O(1)), which a standby answers with
+ * EAGAIN. During a failover none may be active for a moment: the list is tried again until `timeoutMs`.
+ */
+async function connectActive(daemons: string[], timeoutMs: number): Promise<DaemonClient> {
+  const deadline = Date.now() + timeoutMs;
+  const seen = new Map<string, string>();
+  for (;;) {
+    for (const sock of daemons) {
+      let client: DaemonClient | undefined;
+      try {
+        verifySocket(sock); // Security: never a socket another local user could own
+        client = await connectSocket(sock);
+        await client.call('sys.health', {});
+        return client;
+      } catch (err) {
+        client?.close();
+        if (refused(err)) throw err;
+        seen.set(sock, err instanceof VfsError && err.code === 'EAGAIN' ? 'a standby' : (err as Error).message);
+      }
+    }
+    if (Date.now() > deadline) throw new Error(`no active daemon among SERVICE_DAEMONS: ${[...seen].map(([s, why]) => `${s}: ${why}`).join('; ')}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /** Whether a process lives (a zombie counts as gone). */

@@ -249,6 +249,14 @@ export const daemonStatusSchema = z.object({
   commits: int,
   /** Open connections, the asker's included. */
   clients: int,
+  /** PostgreSQL store only: `active` (holds the lease) or `standby` (follows the change stream, answers EAGAIN). */
+  role: z.enum(['active', 'standby']).optional(),
+  /** PostgreSQL store only: the lease epoch (the active daemon's; a standby: the newest it has seen). */
+  epoch: int.optional(),
+  /** A standby: change batches committed by the active daemon and not yet in its memory. */
+  lag: int.optional(),
+  /** A standby: who holds the lease (`host:pid`). */
+  active: z.string().optional(),
 });
 export type DaemonStatus = z.infer<typeof daemonStatusSchema>;
 

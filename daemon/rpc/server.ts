@@ -78,7 +78,11 @@ export class RpcServer {
     return this.sockets.size;
   }
 
-  constructor(private readonly handlers: Handlers, private readonly log: Logger) {
+  /** The handler table; a standby daemon swaps in the service's when it takes the lease. */
+  constructor(
+    public handlers: Handlers,
+    private readonly log: Logger,
+  ) {
     this.server = net.createServer((sock) => this.onConnection(sock));
   }
 

@@ -34,7 +34,7 @@ type Env = NodeJS.ProcessEnv;
  */
 export const SETTINGS = [
   'SERVICE_MODE', 'SERVICE_LISTEN', 'SERVICE_CORS_ORIGINS', 'SERVICE_DATA_DIR', 'SERVICE_MAX_FILE_SIZE', 'SERVICE_FSYNC',
-  'SERVICE_ANONYMOUS', 'SERVICE_USER_AUTH', 'SERVICE_REGEX_TIMEOUT_MS', 'SERVICE_IDLE_EXIT', 'SERVICE_FUSE', 'SERVICE_STORE',
+  'SERVICE_ANONYMOUS', 'SERVICE_USER_AUTH', 'SERVICE_REGEX_TIMEOUT_MS', 'SERVICE_IDLE_EXIT', 'SERVICE_FUSE', 'SERVICE_STORE', 'SERVICE_LEASE_TIMEOUT_MS', 'SERVICE_DAEMONS',
   'SERVICE_AS_USER', 'SERVICE_TOKEN', 'SERVICE_ON_BEHALF_OF', 'SERVICE_WORKSPACE', 'SERVICE_URL',
   'SERVICE_MCP_SESSION_TTL', 'SERVICE_MCP_MAX_SESSIONS', 'SERVICE_MCP_MAX_SESSIONS_PER_CLIENT', 'SERVICE_MCP_MAX_RESOURCES',
 ] as const;
@@ -216,6 +216,33 @@ export function storeFromEnv(env: Env = process.env): StoreSetting {
     return { kind: 'postgres', url: v };
   }
   throw new SettingsError("SERVICE_STORE must be sqlite or a postgres://user@host/db URL (its value is not shown: it may hold a password)");
+}
+
+/** The default of SERVICE_LEASE_TIMEOUT_MS. */
+export const DEFAULT_LEASE_TIMEOUT_MS = 10000;
+
+/**
+ * SERVICE_LEASE_TIMEOUT_MS (PostgreSQL store): how long a daemon that stopped answering PostgreSQL
+ * (paused, or its machine unreachable) keeps the lease before the server ends its session and a
+ * standby may take over. A daemon killed outright frees the lease at once.
+ */
+export function leaseTimeoutFromEnv(env: Env = process.env): number {
+  return intFromEnv(env, 'SERVICE_LEASE_TIMEOUT_MS', DEFAULT_LEASE_TIMEOUT_MS, 1000);
+}
+
+/**
+ * SERVICE_DAEMONS: comma-separated socket paths of several daemons on one PostgreSQL store (one
+ * active, the others standbys). Front ends connect to the one that is active, and after losing it
+ * to the one that is active then. Empty: the daemon of SERVICE_DATA_DIR.
+ */
+export function daemonsFromEnv(env: Env = process.env): string[] {
+  const v = (env.SERVICE_DAEMONS ?? '').trim();
+  if (v === '') return [];
+  return v.split(',').map((raw) => {
+    const p = raw.trim();
+    if (!p.startsWith('/')) throw new SettingsError(`SERVICE_DAEMONS must list absolute daemon socket paths separated by commas, got '${p.slice(0, 100)}'`);
+    return p;
+  });
 }
 
 /** A connection URL without its password, for messages and logs. */

@@ -8,21 +8,40 @@
  * transaction with synchronous_commit on, so no reply is sent before its change is durable in
  * PostgreSQL. The event loop never waits: batches are awaited, not blocked on.
  *
- * One daemon per database: the connection holds a session advisory lock for as long as it lives
- * (released by PostgreSQL when the daemon dies, even by kill -9).
+ * One active daemon per database (docs/deploy.md): a dedicated lease connection holds a session
+ * advisory lock (released by PostgreSQL when the daemon dies, even by kill -9, or when the
+ * connection stays idle past the lease timeout: a paused daemon) and the lease row's epoch, bumped by
+ * every daemon that takes the lock. Every batch transaction first reads that row FOR SHARE and
+ * writes nothing unless the epoch is still its own (fencing: a daemon that lost the lease, even one
+ * that was merely paused, can never write again). Every batch also appends the keys it changed to
+ * `changes` and notifies `mdvfs_changes`: standbys (other daemons on the same database) follow that
+ * stream, keeping the stored rows in memory, and take over when the lock frees.
  */
+import os from 'node:os';
 import pg from 'pg';
 import { VfsError } from '../errors.js';
 import type { Node } from '../core/inode.js';
 import type { Registry } from '../auth/registry.js';
-import { redactUrl } from '../rpc/settings.js';
+import { DEFAULT_LEASE_TIMEOUT_MS, redactUrl } from '../rpc/settings.js';
 import { verifyObject } from '../core/objects.js';
 import { applyRegistryRows, BatchingJournal, inodeValues, isFresh, PendingChanges, registryRows, SCHEMA_VERSION, StoredCheck, type DecodeRefs, type FsckResult, type InodeRow, type LoadedState, type OpenedStore, type RegistryRows, type StoredObject } from './store.js';
 
 /** The advisory lock key of an mdvfs store (one per database): 'mdvfs' as a number. */
 const LOCK_KEY = 0x6d_64_76_66_73;
-/** How long to wait for the lock at start: a killed daemon's session ends a moment after its death. */
+/** The transaction lock under which the schema is brought up to date (several daemons may start at once). */
+const MIGRATE_KEY = LOCK_KEY + 1;
+/** How long `open` waits for the lock: a killed daemon's session ends a moment after its death. */
 const LOCK_WAIT_MS = 5000;
+/** How often a standby tries the lock (and reads the stream's head for its lag). */
+const STANDBY_POLL_MS = 200;
+/** How often a standby reads the change stream when no notification came. */
+const FOLLOW_POLL_MS = 1000;
+/** The change stream's notification channel. */
+const CHANNEL = 'mdvfs_changes';
+/** The active daemon keeps this many change rows; a standby further behind reloads everything. */
+const KEEP_CHANGES = 10000;
+/** The active daemon trims the change stream every this many batches (and at its first). */
+const TRIM_EVERY = 1000;
 /** Objects per page when reading them all (load, fsck, migrate): bounded memory per round trip. */
 const OBJECT_PAGE = 128;
 /** Rows and bytes per statement in a batch, so that no single parameter grows without bound. */
@@ -43,7 +62,47 @@ const MIGRATIONS: string[] = [
    CREATE TABLE workspaces (id TEXT PRIMARY KEY, name TEXT NOT NULL, root TEXT NOT NULL, owner_uid BIGINT NOT NULL, created BIGINT NOT NULL);
    CREATE TABLE ws_tokens (hash TEXT PRIMARY KEY, workspace_id TEXT NOT NULL, name TEXT NOT NULL, agent_uid BIGINT NOT NULL, created BIGINT NOT NULL, id TEXT, agent_token_hash TEXT);
    CREATE TABLE refs (scope TEXT PRIMARY KEY, commit_id TEXT NOT NULL);`,
+  // The lease (epoch fencing) and the change stream standbys follow (docs/deploy.md).
+  `CREATE TABLE lease (id INTEGER PRIMARY KEY CHECK (id = 1), epoch BIGINT NOT NULL, holder TEXT NOT NULL, acquired_at TIMESTAMPTZ NOT NULL, trimmed BIGINT NOT NULL DEFAULT 0);
+   INSERT INTO lease (id, epoch, holder, acquired_at) VALUES (1, 0, '', now());
+   CREATE TABLE changes (seq BIGSERIAL PRIMARY KEY, epoch BIGINT NOT NULL, batch JSONB NOT NULL);`,
 ];
+
+/** What one batch changed, as keys: a standby reads the rows they name as they are now. */
+interface ChangeKeys {
+  /** Inodes written or removed. */
+  i: number[];
+  /** Objects written or removed. */
+  o: string[];
+  /** Refs set. */
+  r: string[];
+  /** The auth tables were rewritten. */
+  a: boolean;
+}
+
+/** How a daemon stands with the lease: `sys.status` shows it. */
+export interface LeaseStatus {
+  role: 'active' | 'standby';
+  /** The active daemon's epoch (a standby: the newest it has seen). */
+  epoch: number;
+  /** A standby: change batches committed and not yet applied to its memory (0 on the active daemon). */
+  lag: number;
+  /** Who holds the lease (`host:pid`), as the standby last read it. */
+  holder: string;
+}
+
+/** The stored rows a standby keeps in memory, as the active daemon committed them. */
+interface Mirror {
+  inodes: Map<number, InodeRow>;
+  objects: Map<string, StoredObject>;
+  refs: Map<string, string>;
+  auth: RegistryRows;
+  version: string | undefined;
+  /** The last change applied. */
+  applied: number;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 type Values = unknown[];
 
@@ -54,66 +113,140 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
   private closed = false;
   private failed: Error | undefined;
   private auth: RegistryRows | undefined;
+  /** Our epoch while we lead; undefined on a standby. */
+  private epoch: number | undefined;
+  /** The newest epoch and holder seen in the lease row. */
+  private seen = { epoch: 0, holder: '' };
+  private head = 0;
+  private nextTrim = 0;
+  private mirror: Mirror | undefined;
+  private timers: NodeJS.Timeout[] = [];
+  private following: Promise<void> | undefined;
+  private followAgain = false;
   registry: Registry | undefined;
   onFatal: (err: Error) => void = (err) => {
     throw err;
   };
 
-  private constructor(private readonly client: pg.Client, readonly where: string) {
+  private constructor(
+    private readonly client: pg.Client,
+    private readonly lease: pg.Client,
+    readonly where: string,
+    private readonly leaseTimeoutMs: number,
+  ) {
     super();
   }
 
-  /** Connects, takes the store's lock and brings the schema up to date. */
-  static async open(url: string): Promise<PostgresStore> {
-    const where = redactUrl(url);
-    const client = new pg.Client({ connectionString: url, application_name: 'mdvfs' });
-    // Until the store takes over, a lost connection is an error of whatever awaits it.
-    client.on('error', () => undefined);
+  /** Connects, takes the lease (waiting a few seconds for it, else EBUSY) and brings the schema up to date. */
+  static async open(url: string, leaseTimeoutMs = DEFAULT_LEASE_TIMEOUT_MS): Promise<PostgresStore> {
+    const store = await PostgresStore.connect(url, leaseTimeoutMs);
     try {
-      await client.connect();
+      const deadline = Date.now() + LOCK_WAIT_MS;
+      while (!(await store.tryLead())) {
+        if (Date.now() > deadline) throw new VfsError('EBUSY', 'open store', store.where, `another mdvfs daemon (or mdvfs migrate) uses the PostgreSQL store at ${store.where}`);
+        await sleep(100);
+      }
     } catch (err) {
-      throw new VfsError('EIO', 'open store', where, `cannot connect to PostgreSQL at ${where}: ${(err as Error).message}`);
+      await store.close();
+      throw err;
     }
-    const store = new PostgresStore(client, where);
-    try {
-      await client.query('SET synchronous_commit = on');
-      await store.lock();
-      await store.migrate();
-    } catch (err) {
-      await client.end().catch(() => undefined);
-      if (err instanceof VfsError) throw err;
-      throw new VfsError('EIO', 'open store', where, `the PostgreSQL store at ${where} cannot be opened: ${(err as Error).message}`);
-    }
-    client.removeAllListeners('error');
-    client.on('error', (err) => store.fail(new VfsError('EIO', 'store', where, `lost the PostgreSQL connection: ${err.message}`)));
     return store;
   }
 
-  private async lock(): Promise<void> {
-    const deadline = Date.now() + LOCK_WAIT_MS;
-    for (;;) {
-      const r = await this.client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [LOCK_KEY]);
-      if (r.rows[0]?.ok === true) return;
-      if (Date.now() > deadline) throw new VfsError('EBUSY', 'open store', this.where, `another mdvfs daemon (or mdvfs migrate) uses the PostgreSQL store at ${this.where}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+  /**
+   * Connects (a data connection and a lease connection) and brings the schema up to date, without
+   * taking the lease: `tryLead` then makes this daemon the active one, or `follow` a standby.
+   */
+  static async connect(url: string, leaseTimeoutMs = DEFAULT_LEASE_TIMEOUT_MS): Promise<PostgresStore> {
+    const where = redactUrl(url);
+    const clients = [new pg.Client({ connectionString: url, application_name: 'mdvfs' }), new pg.Client({ connectionString: url, application_name: 'mdvfs-lease' })] as const;
+    // Until the store takes over, a lost connection is an error of whatever awaits it.
+    for (const c of clients) c.on('error', () => undefined);
+    const endAll = (): Promise<unknown> => Promise.all(clients.map((c) => c.end().catch(() => undefined)));
+    try {
+      await Promise.all(clients.map((c) => c.connect()));
+    } catch (err) {
+      await endAll();
+      throw new VfsError('EIO', 'open store', where, `cannot connect to PostgreSQL at ${where}: ${(err as Error).message}`);
     }
+    const [client, lease] = clients;
+    const store = new PostgresStore(client, lease, where, leaseTimeoutMs);
+    try {
+      // A transaction left open by a paused daemon would hold the lease row: the server ends it.
+      await client.query(`SET synchronous_commit = on; SET idle_in_transaction_session_timeout = ${Math.ceil(leaseTimeoutMs)}`);
+      // The lease connection is never idle for long while its daemon runs (heartbeat, or a standby's
+      // polls): a paused or unreachable daemon's session ends, and its lock with it.
+      await lease.query(`SET idle_session_timeout = ${Math.ceil(leaseTimeoutMs)}; SET idle_in_transaction_session_timeout = ${Math.ceil(leaseTimeoutMs)}`);
+      await store.migrate();
+    } catch (err) {
+      await endAll();
+      if (err instanceof VfsError) throw err;
+      throw new VfsError('EIO', 'open store', where, `the PostgreSQL store at ${where} cannot be opened: ${(err as Error).message}`);
+    }
+    for (const c of clients) c.removeAllListeners('error');
+    client.on('error', (err) => store.fail(new VfsError('EIO', 'store', where, `lost the PostgreSQL connection: ${err.message}`)));
+    lease.on('error', (err) => store.fail(new VfsError('EIO', 'store', where, `lost the lease connection to PostgreSQL (${err.message}); ${store.epoch === undefined ? 'a standby' : `epoch ${store.epoch}`} stops without writing`)));
+    return store;
   }
 
+  /**
+   * Takes the lease if no other daemon holds it: the advisory lock on the lease connection, then a
+   * new epoch. Everything this store writes from now on carries that epoch.
+   */
+  async tryLead(): Promise<boolean> {
+    const r = await this.lease.query<{ ok: boolean; epoch: string; holder: string; head: string | null }>('SELECT pg_try_advisory_lock($1) AS ok, l.epoch, l.holder, (SELECT max(seq) FROM changes) AS head FROM lease l WHERE l.id = 1', [LOCK_KEY]);
+    const row = r.rows[0];
+    if (row === undefined) throw new Error('the lease row is missing');
+    this.seen = { epoch: Number(row.epoch), holder: row.holder };
+    this.head = Number(row.head ?? 0);
+    if (!row.ok) return false;
+    const holder = `${os.hostname()}:${process.pid}`;
+    const bumped = await this.lease.query<{ epoch: string }>('UPDATE lease SET epoch = epoch + 1, holder = $1, acquired_at = now() WHERE id = 1 RETURNING epoch', [holder]);
+    this.epoch = Number(bumped.rows[0]!.epoch);
+    this.seen = { epoch: this.epoch, holder };
+    // The heartbeat keeps the lease connection busy (so the server's idle timeout ends only a paused
+    // daemon's session) and notices a lease taken over while this daemon was paused.
+    const beat = setInterval(() => {
+      this.lease.query<{ epoch: string }>('SELECT epoch FROM lease WHERE id = 1').then(
+        (b) => {
+          const now = Number(b.rows[0]?.epoch);
+          if (now !== this.epoch) this.fail(this.leaseLost(now));
+        },
+        (err: Error) => this.fail(new VfsError('EIO', 'store', this.where, `lost the lease connection to PostgreSQL (${err.message}); epoch ${this.epoch} stops without writing`)),
+      );
+    }, Math.max(100, Math.floor(this.leaseTimeoutMs / 4)));
+    beat.unref();
+    this.timers.push(beat);
+    return true;
+  }
+
+  private leaseLost(stored: number): VfsError {
+    return new VfsError('EIO', 'store', this.where, `this daemon lost the lease: its epoch is ${this.epoch}, the store's ${stored}; another daemon is active, so this one writes nothing and steps down`);
+  }
+
+  /** The role, epoch and lag for `sys.status`. */
+  leaseStatus(): LeaseStatus {
+    if (this.epoch !== undefined) return { role: 'active', epoch: this.epoch, lag: 0, holder: this.seen.holder };
+    return { role: 'standby', epoch: this.seen.epoch, lag: Math.max(0, this.head - (this.mirror?.applied ?? 0)), holder: this.seen.holder };
+  }
+
+  /** Brings the schema up to date in one transaction, under a lock every starting daemon takes. */
   private async migrate(): Promise<void> {
-    await this.client.query('CREATE TABLE IF NOT EXISTS mdvfs_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())');
-    const r = await this.client.query<{ v: number | null }>('SELECT max(version) AS v FROM mdvfs_migrations');
-    const current = r.rows[0]?.v ?? 0;
-    if (current > MIGRATIONS.length) throw new Error(`its schema (migration ${current}) is newer than this mdvfs knows (${MIGRATIONS.length}); upgrade mdvfs`);
-    for (let v = current + 1; v <= MIGRATIONS.length; v++) {
-      await this.transaction(async () => {
+    await this.transaction(async () => {
+      await this.client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATE_KEY]);
+      await this.client.query('CREATE TABLE IF NOT EXISTS mdvfs_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())');
+      const r = await this.client.query<{ v: number | null }>('SELECT max(version) AS v FROM mdvfs_migrations');
+      const current = r.rows[0]?.v ?? 0;
+      if (current > MIGRATIONS.length) throw new Error(`its schema (migration ${current}) is newer than this mdvfs knows (${MIGRATIONS.length}); upgrade mdvfs`);
+      for (let v = current + 1; v <= MIGRATIONS.length; v++) {
         await this.client.query(MIGRATIONS[v - 1]!);
         await this.client.query('INSERT INTO mdvfs_migrations (version) VALUES ($1)', [v]);
-      });
-    }
+      }
+    });
   }
 
-  private async transaction(fn: () => Promise<void>): Promise<void> {
-    await this.client.query('BEGIN');
+  private async transaction(fn: () => Promise<void>, begin = 'BEGIN'): Promise<void> {
+    await this.client.query(begin);
     try {
       await fn();
       await this.client.query('COMMIT');
@@ -121,6 +254,151 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       await this.client.query('ROLLBACK').catch(() => undefined);
       throw err;
     }
+  }
+
+  // ---------- standby ----------
+
+  /**
+   * Follows the change stream as a standby: reads every stored row into memory once (one snapshot),
+   * then applies each committed batch (notified, or read every second). Resolves once the rows are read.
+   */
+  async follow(): Promise<void> {
+    await this.reloadMirror();
+    await this.client.query(`LISTEN ${CHANNEL}`);
+    this.client.on('notification', (n) => {
+      if (n.channel !== CHANNEL) return;
+      this.head = Math.max(this.head, Number(n.payload ?? 0));
+      this.catchUp();
+    });
+    const poll = setInterval(() => this.catchUp(), FOLLOW_POLL_MS);
+    poll.unref();
+    this.timers.push(poll);
+  }
+
+  /** Waits until this standby holds the lease, then applies the stream to its end (nothing is written after the new epoch but by us). */
+  async waitForLease(): Promise<void> {
+    while (!this.closed && this.failed === undefined) {
+      if (await this.tryLead()) {
+        await this.settle();
+        await this.client.query(`UNLISTEN ${CHANNEL}`);
+        await this.applyChanges();
+        return;
+      }
+      await sleep(STANDBY_POLL_MS);
+    }
+    throw this.failed ?? new VfsError('EIO', 'store', this.where, 'the store is closed');
+  }
+
+  /** The rows this standby followed, as a start would load them (the store read afresh if it holds nothing yet). */
+  async takeover(): Promise<LoadedState> {
+    const m = this.mirror;
+    this.mirror = undefined;
+    if (m === undefined || (m.inodes.size === 0 && m.auth.users.length === 0)) return this.load();
+    if (m.version !== SCHEMA_VERSION) throw new VfsError('EIO', 'load store', this.where, `the store is corrupt: unknown schema version ${String(m.version)}. Refusing to start.`);
+    this.auth = m.auth;
+    return { inodes: [...m.inodes.values()], objects: [...m.objects.values()], refs: m.refs, fresh: false };
+  }
+
+  /** One catch-up at a time; a request during one runs another after it. */
+  private catchUp(): void {
+    if (this.closed || this.failed !== undefined || this.epoch !== undefined) return;
+    if (this.following !== undefined) {
+      this.followAgain = true;
+      return;
+    }
+    this.following = this.applyChanges()
+      .catch((err: Error) => this.fail(new VfsError('EIO', 'store', this.where, `a standby could not follow the change stream: ${err.message}`)))
+      .finally(() => {
+        this.following = undefined;
+        if (this.followAgain) {
+          this.followAgain = false;
+          this.catchUp();
+        }
+      });
+  }
+
+  /** Waits for a catch-up in flight. */
+  private async settle(): Promise<void> {
+    this.followAgain = false;
+    while (this.following !== undefined) await this.following;
+  }
+
+  /** Every stored row into memory, in one snapshot with the stream position it matches. */
+  private async reloadMirror(): Promise<void> {
+    await this.transaction(async () => {
+      const head = await this.client.query<{ head: string | null }>('SELECT max(seq) AS head FROM changes');
+      const version = (await this.client.query<{ value: string }>('SELECT value FROM meta WHERE key = $1', ['schema'])).rows[0]?.value;
+      const inodes = new Map<number, InodeRow>();
+      for (const r of await this.inodeRows()) inodes.set(r.id, r);
+      const objects = new Map<string, StoredObject>();
+      for await (const o of this.objects()) {
+        verifyObject(o.id, o.type, o.data);
+        objects.set(o.id, o);
+      }
+      const refs = new Map<string, string>();
+      for (const r of await this.refRows()) refs.set(r.scope, r.commit_id);
+      this.mirror = { inodes, objects, refs, auth: await this.authRows(), version, applied: Number(head.rows[0]?.head ?? 0) };
+    }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  }
+
+  /** Applies every batch committed after the last one applied: the rows they name, as they are now (one snapshot). */
+  private async applyChanges(): Promise<void> {
+    const m = this.mirror;
+    if (m === undefined) return;
+    let reload = false;
+    await this.transaction(async () => {
+      const trimmed = Number((await this.client.query<{ trimmed: string }>('SELECT trimmed FROM lease WHERE id = 1')).rows[0]?.trimmed ?? 0);
+      if (trimmed > m.applied) {
+        reload = true; // the rows we need are gone: read everything again
+        return;
+      }
+      const rows = (await this.client.query<{ seq: string; batch: ChangeKeys }>('SELECT seq, batch FROM changes WHERE seq > $1 ORDER BY seq', [m.applied])).rows;
+      if (rows.length === 0) return;
+      const inodes = new Set<number>();
+      const objects = new Set<string>();
+      const refs = new Set<string>();
+      let auth = false;
+      for (const r of rows) {
+        for (const i of r.batch.i) inodes.add(i);
+        for (const o of r.batch.o) objects.add(o);
+        for (const s of r.batch.r) refs.add(s);
+        auth ||= r.batch.a;
+      }
+      const ids = [...inodes];
+      const found = new Map<number, InodeRow>();
+      for (let i = 0; i < ids.length; i += ROWS_PER_STATEMENT) {
+        for (const r of (await this.client.query<Record<string, string | null>>('SELECT * FROM inodes WHERE id = ANY($1::bigint[])', [ids.slice(i, i + ROWS_PER_STATEMENT).map(String)])).rows) found.set(Number(r.id), inodeRow(r));
+      }
+      const oids = [...objects];
+      const got = new Map<string, StoredObject>();
+      for (let i = 0; i < oids.length; i += OBJECT_PAGE) {
+        for (const o of (await this.client.query<StoredObject>('SELECT id, type, data FROM objects WHERE id = ANY($1::text[])', [oids.slice(i, i + OBJECT_PAGE)])).rows) {
+          verifyObject(o.id, o.type, o.data);
+          got.set(o.id, o);
+        }
+      }
+      const scopes = (await this.client.query<{ scope: string; commit_id: string }>('SELECT scope, commit_id FROM refs WHERE scope = ANY($1::text[])', [[...refs]])).rows;
+      const authRows = auth ? await this.authRows() : undefined;
+      const version = (await this.client.query<{ value: string }>('SELECT value FROM meta WHERE key = $1', ['schema'])).rows[0]?.value;
+      // Nothing is applied before every read succeeded: a failed catch-up leaves the mirror as it was.
+      for (const id of ids) {
+        const r = found.get(id);
+        if (r === undefined) m.inodes.delete(id);
+        else m.inodes.set(id, r);
+      }
+      for (const id of oids) {
+        const o = got.get(id);
+        if (o === undefined) m.objects.delete(id);
+        else m.objects.set(id, o);
+      }
+      for (const s of refs) m.refs.delete(s);
+      for (const r of scopes) m.refs.set(r.scope, r.commit_id);
+      if (authRows !== undefined) m.auth = authRows;
+      m.version = version;
+      m.applied = Number(rows[rows.length - 1]!.seq);
+      this.head = Math.max(this.head, m.applied);
+    }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    if (reload) await this.reloadMirror();
   }
 
   /** Reads everything; throws EIO (refusing to start) on any corruption. */
@@ -179,24 +457,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
   }
 
   async inodeRows(): Promise<InodeRow[]> {
-    const r = await this.client.query<Record<string, string | null>>('SELECT * FROM inodes ORDER BY id');
-    const n = (v: string | null): number => Number(v);
-    return r.rows.map((x) => ({
-      id: n(x.id!),
-      parent: x.parent === null ? null : n(x.parent!),
-      name: x.name!,
-      kind: x.kind as Node['kind'],
-      mode: n(x.mode!),
-      uid: n(x.uid!),
-      gid: n(x.gid!),
-      atime: BigInt(x.atime!),
-      mtime: BigInt(x.mtime!),
-      ctime: BigInt(x.ctime!),
-      btime: BigInt(x.btime!),
-      blob: x.blob ?? null,
-      size: n(x.size!),
-      target: x.target ?? null,
-    }));
+    return (await this.client.query<Record<string, string | null>>('SELECT * FROM inodes ORDER BY id')).rows.map(inodeRow);
   }
 
   async refRows(): Promise<{ scope: string; commit_id: string }[]> {
@@ -255,12 +516,13 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
   private fail(e: Error, waiters: { reject: (e: Error) => void }[] = []): void {
     if (this.failed !== undefined || this.closed) return;
     this.failed = e;
+    for (const t of this.timers.splice(0)) clearInterval(t);
     for (const w of [...waiters, ...this.waiters.splice(0)]) w.reject(e);
     this.onFatal(e);
   }
 
   /** The pending changes as statement parameters, taken synchronously (later changes go to the next batch). */
-  private takeBatch(): [string, Values][] {
+  private takeBatch(): { statements: [string, Values][]; keys: ChangeKeys } {
     const p = this.pending;
     this.pending = new PendingChanges();
     const reg = this.registry?.dirty ? this.registry : undefined;
@@ -283,12 +545,29 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     }
     if (p.refs.size > 0) out.push(['INSERT INTO refs (scope, commit_id) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (scope) DO UPDATE SET commit_id = EXCLUDED.commit_id', columns([...p.refs], 2)]);
     if (reg !== undefined) out.push(...authStatements(registryRows(reg)));
-    return out;
+    const keys: ChangeKeys = { i: [...p.deletedInodes, ...p.inodes.keys()], o: [...p.deletedObjects, ...p.objects.keys()], r: [...p.refs.keys()], a: reg !== undefined };
+    return { statements: out, keys };
   }
 
-  private async writeBatch(statements: [string, Values][]): Promise<void> {
+  /**
+   * One batch in one transaction, fenced: the first statement reads the lease row FOR SHARE (a new
+   * leader's epoch bump waits for this commit, or this batch sees the new epoch and writes nothing),
+   * and the last appends the batch's keys to the change stream and notifies the standbys (delivered
+   * on commit only).
+   */
+  private async writeBatch({ statements, keys }: { statements: [string, Values][]; keys: ChangeKeys }): Promise<void> {
     await this.transaction(async () => {
+      const stored = Number((await this.client.query<{ epoch: string }>('SELECT epoch FROM lease WHERE id = 1 FOR SHARE')).rows[0]?.epoch);
+      if (stored !== this.epoch) throw this.leaseLost(stored);
       for (const [sql, values] of statements) await this.client.query(sql, values);
+      const seq = Number((await this.client.query<{ seq: string }>('INSERT INTO changes (epoch, batch) VALUES ($1, $2) RETURNING seq', [this.epoch, JSON.stringify(keys)])).rows[0]!.seq);
+      if (seq >= this.nextTrim) {
+        // Sequence numbers may skip (a rolled-back batch used one): trimming goes by distance, not by multiples.
+        await this.client.query('DELETE FROM changes WHERE seq <= $1', [seq - KEEP_CHANGES]);
+        await this.client.query('UPDATE lease SET trimmed = greatest(trimmed, $1) WHERE id = 1', [seq - KEEP_CHANGES]);
+        this.nextTrim = seq + TRIM_EVERY;
+      }
+      await this.client.query('SELECT pg_notify($1, $2)', [CHANNEL, String(seq)]);
     });
   }
 
@@ -362,9 +641,32 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       while (this.writing !== undefined) await this.writing;
     }
     this.closed = true;
+    for (const t of this.timers.splice(0)) clearInterval(t);
     for (const w of this.waiters.splice(0)) w.reject(new VfsError('EIO', 'flush', undefined, 'the store is closed'));
-    await this.client.end().catch(() => undefined);
+    await this.settle().catch(() => undefined);
+    await Promise.all([this.client.end().catch(() => undefined), this.lease.end().catch(() => undefined)]);
   }
+}
+
+/** An inode row as node-postgres gives it (bigints as strings). */
+function inodeRow(x: Record<string, string | null>): InodeRow {
+  const n = (v: string | null): number => Number(v);
+  return {
+    id: n(x.id!),
+    parent: x.parent === null ? null : n(x.parent!),
+    name: x.name!,
+    kind: x.kind as Node['kind'],
+    mode: n(x.mode!),
+    uid: n(x.uid!),
+    gid: n(x.gid!),
+    atime: BigInt(x.atime!),
+    mtime: BigInt(x.mtime!),
+    ctime: BigInt(x.ctime!),
+    btime: BigInt(x.btime!),
+    blob: x.blob ?? null,
+    size: n(x.size!),
+    target: x.target ?? null,
+  };
 }
 
 /** Statements that replace the auth tables and their meta rows with `rows`. */

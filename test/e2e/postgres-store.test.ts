@@ -1,6 +1,7 @@
 /**
  * SERVICE_STORE=postgres://… against a real private PostgreSQL cluster (helpers/postgres.ts): the
- * daemon keeps its state there and nowhere else, one daemon per database, the password never shown,
+ * daemon keeps its state there and nowhere else, one active daemon per database (more wait as
+ * standbys: postgres-fencing.test.ts), the password never shown,
  * and a lost connection stops the daemon. `mdvfs migrate`: postgres-migrate.test.ts.
  * The crash rounds on PostgreSQL: crash-postgres.test.ts; any suite with MDVFS_TEST_STORE=postgres.
  */
@@ -25,7 +26,7 @@ t.test('the daemon keeps its state in PostgreSQL, and nothing in the data dir', 
   await root.call('fs.write', { path: '/a.md' }, text('in postgres'));
   t.same(await pg.query(db, 'SELECT type FROM objects WHERE id = $1', [blobId('in postgres')]), [{ type: 'blob' }], 'the content is a row in PostgreSQL once acknowledged');
   t.same(await pg.query(db, "SELECT name, size::int AS size FROM inodes WHERE name = 'a.md'"), [{ name: 'a.md', size: 11 }]);
-  t.same(await pg.query(db, 'SELECT version FROM mdvfs_migrations ORDER BY version'), [{ version: 1 }], 'the schema is recorded as migrations');
+  t.same(await pg.query(db, 'SELECT version FROM mdvfs_migrations ORDER BY version'), [{ version: 1 }, { version: 2 }], 'the schema is recorded as migrations');
   t.notOk(existsSync(path.join(d.dataDir, 'store.db')), 'no SQLite store in the data dir');
   await root.call('admin.userAdd', { name: 'bob' });
   const tok = (await root.call('admin.token', { name: 'bob' })).token;
@@ -38,18 +39,24 @@ t.test('the daemon keeps its state in PostgreSQL, and nothing in the data dir', 
   t.same((await d.client.call('sys.fsck', {})).problems, []);
 });
 
-t.test('one daemon per database; the password in SERVICE_STORE is never shown', async (t) => {
+t.test('one active daemon per database; the password in SERVICE_STORE is never shown', async (t) => {
   const pg = await cluster;
   const url = (await pg.createDb()).replace('mdvfs@', 'mdvfs:s3cret-pw@'); // trust auth: the password is ignored
   const d = await spawnDaemon(t, { SERVICE_STORE: url });
   await d.client.as({}).call('fs.write', { path: '/x.md' }, text('x'));
   const other = tempDir();
   t.teardown(() => runCli({ ...process.env, SERVICE_DATA_DIR: other }, ['stop']));
-  const r = await runCli({ ...process.env, SERVICE_DATA_DIR: other, SERVICE_STORE: url }, ['daemon']);
-  t.not(r.code, 0, 'a second daemon on the same database refuses to start');
-  t.match(r.stderr, /another mdvfs daemon .*uses the PostgreSQL store/);
-  t.notMatch(r.stderr, /s3cret-pw/, 'the password is not printed');
-  t.match(r.stderr, /\*\*\*/, 'it is shown masked');
+  const second = await spawnDaemon(t, { SERVICE_STORE: url }, other);
+  t.equal((await second.client.call('sys.status', {})).role, 'standby', 'a second daemon on the same database waits as a standby');
+  t.equal((await d.client.call('sys.status', {})).role, 'active');
+  t.notMatch(second.stderr(), /s3cret-pw/, 'the password is not printed');
+  const busy = await PostgresStore.open(url).then(
+    () => undefined,
+    (err: Error) => err,
+  );
+  t.match(busy?.message, /EBUSY: another mdvfs daemon .*uses the PostgreSQL store/, 'mdvfs migrate (which must hold the lease) is refused');
+  t.notMatch(busy?.message, /s3cret-pw/, 'the password is not shown');
+  t.match(busy?.message, /\*\*\*/, 'it is shown masked');
   const bad = await runCli({ ...process.env, SERVICE_DATA_DIR: other, SERVICE_STORE: 'mysql://u:s3cret-pw@h/db' }, ['daemon']);
   t.equal(bad.code, 2);
   t.match(bad.stderr, /SERVICE_STORE must be sqlite or a postgres:/);
