@@ -188,12 +188,15 @@ function fileItem(path: string, label: string): HTMLLIElement {
   return li;
 }
 
-/** Marks a tree entry changed recently with who changed it and when (kept current by a timer). */
+/**
+ * Marks a tree entry changed recently by someone else (an agent, another user) with who and when,
+ * kept current by a timer.
+ */
 function markChanged(li: HTMLLIElement): void {
   const ev = lastChange.get(li.dataset.path ?? '');
   const name = li.querySelector(':scope > .name');
   let mark = name?.querySelector<HTMLElement>('.changed') ?? null;
-  if (ev === undefined || Date.now() - ev.time > MARK_MS) {
+  if (ev === undefined || mine(ev) || Date.now() - ev.time > MARK_MS) {
     mark?.remove();
     return;
   }
