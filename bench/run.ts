@@ -153,7 +153,7 @@ async function main(): Promise<void> {
     process.exit(0);
   }
   if (args.includes('--render-only')) {
-    // Re-renders docs from the last results (after editing the findings in report.ts), measuring nothing.
+    // Re-renders docs from the last results (after editing bench/findings.md), measuring nothing.
     const results = JSON.parse(readFileSync(path.join(ROOT_DIR, 'bench', 'results', 'latest.json'), 'utf8')) as Results;
     writeFileSync(path.join(ROOT_DIR, 'docs', 'benchmarks.svg'), renderSvg(results));
     writeFileSync(path.join(ROOT_DIR, 'docs', 'benchmarks.md'), renderMarkdown(results));

@@ -9,7 +9,7 @@ import { Registry } from './auth/registry.js';
 import type { AuthPolicy } from './rpc/protocol.js';
 import { Vfs } from './core/vfs.js';
 import { MAX_DEPTH } from './core/paths.js';
-import { GrepPool } from './core/search.js';
+import { GrepPool } from './search/search.js';
 import { VfsError } from './errors.js';
 import { connectSocket } from './rpc/client.js';
 import { defaultDataDir, EXIT_LOCKED, processAlive, socketPathFor } from './rpc/connect.js';

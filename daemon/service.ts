@@ -11,12 +11,12 @@ import { displayPath, isWithin, resolveFor, normalize, splitParent } from './cor
 import { pathOf, type Node } from './core/inode.js';
 import { slicer, type Vfs } from './core/vfs.js';
 import type { GrantHolder } from './core/grants.js';
-import { callerKey, capItems, capPaths, compilePattern, LOG_ANSWER_BYTES, find, grepFiles, tree, type GrepPool } from './core/search.js';
-import type { AuthPolicy, Registry, UserRow, WorkspaceRow } from './auth/registry.js';
+import { callerKey, capItems, capPaths, compilePattern, LOG_ANSWER_BYTES, find, grepFiles, tree, type GrepPool } from './search/search.js';
+import type { AuthPolicy, GroupRow, Registry, UserRow, WorkspaceRow } from './auth/registry.js';
 import type { Vcs, Scope } from './vcs/vcs.js';
 import type { OpenedStore } from './store/store.js';
 import type { TreeEntry } from './store/objects.js';
-import { formatMode, LIST_PAGE_MAX, parseMode, READ_CHUNK, type Creds, type DaemonStatus, type Listing, type DirEntry, type FeedHeader, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
+import { formatMode, LIST_PAGE_MAX, methods, parseMode, READ_CHUNK, type Creds, type GroupRecord, type Methods, type OpTraits, type DaemonStatus, type Listing, type DirEntry, type FeedHeader, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
 
 export { VERSION };
 
@@ -42,7 +42,18 @@ export interface Connection {
 }
 
 type Handler<M extends Method> = (ctx: Ctx, p: ParsedParams<M>) => Result<M> | Promise<Result<M>>;
+/** What `invoke` (daemon/rpc/server.ts) calls: params checked against the table, credentials not yet. */
 export type Handlers = { [M in Method]: Handler<M> };
+
+/** The params declared as paths (`paths` in the methods table). */
+type PathKeys<M extends Method> = Methods[M] extends { paths: infer P } ? Extract<keyof P, string> : never;
+/** A handler's params: as checked, with the path params resolved to absolute paths. */
+type Resolved<M extends Method> = Omit<ParsedParams<M>, PathKeys<M>> & { [K in PathKeys<M>]: string };
+/** The caller, for every operation that authenticates one. */
+type CredOf<M extends Method> = Methods[M] extends { access: 'public' | 'local' } ? undefined : Cred;
+/** An operation's own work, run by `Service.run`. */
+type Op<M extends Method> = (p: Resolved<M>, r: { ctx: Ctx; cred: CredOf<M> }) => Result<M> | Promise<Result<M>>;
+type Ops = { [M in Method]: Op<M> };
 
 export interface ServiceDeps {
   vfs: Vfs;
@@ -72,8 +83,8 @@ export function toStat(n: Node): Stat {
     mode: formatMode(n.mode),
     uid: n.uid,
     gid: n.gid,
-    // 1 for directories means "not counted" (as on btrfs): find's leaf optimisation stays off, stat stays O(1)
-    nlink: 1,
+    // A directory: `.`, its entry in the parent, and each subdirectory's `..` (kept as a count: O(1)).
+    nlink: n.kind === 'directory' ? 2 + n.subdirs : 1,
     created: secs(n.btime),
     modified: secs(n.mtime),
     changed: secs(n.ctime),
@@ -285,36 +296,42 @@ export class Service {
     return w;
   }
 
-  /** Process control is for the owner of the daemon's 0600 socket, never for requests from the network. */
-  private localProcess(ctx: Ctx, op: string): DaemonProcess {
-    if (ctx.creds.origin === 'remote') throw new VfsError('EACCES', op, undefined, 'not available over the network');
+  /** The daemon process, for process control (`access: 'local'`: the runner refused remote requests). */
+  private process(op: string): DaemonProcess {
     if (this.d.process === undefined) throw new VfsError('ENOSYS', op, undefined, 'this core runs without a daemon process');
     return this.d.process;
+  }
+
+  private groupRecord(g: GroupRow): GroupRecord {
+    return { name: g.name, gid: g.gid, members: this.d.registry.groupMembers(g) };
   }
 
   private noWorkspace(cred: Cred, op: string): void {
     if (cred.workspace !== undefined) throw new VfsError('EACCES', op, undefined, 'not available to workspace tokens');
   }
 
-  readonly handlers: Handlers = {
+  /**
+   * The handlers, one per method. Each runs after the runner (see `run`) has checked who may call it,
+   * resolved its path params for the caller, and before it shows the result's paths and, for a
+   * mutation, waits until the change is durable: what is left here is each operation's own work.
+   */
+  private readonly ops: Ops = {
     // ---------- service ----------
     'sys.health': () => {
       // O(1): counting files and directories would walk every inode (half a second at 1,000,000).
       return { status: 'ok', version: VERSION, uptime: Math.floor((Date.now() - this.startedAt) / 1000), inodes: this.d.vfs.nodes.size, commits: this.d.vcs.countCommits(), objects: this.d.vfs.blobs.size + this.d.vcs.countTrees() + this.d.vcs.countCommits(), needs_bootstrap: this.d.registry.needsBootstrap() };
     },
     'sys.ping': () => ({ pong: true, pid: process.pid }),
-    'sys.status': (ctx) => {
-      const p = this.localProcess(ctx, 'status');
+    'sys.status': () => {
+      const p = this.process('status');
       return { ...p.status(), version: VERSION, users: this.d.registry.users.size, files: this.d.vfs.counts().files, commits: this.d.vcs.countCommits() };
     },
-    'sys.hold': (ctx, p) => ({ held_by: this.localProcess(ctx, 'hold').hold(p.pid) }),
-    'sys.subscribe': (ctx) => {
-      this.auth(ctx);
+    'sys.hold': (p) => ({ held_by: this.process('hold').hold(p.pid) }),
+    'sys.subscribe': (_p, { ctx }) => {
       ctx.subscribe?.();
       return { subscribed: true };
     },
-    'events.subscribe': (ctx, p) => {
-      const cred = this.auth(ctx);
+    'events.subscribe': (p, { ctx, cred }) => {
       const { push, conn } = ctx;
       if (push === undefined || conn === undefined) throw new VfsError('ENOTSUP', 'events.subscribe', undefined, 'events need a socket connection');
       const key = `${conn.id}:${p.sub}`;
@@ -322,23 +339,19 @@ export class Service {
       conn.onClose(`events:${p.sub}`, () => this.events.unsubscribe(key));
       return r;
     },
-    'events.unsubscribe': (ctx, p) => {
-      this.auth(ctx);
+    'events.unsubscribe': (p, { ctx }) => {
       if (ctx.conn === undefined) return { unsubscribed: false };
       return { unsubscribed: this.events.unsubscribe(`${ctx.conn.id}:${p.sub}`) };
     },
-    'sys.gc': async (ctx) => {
-      requireAdmin(this.auth(ctx), 'gc');
+    'sys.gc': () => {
       this.d.vcs.pruneTrees();
       this.d.vcs.dropOrphanTrees();
       const reachable = this.d.vcs.reachableBlobs();
       for (const id of [...this.d.vfs.blobs.inHistory]) if (!reachable.has(id)) this.d.vfs.blobs.inHistory.delete(id);
       const removed = this.d.vfs.blobs.sweep();
-      await this.durable();
       return { removed, kept: this.d.vfs.blobs.size };
     },
-    'sys.fsck': async (ctx) => {
-      requireAdmin(this.auth(ctx), 'fsck');
+    'sys.fsck': async () => {
       await this.durable();
       const { Vcs } = await import('./vcs/vcs.js');
       const r = await this.d.store.fsck(Vcs.refsOf);
@@ -346,98 +359,50 @@ export class Service {
     },
 
     // ---------- identity ----------
-    'auth.whoami': (ctx) => this.whoami(this.auth(ctx)),
-    'auth.scope': (ctx) => ({ root_path: this.auth(ctx).workspace?.root ?? '/' }),
-    'auth.login': (ctx, p) => {
+    'auth.whoami': (_p, { cred }) => this.whoami(cred),
+    'auth.scope': (_p, { cred }) => ({ root_path: cred.workspace?.root ?? '/' }),
+    'auth.login': (p, { ctx }) => {
       if (ctx.creds.origin === 'remote' && !this.policyFor(ctx.creds).userAuth) throw new VfsError('EAUTH', 'login', undefined, 'login by name is disabled on this server');
       const u = this.d.registry.user(p.username);
       if (u === undefined) throw new VfsError('EAUTH', 'login', undefined, `unknown user '${p.username.slice(0, 64)}'`);
       return { username: u.name, ...this.whoami({ user: this.d.registry.principal(u) }) };
     },
-    'auth.bootstrap': async (_ctx, p) => {
+    'auth.bootstrap': (p) => {
       // Only while the store never had a user besides root; no credentials needed (that is its purpose).
       if (!this.d.registry.needsBootstrap()) throw new VfsError('EEXIST', 'bootstrap', undefined, 'already bootstrapped: this store has (or had) users besides root');
       const u = this.d.registry.addUser(p.username, false);
       this.d.registry.addMember(u.name, 'wheel');
       this.d.vfs.ensureHome(this.d.registry.principal(u));
       const token = this.d.registry.issueToken(u.name);
-      this.d.vfs.notifyAll();
-      await this.durable();
       return { username: u.name, uid: u.uid, token };
     },
 
     // ---------- admin ----------
-    'admin.userAdd': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      requireAdmin(cred, 'useradd');
-      this.noWorkspace(cred, 'useradd');
+    'admin.userAdd': (p) => {
       const u = this.d.registry.addUser(p.name, p.is_agent ?? false);
       this.d.vfs.ensureHome(this.d.registry.principal(u));
       // An agent is only useful with a token: its raw token is answered here, once (never stored raw).
       const token = u.isAgent ? this.d.registry.issueToken(u.name) : undefined;
-      this.d.vfs.notifyAll();
-      await this.durable();
       return token === undefined ? this.userRecord(u) : { ...this.userRecord(u), token };
     },
-    'admin.userList': (ctx) => {
-      requireAdmin(this.auth(ctx), 'users');
-      return { users: [...this.d.registry.users.values()].sort((a, b) => a.uid - b.uid).map((u) => this.userRecord(u)) };
-    },
-    'admin.userDel': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      requireAdmin(cred, 'userdel');
-      this.noWorkspace(cred, 'userdel');
+    'admin.userList': () => ({ users: [...this.d.registry.users.values()].sort((a, b) => a.uid - b.uid).map((u) => this.userRecord(u)) }),
+    'admin.userDel': (p) => {
       this.d.registry.delUser(p.name);
-      this.d.vfs.notifyAll();
-      await this.durable();
       return { deleted: p.name };
     },
-    'admin.token': async (ctx, p) => {
-      const cred = this.auth(ctx);
+    'admin.token': (p, { cred }) => {
       requireTokenIssue(cred, this.d.registry.user(p.name)?.uid ?? -1, 'token');
       this.noWorkspace(cred, 'token');
-      const token = this.d.registry.issueToken(p.name);
-      this.d.vfs.notifyAll();
-      await this.durable();
-      return { name: p.name, token };
+      return { name: p.name, token: this.d.registry.issueToken(p.name) };
     },
-    'admin.groupAdd': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      requireAdmin(cred, 'groupadd');
-      this.noWorkspace(cred, 'groupadd');
-      const g = this.d.registry.addGroup(p.name);
-      this.d.vfs.notifyAll();
-      await this.durable();
-      return { name: g.name, gid: g.gid, members: this.d.registry.groupMembers(g) };
-    },
-    'admin.groupList': (ctx) => {
-      requireAdmin(this.auth(ctx), 'groups');
-      return { groups: [...this.d.registry.groups.values()].sort((a, b) => a.gid - b.gid).map((g) => ({ name: g.name, gid: g.gid, members: this.d.registry.groupMembers(g) })) };
-    },
-    'admin.groupMemberAdd': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      requireAdmin(cred, 'usermod');
-      this.noWorkspace(cred, 'usermod');
-      // Security: making someone an administrator is for administrators who are root or wheel themselves (checked above).
-      const g = this.d.registry.addMember(p.user, p.group);
-      this.d.vfs.notifyAll();
-      await this.durable();
-      return { name: g.name, gid: g.gid, members: this.d.registry.groupMembers(g) };
-    },
-    'admin.groupMemberDel': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      requireAdmin(cred, 'usermod');
-      this.noWorkspace(cred, 'usermod');
-      const g = this.d.registry.delMember(p.user, p.group);
-      this.d.vfs.notifyAll();
-      await this.durable();
-      return { name: g.name, gid: g.gid, members: this.d.registry.groupMembers(g) };
-    },
+    'admin.groupAdd': (p) => this.groupRecord(this.d.registry.addGroup(p.name)),
+    'admin.groupList': () => ({ groups: [...this.d.registry.groups.values()].sort((a, b) => a.gid - b.gid).map((g) => this.groupRecord(g)) }),
+    // Security: making someone an administrator is for administrators who are root or wheel themselves (access: 'admin').
+    'admin.groupMemberAdd': (p) => this.groupRecord(this.d.registry.addMember(p.user, p.group)),
+    'admin.groupMemberDel': (p) => this.groupRecord(this.d.registry.delMember(p.user, p.group)),
 
     // ---------- workspaces ----------
-    'ws.create': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      this.noWorkspace(cred, 'workspace');
+    'ws.create': (p, { cred }) => {
       if (!p.root_path.startsWith('/')) throw new VfsError('EINVAL', 'workspace', p.root_path, 'root_path must be an absolute path');
       const root = resolveFor(p.root_path, '/', 'workspace');
       let node: Node;
@@ -448,52 +413,36 @@ export class Service {
       }
       if (node.kind !== 'directory') throw new VfsError('ENOTDIR', 'workspace', root);
       const w = this.d.registry.addWorkspace(p.name, pathOf(node), actor(cred).uid);
-      this.d.vfs.notifyAll();
-      await this.durable();
       return this.wsRecord(w, cred);
     },
-    'ws.list': (ctx) => {
-      const cred = this.auth(ctx);
+    'ws.list': (_p, { cred }) => {
       const all = [...this.d.registry.workspaces.values()].sort((a, b) => a.created - b.created || a.name.localeCompare(b.name));
       const mine = cred.workspace !== undefined ? all.filter((w) => w.id === cred.workspace!.id) : isAdminCred(cred) ? all : all.filter((w) => w.ownerUid === actor(cred).uid);
       return { workspaces: mine.map((w) => this.wsRecord(w, cred)) };
     },
-    'ws.token': async (ctx, p) => {
-      const w = this.ownedWorkspace(this.auth(ctx), p.id, 'workspace token');
+    'ws.token': (p, { cred }) => {
+      const w = this.ownedWorkspace(cred, p.id, 'workspace token');
       const { secret, row } = this.d.registry.issueWorkspaceToken(w.id, p.name, p.agent_token);
-      this.d.vfs.notifyAll();
-      await this.durable();
       return { workspace_id: w.id, name: p.name, secret, token_id: row.id };
     },
-    'ws.tokenList': (ctx, p) => {
-      const w = this.ownedWorkspace(this.auth(ctx), p.id, 'workspace tokens');
+    'ws.tokenList': (p, { cred }) => {
+      const w = this.ownedWorkspace(cred, p.id, 'workspace tokens');
       const tokens = this.d.registry.workspaceTokens(w.id).map((t) => ({ id: t.id, name: t.name, agent: this.d.registry.users.get(t.agentUid)?.name ?? String(t.agentUid), created: t.created }));
       return { workspace_id: w.id, tokens };
     },
-    'ws.tokenRevoke': async (ctx, p) => {
-      const w = this.ownedWorkspace(this.auth(ctx), p.id, 'revoke workspace token');
+    'ws.tokenRevoke': (p, { cred }) => {
+      const w = this.ownedWorkspace(cred, p.id, 'revoke workspace token');
       const t = this.d.registry.revokeWorkspaceToken(w.id, p.token_id);
-      this.d.vfs.notifyAll();
-      await this.durable();
       return { workspace_id: w.id, revoked: t.id };
     },
 
-    // ---------- filesystem ----------
-    'fs.resolve': (ctx, p) => {
-      const cred = this.auth(ctx);
-      return { path: this.show(cred, this.abs(cred, p.path, 'resolve')) };
-    },
-    'fs.stat': (ctx, p) => {
-      const cred = this.auth(ctx);
-      const abs = this.abs(cred, p.path, 'stat');
-      return { ...toStat(this.d.vfs.stat(cred, abs, p.nofollow === true)), path: this.show(cred, abs) };
-    },
-    'fs.list': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      const abs = this.abs(cred, p.path, 'scandir');
+    // ---------- filesystem (paths arrive resolved; results' paths are shown by the runner) ----------
+    'fs.resolve': (p) => ({ path: p.path }),
+    'fs.stat': (p, { cred }) => ({ ...toStat(this.d.vfs.stat(cred, p.path, p.nofollow === true)), path: p.path }),
+    'fs.list': async (p, { cred }) => {
       const after = p.cursor === undefined ? undefined : decodeCursor(p.cursor);
       const limit = p.limit ?? LIST_PAGE_MAX;
-      const { entries, more } = await this.d.vfs.listPage(cred, abs, after, limit);
+      const { entries, more } = await this.d.vfs.listPage(cred, p.path, after, limit);
       // The names as the page was cut; the entries are then built in slices (a page of 10,000 costs
       // tens of ms on a loaded machine), each node as it is when its entry is built (readdir(3) allows
       // it). One that left the directory meanwhile is left out: it may now be somewhere the caller cannot look.
@@ -508,7 +457,7 @@ export class Service {
           if (w !== undefined) await w;
         }
       }
-      const out: Listing = { path: this.show(cred, abs), entries: built };
+      const out: Listing = { path: p.path, entries: built };
       const last = names[names.length - 1];
       if (more && last !== undefined) {
         out.truncated = true;
@@ -516,22 +465,18 @@ export class Service {
       }
       return out;
     },
-    'fs.read': (ctx, p) => {
-      const cred = this.auth(ctx);
-      const abs = this.abs(cred, p.path, 'open');
-      const { node, data } = this.d.vfs.read(cred, abs);
-      const base = { path: this.show(cred, abs), etag: node.blob, size: node.size };
+    'fs.read': (p, { ctx, cred }) => {
+      const { node, data } = this.d.vfs.read(cred, p.path);
+      const base = { path: p.path, etag: node.blob, size: node.size };
       if (p.if_none_match !== undefined && (p.if_none_match === node.blob || p.if_none_match === '*')) return { ...base, not_modified: true };
-      if (p.if_match !== undefined && p.if_match !== node.blob) throw new VfsError('EPRECOND', 'read', abs, 'the file changed while it was being read in parts');
+      if (p.if_match !== undefined && p.if_match !== node.blob) throw new VfsError('EPRECOND', 'read', p.path, 'the file changed while it was being read in parts');
       // Bounded parts: no answer carries more than READ_CHUNK bytes, whatever SERVICE_MAX_FILE_SIZE allows.
       const off = Math.min(p.offset ?? 0, data.length);
       const len = Math.min(p.length ?? READ_CHUNK, READ_CHUNK);
       ctx.out = off === 0 && data.length <= len ? data : data.subarray(off, off + len);
       return base;
     },
-    'fs.write': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      const abs = this.entryAbs(cred, p.path, 'write');
+    'fs.write': (p, { ctx, cred }) => {
       const opts: Parameters<Vfs['write']>[3] = { parents: p.parents !== false };
       const m = mode(p.mode, 'write');
       if (m !== undefined) opts.mode = m;
@@ -540,127 +485,70 @@ export class Service {
       if (p.exclusive !== undefined) opts.exclusive = p.exclusive;
       if (p.append !== undefined) opts.append = p.append;
       if (p.grant !== undefined || p.want_grant === true) {
-        const holder = this.grantHolder(ctx, cred, 'write');
-        opts.holder = holder;
+        opts.holder = this.grantHolder(ctx, cred, 'write');
         if (p.grant !== undefined) opts.grant = p.grant;
         if (p.want_grant === true) opts.wantGrant = true;
       }
-      const r = this.d.vfs.write(cred, abs, ctx.data ?? Buffer.alloc(0), opts);
-      // Taken now: later requests may change the node while this one waits for durability.
-      const stat = p.stat === true ? toStat(r.node) : undefined;
-      await this.durable();
-      return { path: this.show(cred, r.path), size: r.node.size, etag: r.node.blob, created: r.created, ...(stat !== undefined ? { stat } : {}), ...(r.grant !== undefined ? { grant: r.grant } : {}) };
+      const r = this.d.vfs.write(cred, p.path, ctx.data ?? Buffer.alloc(0), opts);
+      // The stat is taken now: later requests may change the node while this one waits for durability.
+      return { path: r.path, size: r.node.size, etag: r.node.blob, created: r.created, ...(p.stat === true ? { stat: toStat(r.node) } : {}), ...(r.grant !== undefined ? { grant: r.grant } : {}) };
     },
-    'fs.truncate': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      const abs = this.abs(cred, p.path, 'truncate');
-      const n = this.d.vfs.truncate(cred, abs, p.size, p.grant === undefined ? undefined : { id: p.grant, holder: this.grantHolder(ctx, cred, 'truncate') });
-      await this.durable();
-      return { path: this.show(cred, abs), size: n.size };
+    'fs.truncate': (p, { ctx, cred }) => {
+      const n = this.d.vfs.truncate(cred, p.path, p.size, p.grant === undefined ? undefined : { id: p.grant, holder: this.grantHolder(ctx, cred, 'truncate') });
+      return { path: p.path, size: n.size };
     },
-    'fs.grantWrite': (ctx, p) => {
-      const cred = this.auth(ctx);
-      const abs = this.abs(cred, p.path, 'open');
-      const r = this.d.vfs.openForWrite(cred, abs, p.mode, this.grantHolder(ctx, cred, 'open'));
-      return { path: this.show(cred, abs), grant: r.grant };
-    },
-    'fs.releaseGrant': (ctx, p) => {
-      this.auth(ctx);
+    'fs.grantWrite': (p, { ctx, cred }) => ({ path: p.path, grant: this.d.vfs.openForWrite(cred, p.path, p.mode, this.grantHolder(ctx, cred, 'open')).grant }),
+    'fs.releaseGrant': (p, { ctx }) => {
       const conn = ctx.conn;
       return { released: conn === undefined ? 0 : p.grants.filter((g) => this.d.vfs.grants.release(g, conn.id)).length };
     },
-    'fs.mkdir': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      const abs = this.entryAbs(cred, p.path, 'mkdir');
+    'fs.mkdir': (p, { cred }) => {
       const opts: { parents?: boolean; mode?: number } = { parents: p.parents === true };
       const m = mode(p.mode, 'mkdir');
       if (m !== undefined) opts.mode = m;
-      const r = this.d.vfs.mkdir(cred, abs, opts);
-      await this.durable();
-      return { path: this.show(cred, abs), created: r.created };
+      return { path: p.path, created: this.d.vfs.mkdir(cred, p.path, opts).created };
     },
-    'fs.unlink': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      const abs = this.entryAbs(cred, p.path, 'unlink');
-      this.d.vfs.unlink(cred, abs);
-      await this.durable();
-      return { path: this.show(cred, abs) };
+    'fs.unlink': (p, { cred }) => {
+      this.d.vfs.unlink(cred, p.path);
+      return { path: p.path };
     },
-    'fs.rmdir': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      const abs = this.entryAbs(cred, p.path, 'rmdir');
-      this.d.vfs.rmdir(cred, abs);
-      await this.durable();
-      return { path: this.show(cred, abs) };
+    'fs.rmdir': (p, { cred }) => {
+      this.d.vfs.rmdir(cred, p.path);
+      return { path: p.path };
     },
-    'fs.delete': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      const abs = this.entryAbs(cred, p.path, 'rm');
-      const n = await this.d.vfs.removeSliced(cred, abs, p.recursive === true);
-      await this.durable();
-      return { path: this.show(cred, abs), deleted: n };
-    },
-    'fs.copy': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      const src = this.abs(cred, p.src, 'copy');
-      const dst = this.intoDir(cred, src, this.entryAbs(cred, p.dst, 'copy'), p.into_dir === true, 'copy');
+    'fs.delete': async (p, { cred }) => ({ path: p.path, deleted: await this.d.vfs.removeSliced(cred, p.path, p.recursive === true) }),
+    'fs.copy': (p, { cred }) => {
+      const dst = this.intoDir(cred, p.src, p.dst, p.into_dir === true, 'copy');
       const opts: { recursive?: boolean; overwrite?: boolean } = { recursive: p.recursive === true };
       if (p.overwrite !== undefined) opts.overwrite = p.overwrite;
-      const n = this.d.vfs.copy(cred, src, dst, opts);
-      await this.durable();
-      return { src: this.show(cred, src), dst: this.show(cred, dst), copied: n };
+      const n = this.d.vfs.copy(cred, p.src, dst, opts);
+      return { src: p.src, dst, copied: n };
     },
-    'fs.move': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      const src = this.entryAbs(cred, p.src, 'rename');
-      const dst = this.intoDir(cred, src, this.entryAbs(cred, p.dst, 'rename'), p.into_dir === true, 'rename');
-      const r = this.d.vfs.move(cred, src, dst, p.overwrite === undefined ? {} : { overwrite: p.overwrite });
-      await this.durable();
-      return { src: this.show(cred, r.from), dst: this.show(cred, r.to) };
+    'fs.move': (p, { cred }) => {
+      const r = this.d.vfs.move(cred, p.src, this.intoDir(cred, p.src, p.dst, p.into_dir === true, 'rename'), p.overwrite === undefined ? {} : { overwrite: p.overwrite });
+      return { src: r.from, dst: r.to };
     },
-    'fs.symlink': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      const abs = this.entryAbs(cred, p.path, 'symlink');
-      this.d.vfs.symlink(cred, p.target, abs);
-      await this.durable();
-      return { path: this.show(cred, abs), target: p.target };
+    'fs.symlink': (p, { cred }) => {
+      this.d.vfs.symlink(cred, p.target, p.path);
+      return { path: p.path, target: p.target };
     },
-    'fs.readlink': (ctx, p) => {
-      const cred = this.auth(ctx);
-      const abs = this.abs(cred, p.path, 'readlink');
-      return { path: this.show(cred, abs), target: this.d.vfs.readlink(cred, abs) };
-    },
-    'fs.chmod': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      const abs = this.abs(cred, p.path, 'chmod');
-      const n = this.d.vfs.chmod(cred, abs, mode(p.mode, 'chmod')!);
-      await this.durable();
-      return { path: this.show(cred, abs), mode: formatMode(n.mode) };
-    },
-    'fs.chown': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      const abs = this.abs(cred, p.path, 'chown');
+    'fs.readlink': (p, { cred }) => ({ path: p.path, target: this.d.vfs.readlink(cred, p.path) }),
+    'fs.chmod': (p, { cred }) => ({ path: p.path, mode: formatMode(this.d.vfs.chmod(cred, p.path, mode(p.mode, 'chmod')!).mode) }),
+    'fs.chown': (p, { cred }) => {
       const uid = p.owner === undefined || p.owner === '' ? undefined : this.d.registry.uidOf(p.owner);
       const gid = p.group === undefined || p.group === '' ? undefined : this.d.registry.gidOf(p.group);
-      const n = this.d.vfs.chown(cred, abs, uid, gid, p.nofollow === true);
-      await this.durable();
-      return { path: this.show(cred, abs), uid: n.uid, gid: n.gid };
+      const n = this.d.vfs.chown(cred, p.path, uid, gid, p.nofollow === true);
+      return { path: p.path, uid: n.uid, gid: n.gid };
     },
-    'fs.utimens': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      const abs = this.abs(cred, p.path, 'utime');
-      this.d.vfs.utimens(cred, abs, parseTime(p.atime, 'utime'), parseTime(p.mtime, 'utime'));
-      await this.durable();
-      return { path: this.show(cred, abs) };
+    'fs.utimens': (p, { cred }) => {
+      this.d.vfs.utimens(cred, p.path, parseTime(p.atime, 'utime'), parseTime(p.mtime, 'utime'), p.nofollow === true);
+      return { path: p.path };
     },
-    'fs.access': (ctx, p) => {
-      const cred = this.auth(ctx);
-      const abs = this.abs(cred, p.path, 'access');
-      this.d.vfs.access(cred, abs, p.mode);
-      return { path: this.show(cred, abs) };
+    'fs.access': (p, { cred }) => {
+      this.d.vfs.access(cred, p.path, p.mode);
+      return { path: p.path };
     },
-    'fs.statfs': (ctx) => {
-      this.auth(ctx);
+    'fs.statfs': () => {
       const bsize = 4096;
       const blocks = 1 << 30;
       const used = Math.ceil(this.d.vfs.blobs.totalBytes() / bsize);
@@ -669,11 +557,9 @@ export class Service {
     },
 
     // ---------- search ----------
-    'search.grep': async (ctx, p) => {
-      const cred = this.auth(ctx);
+    'search.grep': async (p, { cred }) => {
       const flags = compilePattern(p.pattern, p.ignore_case === true);
-      const abs = this.abs(cred, p.path, 'grep');
-      const files = await grepFiles(this.d.vfs, cred, abs, p.recursive === true, (x) => this.show(cred, x));
+      const files = await grepFiles(this.d.vfs, cred, p.path, p.recursive === true, (x) => this.show(cred, x));
       const offset = p.offset ?? 0;
       const r = await this.d.grep.run({ pattern: p.pattern, flags, max: p.max_results ?? 10000, offset, files }, callerKey(cred));
       return {
@@ -684,48 +570,41 @@ export class Service {
         ...(r.more ? { next_offset: offset + r.results.length } : {}),
       };
     },
-    'search.find': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      const abs = this.abs(cred, p.path, 'find');
-      const all = await find(this.d.vfs, this.d.grep, cred, abs, p.name, p.type, (x) => this.show(cred, x));
+    'search.find': async (p, { cred }) => {
+      const all = await find(this.d.vfs, this.d.grep, cred, p.path, p.name, p.type, (x) => this.show(cred, x));
       const { results, truncated } = capPaths(all);
       return truncated ? { results, count: results.length, truncated } : { results, count: results.length };
     },
-    'search.tree': (ctx, p) => {
-      const cred = this.auth(ctx);
-      const abs = this.abs(cred, p.path, 'tree');
-      return tree(this.d.vfs, cred, abs, this.show(cred, abs), p.depth);
-    },
+    'search.tree': (p, { cred }) => tree(this.d.vfs, cred, p.path, this.show(cred, p.path), p.depth),
 
     // ---------- version control ----------
-    'vcs.commit': async (ctx, p) => {
-      const cred = this.auth(ctx);
+    'vcs.commit': async (p, { cred }) => {
       // Hash and write the new trees off the atomic step; a change meanwhile stops the writing, so try again (twice).
       for (let attempt = 0; attempt < 3; attempt++) {
         await this.d.vcs.prehash(this.scope(cred));
         if (await this.d.vcs.prepersist(this.scope(cred))) break;
       }
-      const r = this.d.vcs.commit(cred, this.scope(cred), p.message);
-      await this.durable();
-      return r;
-    },
-    'vcs.log': (ctx, p) => {
-      const cred = this.auth(ctx);
       const scope = this.scope(cred);
-      const opts: { path?: string; limit?: number } = {};
+      return this.d.vcs.commit(cred, scope, p.message, p.paths === undefined ? {} : { paths: p.paths.map((x) => this.scopeRel(cred, scope, x)) });
+    },
+    'vcs.show': (p, { cred }) => this.d.vcs.show(cred, this.scope(cred), p.rev),
+    'vcs.log': (p, { cred }) => {
+      const scope = this.scope(cred);
+      const opts: { path?: string; limit?: number; cursor?: string } = {};
       if (p.path !== undefined && p.path !== '') opts.path = this.scopeRel(cred, scope, p.path);
       if (p.limit !== undefined) opts.limit = p.limit;
-      // The newest commits that fit one answer; `truncated` says older ones were left out (ask with a path or limit).
-      const { results, truncated } = capItems(this.d.vcs.log(scope, opts, cred), (c) => Buffer.byteLength(JSON.stringify(c)) + 1, LOG_ANSWER_BYTES);
-      return truncated ? { commits: results, truncated } : { commits: results };
+      if (p.cursor !== undefined && p.cursor !== '') opts.cursor = p.cursor;
+      // The newest commits that fit one answer; `truncated` says older ones were left out (go on with `next_cursor`).
+      const page = this.d.vcs.log(scope, opts, cred);
+      const { results, truncated } = capItems(page.commits, (c) => Buffer.byteLength(JSON.stringify(c)) + 1, LOG_ANSWER_BYTES);
+      const next = truncated && results.length > 0 ? results[results.length - 1]!.hash : page.next_cursor;
+      return { commits: results, ...(truncated ? { truncated } : {}), ...(next === undefined ? {} : { next_cursor: next }) };
     },
-    'vcs.status': async (ctx) => {
-      const cred = this.auth(ctx);
+    'vcs.status': async (_p, { cred }) => {
       await this.d.vcs.prehash(this.scope(cred));
       return this.d.vcs.status(cred, this.scope(cred));
     },
-    'vcs.diff': async (ctx, p) => {
-      const cred = this.auth(ctx);
+    'vcs.diff': async (p, { cred }) => {
       const scope = this.scope(cred);
       const opts: { from?: string; to?: string; path?: string } = {};
       if (p.from !== undefined && p.from !== '') opts.from = p.from;
@@ -735,30 +614,66 @@ export class Service {
       const r = await this.d.vcs.diff(cred, scope, opts);
       return r.truncated ? { diff: r.diff, truncated: true } : { diff: r.diff };
     },
-    'vcs.revert': async (ctx, p) => {
-      const cred = this.auth(ctx);
-      await this.d.vcs.prehash(this.scope(cred));
-      const r = this.d.vcs.revert(cred, this.scope(cred), p.hash);
-      await this.durable();
-      return r;
+    'vcs.revert': async (p, { cred }) => {
+      const scope = this.scope(cred);
+      await this.d.vcs.prehash(scope);
+      return this.d.vcs.revert(cred, scope, p.hash, p.paths?.map((x) => this.scopeRel(cred, scope, x)));
     },
-    'vcs.ls': (ctx, p) => {
-      const cred = this.auth(ctx);
+    'vcs.ls': (p, { cred }) => {
       const r = this.d.vcs.snapshotList(cred, this.scope(cred), p.rev, p.path ?? '/');
       return { path: r.rel, entries: r.entries.map((e) => ({ name: e.name, is_dir: e.kind === 'd', is_symlink: e.kind === 'l', mode: formatMode(e.mode), uid: e.uid, gid: e.gid, size: e.size, modified: r.timestamp, inode_id: snapshotIno(e.ref, e.name), mtime_ns: tsNs(r.timestamp), atime_ns: tsNs(r.timestamp), ctime_ns: tsNs(r.timestamp) })) };
     },
-    'vcs.stat': (ctx, p) => {
-      const cred = this.auth(ctx);
+    'vcs.stat': (p, { cred }) => {
       const r = this.d.vcs.snapshotStat(cred, this.scope(cred), p.rev, p.path ?? '/');
       return { ...entryStat(r.entry, r.timestamp, snapshotIno(r.entry.ref, r.entry.name)), path: r.rel };
     },
-    'vcs.cat': (ctx, p) => {
-      const cred = this.auth(ctx);
+    'vcs.cat': (p, { ctx, cred }) => {
       const r = this.d.vcs.snapshotRead(cred, this.scope(cred), p.rev, p.path);
       ctx.out = r.data;
       return { path: r.rel, size: r.data.length, etag: r.entry.ref };
     },
   };
+
+  /** What `invoke` calls: every method through the runner. */
+  readonly handlers: Handlers = Object.fromEntries((Object.keys(methods) as Method[]).map((m) => [m, (ctx: Ctx, p: ParsedParams<Method>) => this.run(m, ctx, p)])) as unknown as Handlers;
+
+  /**
+   * The runner: the steps every operation shares, as its traits in the methods table declare them
+   * (access, workspace refusal, path params, shown result paths, durability), around its handler.
+   */
+  private run(method: Method, ctx: Ctx, params: ParsedParams<Method>): unknown {
+    const spec = methods[method] as OpTraits;
+    const op = spec.op ?? method;
+    let cred: Cred | undefined;
+    if (spec.access === 'local') {
+      if (ctx.creds.origin === 'remote') throw new VfsError('EACCES', op, undefined, 'not available over the network');
+    } else if (spec.access !== 'public') {
+      cred = this.auth(ctx);
+      if (spec.access === 'admin') requireAdmin(cred, op);
+      if (spec.noWorkspace === true) this.noWorkspace(cred, op);
+    }
+    let p = params as Record<string, unknown>;
+    if (spec.paths !== undefined && cred !== undefined) {
+      p = { ...p };
+      for (const [k, kind] of Object.entries(spec.paths)) {
+        const written = p[k] as string | undefined;
+        p[k] = kind === 'entry' ? this.entryAbs(cred, written ?? '', op) : this.abs(cred, written, op);
+      }
+    }
+    const handler = this.ops[method] as (p: unknown, r: { ctx: Ctx; cred: Cred | undefined }) => unknown;
+    const out = handler(p, { ctx, cred });
+    return out instanceof Promise ? out.then((r) => this.finish(spec, cred, r)) : this.finish(spec, cred, out);
+  }
+
+  private finish(spec: OpTraits, cred: Cred | undefined, out: unknown): unknown {
+    if (spec.shows !== undefined && cred !== undefined) {
+      const rec = out as Record<string, string>;
+      for (const k of spec.shows) rec[k] = this.show(cred, rec[k]!);
+    }
+    if (spec.mutates === undefined) return out;
+    if (spec.mutates === 'users') this.d.vfs.notifyAll();
+    return this.durable().then(() => out);
+  }
 
   /** A user-written path as a path relative to the VCS scope's root ('/x/y'). */
   private scopeRel(cred: Cred, scope: Scope, path: string): string {

@@ -42,6 +42,11 @@ export function nsToMs(ns: string | undefined, fallbackSeconds: number): number 
   return Number(BigInt(ns) / 1000000n);
 }
 
+/** A daemon time in nanoseconds (a decimal string), or the whole seconds it also gives. */
+function nsOf(ns: string | undefined, fallbackSeconds: number): bigint {
+  return ns !== undefined && /^\d+$/.test(ns) ? BigInt(ns) : BigInt(Math.floor(fallbackSeconds)) * 1_000_000_000n;
+}
+
 export function permBits(mode: string): number {
   const m = parseInt(mode, 8);
   if (Number.isNaN(m)) throw new VfsError('EIO', 'stat', undefined, `bad mode from daemon: ${mode}`);
@@ -63,6 +68,9 @@ export function toFuseStat(s: Stat, owners: OwnerMap, clearWrite = false): FuseS
     atime: nsToMs(s.atime_ns, s.accessed),
     mtime,
     ctime: nsToMs(s.ctime_ns, s.changed),
+    atimeNs: nsOf(s.atime_ns, s.accessed),
+    mtimeNs: nsOf(s.mtime_ns, s.modified),
+    ctimeNs: nsOf(s.ctime_ns, s.changed),
   };
 }
 
@@ -79,9 +87,12 @@ export function entryToFuseStat(e: DirEntry, owners: OwnerMap, clearWrite = fals
     ino: e.inode_id,
     blksize: 4096,
     blocks: Math.ceil(e.size / 512),
-    atime: mtime,
+    atime: e.atime_ns !== undefined ? nsToMs(e.atime_ns, e.modified) : mtime,
     mtime,
-    ctime: mtime,
+    ctime: e.ctime_ns !== undefined ? nsToMs(e.ctime_ns, e.modified) : mtime,
+    atimeNs: nsOf(e.atime_ns ?? e.mtime_ns, e.modified),
+    mtimeNs: nsOf(e.mtime_ns, e.modified),
+    ctimeNs: nsOf(e.ctime_ns ?? e.mtime_ns, e.modified),
   };
 }
 

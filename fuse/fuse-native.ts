@@ -28,6 +28,10 @@ export interface FuseStat {
   atime: number; // ms since the epoch
   mtime: number;
   ctime: number;
+  /** The same times to the nanosecond, where known (the libfuse3 mount answers these when present). */
+  atimeNs?: bigint;
+  mtimeNs?: bigint;
+  ctimeNs?: bigint;
 }
 
 export interface FuseStatfs {

@@ -25,6 +25,9 @@ const W_OK = 2;
 /** The largest file the mount buffers (the framing limit of the socket protocol). */
 const MAX_BUFFER = 1024 * 1024 * 1024;
 
+/** One time of utimens: kept, the present, or nanoseconds since the epoch. */
+export type UtimeArg = 'omit' | 'now' | bigint;
+
 export interface MountFsOptions {
   readOnly: boolean;
   owners: OwnerMap;
@@ -92,7 +95,10 @@ export class MountFs {
     if (open?.data && !open.orphaned) {
       st.size = open.data.size;
       st.blocks = Math.ceil(st.size / 512);
-      if (open.dirty) st.mtime = open.mtimeMs;
+      if (open.dirty) {
+        st.mtime = open.mtimeMs;
+        st.mtimeNs = BigInt(open.mtimeMs) * 1_000_000n;
+      }
     }
     return st;
   }
@@ -350,32 +356,29 @@ export class MountFs {
   }
 
   /**
-   * Times as the binding gives them (fixed at install by scripts/patch-fuse-native.mjs): 0 is UTIME_OMIT
-   * (keep that time), 1 is UTIME_NOW, anything else milliseconds since the epoch.
+   * Sets the times of `path` itself (a symlink's own: the kernel resolved any links before), each
+   * kept ('omit'), the present ('now') or nanoseconds since the epoch (to the nanosecond).
    */
-  async utimens(path: string, atimeArg: number, mtimeArg: number): Promise<void> {
-    // An unfixed binding (no node-gyp at install) sends UTIME_NOW/OMIT as ~1073 ms: read those as "now".
-    const atimeMs = atimeArg > 1 && atimeArg < 2000 ? 1 : atimeArg;
-    const mtimeMs = mtimeArg > 1 && mtimeArg < 2000 ? 1 : mtimeArg;
+  async utimens(path: string, atime: UtimeArg, mtime: UtimeArg): Promise<void> {
     this.writable(path, 'utimens');
     this.changed(path);
     // A pending write would otherwise overwrite the times when it is flushed (cp -p sets times before close).
     const open = this.files.file(path);
     if (open) await this.flushFile(open);
     let times: { atime?: number | string; mtime?: number | string } = {};
-    if (atimeMs !== 1 || mtimeMs !== 1) {
+    if (atime !== 'now' || mtime !== 'now') {
       // An omitted time is sent as its current value (to the nanosecond), so that it stays as it was.
-      const cur = atimeMs === 0 || mtimeMs === 0 ? await this.rpc.call('fs.stat', { path, nofollow: true }) : undefined;
-      const pick = (ms: number, kept: string | undefined): number | string => (ms === 0 ? (kept ?? Date.now()) : ms === 1 ? Date.now() : ms);
-      times = { atime: pick(atimeMs, cur?.atime_ns), mtime: pick(mtimeMs, cur?.mtime_ns) };
+      const cur = atime === 'omit' || mtime === 'omit' ? await this.rpc.call('fs.stat', { path, nofollow: true }) : undefined;
+      const pick = (t: UtimeArg, kept: string | undefined): number | string => (t === 'omit' ? (kept ?? Date.now()) : t === 'now' ? Date.now() : t.toString());
+      times = { atime: pick(atime, cur?.atime_ns), mtime: pick(mtime, cur?.mtime_ns) };
     }
     try {
-      await this.rpc.call('fs.utimens', { path, ...times });
+      await this.rpc.call('fs.utimens', { path, ...times, nofollow: true });
     } catch (err) {
       // `touch -m` / `touch -a` by a writer who does not own the file: utimensat(2) allows them "now" only,
       // which the daemon grants when no time is named (both become now). Explicit times stay refused.
-      if (!(err instanceof VfsError && err.code === 'EPERM') || atimeMs > 1 || mtimeMs > 1) throw err;
-      await this.rpc.call('fs.utimens', { path });
+      if (!(err instanceof VfsError && err.code === 'EPERM') || typeof atime === 'bigint' || typeof mtime === 'bigint') throw err;
+      await this.rpc.call('fs.utimens', { path, nofollow: true });
     } finally {
       this.changed(path);
     }

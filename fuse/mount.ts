@@ -19,7 +19,7 @@ import { defaultDataDir } from '../daemon/rpc/connect.js';
 import { fuseBindingFromEnv } from '../daemon/rpc/settings.js';
 import type { Creds, WhoAmI } from '../daemon/rpc/protocol.js';
 import { OwnerMap } from './attrs.js';
-import { DaemonLink } from './daemon-link.js';
+import { DaemonLink } from '../daemon/rpc/link.js';
 import { loadFuse, type FuseClass } from './fuse-native.js';
 import { LowLevelMount } from './lowlevel/ll-mount.js';
 import { loadLowLevel } from './lowlevel/native.js';
@@ -77,7 +77,7 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   const Fuse = binding === 'fuse2' ? loadFuse() : null;
   const ll = binding === 'll' ? loadLowLevel() : null;
   const dataDir = defaultDataDir();
-  const link = await DaemonLink.open(dataDir, creds);
+  const link = await DaemonLink.open(dataDir, creds, { name: 'mdvfs mount' });
   let who: WhoAmI;
   try {
     who = await link.call('auth.whoami', {});

@@ -4,7 +4,7 @@
  */
 import { fuseErrno, VfsError } from '../daemon/errors.js';
 import type { FuseOperations } from './fuse-native.js';
-import type { MountFs } from './mount-fs.js';
+import type { MountFs, UtimeArg } from './mount-fs.js';
 
 const EIO = fuseErrno('EIO');
 
@@ -29,6 +29,17 @@ export function reply<T>(cb: (err: number, value?: T) => void, work: Promise<T>)
 
 /** read/write answer with one number: the byte count, or a negative errno. */
 const count = (cb: (n: number) => void) => (err: number, n?: number) => cb(err !== 0 ? err : (n ?? 0));
+
+/**
+ * A time as the libfuse2 binding gives it (fixed at install by scripts/patch-fuse-native.mjs): 0 is
+ * UTIME_OMIT, 1 is UTIME_NOW, anything else milliseconds since the epoch. An unfixed binding (no
+ * node-gyp at install) sends UTIME_NOW/OMIT as ~1073 ms: those are read as now.
+ */
+function utimeOf(ms: number): UtimeArg {
+  if (ms === 0) return 'omit';
+  if (ms < 2000) return 'now';
+  return BigInt(Math.round(ms * 1000)) * 1000n;
+}
 
 export function createOps(fs: MountFs): FuseOperations {
   return {
@@ -55,6 +66,6 @@ export function createOps(fs: MountFs): FuseOperations {
     readlink: (path, cb) => reply(cb, fs.readlink(path)),
     chmod: (path, mode, cb) => reply(cb, fs.chmod(path, mode)),
     chown: (path, uid, gid, cb) => reply(cb, fs.chown(path, uid, gid)),
-    utimens: (path, atime, mtime, cb) => reply(cb, fs.utimens(path, atime, mtime)),
+    utimens: (path, atime, mtime, cb) => reply(cb, fs.utimens(path, utimeOf(atime), utimeOf(mtime))),
   };
 }

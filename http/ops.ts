@@ -17,7 +17,8 @@ export type ParamKind =
   | { type: 'boolean' }
   | { type: 'integer'; min: number; max: number }
   | { type: 'enum'; values: string[] }
-  | { type: 'scalar' };
+  | { type: 'scalar' }
+  | { type: 'strings' };
 
 export interface ParamSpec {
   name: string;
@@ -52,6 +53,7 @@ function kindOf(s: Json): ParamKind {
     return { type: 'integer', min: typeof s.minimum === 'number' && s.minimum > Number.MIN_SAFE_INTEGER ? s.minimum : 0, max };
   }
   if (Array.isArray(s.anyOf)) return { type: 'scalar' };
+  if (s.type === 'array' && (s.items as Json | undefined)?.type === 'string') return { type: 'strings' };
   throw new Error(`no REST reading for schema ${JSON.stringify(s)}`);
 }
 
@@ -75,6 +77,7 @@ export const restOps: RestOp[] = (Object.keys(methods) as Method[]).flatMap((met
 });
 
 function kindName(k: ParamKind): string {
+  if (k.type === 'strings') return 'an array of strings';
   return k.type === 'scalar' ? 'a string or an integer' : k.type === 'integer' ? 'an integer' : `a ${k.type === 'enum' ? 'string' : k.type}`;
 }
 
@@ -99,13 +102,17 @@ function fromString(p: ParamSpec, v: string): unknown {
     case 'string':
     case 'scalar':
       return v;
+    case 'strings':
+      return [v];
   }
 }
 
 /** A JSON body field, checked against its param's type. */
 function fromJson(p: ParamSpec, v: unknown): unknown {
   const ok =
-    p.kind.type === 'scalar'
+    p.kind.type === 'strings'
+      ? Array.isArray(v) && v.every((x) => typeof x === 'string')
+      : p.kind.type === 'scalar'
       ? typeof v === 'string' || (typeof v === 'number' && Number.isInteger(v))
       : p.kind.type === 'integer'
         ? typeof v === 'number' && Number.isInteger(v)

@@ -5,13 +5,8 @@
  */
 import { createTwoFilesPatch } from 'diff';
 import { VfsError } from '../daemon/errors.js';
+import { ANSWER_MAX } from '../daemon/rpc/protocol.js';
 
-/**
- * Bytes of content (file bytes, matching lines, a diff) one tool answer carries at most. The SDK's
- * clients drop any message over 10 MiB and lose the session with it; 1 MiB of content stays far
- * below that even with JSON escaping, and is still a lot of text for an agent to take in at once.
- */
-export const ANSWER_MAX = 1024 * 1024;
 
 /**
  * Where to end a byte range of `data` that starts at `start` and may end at most at `end`: moved back

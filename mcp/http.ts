@@ -21,7 +21,8 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Caller, DaemonClient } from '../daemon/rpc/client.js';
-import { connectDaemon, defaultDataDir } from '../daemon/rpc/connect.js';
+import { defaultDataDir } from '../daemon/rpc/connect.js';
+import { DaemonLink } from '../daemon/rpc/link.js';
 import { credsFromHeaders } from '../daemon/rpc/credentials.js';
 import type { AuthPolicy, Creds, WhoAmI } from '../daemon/rpc/protocol.js';
 import type { McpSessionSettings } from '../daemon/rpc/settings.js';
@@ -91,7 +92,7 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
   const { idleMs, maxSessions, maxSessionsPerClient } = opts.sessions;
   const dataDir = opts.dataDir ?? defaultDataDir();
   // Change events for resource subscriptions arrive on their own connection, opened on first use.
-  const feed = new ChangeFeed(() => connectDaemon({ dataDir, spawn: false }));
+  const feed = new ChangeFeed(new DaemonLink(dataDir, {}, { name: 'mdvfs serve', spawn: false }));
   const json = express.json({ limit: opts.maxFileSize * 2 + 1024 * 1024 });
 
   const closeSession = (s: Session): void => {
@@ -244,7 +245,7 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
 
     // Stateless: a fresh server and transport for this one request.
     const server = createMcpServer({ callerFor: () => caller });
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true }); // no sessionIdGenerator: stateless
     res.on('close', () => {
       void transport.close().catch(() => undefined);
       void server.close().catch(() => undefined);

@@ -24,10 +24,11 @@ import {
   type ReadResourceResult,
   type Resource,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { Caller, DaemonClient } from '../daemon/rpc/client.js';
+import type { Caller } from '../daemon/rpc/client.js';
+import type { DaemonLink } from '../daemon/rpc/link.js';
 import type { ChangeEvent } from '../daemon/rpc/protocol.js';
 import { VfsError, toWireError } from '../daemon/errors.js';
-import { ANSWER_MAX } from './content.js';
+import { ANSWER_MAX } from '../daemon/rpc/protocol.js';
 import { decodeContent, type CallerFor } from './tools.js';
 
 export const URI_SCHEME = 'mdvfs:';
@@ -80,62 +81,32 @@ type Listener = (e: ChangeEvent) => void;
  */
 export class ChangeFeed {
   private readonly listeners = new Set<Listener>();
-  private client: DaemonClient | null = null;
-  private starting: Promise<void> | null = null;
-  private retry: NodeJS.Timeout | null = null;
-  private closed = false;
+  private started: Promise<void> | null = null;
 
-  constructor(private readonly connect: () => Promise<DaemonClient>) {}
+  /** `link`: a daemon link of its own (its change events are fanned out to every listener). */
+  constructor(private readonly link: Pick<DaemonLink, 'onChange' | 'close'>) {}
 
   /** Adds a listener; resolves once events flow. Returns the function that removes it. */
   async listen(l: Listener): Promise<() => void> {
     this.listeners.add(l);
-    await this.ensure();
+    this.started ??= this.link.onChange((e) => {
+      for (const x of [...this.listeners]) x(e);
+    });
+    try {
+      await this.started;
+    } catch (err) {
+      this.started = null;
+      this.listeners.delete(l);
+      throw err;
+    }
     return () => {
       this.listeners.delete(l);
     };
   }
 
   close(): void {
-    this.closed = true;
     this.listeners.clear();
-    if (this.retry) clearTimeout(this.retry);
-    this.client?.close();
-    this.client = null;
-  }
-
-  private ensure(): Promise<void> {
-    if (this.client && !this.client.isClosed) return Promise.resolve();
-    if (this.starting) return this.starting;
-    this.starting = (async () => {
-      const c = await this.connect();
-      try {
-        await c.call('sys.subscribe', {});
-      } catch (err) {
-        c.close();
-        throw err;
-      }
-      c.on('event', (e: ChangeEvent) => {
-        for (const l of [...this.listeners]) l(e);
-      });
-      c.on('close', () => {
-        if (this.client === c) this.client = null;
-        this.scheduleReconnect();
-      });
-      this.client = c;
-    })().finally(() => {
-      this.starting = null;
-    });
-    return this.starting;
-  }
-
-  private scheduleReconnect(): void {
-    if (this.closed || this.listeners.size === 0 || this.retry) return;
-    this.retry = setTimeout(() => {
-      this.retry = null;
-      this.ensure().catch(() => this.scheduleReconnect());
-    }, 1000);
-    this.retry.unref();
+    this.link.close();
   }
 }
 

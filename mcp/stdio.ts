@@ -13,7 +13,7 @@
 import { connectDaemon, defaultDataDir } from '../daemon/rpc/connect.js';
 import { localCreds } from '../daemon/rpc/credentials.js';
 import type { Creds } from '../daemon/rpc/protocol.js';
-import { ReconnectingCaller } from './daemon-link.js';
+import { DaemonLink } from '../daemon/rpc/link.js';
 import { VERSION } from '../daemon/rpc/version.js';
 
 // Security/protocol: a stray console.log from any module would corrupt the JSON-RPC stream.
@@ -76,7 +76,7 @@ async function main(): Promise<void> {
   modules.catch(() => undefined);
   const dataDir = defaultDataDir();
   const client = await connectDaemon({ dataDir }).catch((err: unknown) => fail(`cannot reach the daemon for ${dataDir}: ${(err as Error).message}`));
-  const caller = new ReconnectingCaller(creds, dataDir, client);
+  const caller = new DaemonLink(dataDir, creds, { name: 'mdvfs-mcp' }, client);
 
   const who = creds.authorization?.startsWith('Bearer ') ? 'the token in SERVICE_TOKEN' : creds.authorization ? `user '${process.env.SERVICE_AS_USER?.trim()}'` : 'root';
   const me = await caller.call('auth.whoami', {}).catch((err: unknown) => {
@@ -85,7 +85,7 @@ async function main(): Promise<void> {
   });
 
   const [{ LeanStdioServerTransport }, { ChangeFeed }, { createMcpServer }] = await modules;
-  const feed = new ChangeFeed(() => connectDaemon({ dataDir, spawn: false }));
+  const feed = new ChangeFeed(new DaemonLink(dataDir, {}, { name: 'mdvfs-mcp', spawn: false }));
   const server = createMcpServer({ callerFor: () => caller, feed });
   const transport = new LeanStdioServerTransport();
 

@@ -41,7 +41,7 @@ function methodNotFound(): Error {
 }
 
 /** The `params` of a tools/call request, checked as the SDK's Server does (same error text). */
-function callParams(request: JSONRPCRequest): { name: string; arguments?: Record<string, unknown> } {
+function callParams(request: JSONRPCRequest): { name: string; arguments?: Record<string, unknown> | undefined } {
   const p = request.params;
   // The shape every client sends: {name, arguments?} and nothing else. The schema would accept it unchanged.
   if (isPlainObject(p) && typeof p.name === 'string' && (p.arguments === undefined || isPlainObject(p.arguments))) {

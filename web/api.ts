@@ -76,7 +76,7 @@ export class Api {
       body = JSON.stringify(c.body);
       extra['Content-Type'] = 'application/json';
     }
-    const res = await fetch(url, { method: c.method ?? 'GET', headers: headersFor(this.session, extra), body, credentials: 'omit', cache: 'no-store' });
+    const res = await fetch(url, { method: c.method ?? 'GET', headers: headersFor(this.session, extra), body: body ?? null, credentials: 'omit', cache: 'no-store' });
     if (!res.ok && res.status !== 304) {
       let code = `HTTP${res.status}`;
       let message = `${res.status} ${res.statusText}`;

@@ -106,24 +106,21 @@ export class Registry {
     return this.groupByName.get(name);
   }
 
-  /** Resolves a user given by name or numeric id. Throws EINVAL for unknown ones. */
+  /**
+   * Resolves a user given by name or numeric id for chown. A name must exist (EINVAL); a numeric id
+   * need not, as on a real filesystem (`tar x`, `rsync -a` as root): whether the caller may give a file
+   * to it is the core's rule (requireChown: only root gives files away).
+   */
   uidOf(owner: string | number): number {
-    if (typeof owner === 'number' || /^\d+$/.test(owner)) {
-      const uid = Number(owner);
-      if (!this.users.has(uid)) throw new VfsError('EINVAL', 'chown', undefined, `no such user: ${owner}`);
-      return uid;
-    }
+    if (typeof owner === 'number' || /^\d+$/.test(owner)) return numericId(owner, 'user');
     const u = this.userByName.get(owner);
     if (u === undefined) throw new VfsError('EINVAL', 'chown', undefined, `no such user: ${owner}`);
     return u.uid;
   }
 
+  /** A group by name (which must exist) or by any numeric id, as uidOf. */
   gidOf(group: string | number): number {
-    if (typeof group === 'number' || /^\d+$/.test(group)) {
-      const gid = Number(group);
-      if (!this.groups.has(gid)) throw new VfsError('EINVAL', 'chown', undefined, `no such group: ${group}`);
-      return gid;
-    }
+    if (typeof group === 'number' || /^\d+$/.test(group)) return numericId(group, 'group');
     const g = this.groupByName.get(group);
     if (g === undefined) throw new VfsError('EINVAL', 'chown', undefined, `no such group: ${group}`);
     return g.gid;
@@ -345,4 +342,11 @@ export class Registry {
 
 function now(): number {
   return Math.floor(Date.now() / 1000);
+}
+
+/** A numeric uid or gid: 0 up to 2^32 - 2 (2^32 - 1 is chown's "unchanged"). */
+function numericId(v: string | number, what: string): number {
+  const id = Number(v);
+  if (!Number.isSafeInteger(id) || id < 0 || id >= 0xffffffff) throw new VfsError('EINVAL', 'chown', undefined, `invalid ${what} id: ${String(v).slice(0, 32)}`);
+  return id;
 }

@@ -38,6 +38,8 @@ export interface DirNode extends BaseNode {
    * moved or copied subtree in O(1) instead of walking it.
    */
   height: number;
+  /** How many children are directories (its link count is 2 + this, as on a real filesystem). */
+  subdirs: number;
 }
 
 export interface LinkNode extends BaseNode {

@@ -38,7 +38,11 @@ export interface WriteOptions {
   wantGrant?: boolean;
 }
 
-type Listener = (paths: string[]) => void;
+/**
+ * Told of every change: the paths, who made it (none for a change of identities, see `notifyAll`),
+ * and whether it reached everything below the paths too (a removal, move or copy of a directory).
+ */
+type Listener = (paths: string[], by?: Cred, subtree?: boolean) => void;
 
 export class Vfs {
   root: DirNode;
@@ -78,7 +82,7 @@ export class Vfs {
 
   private makeDir(uid: number, gid: number, mode: number, parent: DirNode | null, name: string, id = this.nextId++): DirNode {
     const t = nowNs();
-    const d: DirNode = { id, kind: 'directory', mode, uid, gid, atime: t, mtime: t, ctime: t, btime: t, parent, name, children: new Map(), sorted: undefined, treeId: undefined, height: 0 };
+    const d: DirNode = { id, kind: 'directory', mode, uid, gid, atime: t, mtime: t, ctime: t, btime: t, parent, name, children: new Map(), sorted: undefined, treeId: undefined, height: 0, subdirs: 0 };
     this.nodes.set(id, d);
     return d;
   }
@@ -87,7 +91,7 @@ export class Vfs {
   loadNode(row: { id: number; kind: Node['kind']; mode: number; uid: number; gid: number; atime: bigint; mtime: bigint; ctime: bigint; btime: bigint; name: string; blob: string | null; size: number; target: string | null }): Node {
     const base = { id: row.id, mode: row.mode, uid: row.uid, gid: row.gid, atime: row.atime, mtime: row.mtime, ctime: row.ctime, btime: row.btime, parent: null, name: row.name };
     let node: Node;
-    if (row.kind === 'directory') node = { ...base, kind: 'directory', children: new Map(), sorted: undefined, treeId: undefined, height: 0 };
+    if (row.kind === 'directory') node = { ...base, kind: 'directory', children: new Map(), sorted: undefined, treeId: undefined, height: 0, subdirs: 0 };
     else if (row.kind === 'file') {
       node = { ...base, kind: 'file', blob: row.blob ?? '', size: row.size };
       this.blobs.loadRef(node.blob);
@@ -108,6 +112,7 @@ export class Vfs {
     if (parent.children.has(child.name)) throw new VfsError('EIO', 'load', undefined, `two entries named '${child.name}' in directory inode ${parentId}`);
     child.parent = parent;
     parent.children.set(child.name, child);
+    if (child.kind === 'directory') parent.subdirs++;
   }
 
   /**
@@ -156,12 +161,18 @@ export class Vfs {
    */
   notifyAll(): void {
     this.generation++;
-    this.emit();
+    this.emit(undefined);
   }
 
-  private emit(...paths: string[]): void {
+  private emit(by: Cred | undefined, ...paths: string[]): void {
     if (this.listeners.size === 0) return;
-    for (const l of this.listeners) l(paths);
+    for (const l of this.listeners) l(paths, by);
+  }
+
+  /** Like `emit`, for a change of everything below the paths (a removed, moved or copied subtree). */
+  private emitTree(by: Cred | undefined, ...paths: string[]): void {
+    if (this.listeners.size === 0) return;
+    for (const l of this.listeners) l(paths, by, true);
   }
 
   // ---------- walking ----------
@@ -287,7 +298,7 @@ export class Vfs {
       dir = this.createDir(cred, dir, m.name, 0o755);
       fresh = true;
       // A directory made on the way is a change of its own: listings of its parent are stale now.
-      this.emit(m.path);
+      this.emit(cred, m.path);
     }
     return { dir, name, fresh };
   }
@@ -331,6 +342,7 @@ export class Vfs {
   private attach(parent: DirNode, child: Node): void {
     child.parent = parent;
     parent.children.set(child.name, child);
+    if (child.kind === 'directory') parent.subdirs++;
     raiseHeights(parent, child);
     this.entriesChanged(parent);
     this.journal.inode(child);
@@ -340,6 +352,7 @@ export class Vfs {
     const parent = child.parent;
     if (parent === null) return;
     parent.children.delete(child.name);
+    if (child.kind === 'directory') parent.subdirs--;
     lowerHeights(parent, child);
     this.entriesChanged(parent);
     child.parent = null;
@@ -382,7 +395,7 @@ export class Vfs {
   }
 
   private checkSize(size: number, op: string, abs: string): void {
-    if (size > this.maxFileSize) throw new VfsError('EFBIG', op, abs, `file too large (limit ${this.maxFileSize} bytes)`);
+    if (size > this.maxFileSize) throw new VfsError('EFBIG', op, abs, `file too large: the limit is ${this.maxFileSize} bytes (SERVICE_MAX_FILE_SIZE)`);
   }
 
   // ---------- reading ----------
@@ -511,7 +524,7 @@ export class Vfs {
       this.checkSize(content.length, op, abs);
       const grant = opts.wantGrant ? this.grants.issue(opts.holder!, existing.id, op, abs) : undefined;
       this.setContent(existing, content);
-      this.emit(pathOf(existing));
+      this.emit(cred, pathOf(existing));
       return { node: existing, created: false, path: pathOf(existing), ...(grant !== undefined ? { grant } : {}) };
     }
     if (!fresh) requireAccess(cred, dir, W | X, 'open', abs);
@@ -524,7 +537,7 @@ export class Vfs {
     this.nodes.set(id, node);
     this.attach(dir, node);
     const p = pathOf(node);
-    this.emit(p);
+    this.emit(cred, p);
     return { node, created: true, path: p, ...(grant !== undefined ? { grant } : {}) };
   }
 
@@ -547,7 +560,7 @@ export class Vfs {
     if (size === cur.length) return node;
     const next = size < cur.length ? cur.subarray(0, size) : Buffer.concat([cur, Buffer.alloc(size - cur.length)]);
     this.setContent(node, next);
-    this.emit(pathOf(node));
+    this.emit(cred, pathOf(node));
     return node;
   }
 
@@ -567,7 +580,7 @@ export class Vfs {
     if (dir.children.has(name)) throw new VfsError('EEXIST', op, abs);
     if (!fresh) requireAccess(cred, dir, W | X, op, abs);
     const node = this.createDir(cred, dir, name, opts.mode ?? 0o755);
-    this.emit(pathOf(node));
+    this.emit(cred, pathOf(node));
     return { node, created: true };
   }
 
@@ -584,7 +597,7 @@ export class Vfs {
     const node: LinkNode = { id: this.nextId++, kind: 'symlink', mode: 0o777, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent: dir, name, target };
     this.nodes.set(node.id, node);
     this.attach(dir, node);
-    this.emit(pathOf(node));
+    this.emit(cred, pathOf(node));
     return node;
   }
 
@@ -598,7 +611,7 @@ export class Vfs {
     const p = pathOf(node);
     this.detach(node);
     this.destroy(node);
-    this.emit(p);
+    this.emit(cred, p);
   }
 
   /** Removes an empty directory. */
@@ -614,7 +627,7 @@ export class Vfs {
     const p = pathOf(node);
     this.detach(node);
     this.destroy(node);
-    this.emit(p);
+    this.emitTree(cred, p);
   }
 
   private checkNotJailRoot(cred: Cred, node: Node, op: string, abs: string): void {
@@ -639,7 +652,7 @@ export class Vfs {
     const p = pathOf(node);
     this.detach(node);
     const n = this.destroy(node);
-    this.emit(p);
+    this.emitTree(cred, p);
     return n;
   }
 
@@ -664,7 +677,7 @@ export class Vfs {
       if (this.generation !== gen) continue; // something changed while we checked: check again
       const p = pathOf(node);
       this.detach(node);
-      this.emit(p);
+      this.emitTree(cred, p);
       // At most a chunk (DESTROY_BATCH inodes) per turn, fewer when the turn's time is used up:
       // the store's group commit writes each batch in the yield, so no one transaction (they run on
       // the event loop too) grows with the subtree. The time check matters when the inode table's
@@ -753,13 +766,13 @@ export class Vfs {
       requireAccess(cred, existing, W, op, dstAbs);
       if (src.kind === 'file') {
         this.setContent(existing, this.blobs.get(src.blob));
-        this.emit(pathOf(existing));
+        this.emitTree(cred, pathOf(existing));
         return 1;
       }
     }
     if (!fresh) requireAccess(cred, dir, W | X, op, dstAbs);
     const copy = this.cloneInto(cred, src, dir, name);
-    this.emit(pathOf(copy));
+    this.emitTree(cred, pathOf(copy));
     let n = 0;
     this.forEachNode(copy, () => n++);
     return n;
@@ -880,7 +893,7 @@ export class Vfs {
     if (src.kind === 'directory') src.treeId = undefined;
     this.attach(ddir, src);
     const to = pathOf(src);
-    this.emit(from, to);
+    this.emitTree(cred, from, to);
     return { from, to };
   }
 
@@ -893,7 +906,7 @@ export class Vfs {
     if (node.kind !== 'directory' && !isRoot(who) && !who.groups.has(node.gid)) m &= ~S_ISGID;
     node.mode = m;
     this.touchNode(node, false);
-    this.emit(pathOf(node));
+    this.emit(cred, pathOf(node));
     return node;
   }
 
@@ -906,13 +919,16 @@ export class Vfs {
     node.gid = ng;
     if (node.kind === 'file' && !isRoot(actor(cred))) node.mode &= ~(S_ISUID | S_ISGID);
     this.touchNode(node, false);
-    this.emit(pathOf(node));
+    this.emit(cred, pathOf(node));
     return node;
   }
 
-  /** utimens: setting explicit times needs ownership (or root); "now" also allows w on the file. */
-  utimens(cred: Cred, abs: string, atime: bigint | undefined, mtime: bigint | undefined): Node {
-    const node = this.resolve(cred, abs, 'utime', true);
+  /**
+   * utimens: setting explicit times needs ownership (or root); "now" also allows w on the file.
+   * `nofollow` sets a symlink's own times (`touch -h`), never its target's.
+   */
+  utimens(cred: Cred, abs: string, atime: bigint | undefined, mtime: bigint | undefined, nofollow = false): Node {
+    const node = this.resolve(cred, abs, 'utime', !nofollow);
     const explicit = atime !== undefined || mtime !== undefined;
     const owner = [cred.user, cred.delegate].every((p) => p === undefined || isRoot(p) || p.uid === node.uid);
     if (!owner && (explicit || !may(cred, node, W))) throw new VfsError(explicit ? 'EPERM' : 'EACCES', 'utime', abs);
@@ -921,53 +937,55 @@ export class Vfs {
     node.mtime = mtime ?? now;
     node.ctime = now;
     this.journal.inode(node);
+    this.emit(cred, pathOf(node));
     return node;
   }
 
-  // ---------- restoring snapshots (revert checks permissions before calling these) ----------
+  // ---------- unchecked primitives (for a caller that checked permissions itself: vcs/revert.ts) ----------
 
-  /** Removes a subtree as part of a revert. */
-  revertRemove(node: Node): void {
+  /** Removes a subtree. */
+  removeUnchecked(node: Node, by?: Cred): void {
     const p = pathOf(node);
     this.detach(node);
     this.destroy(node);
-    this.emit(p);
+    this.emitTree(by, p);
   }
 
-  revertTouch(node: Node, content: boolean): void {
+  /** Records that a node's attributes (and with `content`, its content) were set directly. */
+  changedUnchecked(node: Node, content: boolean, by?: Cred): void {
     this.touchNode(node, content);
-    this.emit(pathOf(node));
+    this.emit(by, pathOf(node));
   }
 
-  revertContent(node: FileNode, blob: string, size: number): void {
+  /** Points a file at content already in the blob store (a snapshot's). */
+  setBlobUnchecked(node: FileNode, blob: string, size: number, by?: Cred): void {
     const old = node.blob;
     this.blobs.ref(blob);
     node.blob = blob;
     node.size = size;
     this.blobs.release(old);
     this.touchNode(node, true);
-    this.emit(pathOf(node));
+    this.emit(by, pathOf(node));
   }
 
-  /** Creates an entry exactly as a snapshot recorded it (mode and owners included). */
-  revertCreate(parent: DirNode, e: { name: string; kind: 'f' | 'd' | 'l'; mode: number; uid: number; gid: number; ref: string; size: number }, height = 0): Node {
-    const t = nowNs();
-    const base = { id: this.nextId++, mode: e.mode, uid: e.uid, gid: e.gid, atime: t, mtime: t, ctime: t, btime: t, parent, name: e.name };
+  /** Creates an entry with exactly these attributes (a directory empty, `height` levels to come below it). */
+  createUnchecked(parent: DirNode, e: { name: string; kind: Node['kind']; mode: number; uid: number; gid: number; blob?: string; size?: number; target?: string; height?: number }, by?: Cred): Node {
     let node: Node;
-    if (e.kind === 'd') {
-      this.nextId--;
+    if (e.kind === 'directory') {
       node = this.makeDir(e.uid, e.gid, e.mode, parent, e.name);
-      node.height = height;
-    } else if (e.kind === 'f') {
-      this.blobs.ref(e.ref);
-      node = { ...base, kind: 'file', blob: e.ref, size: e.size };
-      this.nodes.set(node.id, node);
+      node.height = e.height ?? 0;
     } else {
-      node = { ...base, kind: 'symlink', target: e.ref };
+      const t = nowNs();
+      const base = { id: this.nextId++, mode: e.mode, uid: e.uid, gid: e.gid, atime: t, mtime: t, ctime: t, btime: t, parent, name: e.name };
+      if (e.kind === 'file') {
+        const blob = e.blob ?? '';
+        this.blobs.ref(blob);
+        node = { ...base, kind: 'file', blob, size: e.size ?? 0 };
+      } else node = { ...base, kind: 'symlink', target: e.target ?? '' };
       this.nodes.set(node.id, node);
     }
     this.attach(parent, node);
-    this.emit(pathOf(node));
+    this.emit(by, pathOf(node));
     return node;
   }
 

@@ -169,6 +169,16 @@ export const commitRecordSchema = z
   .meta({ id: 'Commit' });
 export type CommitRecord = z.infer<typeof commitRecordSchema>;
 
+export const changeRecordSchema = z
+  .object({
+    path: z.string().describe('relative to the history\'s root; a trailing / marks a directory\'s own mode or owner'),
+    op: z.enum(['added', 'modified', 'deleted']),
+    by: z.string().describe('who last changed it before the commit'),
+    on_behalf_of: z.string().describe('the user `by` acted for (an agent\'s delegation)').optional(),
+  })
+  .meta({ id: 'Change' });
+export type ChangeRecord = z.infer<typeof changeRecordSchema>;
+
 export const statusResultSchema = z
   .object({
     added: z.array(z.string()),
@@ -242,6 +252,36 @@ export const daemonStatusSchema = z.object({
 });
 export type DaemonStatus = z.infer<typeof daemonStatusSchema>;
 
+// ---------- what the daemon does around a handler ----------
+
+/**
+ * How the daemon runs an operation (the runner in daemon/service.ts), in this order: who may call it,
+ * which params are paths to resolve for the caller, the handler, the result's paths shown as the
+ * caller names them, and, for a mutation, the wait until it is durable.
+ */
+export interface OpTraits {
+  /**
+   * Default: an authenticated caller. 'admin': root or wheel. 'public': no credentials are checked
+   * (health, bootstrap, login by name). 'local': only over the daemon's own 0600 socket, never from
+   * the network (process control).
+   */
+  access?: 'public' | 'local' | 'admin';
+  /** Refused to workspace tokens (after the access check). */
+  noWorkspace?: true;
+  /** The name errors give the operation (`ENOENT: no such file or directory, open '/x'`). */
+  op?: string;
+  /**
+   * Params that are paths, resolved for the caller (contract §2: relative to the home, confined to a
+   * workspace) before the handler runs; a missing optional one means the home. 'entry': names an
+   * entry to create, remove or rename, so its last component may not be `.` or `..`.
+   */
+  paths?: Record<string, 'path' | 'entry'>;
+  /** Result fields holding absolute paths: shown as the caller names them (inside a workspace, from its root). */
+  shows?: readonly string[];
+  /** The answer waits until the change is durable; 'users' also tells every front end that identities or access changed. */
+  mutates?: 'tree' | 'users';
+}
+
 // ---------- REST bindings ----------
 
 /** Where a REST route takes one parameter from. */
@@ -290,6 +330,91 @@ export function isRestMethod(m: Method): m is RestMethod {
   return restBinding(m) !== undefined;
 }
 
+// ---------- MCP bindings ----------
+
+/**
+ * Bytes of content (file bytes, matching lines, a diff) one MCP tool answer carries at most. The
+ * SDK's clients drop any message over 10 MiB and lose the session with it; 1 MiB of content stays far
+ * below that even with JSON escaping, and is still a lot of text for an agent to take in at once.
+ */
+export const ANSWER_MAX = 1024 * 1024;
+
+/** Matches search_files returns per call unless max_results says otherwise. */
+export const SEARCH_DEFAULT = 200;
+
+/** MCP tool annotations (the hints a client shows or acts on), in the SDK's key order. */
+interface ToolHints {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: false;
+}
+
+const READS: ToolHints = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+/**
+ * How an operation is offered as an MCP tool (mcp/tools.ts registers it and presents its answer,
+ * from this). The argument names and texts are the MCP contract's; a tool may rename params
+ * (`move_file`'s source/destination are fs.move's src/dst) and bound its answer more tightly.
+ */
+export interface McpBinding {
+  tool: string;
+  title: string;
+  description: string;
+  /** The tool's arguments (its input schema). */
+  args: z.ZodRawShape;
+  /** Its structuredContent (a closed subset of the operation's result, so records can grow). */
+  output: z.ZodRawShape;
+  annotations: ToolHints;
+}
+
+const pathDesc =
+  'Path as you would write it in a shell: relative (resolved in your home directory, or the delegated user\'s home), "~/..." or absolute ("/...").';
+
+/** What list_directory shows of a DirEntry. */
+const toolEntry = z.object({
+  name: z.string(),
+  is_dir: z.boolean(),
+  is_symlink: z.boolean(),
+  mode: z.string(),
+  uid: z.number(),
+  gid: z.number(),
+  size: z.number(),
+  modified: z.number(),
+});
+export type ToolEntry = z.infer<typeof toolEntry>;
+
+/** What get_file_info shows of a Stat. */
+const toolStat = z.object({
+  path: z.string(),
+  inode_id: z.number(),
+  kind: z.enum(['file', 'directory', 'symlink']),
+  size: z.number(),
+  mode: z.string(),
+  uid: z.number(),
+  gid: z.number(),
+  nlink: z.number(),
+  created: z.number(),
+  modified: z.number(),
+  changed: z.number(),
+  accessed: z.number(),
+  etag: z.string().optional(),
+  target: z.string().optional(),
+});
+export type ToolStat = z.infer<typeof toolStat>;
+
+/** What commit, get_history and revert show of a Commit. */
+const toolCommit = z.object({
+  hash: z.string(),
+  message: z.string(),
+  author: z.string(),
+  on_behalf_of: z.string().optional(),
+  timestamp: z.number(),
+  parent: z.string().nullable(),
+  changes: z.number(),
+});
+export type ToolCommit = z.infer<typeof toolCommit>;
+
 // ---------- the table ----------
 
 const pathResult = z.object({ path: z.string() });
@@ -297,19 +422,20 @@ const pathResult = z.object({ path: z.string() });
 export const methods = {
   // service
   'sys.health': {
+    access: 'public',
     params: z.object({}),
     result: z.object({ status: z.literal('ok'), version: z.string(), uptime: z.number(), inodes: int, commits: int, objects: int, needs_bootstrap: z.boolean() }).meta({ id: 'Health' }),
   },
-  'sys.gc': { params: z.object({}), result: z.object({ removed: int, kept: int }) },
-  'sys.fsck': { params: z.object({}), result: z.object({ ok: z.boolean(), problems: z.array(z.string()), objects: int, inodes: int }) },
-  'sys.ping': { params: z.object({}), result: z.object({ pong: z.literal(true), pid: int }) },
+  'sys.gc': { access: 'admin', op: 'gc', mutates: 'tree', params: z.object({}), result: z.object({ removed: int, kept: int }) },
+  'sys.fsck': { access: 'admin', op: 'fsck', params: z.object({}), result: z.object({ ok: z.boolean(), problems: z.array(z.string()), objects: int, inodes: int }) },
+  'sys.ping': { access: 'public', params: z.object({}), result: z.object({ pong: z.literal(true), pid: int }) },
   /** The daemon process (`mdvfs status`); local connections only, never through the HTTP sidecar. */
-  'sys.status': { params: z.object({}), result: daemonStatusSchema },
+  'sys.status': { access: 'local', op: 'status', params: z.object({}), result: daemonStatusSchema },
   /**
    * For `mdvfs serve` only: marks the daemon as held by the serve process `pid` (it restarts the
    * daemon when it dies). Answers the holder: another live serve's pid if one already holds it.
    */
-  'sys.hold': { params: z.object({ pid: z.number().int().positive() }), result: z.object({ held_by: int }) },
+  'sys.hold': { access: 'local', op: 'hold', params: z.object({ pid: z.number().int().positive() }), result: z.object({ held_by: int }) },
   /** Subscribes this connection to change events (`event: 'change'`). */
   'sys.subscribe': { params: z.object({}), result: z.object({ subscribed: z.literal(true) }) },
   /**
@@ -333,11 +459,13 @@ export const methods = {
    */
   'auth.scope': { params: z.object({}), result: z.object({ root_path: z.string() }) },
   'auth.login': {
+    access: 'public',
     params: z.object({ username: z.string() }),
     result: whoAmISchema.extend({ username: z.string() }),
     rest: { verb: 'post', route: '/auth/login', summary: 'Check a user name and return its identity (groups are gids, primary first)', errors: [400, 401, 404, 500] },
   },
   'auth.bootstrap': {
+    access: 'public', mutates: 'users',
     params: z.object({ username: z.string() }),
     result: z.object({ username: z.string(), uid: int, token: z.string() }),
     rest: { verb: 'post', route: '/auth/bootstrap', summary: 'Create the first admin (wheel) user and return its token; only while no user but root exists', errors: [400, 401, 409, 500] },
@@ -346,41 +474,49 @@ export const methods = {
   // admin (root/wheel)
   /** Creating an agent also issues its token: the raw `token` is in this answer only (users get none). */
   'admin.userAdd': {
+    access: 'admin', noWorkspace: true, op: 'useradd', mutates: 'users',
     params: z.object({ name: z.string(), is_agent: z.boolean().optional() }),
     result: userRecordSchema.extend({ token: z.string().describe('only in the answer that creates an agent: its raw token, shown once').optional() }),
     rest: { verb: 'post', route: '/admin/users', summary: 'Create a user or agent', errors: [400, 401, 403, 409, 500] },
   },
   'admin.userList': {
+    access: 'admin', op: 'users',
     params: z.object({}),
     result: z.object({ users: z.array(userRecordSchema) }),
     rest: { verb: 'get', route: '/admin/users', summary: 'List users (never tokens)', errors: [401, 403, 500] },
   },
   'admin.userDel': {
+    access: 'admin', noWorkspace: true, op: 'userdel', mutates: 'users',
     params: z.object({ name: z.string().describe('user name') }),
     result: z.object({ deleted: z.string() }),
     rest: { verb: 'delete', route: '/admin/users/:name', summary: 'Delete a user', from: { name: 'path' }, errors: [400, 401, 403, 404, 500] },
   },
   'admin.token': {
+    op: 'token', mutates: 'users',
     params: z.object({ name: z.string().describe('user name') }),
     result: z.object({ name: z.string(), token: z.string() }),
     rest: { verb: 'post', route: '/admin/users/:name/tokens', summary: "Issue or regenerate the user's token; the raw token is shown only in this response", from: { name: 'path' }, errors: [400, 401, 403, 404, 500] },
   },
   'admin.groupAdd': {
+    access: 'admin', noWorkspace: true, op: 'groupadd', mutates: 'users',
     params: z.object({ name: z.string() }),
     result: groupRecordSchema,
     rest: { verb: 'post', route: '/admin/groups', summary: 'Create a group', errors: [400, 401, 403, 409, 500] },
   },
   'admin.groupList': {
+    access: 'admin', op: 'groups',
     params: z.object({}),
     result: z.object({ groups: z.array(groupRecordSchema) }),
     rest: { verb: 'get', route: '/admin/groups', summary: 'List groups', errors: [401, 403, 500] },
   },
   'admin.groupMemberAdd': {
+    access: 'admin', noWorkspace: true, op: 'usermod', mutates: 'users',
     params: z.object({ user: z.string().describe('user name'), group: z.string().describe('group name') }),
     result: groupRecordSchema,
     rest: { verb: 'post', route: '/admin/users/:user/groups/:group', summary: 'Add a user to a group', from: { user: 'path', group: 'path' }, errors: [400, 401, 403, 404, 500] },
   },
   'admin.groupMemberDel': {
+    access: 'admin', noWorkspace: true, op: 'usermod', mutates: 'users',
     params: z.object({ user: z.string().describe('user name'), group: z.string().describe('group name') }),
     result: groupRecordSchema,
     rest: { verb: 'delete', route: '/admin/users/:user/groups/:group', summary: 'Remove a user from a group', from: { user: 'path', group: 'path' }, errors: [400, 401, 403, 404, 500] },
@@ -388,6 +524,7 @@ export const methods = {
 
   // workspaces
   'ws.create': {
+    noWorkspace: true, op: 'workspace', mutates: 'users',
     params: z.object({ name: z.string(), root_path: z.string() }),
     result: workspaceRecordSchema,
     rest: { verb: 'post', route: '/workspaces', summary: 'Create a workspace rooted at an absolute path', errors: [...COMMON, 409] },
@@ -398,16 +535,19 @@ export const methods = {
     rest: { verb: 'get', route: '/workspaces', summary: 'List workspaces', errors: [401, 403, 500] },
   },
   'ws.token': {
+    op: 'workspace token', mutates: 'users',
     params: z.object({ id: z.string().describe('workspace UUID'), name: z.string(), agent_token: z.string() }),
     result: z.object({ workspace_id: z.string(), name: z.string(), secret: z.string(), token_id: z.string() }),
     rest: { verb: 'post', route: '/workspaces/:id/tokens', summary: 'Issue a workspace secret against an existing agent token; use it as `Bearer <secret>` with `X-Service-Workspace: <id>`', from: { id: 'path' }, errors: COMMON },
   },
   'ws.tokenList': {
+    op: 'workspace tokens',
     params: z.object({ id: z.string().describe('workspace UUID') }),
     result: z.object({ workspace_id: z.string(), tokens: z.array(workspaceTokenRecordSchema) }),
     rest: { verb: 'get', route: '/workspaces/:id/tokens', summary: "List a workspace's secrets (id, name, agent, created; never the secret): its owner, root or wheel", from: { id: 'path' }, errors: COMMON },
   },
   'ws.tokenRevoke': {
+    op: 'revoke workspace token', mutates: 'users',
     params: z.object({ id: z.string().describe('workspace UUID'), token_id: z.string().describe('the token id from the listing') }),
     result: z.object({ workspace_id: z.string(), revoked: z.string() }),
     rest: { verb: 'delete', route: '/workspaces/:id/tokens/:token_id', summary: 'Revoke one workspace secret by its id', from: { id: 'path', token_id: 'path' }, errors: COMMON },
@@ -415,27 +555,54 @@ export const methods = {
 
   // filesystem: paths are as the caller wrote them; the daemon resolves them (contract §2)
   /** Resolves a path for the caller without touching the tree: what `path` means for this identity. */
-  'fs.resolve': { params: z.object({ path }), result: pathResult },
-  'fs.stat': { params: z.object({ path, nofollow: z.boolean().optional() }), result: pathStatSchema },
-  /**
-   * A directory's entries in name order, at most `limit` (default and maximum LIST_PAGE_MAX). A cut
-   * listing says `truncated: true` and gives `next_cursor`, an opaque string to pass as `cursor`.
-   */
-  'fs.list': { params: z.object({ path: pathOpt, limit: z.number().int().min(1).max(LIST_PAGE_MAX).optional(), cursor: z.string().max(2048).optional() }), result: listingSchema },
+  'fs.resolve': { op: 'resolve', paths: { path: 'path' }, shows: ['path'], params: z.object({ path }), result: pathResult },
   /**
    * File content is returned as the frame's raw bytes, at most READ_CHUNK of them per answer (from
    * `offset`, at most `length`); `size` is the whole file's. `if_match` (an etag) makes a later part
    * fail with EPRECOND if the file changed meanwhile. DaemonClient assembles a whole file from parts.
    */
   'fs.read': {
+    op: 'open', paths: { path: 'path' }, shows: ['path'],
     params: z.object({ path, if_none_match: z.string().optional(), if_match: z.string().optional(), offset: z.number().int().min(0).optional(), length: z.number().int().min(0).optional() }),
     result: z.object({ path: z.string(), etag: z.string(), size: int, not_modified: z.boolean().optional() }),
+    mcp: [
+      {
+        tool: 'read_file',
+        title: 'Read file',
+        description:
+          'Read a file. The text block is the file\'s text (UTF-8; other bytes come back base64-encoded, encoding "base64"); structuredContent ' +
+          `gives its path, size, etag and the byte range returned. At most ${ANSWER_MAX} bytes come back per call: a longer file is cut, ` +
+          'with truncated: true and next_offset (and a note in a second text block); call again with offset = next_offset to read on. ' +
+          'head or tail return only the first or last N lines; offset and length a byte range. Pass the etag as expected_etag to write_file ' +
+          'or edit_file to avoid overwriting a change you have not seen, or to read_file while paging to keep all pages of one version.',
+        args: {
+          path: path.describe(pathDesc),
+          offset: z.number().int().min(0).optional().describe('First byte to return (default 0), e.g. the next_offset of the previous call.'),
+          length: z.number().int().min(1).optional().describe(`Most bytes to return (default and at most ${ANSWER_MAX}).`),
+          head: z.number().int().min(1).optional().describe('Return only the first N lines.'),
+          tail: z.number().int().min(1).optional().describe('Return only the last N lines.'),
+          expected_etag: z.string().max(200).optional().describe('Fail (EPRECOND) unless the file\'s etag is still this one.'),
+        },
+        output: {
+          path: z.string(),
+          encoding: z.enum(['utf8', 'base64']),
+          size: z.number(),
+          etag: z.string(),
+          offset: z.number(),
+          length: z.number(),
+          truncated: z.boolean().optional(),
+          next_offset: z.number().optional(),
+        },
+        annotations: READS,
+      },
+    ],
   },
   /**
    * File content comes as the frame's raw bytes. Creates missing parents unless `parents: false`.
    * `if_match` (etag) and `if_none_match: '*'` are preconditions (EPRECOND).
    */
   'fs.write': {
+    op: 'write', paths: { path: 'entry' }, shows: ['path'], mutates: 'tree',
     params: z.object({
       path,
       mode: modeSchema.optional(),
@@ -452,41 +619,182 @@ export const methods = {
       want_grant: z.boolean().optional(),
     }),
     result: z.object({ path: z.string(), size: int, etag: z.string(), created: z.boolean(), stat: statSchema.optional(), grant: z.string().optional() }),
+    mcp: [
+      {
+        tool: 'write_file',
+        title: 'Write file',
+        description:
+          'Create a file or replace its whole contents with `content` (UTF-8 text). Missing parent directories are created. ' +
+          'Pass expected_etag (from read_file) to write only if the file has not changed since you read it: otherwise nothing is written and ' +
+          'the error (EPRECOND) gives the current etag. Changes are not versioned until you call commit.',
+        args: {
+          path: path.describe(pathDesc),
+          content: z.string().describe('The complete new contents of the file.'),
+          expected_etag: z.string().max(200).optional().describe('Only write if the file\'s current etag equals this (the REST ETag; "*": only if it exists).'),
+        },
+        output: { path: z.string(), size: z.number(), etag: z.string(), created: z.boolean() },
+        annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+      },
+      /** A read, then a write conditional on the version read. */
+      {
+        tool: 'edit_file',
+        title: 'Edit file',
+        description:
+          'Replace exact text in a UTF-8 file. Each edit\'s oldText must occur exactly once (in the text left by the edits before it) and is ' +
+          'replaced by newText; if any oldText is missing or occurs more than once, the call fails and nothing is written. Returns a ' +
+          'git-style unified diff. dryRun: true returns the diff without writing. The file is written only if nobody changed it since it ' +
+          'was read for the edit (EPRECOND otherwise: nothing written); pass expected_etag (from read_file) to also require that it is ' +
+          'still the version you read. Changes are not versioned until you call commit.',
+        args: {
+          path: path.describe(pathDesc),
+          edits: z
+            .array(z.object({ oldText: z.string().describe('Text to find: it must match exactly once.'), newText: z.string().describe('Text to put in its place.') }))
+            .min(1)
+            .max(1000)
+            .describe('Replacements, applied in order.'),
+          dryRun: z.boolean().optional().describe('Only show the diff; write nothing (default false).'),
+          expected_etag: z.string().max(200).optional().describe('Only edit if the file\'s current etag equals this.'),
+        },
+        output: { path: z.string(), diff: z.string(), dry_run: z.boolean(), size: z.number(), etag: z.string(), truncated: z.boolean().optional() },
+        annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+      },
+    ],
+  },
+  /**
+   * A directory's entries in name order, at most `limit` (default and maximum LIST_PAGE_MAX). A cut
+   * listing says `truncated: true` and gives `next_cursor`, an opaque string to pass as `cursor`.
+   */
+  'fs.list': {
+    op: 'scandir', paths: { path: 'path' }, shows: ['path'],
+    params: z.object({ path: pathOpt, limit: z.number().int().min(1).max(LIST_PAGE_MAX).optional(), cursor: z.string().max(2048).optional() }),
+    result: listingSchema,
+    mcp: [
+      {
+        tool: 'list_directory',
+        title: 'List directory',
+        description:
+          'List the entries of a directory (name order) with type, octal mode, owner uid/gid, size and modification time. ' +
+          `Without a path, lists your home directory. At most ${LIST_PAGE_MAX} entries per call (\`limit\`); a longer listing ends with ` +
+          '`truncated: true` and a `next_cursor` to pass as `cursor` for the next page.',
+        args: {
+          path: path.optional().describe(`${pathDesc} Defaults to your home directory.`),
+          limit: z.number().int().min(1).max(LIST_PAGE_MAX).optional().describe(`Most entries to return (default and maximum ${LIST_PAGE_MAX}).`),
+          cursor: z.string().max(2048).optional().describe('The next_cursor of the previous page, to continue a truncated listing.'),
+        },
+        output: { path: z.string(), entries: z.array(toolEntry), truncated: z.boolean().optional(), next_cursor: z.string().optional() },
+        annotations: READS,
+      },
+    ],
+  },
+  'fs.stat': {
+    op: 'stat', paths: { path: 'path' }, shows: ['path'],
+    params: z.object({ path, nofollow: z.boolean().optional() }),
+    result: pathStatSchema,
+    mcp: [
+      {
+        tool: 'get_file_info',
+        title: 'File information',
+        description:
+          'The stat record of a path: kind (file, directory or symlink), size, octal mode, owner uid/gid, link count, times (Unix seconds), ' +
+          'the etag of a file (pass it as expected_etag to write_file or edit_file) and the target of a symlink. Like lstat: a symlink is ' +
+          'described itself; with follow: true, what it points to.',
+        args: {
+          path: path.describe(pathDesc),
+          follow: z.boolean().optional().describe('Describe what a symlink points to instead of the link itself (default false).'),
+        },
+        output: toolStat.shape,
+        annotations: READS,
+      },
+    ],
   },
   /** `grant`: as in fs.write (ftruncate through a descriptor opened for writing). */
-  'fs.truncate': { params: z.object({ path, size: z.number().int().min(0), grant: grantId.optional() }), result: z.object({ path: z.string(), size: int }) },
+  'fs.truncate': { op: 'truncate', paths: { path: 'path' }, shows: ['path'], mutates: 'tree', params: z.object({ path, size: z.number().int().min(0), grant: grantId.optional() }), result: z.object({ path: z.string(), size: int }) },
   /**
    * open(2) for writing, for the mount: checks write access (and read with `mode` 6) to the file now
    * and answers a write grant, an unguessable id that lets fs.write/fs.truncate of that file, by the
    * same principal over the same connection, skip the w-bit check until fs.releaseGrant or until the
    * connection closes (POSIX checks access at open, not at each write). Nothing else is skipped.
    */
-  'fs.grantWrite': { params: z.object({ path, mode: z.union([z.literal(2), z.literal(6)]) }), result: z.object({ path: z.string(), grant: z.string() }) },
+  'fs.grantWrite': { op: 'open', paths: { path: 'path' }, shows: ['path'], params: z.object({ path, mode: z.union([z.literal(2), z.literal(6)]) }), result: z.object({ path: z.string(), grant: z.string() }) },
   /** Ends write grants of this connection (descriptors closed); `released` counts those that were live. */
   'fs.releaseGrant': { params: z.object({ grants: z.array(grantId).min(1).max(65536) }), result: z.object({ released: int }) },
-  'fs.mkdir': { params: z.object({ path, parents: z.boolean().optional(), mode: modeSchema.optional() }), result: z.object({ path: z.string(), created: z.boolean() }) },
+  'fs.mkdir': {
+    op: 'mkdir', paths: { path: 'entry' }, shows: ['path'], mutates: 'tree',
+    params: z.object({ path, parents: z.boolean().optional(), mode: modeSchema.optional() }),
+    result: z.object({ path: z.string(), created: z.boolean() }),
+    mcp: [
+      {
+        tool: 'create_directory',
+        title: 'Create directory',
+        description: 'Create a directory, including any missing parents (like `mkdir -p`). Succeeds if it already exists.',
+        args: { path: path.describe(pathDesc) },
+        output: { path: z.string(), created: z.boolean() },
+        annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+      },
+    ],
+  },
   /** Unlinks a file or symlink (EISDIR for a directory). */
-  'fs.unlink': { params: z.object({ path }), result: pathResult },
+  'fs.unlink': { op: 'unlink', paths: { path: 'entry' }, shows: ['path'], mutates: 'tree', params: z.object({ path }), result: pathResult },
   /** Removes an empty directory. */
-  'fs.rmdir': { params: z.object({ path }), result: pathResult },
+  'fs.rmdir': { op: 'rmdir', paths: { path: 'entry' }, shows: ['path'], mutates: 'tree', params: z.object({ path }), result: pathResult },
   /** REST-style delete: a file, an empty directory, or with `recursive` a whole subtree (all-or-nothing). */
-  'fs.delete': { params: z.object({ path, recursive: z.boolean().optional() }), result: z.object({ path: z.string(), deleted: int }) },
+  'fs.delete': {
+    op: 'rm', paths: { path: 'entry' }, shows: ['path'], mutates: 'tree',
+    params: z.object({ path, recursive: z.boolean().optional() }),
+    result: z.object({ path: z.string(), deleted: int }),
+    mcp: [
+      {
+        tool: 'delete_file',
+        title: 'Delete file or directory',
+        description:
+          'Delete a file or symlink, or an empty directory. With recursive: true, delete a directory and everything in it ' +
+          '(all or nothing: if any entry may not be deleted, nothing is). Committed versions stay in the history and can be restored with revert.',
+        args: {
+          path: path.describe(pathDesc),
+          recursive: z.boolean().optional().describe('Delete a non-empty directory with all its contents (default false).'),
+        },
+        output: { path: z.string(), deleted: z.number() },
+        annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+      },
+    ],
+  },
   /**
    * `into_dir` (cp/mv, for the REST, MCP and CLI front ends): a `dst` that is an existing directory
    * (symlinks followed) means `dst/<basename of src>`. Without it `dst` is exactly the new path.
    */
-  'fs.copy': { params: z.object({ src: path, dst: path, recursive: z.boolean().optional(), overwrite: z.boolean().optional(), into_dir: z.boolean().optional() }), result: z.object({ src: z.string(), dst: z.string(), copied: int }) },
+  'fs.copy': { op: 'copy', paths: { src: 'path', dst: 'entry' }, shows: ['src', 'dst'], mutates: 'tree', params: z.object({ src: path, dst: path, recursive: z.boolean().optional(), overwrite: z.boolean().optional(), into_dir: z.boolean().optional() }), result: z.object({ src: z.string(), dst: z.string(), copied: int }) },
   /** rename(2) semantics: replaces an existing file, or an empty directory with a directory. `into_dir` as for fs.copy. */
-  'fs.move': { params: z.object({ src: path, dst: path, overwrite: z.boolean().optional(), into_dir: z.boolean().optional() }), result: z.object({ src: z.string(), dst: z.string() }) },
-  'fs.symlink': { params: z.object({ target: z.string().max(4096), path }), result: z.object({ path: z.string(), target: z.string() }) },
-  'fs.readlink': { params: z.object({ path }), result: z.object({ path: z.string(), target: z.string() }) },
+  'fs.move': {
+    op: 'rename', paths: { src: 'entry', dst: 'entry' }, shows: ['src', 'dst'], mutates: 'tree',
+    params: z.object({ src: path, dst: path, overwrite: z.boolean().optional(), into_dir: z.boolean().optional() }),
+    result: z.object({ src: z.string(), dst: z.string() }),
+    mcp: [
+      {
+        tool: 'move_file',
+        title: 'Move or rename',
+        description:
+          'Move or rename a file or directory (like `mv`). If the destination is an existing directory, the source moves into it ' +
+          '(destination/<name of source>). An existing destination file is replaced; an existing non-empty directory is not.',
+        args: {
+          source: path.describe(`What to move. ${pathDesc}`),
+          destination: path.describe(`The new path. ${pathDesc}`),
+        },
+        output: { source: z.string(), destination: z.string() },
+        annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+      },
+    ],
+  },
+  'fs.symlink': { op: 'symlink', paths: { path: 'entry' }, shows: ['path'], mutates: 'tree', params: z.object({ target: z.string().max(4096), path }), result: z.object({ path: z.string(), target: z.string() }) },
+  'fs.readlink': { op: 'readlink', paths: { path: 'path' }, shows: ['path'], params: z.object({ path }), result: z.object({ path: z.string(), target: z.string() }) },
   'fs.chmod': {
+    op: 'chmod', paths: { path: 'path' }, shows: ['path'], mutates: 'tree',
     params: z.object({ path, mode: modeSchema.describe('octal mode, e.g. "0644"') }),
     result: z.object({ path: z.string(), mode: z.string() }),
     rest: { verb: 'post', route: '/admin/chmod{/*path}', summary: 'chmod (owner, wheel or root)', from: { path: 'path' }, hints: { mode: 'octal string such as "0644"' }, errors: COMMON },
   },
   /** owner/group are names or numeric ids (as strings or numbers). */
   'fs.chown': {
+    op: 'chown', paths: { path: 'path' }, shows: ['path'], mutates: 'tree',
     params: z.object({ path, owner: z.union([z.string(), z.number().int()]).optional(), group: z.union([z.string(), z.number().int()]).optional(), nofollow: z.boolean().optional() }),
     result: z.object({ path: z.string(), uid: int, gid: int }),
     rest: {
@@ -494,10 +802,10 @@ export const methods = {
       check: (p) => (p.owner === undefined && p.group === undefined ? "missing field 'owner' (and optional 'group')" : undefined),
     },
   },
-  /** Times in nanoseconds as decimal strings, or numbers of milliseconds; omitted means now. */
-  'fs.utimens': { params: z.object({ path, atime: z.union([z.string(), z.number()]).optional(), mtime: z.union([z.string(), z.number()]).optional() }), result: pathResult },
+  /** Times in nanoseconds as decimal strings, or numbers of milliseconds; omitted means now. `nofollow`: a symlink's own times. */
+  'fs.utimens': { op: 'utime', paths: { path: 'path' }, shows: ['path'], mutates: 'tree', params: z.object({ path, atime: z.union([z.string(), z.number()]).optional(), mtime: z.union([z.string(), z.number()]).optional(), nofollow: z.boolean().optional() }), result: pathResult },
   /** access(2): mode bits R=4 W=2 X=1, 0 for existence. */
-  'fs.access': { params: z.object({ path, mode: z.number().int().min(0).max(7) }), result: pathResult },
+  'fs.access': { op: 'access', paths: { path: 'path' }, shows: ['path'], params: z.object({ path, mode: z.number().int().min(0).max(7) }), result: pathResult },
   'fs.statfs': { params: z.object({}), result: z.object({ bsize: int, blocks: int, bfree: int, bavail: int, files: int, ffree: int, namemax: int }) },
 
   // search
@@ -508,6 +816,7 @@ export const methods = {
    * `offset` of the next page.
    */
   'search.grep': {
+    op: 'grep', paths: { path: 'path' },
     params: z.object({
       pattern: z.string().max(10000).describe('regular expression'),
       path: pathOpt.describe('file or directory (default home)'),
@@ -526,13 +835,59 @@ export const methods = {
       })
       .meta({ id: 'GrepResult' }),
     rest: { verb: 'get', route: '/search/grep', summary: 'Regex search over file contents (JavaScript RegExp; bounded in time)', errors: COMMON },
+    mcp: [
+      {
+        tool: 'search_files',
+        title: 'Search file contents',
+        description:
+          'Search file contents for a regular expression (JavaScript RegExp syntax), like `grep -rn`. Returns each matching line with ' +
+          'its file and line number, in path order. Searches your home directory by default, recursively. Files and directories you ' +
+          'cannot read are skipped, and so are binary files (a NUL byte in their first 8 KiB; counted in skipped_binary). ' +
+          `At most max_results matches per call (default ${SEARCH_DEFAULT}) and ${ANSWER_MAX} bytes of lines: when more match, ` +
+          'truncated is true and next_offset says where the next page starts (pass it as offset).',
+        args: {
+          pattern: z.string().min(1).max(10000).describe('Regular expression, e.g. "TODO|FIXME" or "^# ".'),
+          path: path.optional().describe(`Directory or file to search. ${pathDesc} Defaults to your home directory.`),
+          recursive: z.boolean().optional().describe('Descend into subdirectories (default true).'),
+          ignore_case: z.boolean().optional().describe('Case-insensitive match (default false).'),
+          max_results: z.number().int().min(1).max(10000).optional().describe(`Most matching lines to return (default ${SEARCH_DEFAULT}).`),
+          offset: z.number().int().min(0).optional().describe('Matches to pass over first: the next_offset of the previous page.'),
+        },
+        output: {
+          results: z.array(z.object({ file: z.string(), line_num: z.number(), line: z.string() })),
+          count: z.number(),
+          truncated: z.boolean(),
+          next_offset: z.number().optional(),
+          skipped_binary: z.number().optional(),
+        },
+        annotations: READS,
+      },
+    ],
   },
   'search.find': {
+    op: 'find', paths: { path: 'path' },
     params: z.object({ path: pathOpt.describe('directory to search (default home)'), name: z.string().max(4096).describe('glob on the entry name, e.g. `*.md`').optional(), type: z.enum(['f', 'd', 'l']).optional() }),
     result: z.object({ results: z.array(z.string()), count: int, truncated: z.boolean().optional() }),
     rest: { verb: 'get', route: '/search/find', summary: 'Find by name (glob)', errors: COMMON },
+    mcp: [
+      {
+        tool: 'find_files',
+        title: 'Find files by name',
+        description:
+          'Find files and directories whose name matches a glob (e.g. "*.md", "notes-202?-*"), like `find -name`, under a directory ' +
+          '(your home by default, recursively). Returns matching paths. Places you cannot read are skipped.',
+        args: {
+          name: z.string().max(4096).optional().describe('Glob matched against each entry\'s name; omit to list everything.'),
+          path: path.optional().describe(`Directory to search. ${pathDesc} Defaults to your home directory.`),
+          type: z.enum(['f', 'd', 'l', 'file', 'directory', 'symlink']).optional().describe('Only files (f), directories (d) or symlinks (l).'),
+        },
+        output: { results: z.array(z.string()), count: z.number(), truncated: z.boolean().optional() },
+        annotations: READS,
+      },
+    ],
   },
   'search.tree': {
+    op: 'tree', paths: { path: 'path' },
     params: z.object({ path: pathOpt, depth: z.number().int().min(1).max(1_000_000).describe('maximum depth').optional() }),
     result: z.object({ text: z.string(), directories: int, files: int, truncated: z.boolean().optional() }).meta({ id: 'Tree' }),
     rest: { verb: 'get', route: '/tree{/*path}', summary: 'Directory tree like the Unix `tree` command', from: { path: 'path' }, text: { field: 'text', newline: true }, errors: COMMON },
@@ -540,14 +895,46 @@ export const methods = {
 
   // version control (scoped to the caller's workspace, if any)
   'vcs.commit': {
-    params: z.object({ message: z.string().max(100000) }),
+    mutates: 'tree',
+    params: z.object({ message: z.string().max(100000), paths: z.array(z.string().min(1)).max(10000).describe('only the changes at or below these paths').optional() }),
     result: commitRecordSchema,
-    rest: { verb: 'post', route: '/vcs/commit', summary: 'Commit the working tree', errors: [400, 401, 403, 500] },
+    rest: { verb: 'post', route: '/vcs/commit', summary: 'Commit the pending changes the caller may read (all of them for root and wheel), or those at or below `paths`', errors: [400, 401, 403, 500] },
+    mcp: [
+      {
+        tool: 'commit',
+        title: 'Commit',
+        description:
+          'Record the current state of the filesystem as a new version (like `git commit -a`) with a message, so it can be found with ' +
+          'get_history and restored with revert. Returns the short hash of the new commit.',
+        args: { message: z.string().min(1).max(100000).describe('What changed and why.') },
+        output: toolCommit.shape,
+        annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+      },
+    ],
+  },
+  'vcs.show': {
+    params: z.object({ rev: z.string().describe('commit name: HEAD, HEAD~n, a hash prefix') }),
+    result: z.object({ commit: commitRecordSchema, changes: z.array(changeRecordSchema), truncated: z.literal(true).optional(), more: int.optional() }),
+    rest: { verb: 'get', route: '/vcs/show', summary: 'A commit and, per changed path the caller may read, what happened and who changed it', errors: COMMON },
   },
   'vcs.log': {
-    params: z.object({ path: pathOpt.describe('only commits touching this path'), limit: z.number().int().min(1).max(1_000_000).describe('at most this many').optional() }),
-    result: z.object({ commits: z.array(commitRecordSchema), truncated: z.boolean().optional() }),
+    params: z.object({ path: pathOpt.describe('only commits touching this path'), limit: z.number().int().min(1).max(1_000_000).describe('at most this many').optional(), cursor: z.string().describe('the `next` of the previous page').optional() }),
+    result: z.object({ commits: z.array(commitRecordSchema), truncated: z.boolean().optional(), next_cursor: z.string().describe('present when older commits remain: pass it as `cursor`').optional() }),
     rest: { verb: 'get', route: '/vcs/log', summary: 'Commits, newest first', errors: [400, 401, 403, 500] },
+    mcp: [
+      {
+        tool: 'get_history',
+        title: 'Get history',
+        description:
+          'List commits, newest first: hash, time, author and message. Optionally only commits that touched a path, and at most `limit` of them.',
+        args: {
+          path: path.optional().describe(`Only commits that changed this file or directory. ${pathDesc}`),
+          limit: z.number().int().min(1).max(10000).optional().describe('At most this many commits (newest first).'),
+        },
+        output: { commits: z.array(toolCommit), truncated: z.boolean().optional() },
+        annotations: READS,
+      },
+    ],
   },
   'vcs.status': {
     params: z.object({}),
@@ -561,22 +948,50 @@ export const methods = {
     rest: { verb: 'get', route: '/vcs/diff', summary: 'Unified diff between commits or against the working tree', text: { field: 'diff', type: 'text/x-diff; charset=utf-8' }, errors: COMMON },
   },
   'vcs.revert': {
-    params: z.object({ hash: z.string() }),
+    mutates: 'tree',
+    params: z.object({ hash: z.string(), paths: z.array(z.string().min(1)).max(10000).describe('only these paths and what is below them').optional() }),
     result: z.object({ hash: z.string(), reverted_to: z.string(), saved: z.string().nullable(), commit: commitRecordSchema }),
-    rest: { verb: 'post', route: '/vcs/revert', summary: "Restore a commit's snapshot as a new commit (uncommitted changes are committed first)", errors: [...COMMON, 409] },
+    rest: { verb: 'post', route: '/vcs/revert', summary: "Restore the paths the caller may read (or `paths`) to a commit's state, as a new commit (the caller's uncommitted changes among them are committed first); all-or-nothing", errors: [...COMMON, 409] },
+    mcp: [
+      {
+        tool: 'revert',
+        title: 'Revert to a commit',
+        description:
+          'Restore the filesystem to the state of an earlier commit (hash or unique prefix of at least 4 hex digits, from get_history; ' +
+          'or HEAD~n / <hash>~n, n commits before it, e.g. HEAD~1 for the one before the last). ' +
+          'Uncommitted changes are committed first and the restore is recorded as a new commit, so nothing is lost.',
+        args: { hash: z.string().min(4).max(64).describe('Commit hash or unique prefix, or HEAD~n / <hash>~n.') },
+        output: { hash: z.string(), reverted_to: z.string(), saved: z.string().nullable(), commit: toolCommit },
+        annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+      },
+    ],
   },
   /** Read-only views of a commit's tree (for `.history` in the mount). Paths are absolute within the snapshot. */
   'vcs.ls': { params: z.object({ rev: z.string(), path: pathOpt }), result: listingSchema },
   'vcs.stat': { params: z.object({ rev: z.string(), path: pathOpt }), result: pathStatSchema },
   /** Content as the frame's raw bytes. */
   'vcs.cat': { params: z.object({ rev: z.string(), path }), result: z.object({ path: z.string(), size: int, etag: z.string() }) },
-} as const satisfies Record<string, { params: z.ZodObject; result: z.ZodType; rest?: RestBinding }>;
+} as const satisfies Record<string, OpTraits & { params: z.ZodObject; result: z.ZodType; rest?: RestBinding; mcp?: readonly McpBinding[] }>;
 
 export type Methods = typeof methods;
 export type Method = keyof Methods;
 export type Params<M extends Method> = z.input<Methods[M]['params']>;
 export type ParsedParams<M extends Method> = z.output<Methods[M]['params']>;
 export type Result<M extends Method> = z.infer<Methods[M]['result']>;
+
+/** Every MCP tool binding, with its method, in table order (the order of tools/list). */
+type ToolBindings = { [M in Method]: Methods[M] extends { mcp: readonly (infer B)[] } ? B & { method: M } : never }[Method];
+export type ToolName = ToolBindings['tool'];
+/** The arguments a tool's handler receives (its input schema, parsed). */
+export type ToolArgs<T extends ToolName> = z.output<z.ZodObject<Extract<ToolBindings, { tool: T }>['args']>>;
+
+export function toolBindings(): (McpBinding & { tool: ToolName; method: Method })[] {
+  const out: (McpBinding & { tool: ToolName; method: Method })[] = [];
+  for (const [method, spec] of Object.entries(methods) as [Method, { mcp?: readonly McpBinding[] }][]) {
+    for (const b of spec.mcp ?? []) out.push({ ...b, tool: b.tool as ToolName, method });
+  }
+  return out;
+}
 
 export function isMethod(m: unknown): m is Method {
   return typeof m === 'string' && Object.prototype.hasOwnProperty.call(methods, m);

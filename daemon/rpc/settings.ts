@@ -19,7 +19,12 @@ export interface ListenAddress {
 
 const DEFAULT_HOST = '127.0.0.1';
 const DEFAULT_PORT = 3000;
-export const DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024;
+/**
+ * 256 MiB: room for the git packs and SQLite databases a notes repository holds (10 MiB broke both),
+ * while one file still passes through every front end in memory (the mount's buffer, the socket
+ * message, the daemon's blob: about three copies while it is written).
+ */
+export const DEFAULT_MAX_FILE_SIZE = 256 * 1024 * 1024;
 
 type Env = NodeJS.ProcessEnv;
 
@@ -90,7 +95,7 @@ export function mcpMaxResourcesFromEnv(env: Env = process.env): number {
   return intFromEnv(env, 'SERVICE_MCP_MAX_RESOURCES', 5000, 1);
 }
 
-/** SERVICE_MAX_FILE_SIZE in bytes (default 10 MiB). */
+/** SERVICE_MAX_FILE_SIZE in bytes (default 256 MiB). */
 export function maxFileSizeFromEnv(env: Env = process.env): number {
   return intFromEnv(env, 'SERVICE_MAX_FILE_SIZE', DEFAULT_MAX_FILE_SIZE);
 }

@@ -57,12 +57,18 @@ export interface CommitObject {
   timestamp: number; // Unix seconds
   changes: number;
   revert_of?: string;
+  /** Changed paths (scope-relative) last changed by someone other than the committer; absent in older commits. */
+  attribution?: CommitAttribution[];
 }
+
+/** [path, by] or [path, by, on_behalf_of]: who last changed a committed path. */
+export type CommitAttribution = [string, string] | [string, string, string];
 
 export function encodeCommit(c: CommitObject): Buffer {
   const ordered: CommitObject = { tree: c.tree, parent: c.parent, author: c.author, scope: c.scope, root: c.root, message: c.message, timestamp: c.timestamp, changes: c.changes };
   if (c.on_behalf_of !== undefined) ordered.on_behalf_of = c.on_behalf_of;
   if (c.revert_of !== undefined) ordered.revert_of = c.revert_of;
+  if (c.attribution !== undefined) ordered.attribution = c.attribution;
   return Buffer.from(JSON.stringify(ordered), 'utf8');
 }
 

@@ -12,7 +12,7 @@ import type { ChangeEvent } from '../../daemon/rpc/protocol.js';
 import { parentOf } from '../paths.js';
 import { ChangeLog, mountPaths } from '../change-log.js';
 import { O_ACCMODE, O_RDONLY, O_TRUNC, S_IFDIR, S_IFMT, S_IFREG, type FuseStat } from '../fuse-native.js';
-import type { MountFs } from '../mount-fs.js';
+import type { MountFs, UtimeArg } from '../mount-fs.js';
 import { errnoOf } from '../ops.js';
 import { Inodes } from './inodes.js';
 import { OPEN_FLAGS, Op, SET_ATTR, type FuseLowLevel, type Name, type SetAttr } from './native.js';
@@ -297,8 +297,7 @@ export class LowLevelMount {
       else await fs.truncate(path, s.size);
     }
     if (s.valid & (SET_ATTR.ATIME | SET_ATTR.MTIME)) {
-      // MountFs.utimens: 0 keeps a time, 1 is now, anything else milliseconds since the epoch.
-      const time = (set: number, now: number, ms: number) => (!(s.valid & set) ? 0 : s.valid & now ? 1 : Math.max(ms, 2));
+      const time = (set: number, now: number, ns: bigint): UtimeArg => (!(s.valid & set) ? 'omit' : s.valid & now ? 'now' : ns);
       await fs.utimens(path, time(SET_ATTR.ATIME, SET_ATTR.ATIME_NOW, s.atime), time(SET_ATTR.MTIME, SET_ATTR.MTIME_NOW, s.mtime));
     }
   }

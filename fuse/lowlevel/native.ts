@@ -36,15 +36,15 @@ export const Op = {
   ENDED: 23, // the session loop returned (req and ino are 0)
 } as const;
 
-/** setattr's new attributes; `valid` is the FUSE_SET_ATTR_* mask. Times in ms since the epoch. */
+/** setattr's new attributes; `valid` is the FUSE_SET_ATTR_* mask. Times in ns since the epoch. */
 export interface SetAttr {
   valid: number;
   mode: number;
   uid: number;
   gid: number;
   size: number;
-  atime: number;
-  mtime: number;
+  atime: bigint;
+  mtime: bigint;
 }
 
 export const SET_ATTR = { MODE: 1 << 0, UID: 1 << 1, GID: 1 << 2, SIZE: 1 << 3, ATIME: 1 << 4, MTIME: 1 << 5, ATIME_NOW: 1 << 7, MTIME_NOW: 1 << 8 } as const;

@@ -86,7 +86,8 @@ void setName(std::string& dst, bool& set, bool& bad, const char* name) {
   else bad = true;  // delivered as null: TypeScript answers EILSEQ
 }
 
-double timeMs(const struct timespec& t) { return static_cast<double>(t.tv_sec) * 1000.0 + static_cast<double>(t.tv_nsec) / 1e6; }
+// A time in nanoseconds since the epoch (a BigInt: explicit times keep their full precision).
+int64_t timeNs(const struct timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1000000000LL + t.tv_nsec; }
 
 void CallJs(Napi::Env env, Napi::Function handler, std::nullptr_t*, Request* r);
 using Tsfn = Napi::TypedThreadSafeFunction<std::nullptr_t, Request, CallJs>;
@@ -325,8 +326,8 @@ void CallJs(Napi::Env env, Napi::Function handler, std::nullptr_t*, Request* r) 
       o.Set("uid", static_cast<double>(r->attr.st_uid));
       o.Set("gid", static_cast<double>(r->attr.st_gid));
       o.Set("size", static_cast<double>(r->attr.st_size));
-      o.Set("atime", timeMs(r->attr.st_atim));
-      o.Set("mtime", timeMs(r->attr.st_mtim));
+      o.Set("atime", Napi::BigInt::New(env, timeNs(r->attr.st_atim)));
+      o.Set("mtime", Napi::BigInt::New(env, timeNs(r->attr.st_mtim)));
       extra = o;
     }
     handler.Call({Napi::Number::New(env, r->op), Napi::Number::New(env, static_cast<double>(reinterpret_cast<uintptr_t>(r->req))),
@@ -374,13 +375,30 @@ double Num(const Napi::Object& o, const char* key) {
   return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : 0;
 }
 
-void TimeOf(struct timespec& t, double ms) {
+void TimeOfMs(struct timespec& t, double ms) {
   double s = ms / 1000.0;
   t.tv_sec = static_cast<time_t>(s);
   if (static_cast<double>(t.tv_sec) > s) t.tv_sec--;
   t.tv_nsec = static_cast<long>((ms - static_cast<double>(t.tv_sec) * 1000.0) * 1e6);
   if (t.tv_nsec >= 1000000000L) t.tv_nsec = 999999999L;
   if (t.tv_nsec < 0) t.tv_nsec = 0;
+}
+
+// `ns` (a BigInt of nanoseconds) when the object has it, else `ms` (a Number of milliseconds).
+void TimeOf(struct timespec& t, const Napi::Object& o, const char* ns, const char* ms) {
+  Napi::Value v = o.Get(ns);
+  if (v.IsBigInt()) {
+    bool lossless = true;
+    int64_t n = v.As<Napi::BigInt>().Int64Value(&lossless);
+    t.tv_sec = static_cast<time_t>(n / 1000000000LL);
+    t.tv_nsec = static_cast<long>(n % 1000000000LL);
+    if (t.tv_nsec < 0) {
+      t.tv_sec--;
+      t.tv_nsec += 1000000000L;
+    }
+    return;
+  }
+  TimeOfMs(t, Num(o, ms));
 }
 
 // A FuseStat (fuse/fuse-native.ts) as struct stat. st_ino is its `ino` when set, else `ino` (the FUSE
@@ -396,9 +414,9 @@ void StatOf(struct stat& st, const Napi::Object& o, double ino) {
   st.st_nlink = static_cast<nlink_t>(Num(o, "nlink"));
   st.st_blksize = static_cast<blksize_t>(Num(o, "blksize"));
   st.st_blocks = static_cast<blkcnt_t>(Num(o, "blocks"));
-  TimeOf(st.st_atim, Num(o, "atime"));
-  TimeOf(st.st_mtim, Num(o, "mtime"));
-  TimeOf(st.st_ctim, Num(o, "ctime"));
+  TimeOf(st.st_atim, o, "atimeNs", "atime");
+  TimeOf(st.st_mtim, o, "mtimeNs", "mtime");
+  TimeOf(st.st_ctim, o, "ctimeNs", "ctime");
 }
 
 // entry: {ino, attr, entryTimeout, attrTimeout}; ino 0 is a negative entry.

@@ -387,6 +387,40 @@ t.test('filesystem operations', async (t) => {
     t.equal((await root.call('fs.stat', { path: '/home/alice/co/f.md' })).uid, aliceUser.uid);
   });
 
+  t.test('chown to numeric ids: root to any id, known or not; others only as before', async (t) => {
+    await alice.call('fs.write', { path: 'co/num.md' }, text('n'));
+    const r = await root.call('fs.chown', { path: '/home/alice/co/num.md', owner: 54321, group: '65432' });
+    t.same([r.uid, r.gid], [54321, 65432], 'an id no user or group has (tar x, rsync -a as root)');
+    await root.call('fs.chown', { path: '/home/alice/co/num.md', owner: aliceUser.uid, group: aliceUser.gid });
+    await t.rejects(alice.call('fs.chown', { path: 'co/num.md', owner: 54321 }), { code: 'EPERM' }, 'only root gives a file away');
+    await t.rejects(alice.call('fs.chown', { path: 'co/num.md', group: 65432 }), { code: 'EPERM' }, 'a group the owner is not in');
+    await t.rejects(root.call('fs.chown', { path: '/home/alice/co/num.md', owner: 4294967295 }), { code: 'EINVAL' }, '2^32 - 1 is no id');
+  });
+
+  t.test('utimens nofollow: a symlink\'s own times, never its target\'s', async (t) => {
+    await alice.call('fs.write', { path: 'uh/target.md' , parents: true }, text('t'));
+    await alice.call('fs.symlink', { target: 'target.md', path: 'uh/link' });
+    const before = (await alice.call('fs.stat', { path: 'uh/target.md' })).mtime_ns;
+    await alice.call('fs.utimens', { path: 'uh/link', atime: '1000000000000000007', mtime: '1100000000000000009', nofollow: true });
+    const link = await alice.call('fs.stat', { path: 'uh/link', nofollow: true });
+    t.same([link.atime_ns, link.mtime_ns], ['1000000000000000007', '1100000000000000009'], 'the link has the times');
+    t.equal((await alice.call('fs.stat', { path: 'uh/target.md' })).mtime_ns, before, 'the target kept its own');
+  });
+
+  t.test('a directory counts 2 links plus one per subdirectory', async (t) => {
+    await alice.call('fs.mkdir', { path: 'nl/a/deep', parents: true });
+    await alice.call('fs.mkdir', { path: 'nl/b' });
+    await alice.call('fs.write', { path: 'nl/f.md' }, text('f'));
+    t.equal((await alice.call('fs.stat', { path: 'nl' })).nlink, 4, 'nl: a and b');
+    t.equal((await alice.call('fs.stat', { path: 'nl/b' })).nlink, 2, 'an empty directory');
+    await alice.call('fs.move', { src: 'nl/a', dst: 'nl/b/a' });
+    t.equal((await alice.call('fs.stat', { path: 'nl' })).nlink, 3, 'after a subdirectory moved out');
+    t.equal((await alice.call('fs.stat', { path: 'nl/b' })).nlink, 3, 'and into b');
+    await alice.call('fs.rmdir', { path: 'nl/b/a/deep' });
+    t.equal((await alice.call('fs.stat', { path: 'nl/b/a' })).nlink, 2, 'after rmdir');
+    t.equal((await alice.call('fs.stat', { path: 'nl/f.md' })).nlink, 1, 'a file has one');
+  });
+
   t.test('utimens: explicit nanoseconds, milliseconds, now', async (t) => {
     await alice.call('fs.write', { path: 'ut.md' }, text('u'));
     await alice.call('fs.utimens', { path: 'ut.md', atime: '1000000000123456789', mtime: '1500000000987654321' });

@@ -143,13 +143,6 @@ void t.test('a file deleted while open stays readable through its descriptor', a
   t.ok(await eventually(async () => !/fuse_hidden/.test((await root.call('fs.list', { path: '/' })).entries.map((e) => e.name).join(' '))), 'the hidden name is gone after the close');
 });
 
-void t.test('an oversize file fails at close with EFBIG (SERVICE_MAX_FILE_SIZE, 10 MiB by default)', async (t) => {
-  const r = await m.sh('head -c 11000000 /dev/zero > too-big.bin');
-  t.not(r.code, 0);
-  t.match(r.stderr, /File too large/);
-  t.not((await root.call('fs.stat', { path: '/too-big.bin' })).size, 11000000, 'the daemon did not take it');
-});
-
 void t.test('no operation above failed with an internal error in the mount', async (t) => {
   t.notMatch(m.stderr(), /unexpected error/, m.stderr());
 });

@@ -49,6 +49,13 @@ void t.test('identity, group, token and workspace changes report paths: []', asy
   t.same(await eventsOf(() => root.call('admin.userList', {})), [], 'reading the registry reports nothing');
 });
 
+void t.test('a time change reports its path (utimens, touch -h on a symlink)', async (t) => {
+  await root.call('fs.write', { path: '/times.md' }, text('t'));
+  await root.call('fs.symlink', { target: 'times.md', path: '/times-link' });
+  t.same(await eventsOf(() => root.call('fs.utimens', { path: '/times.md', mtime: '1500000000000000001' })), [{ kind: 'change', paths: ['/times.md'] }]);
+  t.same(await eventsOf(() => root.call('fs.utimens', { path: '/times-link', nofollow: true })), [{ kind: 'change', paths: ['/times-link'] }]);
+});
+
 void t.test('fs.write with stat answers with the attributes after the write', async (t) => {
   const r = await root.call('fs.write', { path: '/s.md', mode: '0640', stat: true }, text('hello'));
   const st = await root.call('fs.stat', { path: '/s.md' });

@@ -7,9 +7,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import picomatch from 'picomatch';
 import { VfsError } from '../errors.js';
-import { compareNames, sortedNames, type DirNode, type Node } from './inode.js';
-import { may, R, X, type Cred } from './perms.js';
-import { slicer, type Vfs } from './vfs.js';
+import { compareNames, sortedNames, type DirNode, type Node } from '../core/inode.js';
+import { may, R, X, type Cred } from '../core/perms.js';
+import { slicer, type Vfs } from '../core/vfs.js';
 import type { GrepJob, GrepReply, LoadJob, MatchJob, MatchReply, WireJob } from './grep-worker.js';
 import { loaderFlags } from '../node-flags.js';
 

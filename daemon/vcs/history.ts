@@ -1,0 +1,195 @@
+/**
+ * History: commits (a snapshot of the scope, as a new commit object), commit records, commit
+ * names (`HEAD~2`, hash prefixes) and the log.
+ */
+import { VfsError } from '../errors.js';
+import { isAdminCred, type Cred } from '../core/perms.js';
+import { encodeCommit, objectId, shortId, type CommitAttribution, type CommitObject } from '../store/objects.js';
+import type { ChangeRecord, CommitRecord } from '../rpc/protocol.js';
+import { pendingFor, visibleNow } from './status.js';
+import { attributionOf, joinScope, type Attribution, type Change, type Scope, type Trees } from './trees.js';
+
+/**
+ * Commits the pending changes the caller may see (exactly what its status lists), optionally only
+ * those at or below `paths` (scope-relative): the new tree is the parent's with those changes
+ * applied, and changes the caller cannot see stay pending for those who can. Each changed path
+ * records who last changed it when that is not the committer (`attribution`). Atomic (one turn
+ * of the event loop); the cost grows with what changed since the last commit, and with what
+ * `prehash` and `prepersist` did not already do.
+ */
+export function commit(v: Trees, cred: Cred, scope: Scope, message: string, extra: { revert_of?: string; paths?: readonly string[] } = {}): CommitRecord {
+  if (message.trim() === '') throw new VfsError('EINVAL', 'commit', undefined, 'a commit needs a message');
+  const work = v.treeOf(v.scopeDir(scope));
+  const parent = v.head(scope);
+  const base = parent === null ? v.emptyTree : v.commits.get(parent)!.tree;
+  // root and wheel commit the whole tree: counted without listing it, unless attribution needs the paths
+  const whole = isAdminCred(cred) && extra.paths === undefined;
+  let mine: Change[] | undefined;
+  let tree = work;
+  if (!whole) {
+    const all = v.changesBetween(base, work);
+    mine = pendingFor(v, cred, scope, all, extra.paths);
+    if (mine.length !== all.length) tree = v.graft(base, work, mine);
+  }
+  v.persistTree(tree);
+  const me = attributionOf(cred);
+  let attribution: CommitAttribution[] = [];
+  if (v.markedByOthers(scope.root, me)) {
+    mine ??= v.changesBetween(base, work);
+    attribution = attribute(v, me, scope, mine);
+  }
+  const c: CommitObject = { tree, parent, author: cred.user.name, scope: scope.id, root: scope.root, message, timestamp: Math.floor(Date.now() / 1000), changes: mine?.length ?? v.countChanges(base, work) };
+  if (cred.delegate !== undefined) c.on_behalf_of = cred.delegate.name;
+  if (extra.revert_of !== undefined) c.revert_of = extra.revert_of;
+  if (attribution.length > 0) c.attribution = attribution;
+  const payload = encodeCommit(c);
+  const id = objectId('commit', payload);
+  v.commits.set(id, c);
+  v.store.object(id, 'commit', payload);
+  v.refs.set(scope.id, id);
+  v.store.setRef(scope.id, id);
+  if (tree === work) v.forgetMarks(scope.root);
+  else for (const ch of mine!) v.marks.delete(joinScope(scope.root, ch.path.replace(/\/$/, '')));
+  return record(id, c);
+}
+
+/** The committed paths whose last change was made by someone other than the committer, as [path, by, on_behalf_of?]. */
+function attribute(v: Trees, me: Attribution, scope: Scope, changes: readonly Change[]): CommitAttribution[] {
+  const out: CommitAttribution[] = [];
+  for (const ch of changes) {
+    const who = v.attributed(joinScope(scope.root, ch.path.replace(/\/$/, '')));
+    if (who === undefined || (who.by === me.by && who.on_behalf_of === me.on_behalf_of)) continue;
+    out.push(who.on_behalf_of === undefined ? [ch.path, who.by] : [ch.path, who.by, who.on_behalf_of]);
+  }
+  return out;
+}
+
+function record(id: string, c: CommitObject): CommitRecord {
+  const r: CommitRecord = { hash: shortId(id), message: c.message, author: c.author, timestamp: c.timestamp, parent: c.parent === null ? null : shortId(c.parent), changes: c.changes };
+  if (c.on_behalf_of !== undefined) r.on_behalf_of = c.on_behalf_of;
+  if (c.scope !== '') r.workspace = c.scope;
+  return r;
+}
+
+/**
+ * A commit named as git names it, within the scope's history: `HEAD`, a unique hash prefix (4+ hex
+ * digits), either followed by ancestry steps `~n`, `~` or `^` (`HEAD~2`, `abcd^`; one parent per commit).
+ * Every transport names commits through here (revert, diff, the mount's .history).
+ */
+export function find(v: Trees, scope: Scope, rev: string, op = 'revert'): string {
+  const spec = rev.trim();
+  const shown = spec.slice(0, 80);
+  const m = /^([^~^]*)((?:~\d*|\^1?)*)$/.exec(spec);
+  const base = m?.[1] ?? '';
+  let id: string;
+  if (base.toUpperCase() === 'HEAD' || base === '@') {
+    const head = v.head(scope);
+    if (head === null) throw new VfsError('ENOENT', op, undefined, `no commit ${shown}: nothing has been committed yet`);
+    id = head;
+  } else {
+    const p = base.toLowerCase();
+    if (m === null || !/^[0-9a-f]{4,64}$/.test(p)) throw new VfsError('EINVAL', op, undefined, `'${shown}' is not a commit: give HEAD, a hash of at least 4 hex digits, or either with ~n or ^`);
+    const hits: string[] = [];
+    for (let h = v.head(scope); h !== null; h = v.commits.get(h)?.parent ?? null) if (h.startsWith(p)) hits.push(h);
+    if (hits.length === 0) throw new VfsError('ENOENT', op, undefined, `no commit ${p} in this history`);
+    if (hits.length > 1) throw new VfsError('EINVAL', op, undefined, `commit prefix ${p} is ambiguous: give more hex digits`);
+    id = hits[0]!;
+  }
+  let back = 0;
+  for (const step of (m?.[2] ?? '').match(/~\d*|\^1?/g) ?? []) {
+    const n = step.startsWith('~') && step.length > 1 ? Number(step.slice(1)) : 1;
+    if (!Number.isSafeInteger(n)) throw new VfsError('EINVAL', op, undefined, `'${shown}' steps back too far`);
+    back += n;
+  }
+  for (let i = 0; i < back; i++) {
+    const parent = v.commits.get(id)?.parent ?? null;
+    if (parent === null) throw new VfsError('ENOENT', op, undefined, `no commit ${shown}: ${base} has only ${i} commit${i === 1 ? '' : 's'} before it`);
+    id = parent;
+  }
+  return id;
+}
+
+/**
+ * Commits newest first: those that changed `path` (scope-relative) if given, else those the caller
+ * may see (`visibleCommit`). `cursor` names the last commit of a previous page: the log goes on
+ * from its parent. `next_cursor` is set when the page is full and older commits remain.
+ */
+export function log(v: Trees, scope: Scope, opts: { path?: string; limit?: number; cursor?: string }, cred: Cred): { commits: CommitRecord[]; next_cursor?: string } {
+  // Security: a path's history would tell whether a file exists where the caller cannot look.
+  if (opts.path !== undefined && !visibleNow(v, cred, scope, opts.path)) throw new VfsError('EACCES', 'log', opts.path);
+  const out: CommitRecord[] = [];
+  const limit = opts.limit ?? Number.MAX_SAFE_INTEGER;
+  const memo = new Map<string, boolean>();
+  let id = opts.cursor === undefined ? v.head(scope) : (v.commits.get(find(v, scope, opts.cursor, 'log'))?.parent ?? null);
+  for (; id !== null && out.length < limit; ) {
+    const c = v.commits.get(id);
+    if (c === undefined) break;
+    // a commit that changed a path the caller may read now is visible to it, whatever else it changed
+    if (opts.path === undefined ? visibleCommit(v, cred, scope, id, c, memo) : touches(v, c, opts.path)) out.push(record(id, c));
+    id = c.parent;
+  }
+  return id !== null && out.length === limit && out.length > 0 ? { commits: out, next_cursor: out[out.length - 1]!.hash } : { commits: out };
+}
+
+/**
+ * Security: whether a caller may see a commit at all (its message, author, changes). root and
+ * wheel see every commit; anyone else their own (made by them, or by an agent on their behalf)
+ * and those that changed at least one path they may read now.
+ */
+function visibleCommit(v: Trees, cred: Cred, scope: Scope, id: string, c: CommitObject, memo: Map<string, boolean>): boolean {
+  if (isAdminCred(cred)) return true;
+  const me = cred.delegate ?? cred.user;
+  if (c.author === me.name || c.on_behalf_of === me.name) return true;
+  for (const path of changedPaths(v, id, c)) if (visibleNow(v, cred, scope, path, memo)) return true;
+  return false;
+}
+
+/** The paths a commit changed (memoised for commits of up to CHANGES_MEMO paths). */
+function changedPaths(v: Trees, id: string, c: CommitObject): readonly string[] {
+  const known = v.changedPaths.get(id);
+  if (known !== undefined) return known;
+  const paths = v.changesBetween(c.parent === null ? v.emptyTree : v.commits.get(c.parent)!.tree, c.tree).map((ch) => ch.path);
+  if (paths.length <= CHANGES_MEMO) v.changedPaths.set(id, paths);
+  return paths;
+}
+const CHANGES_MEMO = 1000;
+
+/** The most changes a commit's detail lists (like status); `truncated` and `more` count the rest. */
+const SHOW_MAX = 10000;
+
+/**
+ * A commit's detail: its record and, per changed path the caller may read now, what happened to it
+ * and who last changed it (the committer unless the commit recorded someone else). A commit the
+ * caller may not see is answered as one that does not exist.
+ */
+export function show(v: Trees, cred: Cred, scope: Scope, rev: string): { commit: CommitRecord; changes: ChangeRecord[]; truncated?: true; more?: number } {
+  const id = find(v, scope, rev, 'show');
+  const c = v.commits.get(id)!;
+  const memo = new Map<string, boolean>();
+  if (!visibleCommit(v, cred, scope, id, c, memo)) throw new VfsError('ENOENT', 'show', undefined, `no commit ${rev.trim().slice(0, 80)} in this history`);
+  const others = new Map((c.attribution ?? []).map((a) => [a[0], a]));
+  const changes: ChangeRecord[] = [];
+  let more = 0;
+  const admin = isAdminCred(cred);
+  for (const ch of v.changesBetween(c.parent === null ? v.emptyTree : v.commits.get(c.parent)!.tree, c.tree)) {
+    if (!admin && !visibleNow(v, cred, scope, ch.path, memo)) continue;
+    if (changes.length >= SHOW_MAX) {
+      more++;
+      continue;
+    }
+    const a = others.get(ch.path);
+    const by = a === undefined ? c.author : a[1];
+    const obo = a === undefined ? c.on_behalf_of : a[2];
+    changes.push(obo === undefined ? { path: ch.path, op: ch.kind, by } : { path: ch.path, op: ch.kind, by, on_behalf_of: obo });
+  }
+  return more > 0 ? { commit: record(id, c), changes, truncated: true, more } : { commit: record(id, c), changes };
+}
+
+/** Whether a commit changed the entry at `rel` (relative to the scope root). */
+function touches(v: Trees, c: CommitObject, rel: string): boolean {
+  const now = v.entryAt(c.tree, rel);
+  const before = c.parent === null ? undefined : v.entryAt(v.commits.get(c.parent)!.tree, rel);
+  if (now === undefined && before === undefined) return false;
+  if (now === undefined || before === undefined) return true;
+  return now.ref !== before.ref || now.mode !== before.mode || now.kind !== before.kind || now.uid !== before.uid || now.gid !== before.gid;
+}

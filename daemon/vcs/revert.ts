@@ -1,0 +1,182 @@
+/**
+ * Revert: restores the scope to a commit, every change permission-checked before anything is
+ * applied, and records that as a new commit. The working tree is changed through the core's
+ * unchecked primitives, once the checks here have passed.
+ */
+import { VfsError } from '../errors.js';
+import { depthOf, markDirty, pathOf, type DirNode, type Node } from '../core/inode.js';
+import { components, MAX_DEPTH } from '../core/paths.js';
+import { actor, isAdminCred, W, X, requireUnlink, requireAccess, requireChmod, requireChown, type Cred } from '../core/perms.js';
+import { shortId, type TreeEntry } from '../store/objects.js';
+import type { CommitRecord } from '../rpc/protocol.js';
+import { commit, find } from './history.js';
+import { pathFilter, pendingFor, visibleIn, visibleNow } from './status.js';
+import { joinScope, type Change, type Scope, type Trees } from './trees.js';
+
+/**
+ * Restores the paths the caller may read (now, and as the commit recorded them), or those at or
+ * below `paths`, to their state at a commit, and records that as a new commit. Every change is
+ * permission-checked before anything is applied (all-or-nothing); the caller's own pending changes
+ * among them are committed first (`saved`). root and wheel restore the whole scope.
+ */
+export function revert(v: Trees, cred: Cred, scope: Scope, prefix: string, paths?: readonly string[]): { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord } {
+  const target = find(v, scope, prefix);
+  const targetTree = v.commits.get(target)!.tree;
+  const dir = v.scopeDir(scope);
+  // Security: a commit taken before the depth limit may hold a deeper tree; it is not rebuilt.
+  const deepest = depthOf(dir) + v.treeHeight(targetTree);
+  if (deepest > MAX_DEPTH) throw new VfsError('ENAMETOOLONG', 'revert', scope.root, `commit ${shortId(target)} holds a tree reaching level ${deepest}, and the tree may be at most ${MAX_DEPTH} levels deep`);
+  const work = v.treeOf(dir);
+  const admin = isAdminCred(cred);
+  // What the working tree becomes: the target where the caller may restore, as it is elsewhere.
+  let wanted = targetTree;
+  if (!admin || paths !== undefined) {
+    const all = v.changesBetween(work, targetTree);
+    const within = paths === undefined ? undefined : pathFilter(paths);
+    const memo = new Map<string, boolean>();
+    const mine = all.filter((c) => (within === undefined || within(c.path)) && (admin || (visibleNow(v, cred, scope, c.path, memo) && visibleIn(v, cred, targetTree, c.path))));
+    if (mine.length !== all.length) wanted = v.graft(work, targetTree, mine);
+  }
+  checkRevert(v, cred, scope, dir, wanted);
+  const extra = paths === undefined ? {} : { paths };
+  let saved: string | null = null;
+  if (pendingFor(v, cred, scope, v.changesBetween(v.headTree(scope), work), paths).length > 0) saved = commit(v, cred, scope, `save uncommitted changes before revert to ${shortId(target)}`, extra).hash;
+  applyTree(v, dir, wanted);
+  const done = commit(v, cred, scope, `revert to ${shortId(target)}`, { ...extra, revert_of: target });
+  return { hash: done.hash, reverted_to: shortId(target), saved, commit: done };
+}
+
+/**
+ * Security: a non-admin may revert only entries they could change by hand, and never brings back
+ * an entry owned by someone else (they could not have created it). The first denied path is named.
+ */
+function checkRevert(v: Trees, cred: Cred, scope: Scope, dir: DirNode, wanted: string): void {
+  if (isAdminCred(cred)) return;
+  const changes: Change[] = [];
+  v.diffTrees(v.treeOf(dir), wanted, '', changes);
+  const me = actor(cred).uid;
+  try {
+    for (const c of changes) {
+      const rel = c.path.replace(/\/$/, '');
+      const abs = joinScope(scope.root, rel);
+      const parentAbs = abs.slice(0, abs.lastIndexOf('/')) || '/';
+      const existing = lookupQuiet(v, abs);
+      if (c.kind === 'modified' && existing !== undefined && c.after !== undefined) {
+        checkModify(v, cred, existing, c.after, abs);
+        continue;
+      }
+      if (c.kind === 'added') {
+        const parent = nearestDir(v, parentAbs);
+        if (parent !== null) requireAccess(cred, parent, W | X, 'revert', abs);
+        // every entry created on the way, and the entry itself, must be the caller's own
+        const from = parent === null ? 0 : components(pathOf(parent)).length - components(scope.root).length;
+        const parts = components(rel);
+        for (let i = Math.max(0, from); i < parts.length; i++) {
+          const e = v.entryAt(wanted, '/' + parts.slice(0, i + 1).join('/'));
+          if (e !== undefined && e.uid !== me) throw new VfsError('EACCES', 'revert', joinScope(scope.root, '/' + parts.slice(0, i + 1).join('/')), `revert would bring back an entry owned by uid ${e.uid}, which only its owner or an administrator may restore`);
+        }
+      } else if (existing !== undefined) checkRemove(v, cred, dir, existing, rel, wanted);
+    }
+  } catch (err) {
+    // One answer for a denied revert, whichever rule denied it (chmod and chown say EPERM).
+    if (err instanceof VfsError && err.code === 'EPERM') throw new VfsError('EACCES', 'revert', err.path, err.message);
+    throw err;
+  }
+}
+
+/** Changing an entry in place: content needs w, a link target needs replacing the link, attributes need chmod/chown rights. */
+function checkModify(v: Trees, cred: Cred, node: Node, want: TreeEntry, abs: string): void {
+  if (node.kind === 'file' && node.blob !== want.ref) requireAccess(cred, node, W, 'revert', abs);
+  // a symlink's target cannot be written, only replaced (its 0777 mode grants nothing)
+  if (node.kind === 'symlink' && node.target !== want.ref && node.parent !== null) requireUnlink(cred, node.parent, node, 'revert', abs);
+  if (node.mode !== want.mode) requireChmod(cred, node, 'revert', abs);
+  if (node.uid !== want.uid || node.gid !== want.gid) requireChown(cred, node, want.uid, want.gid, 'revert', abs);
+}
+
+/** Removing an entry also removes each ancestor the target lacks: every one needs unlink rights in its parent, like `rm -r`. */
+function checkRemove(v: Trees, cred: Cred, scopeDir: DirNode, node: Node, rel: string, targetTree: string): void {
+  let n = node;
+  let r = rel;
+  for (;;) {
+    const parent = n.parent;
+    if (parent === null) return;
+    requireUnlink(cred, parent, n, 'revert', pathOf(n));
+    if (parent === scopeDir) return;
+    r = r.slice(0, r.lastIndexOf('/'));
+    const kept = v.entryAt(targetTree, r);
+    if (kept !== undefined && kept.kind === 'd') return;
+    n = parent;
+  }
+}
+
+function lookupQuiet(v: Trees, abs: string): Node | undefined {
+  let cur: Node = v.vfs.root;
+  for (const name of components(abs)) {
+    if (cur.kind !== 'directory') return undefined;
+    const n: Node | undefined = cur.children.get(name);
+    if (n === undefined) return undefined;
+    cur = n;
+  }
+  return cur;
+}
+
+function nearestDir(v: Trees, abs: string): DirNode | null {
+  let p = abs;
+  for (;;) {
+    const n = lookupQuiet(v, p);
+    if (n !== undefined && n.kind === 'directory') return n;
+    if (p === '/') return null;
+    p = p.slice(0, p.lastIndexOf('/')) || '/';
+  }
+}
+
+/** Makes `dir`'s contents equal to `tree`, touching only what differs (iterative, whatever the depth). */
+function applyTree(v: Trees, top: DirNode, topTree: string): void {
+  const stack: { dir: DirNode; tree: string }[] = [{ dir: top, tree: topTree }];
+  while (stack.length > 0) {
+    const { dir, tree } = stack.pop()!;
+    if (dir.treeId === tree) continue;
+    const entries = v.trees.get(tree) ?? [];
+    const want = new Map(entries.map((e) => [e.name, e]));
+    for (const [name, child] of [...dir.children]) {
+      const e = want.get(name);
+      if (e === undefined || kindOf(e) !== child.kind) v.vfs.removeUnchecked(child);
+    }
+    const below: { dir: DirNode; tree: string }[] = [];
+    for (const e of entries) {
+      const cur = dir.children.get(e.name);
+      if (cur === undefined) {
+        materialize(v, dir, e);
+        continue;
+      }
+      if (cur.mode !== e.mode || cur.uid !== e.uid || cur.gid !== e.gid) {
+        cur.mode = e.mode;
+        cur.uid = e.uid;
+        cur.gid = e.gid;
+        v.vfs.changedUnchecked(cur, false);
+      }
+      if (cur.kind === 'file' && cur.blob !== e.ref) v.vfs.setBlobUnchecked(cur, e.ref, e.size);
+      else if (cur.kind === 'symlink' && cur.target !== e.ref) {
+        cur.target = e.ref;
+        v.vfs.changedUnchecked(cur, true);
+      } else if (cur.kind === 'directory') below.push({ dir: cur, tree: e.ref });
+    }
+    markDirty(dir);
+    for (let k = below.length - 1; k >= 0; k--) stack.push(below[k]!);
+  }
+}
+
+function materialize(v: Trees, parent: DirNode, top: TreeEntry): void {
+  const stack: { parent: DirNode; e: TreeEntry }[] = [{ parent, e: top }];
+  while (stack.length > 0) {
+    const { parent: into, e } = stack.pop()!;
+    const node = v.vfs.createUnchecked(into, { name: e.name, kind: kindOf(e), mode: e.mode, uid: e.uid, gid: e.gid, ...(e.kind === 'f' ? { blob: e.ref, size: e.size } : e.kind === 'l' ? { target: e.ref } : { height: v.treeHeight(e.ref) }) });
+    if (node.kind !== 'directory') continue;
+    const children = v.trees.get(e.ref) ?? [];
+    for (let k = children.length - 1; k >= 0; k--) stack.push({ parent: node, e: children[k]! });
+  }
+}
+
+function kindOf(e: TreeEntry): Node['kind'] {
+  return e.kind === 'd' ? 'directory' : e.kind === 'f' ? 'file' : 'symlink';
+}

@@ -1,0 +1,603 @@
+/**
+ * The object side of version control: tree and commit objects in memory, the tree ids of the
+ * working tree (directories cache their tree id and changes clear the cache up the parent chain,
+ * so a commit hashes only the directories that changed), writing trees to the store, and the walk
+ * that compares two trees. The operations on top of it live beside it: history.ts (commit, log,
+ * commit names), status.ts (status, what a caller may see), diff.ts, revert.ts, snapshot.ts (the
+ * `.history` views) and gc.ts; vcs.ts is the facade the daemon holds.
+ */
+import { VfsError } from '../errors.js';
+import { compareNames, sortedNames, type DirNode, type Node } from '../core/inode.js';
+import { components, isWithin } from '../core/paths.js';
+import { slicer, type Vfs } from '../core/vfs.js';
+import type { Cred } from '../core/perms.js';
+import type { Store } from '../store/sqlite.js';
+import { decodeCommit, decodeTree, encodeTree, objectId, shortId, type CommitObject, type TreeEntry } from '../store/objects.js';
+
+export interface Scope {
+  id: string; // '' or a workspace id
+  root: string; // absolute path of the scope's root directory
+}
+
+export interface Change {
+  path: string; // relative to the scope root, with a leading '/'
+  kind: 'added' | 'modified' | 'deleted';
+  before?: TreeEntry;
+  after?: TreeEntry;
+}
+
+/** Who changed a path: the acting user, and the user it acted for (an agent's delegation). */
+export interface Attribution {
+  by: string;
+  on_behalf_of?: string;
+}
+
+/** A path's last change since its last commit (see `Trees.marks`). */
+interface Mark extends Attribution {
+  seq: number;
+  /** The change reached everything below the path too (a removal, move or copy of a directory). */
+  subtree: boolean;
+}
+
+/** A directory of a tree being rebuilt by `graft`: its entries by name, and the subdirectories edited below it. */
+interface Draft {
+  entries: Map<string, TreeEntry>;
+  subs: Map<string, Draft>;
+  /** scope-relative path of this directory ('' for the root) */
+  path: string;
+}
+
+export const EMPTY_TREE_ENTRIES: TreeEntry[] = [];
+
+export class Trees {
+  readonly trees = new Map<string, TreeEntry[]>();
+  readonly commits = new Map<string, CommitObject>();
+  /** trees written to the store */
+  readonly persisted = new Set<string>();
+  /** How many `prepersist` runs are under way (gc keeps the trees they write). */
+  prepersisting = 0;
+  /** payloads of trees hashed but not yet written, so a commit does not serialise them twice */
+  readonly encoded = new Map<string, Buffer>();
+  readonly refs = new Map<string, string>();
+  /** levels below each tree measured so far (trees never change, so neither does this) */
+  readonly heights = new Map<string, number>();
+  /** per tree: the changes adding or deleting it as a whole counts (what `pushAll` lists); memoised like heights */
+  readonly leaves = new Map<string, number>();
+  readonly emptyTree: string;
+  /**
+   * Who last changed each absolute path since it was last committed, taken from the core's change
+   * events, for the per-path attribution a commit records. Kept in memory: a change made before a
+   * restart is attributed to whoever commits it.
+   */
+  readonly marks = new Map<string, Mark>();
+  /** Per commit id: the paths it changed (see history.ts `changedPaths`). */
+  readonly changedPaths = new Map<string, readonly string[]>();
+  private seq = 0;
+
+  constructor(readonly vfs: Vfs, readonly store: Store) {
+    this.emptyTree = objectId('tree', encodeTree([]));
+    this.trees.set(this.emptyTree, []);
+    vfs.onChange((paths, by, subtree) => {
+      if (by === undefined) return;
+      const who = attributionOf(by);
+      for (const p of paths) this.marks.set(p, { ...who, seq: ++this.seq, subtree: subtree === true });
+    });
+  }
+
+  /** Whether a change below `root` not yet committed was made by someone other than `me`. */
+  markedByOthers(root: string, me: Attribution): boolean {
+    for (const [p, m] of this.marks) if ((m.by !== me.by || m.on_behalf_of !== me.on_behalf_of) && isWithin(p, root)) return true;
+    return false;
+  }
+
+  /** Forgets the marks below `root` (all its changes are committed). */
+  forgetMarks(root: string): void {
+    for (const p of [...this.marks.keys()]) if (isWithin(p, root)) this.marks.delete(p);
+  }
+
+  /** Who last changed `abs`: its own mark, or a newer one of an ancestor whose whole subtree changed. */
+  attributed(abs: string): Attribution | undefined {
+    let best = this.marks.get(abs);
+    for (let p = abs; p !== '/'; ) {
+      p = p.slice(0, p.lastIndexOf('/')) || '/';
+      const m = this.marks.get(p);
+      if (m !== undefined && m.subtree && (best === undefined || m.seq > best.seq)) best = m;
+    }
+    return best === undefined ? undefined : best.on_behalf_of === undefined ? { by: best.by } : { by: best.by, on_behalf_of: best.on_behalf_of };
+  }
+
+  // ---------- loading ----------
+
+  loadObject(id: string, type: 'tree' | 'commit', data: Buffer): void {
+    if (type === 'tree') {
+      const entries = decodeTree(data);
+      this.trees.set(id, entries);
+      this.persisted.add(id);
+      for (const e of entries) if (e.kind === 'f') this.vfs.blobs.inHistory.add(e.ref);
+    } else this.commits.set(id, decodeCommit(data));
+  }
+
+  /** Object ids a stored object refers to (for fsck). */
+  static refsOf(type: 'blob' | 'tree' | 'commit', data: Buffer): string[] {
+    if (type === 'tree') return decodeTree(data).filter((e) => e.kind !== 'l').map((e) => e.ref);
+    if (type === 'commit') {
+      const c = decodeCommit(data);
+      return c.parent === null ? [c.tree] : [c.tree, c.parent];
+    }
+    return [];
+  }
+
+  // ---------- trees of the working tree ----------
+
+  /** The tree id of a directory, hashing only directories changed since last time. */
+  treeOf(top: DirNode): string {
+    if (this.cached(top)) return top.treeId!;
+    // Post-order with an explicit stack (a deep tree would overflow recursion): a directory is
+    // hashed once every changed subdirectory below it has its id.
+    const stack: DirNode[] = [top];
+    const opened = new Set<DirNode>();
+    while (stack.length > 0) {
+      const dir = stack[stack.length - 1]!;
+      if (!opened.has(dir)) {
+        opened.add(dir);
+        for (const c of dir.children.values()) if (c.kind === 'directory' && !this.cached(c)) stack.push(c);
+        continue;
+      }
+      stack.pop();
+      this.hashDir(dir);
+    }
+    return top.treeId!;
+  }
+
+  cached(dir: DirNode): boolean {
+    return dir.treeId !== undefined && this.trees.has(dir.treeId);
+  }
+
+  /** Hashes one directory whose subdirectories all have their tree ids. */
+  hashDir(dir: DirNode): string {
+    const names = sortedNames(dir);
+    const entries: TreeEntry[] = new Array<TreeEntry>(names.length);
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i]!;
+      const c = dir.children.get(name)!;
+      // one object shape for every entry (no spreads): this loop runs over whole directories
+      if (c.kind === 'file') entries[i] = { name, kind: 'f', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.blob, size: c.size };
+      else if (c.kind === 'symlink') entries[i] = { name, kind: 'l', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.target, size: Buffer.byteLength(c.target) };
+      else entries[i] = { name, kind: 'd', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.treeId!, size: 0 };
+    }
+    const payload = encodeTree(entries);
+    const id = objectId('tree', payload);
+    if (!this.trees.has(id)) {
+      this.trees.set(id, entries);
+      if (!this.persisted.has(id)) this.encoded.set(id, payload);
+    }
+    dir.treeId = id;
+    return id;
+  }
+
+  /**
+   * Hashes the scope's changed directories ahead of a commit, status or diff, in slices that yield
+   * the event loop, bottom-up (iteratively), so that the synchronous `treeOf` the operation then
+   * runs, in the same turn as the rest of it (that is what keeps it atomic), finds every unchanged
+   * subtree cached and costs little. Only an optimisation: a directory changed meanwhile has its id
+   * cleared again by `markDirty` and is hashed by that `treeOf`, so the result is always current.
+   * (One directory is hashed in one go: its cost is its number of entries.)
+   */
+  async prehash(scope: Scope): Promise<void> {
+    let top: DirNode;
+    try {
+      top = this.scopeDir(scope);
+    } catch {
+      return; // the operation itself reports it
+    }
+    const pause = slicer();
+    const stack: { dir: DirNode; expanded: boolean }[] = [{ dir: top, expanded: false }];
+    while (stack.length > 0) {
+      const item = stack[stack.length - 1]!;
+      if (this.cached(item.dir)) {
+        stack.pop();
+        continue;
+      }
+      if (!item.expanded) {
+        item.expanded = true;
+        for (const c of item.dir.children.values()) if (c.kind === 'directory' && !this.cached(c)) stack.push({ dir: c, expanded: false });
+        continue;
+      }
+      stack.pop();
+      this.treeOf(item.dir);
+      const p = pause();
+      if (p !== undefined) await p;
+    }
+  }
+
+  /**
+   * Writes the scope's new trees to the store ahead of a commit, in slices that yield the event
+   * loop (after `prehash`), so that the commit's atomic step finds them written and only adds the
+   * commit. Bottom-up: a tree is written only once all its subtrees are (the invariant `persistTree`
+   * relies on when it stops at a written tree). Only an optimisation, like `prehash`: any change in
+   * the scope meanwhile (its root's tree id is cleared) stops it, since a tree no longer current
+   * may name contents already freed; the commit then writes what is left. Returns whether it wrote
+   * everything. A tree written here that no commit ends up using keeps its blobs (see `reachableBlobs`)
+   * until the next gc drops it (`dropOrphanTrees`).
+   */
+  async prepersist(scope: Scope, pauser: () => () => Promise<void> | undefined = slicer): Promise<boolean> {
+    this.prepersisting++;
+    try {
+      return await this.writeAhead(scope, pauser);
+    } finally {
+      this.prepersisting--;
+    }
+  }
+
+  async writeAhead(scope: Scope, pauser: () => () => Promise<void> | undefined): Promise<boolean> {
+    let top: DirNode;
+    try {
+      top = this.scopeDir(scope);
+    } catch {
+      return false; // the commit itself reports it
+    }
+    if (!this.cached(top)) return false; // changed since prehash: the commit hashes and writes it
+    const rootId = top.treeId!;
+    const pause = pauser();
+    const stack: { id: string; expanded: boolean }[] = [{ id: rootId, expanded: false }];
+    while (stack.length > 0) {
+      if (top.treeId !== rootId || this.scopeDirOrNull(scope) !== top) return false; // the scope changed (or went) meanwhile
+      const item = stack[stack.length - 1]!;
+      if (this.persisted.has(item.id)) {
+        stack.pop();
+        continue;
+      }
+      const entries = this.trees.get(item.id);
+      if (entries === undefined) return false; // dropped by a gc meanwhile: the commit hashes it again
+      if (!item.expanded) {
+        item.expanded = true;
+        for (const e of entries) if (e.kind === 'd' && !this.persisted.has(e.ref)) stack.push({ id: e.ref, expanded: false });
+        continue;
+      }
+      stack.pop();
+      for (const e of entries) if (e.kind === 'd' && !this.persisted.has(e.ref)) return false; // a subtree went missing: leave it to the commit
+      this.writeTree(item.id, entries);
+      this.leafCount(item.id);
+      const p = pause();
+      if (p !== undefined) await p;
+    }
+    return true;
+  }
+
+  /** Writes one tree whose subtrees are all written; marks its blobs as history. */
+  writeTree(id: string, entries: TreeEntry[]): void {
+    for (const e of entries) if (e.kind === 'f') this.vfs.blobs.inHistory.add(e.ref);
+    this.store.object(id, 'tree', this.encoded.get(id) ?? encodeTree(entries));
+    this.encoded.delete(id);
+    this.persisted.add(id);
+  }
+
+  /** Writes a tree and its not-yet-written subtrees to the store; marks their blobs as history. */
+  persistTree(top: string): void {
+    // First find every tree to write (all present, or nothing is written), then write them.
+    const todo: string[] = [];
+    const seen = new Set<string>();
+    const stack = [top];
+    while (stack.length > 0) {
+      const id = stack.pop()!;
+      if (this.persisted.has(id) || seen.has(id)) continue;
+      seen.add(id);
+      const entries = this.trees.get(id);
+      if (entries === undefined) throw new VfsError('EIO', 'commit', undefined, `tree ${shortId(id)} is missing`);
+      todo.push(id);
+      for (const e of entries) if (e.kind === 'd') stack.push(e.ref);
+    }
+    for (const id of todo) this.writeTree(id, this.trees.get(id)!);
+  }
+
+  /** What `pushAll` would list for a whole tree: its files, links and empty directories (memoised, iterative). */
+  leafCount(top: string): number {
+    const stack = [top];
+    while (stack.length > 0) {
+      const id = stack[stack.length - 1]!;
+      if (this.leaves.has(id)) {
+        stack.pop();
+        continue;
+      }
+      const entries = this.trees.get(id) ?? EMPTY_TREE_ENTRIES;
+      let n = entries.length === 0 ? 1 : 0;
+      let ready = true;
+      for (const e of entries) {
+        if (e.kind !== 'd') n++;
+        else {
+          const below = this.leaves.get(e.ref);
+          if (below === undefined) {
+            ready = false;
+            stack.push(e.ref);
+          } else n += below;
+        }
+      }
+      if (ready) {
+        this.leaves.set(id, n);
+        stack.pop();
+      }
+    }
+    return this.leaves.get(top)!;
+  }
+
+  /** Levels below a tree's root (0 for an empty tree), as `DirNode.height` counts them; memoised. */
+  treeHeight(top: string): number {
+    const stack = [top];
+    while (stack.length > 0) {
+      const id = stack[stack.length - 1]!;
+      if (this.heights.has(id)) {
+        stack.pop();
+        continue;
+      }
+      let h = 0;
+      let ready = true;
+      for (const e of this.trees.get(id) ?? EMPTY_TREE_ENTRIES) {
+        if (e.kind !== 'd') h = Math.max(h, 1);
+        else {
+          const below = this.heights.get(e.ref);
+          if (below === undefined) {
+            ready = false;
+            stack.push(e.ref);
+          } else h = Math.max(h, below + 1);
+        }
+      }
+      if (ready) {
+        this.heights.set(id, h);
+        stack.pop();
+      }
+    }
+    return this.heights.get(top)!;
+  }
+
+  scopeDirOrNull(scope: Scope): DirNode | null {
+    try {
+      return this.scopeDir(scope);
+    } catch {
+      return null;
+    }
+  }
+
+  scopeDir(scope: Scope): DirNode {
+    let cur: Node = this.vfs.root;
+    for (const name of components(scope.root)) {
+      const next: Node | undefined = cur.kind === 'directory' ? cur.children.get(name) : undefined;
+      if (next === undefined || next.kind !== 'directory') throw new VfsError('ENOENT', 'vcs', scope.root, 'the workspace root no longer exists');
+      cur = next;
+    }
+    if (cur.kind !== 'directory') throw new VfsError('ENOTDIR', 'vcs', scope.root);
+    return cur;
+  }
+
+  head(scope: Scope): string | null {
+    return this.refs.get(scope.id) ?? null;
+  }
+
+  headTree(scope: Scope): string {
+    const h = this.head(scope);
+    return h === null ? this.emptyTree : this.commits.get(h)!.tree;
+  }
+
+  // ---------- diffs between trees ----------
+
+  diffTrees(a: string, b: string, prefix: string, out: Change[]): void {
+    if (a === b) return;
+    // Depth-first with an explicit stack of directory pairs (a deep tree would overflow recursion);
+    // changes come out in the same order as a recursive walk.
+    const frames = [{ ea: this.trees.get(a) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(b) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0, prefix }];
+    while (frames.length > 0) {
+      const f = frames[frames.length - 1]!;
+      const { ea, eb } = f;
+      // Both lists are sorted by name: walk them side by side (a commit's cost is one pass per changed directory).
+      if (f.i >= ea.length && f.j >= eb.length) {
+        frames.pop();
+        continue;
+      }
+      const cmp = f.i >= ea.length ? 1 : f.j >= eb.length ? -1 : compareNames(ea[f.i]!.name, eb[f.j]!.name);
+      const x = cmp <= 0 ? ea[f.i++] : undefined;
+      const y = cmp >= 0 ? eb[f.j++] : undefined;
+      if (x !== undefined && y !== undefined && x.ref === y.ref && x.kind === y.kind && x.mode === y.mode && x.uid === y.uid && x.gid === y.gid) continue;
+      const p = `${f.prefix}/${(x ?? y)!.name}`;
+      if (x !== undefined && y !== undefined && x.kind === 'd' && y.kind === 'd') {
+        if (x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid) out.push({ path: p + '/', kind: 'modified', before: x, after: y });
+        if (x.ref !== y.ref) frames.push({ ea: this.trees.get(x.ref) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(y.ref) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0, prefix: p });
+        continue;
+      }
+      if (x !== undefined && (y === undefined || x.kind !== y.kind)) this.pushAll(x, p, 'deleted', out);
+      if (y !== undefined && (x === undefined || x.kind !== y.kind)) this.pushAll(y, p, 'added', out);
+      if (x !== undefined && y !== undefined && x.kind === y.kind && (x.ref !== y.ref || x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid)) out.push({ path: p, kind: 'modified', before: x, after: y });
+    }
+  }
+
+  /**
+   * The tree `base` with some of the changes that lead from it to `work` applied (a scoped commit):
+   * each change sets its path to what `work` has there (or removes it), directories on the way are
+   * taken from `work` when `base` lacks them, and a directory left empty that `work` no longer has
+   * goes too. The new trees are hashed and kept like the working tree's (the commit writes them).
+   */
+  graft(base: string, work: string, changes: readonly Change[]): string {
+    const top: Draft = { entries: this.entriesOf(base), subs: new Map(), path: '' };
+    for (const c of changes) {
+      const parts = components(c.path.replace(/\/$/, ''));
+      if (parts.length === 0) continue;
+      let d = top;
+      for (let i = 0; i < parts.length - 1; i++) d = this.draftBelow(d, parts[i]!, work);
+      const name = parts[parts.length - 1]!;
+      if (c.path.endsWith('/')) {
+        // a directory's own mode or owner, or an empty directory added or removed
+        if (c.after === undefined) {
+          d.entries.delete(name);
+          d.subs.delete(name);
+        } else if (c.kind === 'added') {
+          d.entries.set(name, c.after);
+          d.subs.delete(name);
+        } else {
+          const cur = d.entries.get(name);
+          if (cur !== undefined) d.entries.set(name, { ...cur, mode: c.after.mode, uid: c.after.uid, gid: c.after.gid });
+        }
+        continue;
+      }
+      d.subs.delete(name);
+      if (c.after === undefined) {
+        // a deletion listed after its path was set by another change of the same path (a kind change) keeps that
+        if (c.kind === 'deleted' && d.entries.get(name)?.kind === c.before?.kind) d.entries.delete(name);
+      } else d.entries.set(name, c.after);
+    }
+    return this.sealDraft(top, work);
+  }
+
+  private entriesOf(tree: string): Map<string, TreeEntry> {
+    return new Map((this.trees.get(tree) ?? EMPTY_TREE_ENTRIES).map((e) => [e.name, e]));
+  }
+
+  /** The draft of `name` below `d`, opened from `d`'s entry, or from `work` when `d` has no directory there. */
+  private draftBelow(d: Draft, name: string, work: string): Draft {
+    const open = d.subs.get(name);
+    if (open !== undefined) return open;
+    const path = `${d.path}/${name}`;
+    let e = d.entries.get(name);
+    if (e === undefined || e.kind !== 'd') {
+      const w = this.entryAt(work, path);
+      e = w !== undefined && w.kind === 'd' ? { ...w, ref: this.emptyTree } : { name, kind: 'd', mode: 0o755, uid: 0, gid: 0, ref: this.emptyTree, size: 0 };
+      d.entries.set(name, e);
+    }
+    const sub: Draft = { entries: this.entriesOf(e.ref), subs: new Map(), path };
+    d.subs.set(name, sub);
+    return sub;
+  }
+
+  /** Hashes a draft bottom-up (iteratively) and returns its tree id. */
+  private sealDraft(top: Draft, work: string): string {
+    const order: Draft[] = [];
+    const stack = [top];
+    while (stack.length > 0) {
+      const d = stack.pop()!;
+      order.push(d);
+      for (const s of d.subs.values()) stack.push(s);
+    }
+    const ids = new Map<Draft, string>();
+    for (let i = order.length - 1; i >= 0; i--) {
+      const d = order[i]!;
+      for (const [name, sub] of d.subs) {
+        const id = ids.get(sub)!;
+        const w = this.entryAt(work, sub.path);
+        if (id === this.emptyTree && (w === undefined || w.kind !== 'd')) d.entries.delete(name);
+        else d.entries.set(name, { ...d.entries.get(name)!, ref: id });
+      }
+      const entries = [...d.entries.values()].sort((a, b) => compareNames(a.name, b.name));
+      const payload = encodeTree(entries);
+      const id = objectId('tree', payload);
+      if (!this.trees.has(id)) {
+        this.trees.set(id, entries);
+        if (!this.persisted.has(id)) this.encoded.set(id, payload);
+      }
+      ids.set(d, id);
+    }
+    return ids.get(top)!;
+  }
+
+  /** The changes between two trees, in path order. */
+  changesBetween(a: string, b: string): Change[] {
+    const out: Change[] = [];
+    this.diffTrees(a, b, '', out);
+    return out;
+  }
+
+  /**
+   * How many changes `diffTrees` lists between two trees, without listing them: the same walk,
+   * but a whole added or deleted subtree counts its memoised `leafCount`, and no path is built.
+   */
+  countChanges(a: string, b: string): number {
+    if (a === b) return 0;
+    let n = 0;
+    const frames = [{ ea: this.trees.get(a) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(b) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0 }];
+    while (frames.length > 0) {
+      const f = frames[frames.length - 1]!;
+      const { ea, eb } = f;
+      if (f.i >= ea.length && f.j >= eb.length) {
+        frames.pop();
+        continue;
+      }
+      const cmp = f.i >= ea.length ? 1 : f.j >= eb.length ? -1 : compareNames(ea[f.i]!.name, eb[f.j]!.name);
+      const x = cmp <= 0 ? ea[f.i++] : undefined;
+      const y = cmp >= 0 ? eb[f.j++] : undefined;
+      if (x !== undefined && y !== undefined && x.ref === y.ref && x.kind === y.kind && x.mode === y.mode && x.uid === y.uid && x.gid === y.gid) continue;
+      if (x !== undefined && y !== undefined && x.kind === 'd' && y.kind === 'd') {
+        if (x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid) n++;
+        if (x.ref !== y.ref) frames.push({ ea: this.trees.get(x.ref) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(y.ref) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0 });
+        continue;
+      }
+      if (x !== undefined && (y === undefined || x.kind !== y.kind)) n += x.kind === 'd' ? this.leafCount(x.ref) : 1;
+      if (y !== undefined && (x === undefined || x.kind !== y.kind)) n += y.kind === 'd' ? this.leafCount(y.ref) : 1;
+      if (x !== undefined && y !== undefined && x.kind === y.kind && (x.ref !== y.ref || x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid)) n++;
+    }
+    return n;
+  }
+
+  /** The changes between two trees in path order (for tests: what `countChanges` counts). */
+  listChanges(a: string, b: string): { path: string; kind: Change['kind'] }[] {
+    const out: Change[] = [];
+    this.diffTrees(a, b, '', out);
+    return out.map((c) => ({ path: c.path, kind: c.kind }));
+  }
+
+  /** Every entry of a subtree as one kind of change, in path order (iterative). */
+  pushAll(top: TreeEntry, topPath: string, kind: 'added' | 'deleted', out: Change[]): void {
+    const stack: { e: TreeEntry; p: string }[] = [{ e: top, p: topPath }];
+    while (stack.length > 0) {
+      const { e, p } = stack.pop()!;
+      if (e.kind !== 'd') {
+        out.push(kind === 'added' ? { path: p, kind, after: e } : { path: p, kind, before: e });
+        continue;
+      }
+      const entries = this.trees.get(e.ref) ?? [];
+      if (entries.length === 0) out.push(kind === 'added' ? { path: p + '/', kind, after: e } : { path: p + '/', kind, before: e });
+      for (let k = entries.length - 1; k >= 0; k--) stack.push({ e: entries[k]!, p: `${p}/${entries[k]!.name}` });
+    }
+  }
+
+  // ---------- log ----------
+
+  entryAt(tree: string, rel: string): TreeEntry | undefined {
+    const parts = components(rel);
+    if (parts.length === 0) return { name: '', kind: 'd', mode: 0o755, uid: 0, gid: 0, ref: tree, size: 0 };
+    let entries = this.trees.get(tree);
+    let found: TreeEntry | undefined;
+    for (let i = 0; i < parts.length; i++) {
+      found = entries === undefined ? undefined : findEntry(entries, parts[i]!);
+      if (found === undefined) return undefined;
+      if (i < parts.length - 1) {
+        if (found.kind !== 'd') return undefined;
+        entries = this.trees.get(found.ref);
+      }
+    }
+    return found;
+  }
+
+  // ---------- revert ----------
+
+  // ---------- gc ----------
+}
+
+/** An entry of a tree by name: tree entries are sorted by compareNames, so a binary search. */
+export function attributionOf(cred: Cred): Attribution {
+  return cred.delegate === undefined ? { by: cred.user.name } : { by: cred.user.name, on_behalf_of: cred.delegate.name };
+}
+
+export function findEntry(entries: TreeEntry[], name: string): TreeEntry | undefined {
+  let lo = 0;
+  let hi = entries.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const c = compareNames(entries[mid]!.name, name);
+    if (c === 0) return entries[mid];
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return undefined;
+}
+
+export function joinScope(root: string, rel: string): string {
+  if (rel === '' || rel === '/') return root;
+  return root === '/' ? rel : root + rel;
+}
+
