@@ -363,10 +363,10 @@ async function rename(): Promise<void> {
   await api.raw(`${fsUrl(src)}?op=move&into_dir=false&dst=${encodeURIComponent(abs)}`, { method: 'POST' });
   // The open file moves with it, also when a folder it is in moves.
   if (open !== null && (open.path === src || open.path.startsWith(`${src}/`))) open.path = abs + open.path.slice(src.length);
+  updateState();
   selectPath(abs, selected.dir);
   await renderDir(dirname(src));
   if (dirname(abs) !== dirname(src)) await renderDir(dirname(abs));
-  updateState();
 }
 
 async function remove(): Promise<void> {
