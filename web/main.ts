@@ -188,12 +188,15 @@ function fileItem(path: string, label: string): HTMLLIElement {
   return li;
 }
 
-/** Marks a tree entry changed recently with who changed it and when (kept current by a timer). */
+/**
+ * Marks a tree entry changed recently by someone else (an agent, another user) with who and when,
+ * kept current by a timer.
+ */
 function markChanged(li: HTMLLIElement): void {
   const ev = lastChange.get(li.dataset.path ?? '');
   const name = li.querySelector(':scope > .name');
   let mark = name?.querySelector<HTMLElement>('.changed') ?? null;
-  if (ev === undefined || Date.now() - ev.time > MARK_MS) {
+  if (ev === undefined || mine(ev) || Date.now() - ev.time > MARK_MS) {
     mark?.remove();
     return;
   }
@@ -360,10 +363,10 @@ async function rename(): Promise<void> {
   await api.raw(`${fsUrl(src)}?op=move&into_dir=false&dst=${encodeURIComponent(abs)}`, { method: 'POST' });
   // The open file moves with it, also when a folder it is in moves.
   if (open !== null && (open.path === src || open.path.startsWith(`${src}/`))) open.path = abs + open.path.slice(src.length);
+  updateState();
   selectPath(abs, selected.dir);
   await renderDir(dirname(src));
   if (dirname(abs) !== dirname(src)) await renderDir(dirname(abs));
-  updateState();
 }
 
 async function remove(): Promise<void> {
