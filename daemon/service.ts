@@ -753,17 +753,20 @@ export class Service {
     },
     'vcs.ls': (ctx, p) => {
       const cred = this.auth(ctx);
-      const r = this.d.vcs.snapshotList(cred, this.scope(cred), p.rev, p.path ?? '/');
+      const scope = this.scope(cred);
+      const r = this.d.vcs.snapshotList(cred, scope, p.rev, this.scopeRel(cred, scope, p.path ?? '/'));
       return { path: r.rel, entries: r.entries.map((e) => ({ name: e.name, is_dir: e.kind === 'd', is_symlink: e.kind === 'l', mode: formatMode(e.mode), uid: e.uid, gid: e.gid, size: e.size, modified: r.timestamp, inode_id: snapshotIno(e.ref, e.name), mtime_ns: tsNs(r.timestamp), atime_ns: tsNs(r.timestamp), ctime_ns: tsNs(r.timestamp) })) };
     },
     'vcs.stat': (ctx, p) => {
       const cred = this.auth(ctx);
-      const r = this.d.vcs.snapshotStat(cred, this.scope(cred), p.rev, p.path ?? '/');
+      const scope = this.scope(cred);
+      const r = this.d.vcs.snapshotStat(cred, scope, p.rev, this.scopeRel(cred, scope, p.path ?? '/'));
       return { ...entryStat(r.entry, r.timestamp, snapshotIno(r.entry.ref, r.entry.name)), path: r.rel };
     },
     'vcs.cat': (ctx, p) => {
       const cred = this.auth(ctx);
-      const r = this.d.vcs.snapshotRead(cred, this.scope(cred), p.rev, p.path);
+      const scope = this.scope(cred);
+      const r = this.d.vcs.snapshotRead(cred, scope, p.rev, this.scopeRel(cred, scope, p.path));
       ctx.out = r.data;
       return { path: r.rel, size: r.data.length, etag: r.entry.ref };
     },

@@ -188,6 +188,7 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
         head: z.number().int().min(1).optional().describe('Return only the first N lines.'),
         tail: z.number().int().min(1).optional().describe('Return only the last N lines.'),
         expected_etag: z.string().max(200).optional().describe('Fail (EPRECOND) unless the file\'s etag is still this one.'),
+        at: z.string().min(1).max(200).optional().describe('Read the file as it was at this commit (hash prefix, HEAD, HEAD~n; from get_history).'),
       },
       outputSchema: {
         path: z.string(),
@@ -201,8 +202,17 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
       },
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    async ({ path, offset, length, head, tail, expected_etag }, extra) => {
+    async ({ path, offset, length, head, tail, expected_etag, at }, extra) => {
       const caller = callerFor(extra);
+      // at a commit: the snapshot's bytes, cut as fs.read cuts them
+      const read: typeof caller.request<'fs.read'> =
+        at === undefined
+          ? (m, p) => caller.request(m, p)
+          : async (_m, p) => {
+              const r = await caller.request('vcs.cat', { rev: at, path });
+              const off = Math.min(p.offset ?? 0, r.data.length);
+              return { result: r.result, data: p.length === undefined ? r.data.subarray(off) : r.data.subarray(off, off + p.length) };
+            };
       return attemptEtag(caller, path, async () => {
         const lines = head !== undefined || tail !== undefined;
         if (head !== undefined && tail !== undefined) throw new VfsError('EINVAL', 'read', undefined, 'pass head or tail, not both');
@@ -213,7 +223,7 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
         let start: number;
         let asked: number; // where the range asked for ends
         if (lines) {
-          reply = await caller.request('fs.read', { path, ...cond });
+          reply = await read('fs.read', { path, ...cond });
           const r = lineRange(reply.data, head, tail);
           start = r.start;
           asked = r.end;
@@ -221,7 +231,7 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
         } else {
           const want = Math.min(length ?? ANSWER_MAX, ANSWER_MAX);
           // One byte more than wanted, to see whether the cut splits a character.
-          reply = await caller.request('fs.read', { path, offset: offset ?? 0, length: want + 1, ...cond });
+          reply = await read('fs.read', { path, offset: offset ?? 0, length: want + 1, ...cond });
           start = Math.min(offset ?? 0, reply.result.size);
           asked = length === undefined ? reply.result.size : Math.min(reply.result.size, start + length);
           bytes = reply.data.subarray(0, utf8End(reply.data, 0, Math.min(want, reply.data.length)));
@@ -530,15 +540,19 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
     {
       title: 'Commit',
       description:
-        'Record the current state of the filesystem as a new version (like `git commit -a`) with a message, so it can be found with ' +
-        'get_history and restored with revert. Returns the short hash of the new commit.',
-      inputSchema: { message: z.string().min(1).max(100000).describe('What changed and why.') },
+        'Record your pending changes as a new version (like `git commit -a`) with a message, so they can be found with ' +
+        'get_history and restored with revert: every change you may read (others\' private changes stay pending), or only those ' +
+        'at or below `paths`. Returns the short hash of the new commit.',
+      inputSchema: {
+        message: z.string().min(1).max(100000).describe('What changed and why.'),
+        paths: z.array(pathArg).min(1).max(10000).optional().describe('Only the changes at or below these paths (default: every change you may read).'),
+      },
       outputSchema: commitSchema.shape,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
-    async ({ message }, extra) =>
+    async ({ message, paths }, extra) =>
       attempt(async () => {
-        const c = await callerFor(extra).call('vcs.commit', { message });
+        const c = await callerFor(extra).call('vcs.commit', paths === undefined ? { message } : { message, paths });
         return ok(`Committed ${c.hash}: ${c.message} (${c.changes} changes)`, commitOut(c));
       }),
   );
@@ -552,22 +566,26 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
       inputSchema: {
         path: pathArg.optional().describe(`Only commits that changed this file or directory. ${pathDesc}`),
         limit: z.number().int().min(1).max(10000).optional().describe('At most this many commits (newest first).'),
+        cursor: z.string().max(200).optional().describe('The next_cursor of the previous call, to go on with older commits.'),
       },
-      outputSchema: { commits: z.array(commitSchema), truncated: z.boolean().optional() },
+      outputSchema: { commits: z.array(commitSchema), truncated: z.boolean().optional(), next_cursor: z.string().optional() },
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    async ({ path, limit }, extra) =>
+    async ({ path, limit, cursor }, extra) =>
       attempt(async () => {
-        const params: { path?: string; limit?: number } = {};
+        const params: { path?: string; limit?: number; cursor?: string } = {};
         if (path !== undefined) params.path = path;
         if (limit !== undefined) params.limit = limit;
+        if (cursor !== undefined) params.cursor = cursor;
         const r = await callerFor(extra).call('vcs.log', params);
         // Messages may be 100,000 characters each and travel twice (text and structuredContent): bound them.
         const { items: commits, cut } = fitAnswer(r.commits, (c) => 2 * Buffer.byteLength(JSON.stringify(c.message)) + 400);
         const lines = commits.length ? commits.map(commitLine) : ['No commits yet.'];
         const truncated = cut || r.truncated === true;
         if (truncated) lines.push(`(the ${commits.length} newest shown; pass a path or a smaller limit)`);
-        return ok(lines.join('\n'), { commits: commits.map(commitOut), ...(truncated ? { truncated: true } : {}) });
+        const next = cut ? commits[commits.length - 1]?.hash : r.next_cursor;
+        if (next !== undefined) lines.push(`(older commits: pass cursor ${next})`);
+        return ok(lines.join('\n'), { commits: commits.map(commitOut), ...(truncated ? { truncated: true } : {}), ...(next === undefined ? {} : { next_cursor: next }) });
       }),
   );
 
@@ -576,16 +594,20 @@ export function registerTools(server: McpServer, callerFor: CallerFor): ToolTabl
     {
       title: 'Revert to a commit',
       description:
-        'Restore the filesystem to the state of an earlier commit (hash or unique prefix of at least 4 hex digits, from get_history; ' +
-        'or HEAD~n / <hash>~n, n commits before it, e.g. HEAD~1 for the one before the last). ' +
-        'Uncommitted changes are committed first and the restore is recorded as a new commit, so nothing is lost.',
-      inputSchema: { hash: z.string().min(4).max(64).describe('Commit hash or unique prefix, or HEAD~n / <hash>~n.') },
+        'Restore the files you may read (or only `paths`, e.g. one file) to their state at an earlier commit (hash or unique prefix of ' +
+        'at least 4 hex digits, from get_history; or HEAD~n / <hash>~n, n commits before it, e.g. HEAD~1 for the one before the last). ' +
+        'All or nothing: if you may not write one of them, nothing changes and the error names it. ' +
+        'Your uncommitted changes there are committed first and the restore is recorded as a new commit, so nothing is lost.',
+      inputSchema: {
+        hash: z.string().min(4).max(64).describe('Commit hash or unique prefix, or HEAD~n / <hash>~n.'),
+        paths: z.array(pathArg).min(1).max(10000).optional().describe('Only restore these files or directories (default: every path you may read).'),
+      },
       outputSchema: { hash: z.string(), reverted_to: z.string(), saved: z.string().nullable(), commit: commitSchema },
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
-    async ({ hash }, extra) =>
+    async ({ hash, paths }, extra) =>
       attempt(async () => {
-        const r = await callerFor(extra).call('vcs.revert', { hash });
+        const r = await callerFor(extra).call('vcs.revert', paths === undefined ? { hash } : { hash, paths });
         const saved = r.saved === null ? '' : ` (uncommitted changes saved as ${r.saved})`;
         return ok(`Reverted to ${r.reverted_to}; new commit ${r.hash}${saved}`, { hash: r.hash, reverted_to: r.reverted_to, saved: r.saved, commit: commitOut(r.commit) });
       }),
