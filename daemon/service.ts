@@ -751,6 +751,14 @@ export class Service {
       await this.durable();
       return r;
     },
+    'vcs.undo': async (ctx, p) => {
+      const cred = this.auth(ctx);
+      const scope = this.scope(cred);
+      await this.d.vcs.prehash(scope);
+      const r = this.d.vcs.undo(cred, scope, p.actor, p.since === '' ? undefined : p.since);
+      await this.durable();
+      return r;
+    },
     'vcs.ls': (ctx, p) => {
       const cred = this.auth(ctx);
       const scope = this.scope(cred);

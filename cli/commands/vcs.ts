@@ -111,6 +111,21 @@ export function registerVcsCommands(program: Command, host: CommandHost): void {
 
   host.action(
     program
+      .command('undo')
+      .description("restore every path last changed by a user or agent since a commit or time (default: the last commit), as a new commit")
+      .argument('<actor>', 'the user or agent whose changes to undo')
+      .option('--since <commit-or-time>', 'a commit (HEAD~3, a hash prefix) or an ISO date-time'),
+    async (ctx, cmd) => {
+      const [actor] = cmd.processedArgs as [string];
+      const { since } = cmd.opts<{ since?: string }>();
+      const r = await ctx.caller.call('vcs.undo', since === undefined ? { actor } : { actor, since });
+      if (r.saved) ctx.out.write(`saved uncommitted changes as ${r.saved}\n`);
+      ctx.out.write(`undid ${actor}'s changes to ${r.paths.length} path${r.paths.length === 1 ? '' : 's'} (back to ${r.reverted_to}) as [${r.commit.hash}]\n`);
+    },
+  );
+
+  host.action(
+    program
       .command('restore')
       .description('restore files or directories as they were at a commit (a revert narrowed to them)')
       .argument('<paths...>', 'files or directories to restore')

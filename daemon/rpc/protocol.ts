@@ -580,6 +580,11 @@ export const methods = {
     result: z.object({ hash: z.string(), reverted_to: z.string(), saved: z.string().nullable(), commit: commitRecordSchema }),
     rest: { verb: 'post', route: '/vcs/revert', summary: "Restore the paths the caller may read (or `paths`) to a commit's state, as a new commit (the caller's uncommitted changes among them are committed first); all-or-nothing", errors: [...COMMON, 409] },
   },
+  'vcs.undo': {
+    params: z.object({ actor: z.string().min(1).max(256).describe('the user or agent whose changes to undo'), since: z.string().max(200).describe('a commit name or an ISO date-time (default: the last commit)').optional() }),
+    result: z.object({ hash: z.string(), reverted_to: z.string(), saved: z.string().nullable(), commit: commitRecordSchema, paths: z.array(z.string()) }),
+    rest: { verb: 'post', route: '/vcs/undo', summary: 'Restore every path last changed by `actor` since a commit or time to its state then (a revert narrowed to those paths: all-or-nothing), as a new commit', errors: [...COMMON, 409] },
+  },
   /** Read-only views of a commit's tree (for `.history` in the mount). Paths are absolute within the snapshot. */
   'vcs.ls': { params: z.object({ rev: z.string(), path: pathOpt }), result: listingSchema },
   'vcs.stat': { params: z.object({ rev: z.string(), path: pathOpt }), result: pathStatSchema },
