@@ -207,6 +207,11 @@ export class RestCaller implements Caller {
         if (!isListing(v)) throw new VfsError('ENOTDIR', 'scandir', str(p, 'path'));
         return { result: v };
       }
+      case 'vcs.cat': {
+        const r = await this.http('GET', `${fs()}${query({ at: str(p, 'rev') })}`, {}, method);
+        if ((r.headers.get('content-type') ?? '').includes('json') && isListing(json(r.body))) throw new VfsError('EISDIR', 'history', str(p, 'path'));
+        return { result: { path: str(p, 'path'), etag: r.headers.get('etag') ?? '', size: r.body.length }, data: r.body };
+      }
       case 'fs.read': {
         const r = await this.http('GET', fs(), {}, method);
         // A directory answers with its JSON listing; a file named *.json answers with JSON too, so look closer.
@@ -287,7 +292,6 @@ export class RestCaller implements Caller {
       case 'fs.statfs':
       case 'vcs.ls':
       case 'vcs.stat':
-      case 'vcs.cat':
         throw new VfsError('ENOTSUP', method, undefined, `${method} is not available over --url; use the local daemon`);
     }
   }

@@ -619,16 +619,24 @@ export class Service {
       await this.d.vcs.prehash(scope);
       return this.d.vcs.revert(cred, scope, p.hash, p.paths?.map((x) => this.scopeRel(cred, scope, x)));
     },
+    'vcs.undo': async (p, { cred }) => {
+      const scope = this.scope(cred);
+      await this.d.vcs.prehash(scope);
+      return this.d.vcs.undo(cred, scope, p.actor, p.since === '' ? undefined : p.since);
+    },
     'vcs.ls': (p, { cred }) => {
-      const r = this.d.vcs.snapshotList(cred, this.scope(cred), p.rev, p.path ?? '/');
+      const scope = this.scope(cred);
+      const r = this.d.vcs.snapshotList(cred, scope, p.rev, this.scopeRel(cred, scope, p.path ?? '/'));
       return { path: r.rel, entries: r.entries.map((e) => ({ name: e.name, is_dir: e.kind === 'd', is_symlink: e.kind === 'l', mode: formatMode(e.mode), uid: e.uid, gid: e.gid, size: e.size, modified: r.timestamp, inode_id: snapshotIno(e.ref, e.name), mtime_ns: tsNs(r.timestamp), atime_ns: tsNs(r.timestamp), ctime_ns: tsNs(r.timestamp) })) };
     },
     'vcs.stat': (p, { cred }) => {
-      const r = this.d.vcs.snapshotStat(cred, this.scope(cred), p.rev, p.path ?? '/');
+      const scope = this.scope(cred);
+      const r = this.d.vcs.snapshotStat(cred, scope, p.rev, this.scopeRel(cred, scope, p.path ?? '/'));
       return { ...entryStat(r.entry, r.timestamp, snapshotIno(r.entry.ref, r.entry.name)), path: r.rel };
     },
     'vcs.cat': (p, { ctx, cred }) => {
-      const r = this.d.vcs.snapshotRead(cred, this.scope(cred), p.rev, p.path);
+      const scope = this.scope(cred);
+      const r = this.d.vcs.snapshotRead(cred, scope, p.rev, this.scopeRel(cred, scope, p.path));
       ctx.out = r.data;
       return { path: r.rel, size: r.data.length, etag: r.entry.ref };
     },

@@ -117,7 +117,16 @@ type Presenter<T extends ToolName> = (args: ToolArgs<T>, caller: Caller) => Prom
  * table (daemon/rpc/protocol.ts); a tool declared there without a presenter here is a compile error.
  */
 const presenters: { [T in ToolName]: Presenter<T> } = {
-  read_file: async ({ path, offset, length, head, tail, expected_etag }, caller) => {
+  read_file: async ({ path, offset, length, head, tail, expected_etag, at }, caller) => {
+    // at a commit: the snapshot's bytes, cut as fs.read cuts them
+    const read: typeof caller.request<'fs.read'> =
+      at === undefined
+        ? (m, p) => caller.request(m, p)
+        : async (_m, p) => {
+            const r = await caller.request('vcs.cat', { rev: at, path });
+            const off = Math.min(p.offset ?? 0, r.data.length);
+            return { result: r.result, data: p.length === undefined ? r.data.subarray(off) : r.data.subarray(off, off + p.length) };
+          };
     return attemptEtag(caller, path, async () => {
       const lines = head !== undefined || tail !== undefined;
       if (head !== undefined && tail !== undefined) throw new VfsError('EINVAL', 'read', undefined, 'pass head or tail, not both');
@@ -128,7 +137,7 @@ const presenters: { [T in ToolName]: Presenter<T> } = {
       let start: number;
       let asked: number; // where the range asked for ends
       if (lines) {
-        reply = await caller.request('fs.read', { path, ...cond });
+        reply = await read('fs.read', { path, ...cond });
         const r = lineRange(reply.data, head, tail);
         start = r.start;
         asked = r.end;
@@ -136,7 +145,7 @@ const presenters: { [T in ToolName]: Presenter<T> } = {
       } else {
         const want = Math.min(length ?? ANSWER_MAX, ANSWER_MAX);
         // One byte more than wanted, to see whether the cut splits a character.
-        reply = await caller.request('fs.read', { path, offset: offset ?? 0, length: want + 1, ...cond });
+        reply = await read('fs.read', { path, offset: offset ?? 0, length: want + 1, ...cond });
         start = Math.min(offset ?? 0, reply.result.size);
         asked = length === undefined ? reply.result.size : Math.min(reply.result.size, start + length);
         bytes = reply.data.subarray(0, utf8End(reply.data, 0, Math.min(want, reply.data.length)));
@@ -279,29 +288,32 @@ const presenters: { [T in ToolName]: Presenter<T> } = {
       return ok(`Moved ${r.src} to ${r.dst}`, { source: r.src, destination: r.dst });
     }),
 
-  commit: async ({ message }, caller) =>
+  commit: async ({ message, paths }, caller) =>
     attempt(async () => {
-      const c = await caller.call('vcs.commit', { message });
+      const c = await caller.call('vcs.commit', paths === undefined ? { message } : { message, paths });
       return ok(`Committed ${c.hash}: ${c.message} (${c.changes} changes)`, commitOut(c));
     }),
 
-  get_history: async ({ path, limit }, caller) =>
+  get_history: async ({ path, limit, cursor }, caller) =>
     attempt(async () => {
-      const params: { path?: string; limit?: number } = {};
+      const params: { path?: string; limit?: number; cursor?: string } = {};
       if (path !== undefined) params.path = path;
       if (limit !== undefined) params.limit = limit;
+      if (cursor !== undefined) params.cursor = cursor;
       const r = await caller.call('vcs.log', params);
       // Messages may be 100,000 characters each and travel twice (text and structuredContent): bound them.
       const { items: commits, cut } = fitAnswer(r.commits, (c) => 2 * Buffer.byteLength(JSON.stringify(c.message)) + 400);
       const lines = commits.length ? commits.map(commitLine) : ['No commits yet.'];
       const truncated = cut || r.truncated === true;
       if (truncated) lines.push(`(the ${commits.length} newest shown; pass a path or a smaller limit)`);
-      return ok(lines.join('\n'), { commits: commits.map(commitOut), ...(truncated ? { truncated: true } : {}) });
+      const next = cut ? commits[commits.length - 1]?.hash : r.next_cursor;
+      if (next !== undefined) lines.push(`(older commits: pass cursor ${next})`);
+      return ok(lines.join('\n'), { commits: commits.map(commitOut), ...(truncated ? { truncated: true } : {}), ...(next === undefined ? {} : { next_cursor: next }) });
     }),
 
-  revert: async ({ hash }, caller) =>
+  revert: async ({ hash, paths }, caller) =>
     attempt(async () => {
-      const r = await caller.call('vcs.revert', { hash });
+      const r = await caller.call('vcs.revert', paths === undefined ? { hash } : { hash, paths });
       const saved = r.saved === null ? '' : ` (uncommitted changes saved as ${r.saved})`;
       return ok(`Reverted to ${r.reverted_to}; new commit ${r.hash}${saved}`, { hash: r.hash, reverted_to: r.reverted_to, saved: r.saved, commit: commitOut(r.commit) });
     }),

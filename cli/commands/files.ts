@@ -101,12 +101,13 @@ export function registerFileCommands(program: Command, host: CommandHost): void 
 
   // ---- cat ----
   host.action(
-    program.command('cat').description('print files').argument('<paths...>', 'files to print'),
+    program.command('cat').description('print files').argument('<paths...>', 'files to print').option('--at <commit>', 'as they were at this commit (HEAD~1, a hash prefix)'),
     async (ctx, cmd) => {
       const [paths] = cmd.processedArgs as [string[]];
+      const { at } = cmd.opts<{ at?: string }>();
       for (const p of paths) {
         try {
-          const { data } = await ctx.caller.request('fs.read', { path: ctx.path(p) });
+          const { data } = at === undefined ? await ctx.caller.request('fs.read', { path: ctx.path(p) }) : await ctx.caller.request('vcs.cat', { rev: at, path: ctx.path(p) });
           ctx.out.write(data);
         } catch (err) {
           ctx.report(err);

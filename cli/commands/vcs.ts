@@ -19,11 +19,13 @@ export function registerVcsCommands(program: Command, host: CommandHost): void {
   host.action(
     program
       .command('commit')
-      .description('record the current state of the tree as a commit')
+      .description('commit the pending changes you may read (all of them for root and wheel), or only those at or below paths')
+      .argument('[paths...]', 'only the changes at or below these paths')
       .requiredOption('-m, --message <message>', 'commit message'),
     async (ctx, cmd) => {
       const { message } = cmd.opts<{ message: string }>();
-      const c = await ctx.caller.call('vcs.commit', { message });
+      const [paths] = cmd.processedArgs as [string[]];
+      const c = await ctx.caller.call('vcs.commit', paths.length === 0 ? { message } : { message, paths: paths.map((p) => ctx.path(p)) });
       ctx.out.write(`[${c.hash}] ${c.message.split('\n')[0] ?? ''}\n ${c.changes} change${c.changes === 1 ? '' : 's'}\n`);
     },
   );
@@ -31,14 +33,21 @@ export function registerVcsCommands(program: Command, host: CommandHost): void {
   host.action(
     program
       .command('log')
-      .description('show commits, newest first')
-      .option('--path <path>', 'only commits that touched this path')
+      .description('show the commits you may see, newest first (with a path: those that changed it)')
+      .argument('[path]', 'only commits that changed this file or directory')
+      .option('--path <path>', 'the same as the path argument')
       .option('-n, --max-count <n>', 'show at most n commits', positiveInt)
+      .option('--cursor <commit>', 'go on after this commit (the next_cursor of a previous page)')
       .option('--oneline', 'one line per commit')
       .option('--json', 'print the log as JSON'),
     async (ctx, cmd) => {
-      const o = cmd.opts<{ path?: string; maxCount?: number; oneline?: boolean; json?: boolean }>();
-      const r = await ctx.caller.call('vcs.log', { ...(o.path !== undefined ? { path: ctx.path(o.path) } : {}), ...(o.maxCount !== undefined ? { limit: o.maxCount } : {}) });
+      const o = cmd.opts<{ path?: string; maxCount?: number; cursor?: string; oneline?: boolean; json?: boolean }>();
+      const path = (cmd.processedArgs as [string | undefined])[0] ?? o.path;
+      const r = await ctx.caller.call('vcs.log', {
+        ...(path !== undefined ? { path: ctx.path(path) } : {}),
+        ...(o.maxCount !== undefined ? { limit: o.maxCount } : {}),
+        ...(o.cursor !== undefined ? { cursor: o.cursor } : {}),
+      });
       if (o.json) {
         ctx.out.write(`${JSON.stringify(r)}\n`);
         return;
@@ -87,12 +96,46 @@ export function registerVcsCommands(program: Command, host: CommandHost): void {
   );
 
   host.action(
-    program.command('revert').description('restore the tree of a commit, recorded as a new commit').argument('<hash>', 'commit: a unique hash prefix of 4+ digits, HEAD, or either with ~n or ^ (HEAD~1)'),
+    program
+      .command('revert')
+      .description('restore the paths you may read (or only paths) to a commit, recorded as a new commit')
+      .argument('<hash>', 'commit: a unique hash prefix of 4+ digits, HEAD, or either with ~n or ^ (HEAD~1)')
+      .argument('[paths...]', 'only these files or directories'),
     async (ctx, cmd) => {
-      const [hash] = cmd.processedArgs as [string];
-      const r = await ctx.caller.call('vcs.revert', { hash });
+      const [hash, paths] = cmd.processedArgs as [string, string[]];
+      const r = await ctx.caller.call('vcs.revert', paths.length === 0 ? { hash } : { hash, paths: paths.map((p) => ctx.path(p)) });
       if (r.saved) ctx.out.write(`saved uncommitted changes as ${r.saved}\n`);
       ctx.out.write(`reverted to ${r.reverted_to} as [${r.commit?.hash ?? r.hash}]\n`);
+    },
+  );
+
+  host.action(
+    program
+      .command('undo')
+      .description("restore every path last changed by a user or agent since a commit or time (default: the last commit), as a new commit")
+      .argument('<actor>', 'the user or agent whose changes to undo')
+      .option('--since <commit-or-time>', 'a commit (HEAD~3, a hash prefix) or an ISO date-time'),
+    async (ctx, cmd) => {
+      const [actor] = cmd.processedArgs as [string];
+      const { since } = cmd.opts<{ since?: string }>();
+      const r = await ctx.caller.call('vcs.undo', since === undefined ? { actor } : { actor, since });
+      if (r.saved) ctx.out.write(`saved uncommitted changes as ${r.saved}\n`);
+      ctx.out.write(`undid ${actor}'s changes to ${r.paths.length} path${r.paths.length === 1 ? '' : 's'} (back to ${r.reverted_to}) as [${r.commit.hash}]\n`);
+    },
+  );
+
+  host.action(
+    program
+      .command('restore')
+      .description('restore files or directories as they were at a commit (a revert narrowed to them)')
+      .argument('<paths...>', 'files or directories to restore')
+      .requiredOption('--from <commit>', 'commit: a hash prefix, HEAD, HEAD~n'),
+    async (ctx, cmd) => {
+      const [paths] = cmd.processedArgs as [string[]];
+      const { from } = cmd.opts<{ from: string }>();
+      const r = await ctx.caller.call('vcs.revert', { hash: from, paths: paths.map((p) => ctx.path(p)) });
+      if (r.saved) ctx.out.write(`saved uncommitted changes as ${r.saved}\n`);
+      ctx.out.write(`restored ${paths.join(' ')} from ${r.reverted_to} as [${r.commit.hash}]\n`);
     },
   );
 }

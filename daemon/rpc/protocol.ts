@@ -590,6 +590,7 @@ export const methods = {
           head: z.number().int().min(1).optional().describe('Return only the first N lines.'),
           tail: z.number().int().min(1).optional().describe('Return only the last N lines.'),
           expected_etag: z.string().max(200).optional().describe('Fail (EPRECOND) unless the file\'s etag is still this one.'),
+          at: z.string().min(1).max(200).optional().describe('Read the file as it was at this commit (hash prefix, HEAD, HEAD~n; from get_history).'),
         },
         output: {
           path: z.string(),
@@ -912,9 +913,13 @@ export const methods = {
         tool: 'commit',
         title: 'Commit',
         description:
-          'Record the current state of the filesystem as a new version (like `git commit -a`) with a message, so it can be found with ' +
-          'get_history and restored with revert. Returns the short hash of the new commit.',
-        args: { message: z.string().min(1).max(100000).describe('What changed and why.') },
+          'Record your pending changes as a new version (like `git commit -a`) with a message, so they can be found with ' +
+          'get_history and restored with revert: every change you may read (others\' private changes stay pending), or only those ' +
+          'at or below `paths`. Returns the short hash of the new commit.',
+        args: {
+          message: z.string().min(1).max(100000).describe('What changed and why.'),
+          paths: z.array(path).min(1).max(10000).optional().describe('Only the changes at or below these paths (default: every change you may read).'),
+        },
         output: toolCommit.shape,
         annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
       },
@@ -938,8 +943,9 @@ export const methods = {
         args: {
           path: path.optional().describe(`Only commits that changed this file or directory. ${pathDesc}`),
           limit: z.number().int().min(1).max(10000).optional().describe('At most this many commits (newest first).'),
+          cursor: z.string().max(200).optional().describe('The next_cursor of the previous call, to go on with older commits.'),
         },
-        output: { commits: z.array(toolCommit), truncated: z.boolean().optional() },
+        output: { commits: z.array(toolCommit), truncated: z.boolean().optional(), next_cursor: z.string().optional() },
         annotations: READS,
       },
     ],
@@ -965,14 +971,24 @@ export const methods = {
         tool: 'revert',
         title: 'Revert to a commit',
         description:
-          'Restore the filesystem to the state of an earlier commit (hash or unique prefix of at least 4 hex digits, from get_history; ' +
-          'or HEAD~n / <hash>~n, n commits before it, e.g. HEAD~1 for the one before the last). ' +
-          'Uncommitted changes are committed first and the restore is recorded as a new commit, so nothing is lost.',
-        args: { hash: z.string().min(4).max(64).describe('Commit hash or unique prefix, or HEAD~n / <hash>~n.') },
+          'Restore the files you may read (or only `paths`, e.g. one file) to their state at an earlier commit (hash or unique prefix of ' +
+          'at least 4 hex digits, from get_history; or HEAD~n / <hash>~n, n commits before it, e.g. HEAD~1 for the one before the last). ' +
+          'All or nothing: if you may not write one of them, nothing changes and the error names it. ' +
+          'Your uncommitted changes there are committed first and the restore is recorded as a new commit, so nothing is lost.',
+        args: {
+          hash: z.string().min(4).max(64).describe('Commit hash or unique prefix, or HEAD~n / <hash>~n.'),
+          paths: z.array(path).min(1).max(10000).optional().describe('Only restore these files or directories (default: every path you may read).'),
+        },
         output: { hash: z.string(), reverted_to: z.string(), saved: z.string().nullable(), commit: toolCommit },
         annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
       },
     ],
+  },
+  'vcs.undo': {
+    mutates: 'tree',
+    params: z.object({ actor: z.string().min(1).max(256).describe('the user or agent whose changes to undo'), since: z.string().max(200).describe('a commit name or an ISO date-time (default: the last commit)').optional() }),
+    result: z.object({ hash: z.string(), reverted_to: z.string(), saved: z.string().nullable(), commit: commitRecordSchema, paths: z.array(z.string()) }),
+    rest: { verb: 'post', route: '/vcs/undo', summary: 'Restore every path last changed by `actor` since a commit or time to its state then (a revert narrowed to those paths: all-or-nothing), as a new commit', errors: [...COMMON, 409] },
   },
   /** Read-only views of a commit's tree (for `.history` in the mount). Paths are absolute within the snapshot. */
   'vcs.ls': { params: z.object({ rev: z.string(), path: pathOpt }), result: listingSchema },

@@ -19,7 +19,7 @@ import { joinScope, type Change, type Scope, type Trees } from './trees.js';
  * permission-checked before anything is applied (all-or-nothing); the caller's own pending changes
  * among them are committed first (`saved`). root and wheel restore the whole scope.
  */
-export function revert(v: Trees, cred: Cred, scope: Scope, prefix: string, paths?: readonly string[]): { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord } {
+export function revert(v: Trees, cred: Cred, scope: Scope, prefix: string, paths?: readonly string[], message?: string): { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord } {
   const target = find(v, scope, prefix);
   const targetTree = v.commits.get(target)!.tree;
   const dir = v.scopeDir(scope);
@@ -42,7 +42,7 @@ export function revert(v: Trees, cred: Cred, scope: Scope, prefix: string, paths
   let saved: string | null = null;
   if (pendingFor(v, cred, scope, v.changesBetween(v.headTree(scope), work), paths).length > 0) saved = commit(v, cred, scope, `save uncommitted changes before revert to ${shortId(target)}`, extra).hash;
   applyTree(v, dir, wanted);
-  const done = commit(v, cred, scope, `revert to ${shortId(target)}`, { ...extra, revert_of: target });
+  const done = commit(v, cred, scope, message ?? `revert to ${shortId(target)}`, { ...extra, revert_of: target });
   return { hash: done.hash, reverted_to: shortId(target), saved, commit: done };
 }
 

@@ -1,19 +1,21 @@
 /** Read-only views of a commit's tree (the mount's `.history/<commit>/`). */
 import { VfsError } from '../errors.js';
 import { components } from '../core/paths.js';
-import type { Cred } from '../core/perms.js';
+import { isAdminCred, type Cred } from '../core/perms.js';
 import type { CommitObject, TreeEntry } from '../core/objects.js';
 import { find } from './history.js';
-import { visibleIn } from './status.js';
+import { visibleIn, visibleNow } from './status.js';
 import type { Scope, Trees } from './trees.js';
 
 function snapshotEntry(v: Trees, cred: Cred, scope: Scope, rev: string, path: string): { entry: TreeEntry; commit: CommitObject; rel: string } {
   const id = find(v, scope, rev, 'history');
   const commit = v.commits.get(id)!;
   const rel = '/' + components(path.startsWith('/') ? path : '/' + path).join('/');
+  // Security: the caller must be allowed to read the path now (a chmod today also closes its past)
+  // and could have read it as the commit recorded it; checked before existence (no oracle).
+  if (!isAdminCred(cred) && (!visibleNow(v, cred, scope, rel) || !visibleIn(v, cred, commit.tree, rel))) throw new VfsError('EACCES', 'history', rel);
   const entry = v.entryAt(commit.tree, rel);
   if (entry === undefined) throw new VfsError('ENOENT', 'history', rel);
-  if (!visibleIn(v, cred, commit.tree, rel)) throw new VfsError('EACCES', 'history', rel);
   return { entry, commit, rel };
 }
 

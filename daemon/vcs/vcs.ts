@@ -10,6 +10,7 @@ import { diff } from './diff.js';
 import { countCommits, countTrees, dropOrphanTrees, pruneTrees, reachableBlobs } from './gc.js';
 import { commit, find, log, show } from './history.js';
 import { revert } from './revert.js';
+import { undo } from './undo.js';
 import { snapshotList, snapshotRead, snapshotStat } from './snapshot.js';
 import { status } from './status.js';
 import { Trees, type Scope } from './trees.js';
@@ -43,6 +44,10 @@ export class Vcs extends Trees {
 
   revert(cred: Cred, scope: Scope, prefix: string, paths?: readonly string[]): { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord } {
     return revert(this, cred, scope, prefix, paths);
+  }
+
+  undo(cred: Cred, scope: Scope, actor: string, since?: string): ReturnType<typeof undo> {
+    return undo(this, cred, scope, actor, since);
   }
 
   snapshotStat(cred: Cred, scope: Scope, rev: string, path: string): { entry: TreeEntry; timestamp: number; rel: string } {

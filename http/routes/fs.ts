@@ -38,6 +38,20 @@ export function registerFs(r: Registrar, ctx: RouteContext): void {
       sendJson(res, await as.call('fs.stat', { path, nofollow: !follow }));
       return;
     }
+    // As it was at a commit (?at=HEAD~2): the file's content, or the directory's listing, then.
+    const at = query(req, 'at');
+    if (at !== undefined && at !== '') {
+      try {
+        const { result, data } = await as.request('vcs.cat', { rev: at, path });
+        res.setHeader('ETag', quoteEtag(result.etag));
+        res.status(200).setHeader('Content-Type', contentTypeFor(result.path, data));
+        res.send(data);
+      } catch (err) {
+        if (!(err instanceof VfsError) || err.code !== 'EISDIR') throw err;
+        sendJson(res, await as.call('vcs.ls', { rev: at, path }));
+      }
+      return;
+    }
     // Paging a listing (?limit=&cursor=): a cut listing carries truncated and next_cursor.
     const limit = intQuery(req, 'limit', 1, LIST_PAGE_MAX);
     const cursor = query(req, 'cursor');

@@ -141,3 +141,26 @@ t.test('revert: restore one file; others\' private changes do not block it; neve
   t.equal(await readText(p.bob, '/shared/bob.md'), 'bob v1\n', 'bob restores his own file');
   t.same((await p.admin.call('vcs.status', {})).added, ['/home/admin/secret.md'], 'still pending after every revert');
 });
+
+t.test('undo an agent: exactly its changes, committed or pending, and nobody else\'s', async (t) => {
+  const p = await world(t);
+  await p.root.call('fs.chmod', { path: '/shared/a.md', mode: '0666' });
+  const base = (await p.root.call('vcs.commit', { message: 'a.md open to all' })).hash;
+  await p.agentForAlice.call('fs.write', { path: '/shared/a.md' }, text('agent broke a\n'));
+  await p.agentForAlice.call('fs.write', { path: '/shared/agent-new.md' }, text('junk\n'));
+  await p.alice.call('fs.write', { path: '/shared/alice.md' }, text('alice keeps this\n'));
+  await p.alice.call('vcs.commit', { message: 'accept agent work' });
+  await p.agentForAlice.call('fs.write', { path: '/shared/pending.md' }, text('more junk\n'));
+  const r = await p.alice.call('vcs.undo', { actor: 'agent', since: base });
+  t.same(r.paths, ['/shared/a.md', '/shared/agent-new.md', '/shared/pending.md']);
+  t.equal(await readText(p.alice, '/shared/a.md'), 'a v1\n', 'the agent\'s edit is undone');
+  await t.rejects(p.alice.call('fs.stat', { path: '/shared/agent-new.md' }), { code: 'ENOENT' }, 'its committed new file is gone');
+  await t.rejects(p.alice.call('fs.stat', { path: '/shared/pending.md' }), { code: 'ENOENT' }, 'and its pending one');
+  t.equal(await readText(p.alice, '/shared/alice.md'), 'alice keeps this\n', "alice's own change stays");
+  t.match(r.commit.message, /^undo agent since /);
+  // bob may not undo the agent's work where he could not have undone it by hand
+  await p.agentForAlice.call('fs.write', { path: '/shared/a.md' }, text('agent again\n'));
+  await p.agentForAlice.call('fs.write', { path: '/shared/agent2.md' }, text('new\n'));
+  await t.rejects(p.bob.call('vcs.undo', { actor: 'agent' }), { code: 'EACCES', message: /agent2\.md/ }, "removing alice's file in a sticky directory");
+  t.equal(await readText(p.alice, '/shared/a.md'), 'agent again\n', 'all-or-nothing');
+});
