@@ -118,10 +118,10 @@ function addonPath(): string | null {
 export function loadLowLevel(): FuseLowLevel {
   const p = addonPath();
   const hint = 'install libfuse3-dev, pkg-config, make and g++ (Debian/Ubuntu), then run npm install again so fuse/native is built';
-  if (p === null) throw new Error(`the libfuse3 mount (SERVICE_FUSE=ll) is not built: ${hint}`);
+  if (p === null) throw new Error(`the libfuse3 mount is not built: ${hint} (or set SERVICE_FUSE=fuse2 for the older libfuse2 mount)`);
   try {
     return createRequire(import.meta.url)(p) as FuseLowLevel;
   } catch (err) {
-    throw new Error(`the libfuse3 mount (SERVICE_FUSE=ll) does not load (${(err as Error).message.split('\n')[0]}): ${hint}`);
+    throw new Error(`the libfuse3 mount does not load (${(err as Error).message.split('\n')[0]}): ${hint} (or set SERVICE_FUSE=fuse2 for the older libfuse2 mount)`);
   }
 }
