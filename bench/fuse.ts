@@ -76,7 +76,7 @@ async function mountBindfs(): Promise<string> {
 }
 
 interface Target {
-  /** mdvfs: the default binding (fuse2); mdvfs-ll: the libfuse3 low-level mount (SERVICE_FUSE=ll). */
+  /** mdvfs: the older libfuse2 binding (SERVICE_FUSE=fuse2); mdvfs-ll: the libfuse3 low-level mount (the default). */
   name: 'mdvfs' | 'mdvfs-ll' | 'tmpfs' | 'bindfs';
   dir: string;
 }

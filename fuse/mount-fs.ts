@@ -48,6 +48,7 @@ export class MountFs {
   /** Write grants of closed descriptors, to release with the next batch (see dropGrant). */
   private readonly unusedGrants: string[] = [];
   private releaseTimer: NodeJS.Timeout | null = null;
+  private statfsCache: { value: FuseStatfs; since: number } | undefined;
 
   constructor(
     private readonly rpc: Caller,
@@ -137,9 +138,18 @@ export class MountFs {
     await this.rpc.call('fs.access', { path, mode });
   }
 
+  /**
+   * The daemon's statfs, kept until any change is reported or made here: `find` and `grep -r` ask it
+   * of every directory with a real link count (fts's leaf optimisation checks the filesystem type).
+   */
   async statfs(): Promise<FuseStatfs> {
+    const c = this.statfsCache;
+    if (c && c.since === this.log.now()) return { ...c.value };
+    const since = this.log.now();
     const s = await this.rpc.call('fs.statfs', {});
-    return { ...s, frsize: s.bsize, favail: s.ffree, fsid: 0, flag: 0 };
+    const value = { ...s, frsize: s.bsize, favail: s.ffree, fsid: 0, flag: 0 };
+    this.statfsCache = { value, since };
+    return { ...value };
   }
 
   async readlink(path: string): Promise<string> {
@@ -394,6 +404,7 @@ export class MountFs {
    * Either way no change made by someone else goes unrecorded.
    */
   private async own<T>(paths: string[], send: () => Promise<T>): Promise<T> {
+    this.statfsCache = undefined; // the usage changes
     const key = paths.join('\0');
     const mine = { taken: false };
     const list = this.expected.get(key);

@@ -48,15 +48,15 @@ export function modeFromEnv(env: Env = process.env): ServiceMode {
   throw new SettingsError(`SERVICE_MODE must be local or hosted, got '${v.slice(0, 64)}'`);
 }
 
-/** The mount's FUSE binding: `fuse2` (@cocalc/fuse-native) or `ll` (the libfuse3 low-level addon). */
+/** The mount's FUSE binding: `ll` (the libfuse3 low-level addon) or `fuse2` (@cocalc/fuse-native). */
 export type FuseBinding = 'fuse2' | 'll';
 
-/** SERVICE_FUSE: `fuse2` (default) or `ll` (fuse/native, issue 18: kernel caching with invalidation). */
+/** SERVICE_FUSE: `ll` (default: fuse/native, kernel caching with invalidation) or `fuse2` (the older libfuse2 mount). */
 export function fuseBindingFromEnv(env: Env = process.env): FuseBinding {
   const v = (env.SERVICE_FUSE ?? '').trim();
-  if (v === '' || v === 'fuse2') return 'fuse2';
-  if (v === 'll') return 'll';
-  throw new SettingsError(`SERVICE_FUSE must be fuse2 or ll, got '${v.slice(0, 64)}'`);
+  if (v === '' || v === 'll') return 'll';
+  if (v === 'fuse2') return 'fuse2';
+  throw new SettingsError(`SERVICE_FUSE must be ll or fuse2, got '${v.slice(0, 64)}'`);
 }
 
 /**

@@ -9,13 +9,13 @@
  */
 import { VfsError } from '../../daemon/errors.js';
 import type { ChangeEvent } from '../../daemon/rpc/protocol.js';
-import { parentOf } from '../paths.js';
+import { childPath, parentOf } from '../paths.js';
 import { ChangeLog, mountPaths } from '../change-log.js';
 import { O_ACCMODE, O_RDONLY, O_TRUNC, S_IFDIR, S_IFMT, S_IFREG, type FuseStat } from '../fuse-native.js';
 import type { MountFs, UtimeArg } from '../mount-fs.js';
 import { errnoOf } from '../ops.js';
 import { Inodes } from './inodes.js';
-import { OPEN_FLAGS, Op, SET_ATTR, type FuseLowLevel, type Name, type SetAttr } from './native.js';
+import { OPEN_FLAGS, Op, SET_ATTR, type Entry, type FuseLowLevel, type Name, type SetAttr } from './native.js';
 
 /** Seconds the kernel keeps entries and attributes: until a change event invalidates them. */
 const LONG = 86400;
@@ -61,7 +61,10 @@ export class LowLevelMount {
     // Pages are dropped only by our invalidations (explicit_inval_data): with auto_inval_data the
     // kernel would also drop them whenever the daemon's mtime moves, as it does at every own flush.
     const args = ['-o', 'fsname=mdvfs,subtype=mdvfs,auto_unmount'];
-    this.ll.create(mnt, args, this.ll.caps.ATOMIC_O_TRUNC | this.ll.caps.EXPLICIT_INVAL_DATA, this.ll.caps.AUTO_INVAL_DATA | this.ll.caps.WRITEBACK_CACHE | this.ll.caps.READDIRPLUS, (op, req, ino, a, b, c, s1, s2, extra) => this.dispatch(op, req, ino, a, b, c, s1, s2, extra));
+    // Listings come with every entry's attributes (readdirplus, always: `ls -l`, `find`, `grep -r` then
+    // send no lookup per file).
+    const caps = this.ll.caps;
+    this.ll.create(mnt, args, caps.ATOMIC_O_TRUNC | caps.EXPLICIT_INVAL_DATA | caps.READDIRPLUS, caps.AUTO_INVAL_DATA | caps.WRITEBACK_CACHE | caps.READDIRPLUS_AUTO, (op, req, ino, a, b, c, s1, s2, extra) => this.dispatch(op, req, ino, a, b, c, s1, s2, extra));
   }
 
   unmount(): void {
@@ -276,6 +279,8 @@ export class LowLevelMount {
         ll.replyDir(req, b, c, names.slice(c, end), inos, modes);
         return;
       }
+      case Op.READDIRPLUS:
+        return this.readdirPlus(req, ino, b, c);
       case Op.STATFS:
         ll.replyStatfs(req, await fs.statfs());
         return;
@@ -286,6 +291,42 @@ export class LowLevelMount {
       default:
         ll.replyErr(req, ENOSYS);
     }
+  }
+
+  /**
+   * Entries from offset `off` with their attributes, as a lookup of each would answer them (files and
+   * links from the listing's attributes, which the listing put in the attribute cache; directories with
+   * attributes not to keep, since a listing does not count their links). Each entry sent is a lookup.
+   */
+  private async readdirPlus(req: number, ino: number, size: number, off: number): Promise<void> {
+    const path = this.pathOf(ino, 'readdir');
+    const since = this.log.now();
+    const { names, stats } = await this.fs.readdir(path);
+    // The smallest entry with attributes takes 144 bytes: no more than size/144 can fit.
+    const end = Math.min(names.length, off + Math.floor(size / 144) + 1);
+    const sent: string[] = [];
+    const entries: Entry[] = [];
+    for (let i = off; i < end; i++) {
+      const name = names[i]!;
+      const st = stats[i]!;
+      if (name === '.' || name === '..') {
+        entries.push({ ino: 0, attr: { ...st, ino: st.ino || ino }, entryTimeout: 0, attrTimeout: 0 });
+        continue;
+      }
+      const child = childPath(path, name);
+      const dir = (st.mode & S_IFMT) === S_IFDIR;
+      const attr = dir ? st : await this.fs.getattr(child).catch(() => st);
+      const node = this.nodes.remember(child, dir);
+      if (!dir) node.attr = attr;
+      sent.push(child);
+      entries.push({ ino: node.ino, attr, entryTimeout: LONG, attrTimeout: dir ? 0 : LONG });
+    }
+    const n = this.ll.replyDirPlus(req, size, off, names.slice(off, end), entries);
+    // Entries that did not fit (or a reply nobody took) gave the kernel no lookup.
+    entries.forEach((e, k) => {
+      if (e.ino !== 0 && (n < 0 || k >= n)) this.nodes.forget(e.ino, 1);
+    });
+    for (const child of sent) this.recheck(child, since);
   }
 
   private async setattr(path: string, fh: number, s: SetAttr): Promise<void> {

@@ -34,6 +34,7 @@ export const Op = {
   CREATE: 21, // s1 name, a mode, b flags
   MKNOD: 22, // s1 name, a mode, b rdev
   ENDED: 23, // the session loop returned (req and ino are 0)
+  READDIRPLUS: 24, // a fh, b size, c offset
 } as const;
 
 /** setattr's new attributes; `valid` is the FUSE_SET_ATTR_* mask. Times in ns since the epoch. */
@@ -72,6 +73,7 @@ export interface Caps {
   AUTO_INVAL_DATA: number;
   EXPLICIT_INVAL_DATA: number;
   READDIRPLUS: number;
+  READDIRPLUS_AUTO: number;
   NO_OPEN_SUPPORT: number;
   NO_OPENDIR_SUPPORT: number;
   CACHE_SYMLINKS: number;
@@ -96,6 +98,11 @@ export interface FuseLowLevel {
   replyStatfs(req: number, s: FuseStatfs): number;
   /** Directory entries from offset `off` (entry i gets offset off+i+1), as many as fit; returns how many. */
   replyDir(req: number, size: number, off: number, names: string[], inos: number[], modes: number[]): number;
+  /**
+   * As replyDir, each entry with its attributes and node id (`ino` 0 for `.` and `..`): every entry
+   * sent with a node id is one lookup. Returns how many were sent, or -1 when none was (interrupted).
+   */
+  replyDirPlus(req: number, size: number, off: number, names: string[], entries: Entry[]): number;
   notifyInvalInode(ino: number, off: number, len: number): void;
   notifyInvalEntry(parent: number, name: string): void;
   notifyDelete(parent: number, child: number, name: string): void;
@@ -118,10 +125,10 @@ function addonPath(): string | null {
 export function loadLowLevel(): FuseLowLevel {
   const p = addonPath();
   const hint = 'install libfuse3-dev, pkg-config, make and g++ (Debian/Ubuntu), then run npm install again so fuse/native is built';
-  if (p === null) throw new Error(`the libfuse3 mount (SERVICE_FUSE=ll) is not built: ${hint}`);
+  if (p === null) throw new Error(`the libfuse3 mount is not built: ${hint} (or set SERVICE_FUSE=fuse2 for the older libfuse2 mount)`);
   try {
     return createRequire(import.meta.url)(p) as FuseLowLevel;
   } catch (err) {
-    throw new Error(`the libfuse3 mount (SERVICE_FUSE=ll) does not load (${(err as Error).message.split('\n')[0]}): ${hint}`);
+    throw new Error(`the libfuse3 mount does not load (${(err as Error).message.split('\n')[0]}): ${hint} (or set SERVICE_FUSE=fuse2 for the older libfuse2 mount)`);
   }
 }

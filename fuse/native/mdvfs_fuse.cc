@@ -46,6 +46,7 @@ enum Op {
   OP_CREATE,
   OP_MKNOD,
   OP_ENDED,  // the session loop returned (unmounted from outside, or the kernel ended it)
+  OP_READDIRPLUS,
 };
 
 struct Request {
@@ -286,6 +287,14 @@ void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
   Deliver(r);
 }
 
+void ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info* fi) {
+  Request* r = Make(OP_READDIRPLUS, req, ino);
+  r->a = fhOf(fi);
+  r->b = static_cast<double>(size);
+  r->c = static_cast<double>(off);
+  Deliver(r);
+}
+
 // Directories need no handle: ENOSYS makes the kernel stop sending opendir/releasedir at all.
 void ll_opendir(fuse_req_t req, fuse_ino_t, struct fuse_file_info*) { fuse_reply_err(req, ENOSYS); }
 
@@ -479,6 +488,7 @@ Napi::Value Create(const Napi::CallbackInfo& info) {
   ops.release = ll_release;
   ops.fsync = ll_fsync;
   ops.readdir = ll_readdir;
+  ops.readdirplus = ll_readdirplus;
   ops.opendir = ll_opendir;
   ops.statfs = ll_statfs;
   ops.access = ll_access;
@@ -623,6 +633,31 @@ Napi::Value ReplyDir(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, i);
 }
 
+// replyDirPlus(req, size, off, names, entries): as replyDir, each entry with its attributes and a
+// node id (0 for `.` and `..`, which take no lookup). Every entry sent with a node id counts one
+// lookup in the kernel; the return value says how many were sent.
+Napi::Value ReplyDirPlus(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  fuse_req_t req = ReqArg(info);
+  size_t size = info[1].As<Napi::Number>().Uint32Value();
+  double off = info[2].As<Napi::Number>().DoubleValue();
+  Napi::Array names = info[3].As<Napi::Array>();
+  Napi::Array entries = info[4].As<Napi::Array>();
+  std::vector<char> buf(size);
+  size_t used = 0;
+  uint32_t i = 0;
+  for (; i < names.Length(); i++) {
+    std::string name = names.Get(i).As<Napi::String>();
+    struct fuse_entry_param e;
+    EntryOf(e, entries.Get(i).As<Napi::Object>());
+    size_t need = fuse_add_direntry_plus(req, buf.data() + used, size - used, name.c_str(), &e, static_cast<off_t>(off + i + 1));
+    if (need > size - used) break;
+    used += need;
+  }
+  if (fuse_reply_buf(req, buf.data(), used) != 0) return Napi::Number::New(env, -1);
+  return Napi::Number::New(env, i);
+}
+
 void Queue(Notice n) {
   if (!g || !g->mounted) return;
   {
@@ -666,6 +701,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("replyReadlink", Napi::Function::New(env, ReplyReadlink));
   exports.Set("replyStatfs", Napi::Function::New(env, ReplyStatfs));
   exports.Set("replyDir", Napi::Function::New(env, ReplyDir));
+  exports.Set("replyDirPlus", Napi::Function::New(env, ReplyDirPlus));
   exports.Set("notifyInvalInode", Napi::Function::New(env, NotifyInvalInode));
   exports.Set("notifyInvalEntry", Napi::Function::New(env, NotifyInvalEntry));
   exports.Set("notifyDelete", Napi::Function::New(env, NotifyDelete));
@@ -675,6 +711,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   caps.Set("AUTO_INVAL_DATA", FUSE_CAP_AUTO_INVAL_DATA);
   caps.Set("EXPLICIT_INVAL_DATA", FUSE_CAP_EXPLICIT_INVAL_DATA);
   caps.Set("READDIRPLUS", FUSE_CAP_READDIRPLUS);
+  caps.Set("READDIRPLUS_AUTO", FUSE_CAP_READDIRPLUS_AUTO);
   caps.Set("NO_OPEN_SUPPORT", FUSE_CAP_NO_OPEN_SUPPORT);
   caps.Set("NO_OPENDIR_SUPPORT", FUSE_CAP_NO_OPENDIR_SUPPORT);
   caps.Set("CACHE_SYMLINKS", FUSE_CAP_CACHE_SYMLINKS);
