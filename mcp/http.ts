@@ -85,6 +85,15 @@ function clientKey(c: Creds, me: WhoAmI, req: Request): string {
   return JSON.stringify([me.uid, me.on_behalf_of ?? null, me.workspace?.id ?? null]);
 }
 
+/**
+ * The largest JSON-RPC body /mcp parses (a bigger one gets 413 before any parsing): room for a
+ * write_file of the largest file (JSON escaping may double it), but never more than 64 MiB, since a
+ * body is read and parsed before its credentials are checked. Larger files go through REST's PUT.
+ */
+function mcpBodyMax(maxFileSize: number): number {
+  return Math.min(maxFileSize * 2 + 1024 * 1024, 64 * 1024 * 1024);
+}
+
 export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOptions): void {
   const sessions = new Map<string, Session>();
   const byClient = new Map<string, Set<Session>>();
@@ -93,7 +102,7 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
   const dataDir = opts.dataDir ?? defaultDataDir();
   // Change events for resource subscriptions arrive on their own connection, opened on first use.
   const feed = new ChangeFeed(new DaemonLink(dataDir, {}, { name: 'mdvfs serve', spawn: false }));
-  const json = express.json({ limit: opts.maxFileSize * 2 + 1024 * 1024 });
+  const json = express.json({ limit: mcpBodyMax(opts.maxFileSize) });
 
   const closeSession = (s: Session): void => {
     sessions.delete(s.id);

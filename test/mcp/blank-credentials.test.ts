@@ -49,3 +49,12 @@ t.test('CLI: a set but blank identity variable or flag is a usage error naming i
   t.match(flag.stderr, /--token is set but blank/);
   t.match((await runCli(env, ['whoami'])).stdout, /root/, 'no identity at all is still root, as the contract says');
 });
+
+t.test('HTTP: /mcp refuses a body over 64 MiB before parsing it, whatever the file size limit (bodies come before credentials)', async (t) => {
+  // SERVICE_MAX_FILE_SIZE is 256 MiB by default: the old rule (2 × that + 1 MiB) parsed up to 513 MiB.
+  const body = Buffer.alloc(65 * 1024 * 1024, 0x20);
+  const r = await request(svc, 'POST', '/mcp', { body, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' } });
+  t.equal(r.status, 413, 'too large');
+  const ok = await rawMcp(svc, 'POST', INIT, { authorization: 'User bob' });
+  t.equal(ok.status, 200, 'the server goes on answering');
+});
