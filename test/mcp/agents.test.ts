@@ -265,7 +265,10 @@ void t.test('get_history: long commit messages are bounded too; the session surv
   t.equal(d.truncated, true, 'cut');
   t.ok(d.commits.length >= 1 && d.commits.length < 10, `only what fits one answer (${d.commits.length} commits)`);
   t.match(d.commits[0].message, /^commit 89 /, 'newest first');
-  t.match(text(r), /newest shown; pass a path or a smaller limit\)$/);
+  t.match(text(r), /newest shown; pass a path or a smaller limit\)\n\(older commits: pass cursor [0-9a-f]{12}\)$/, 'the text says how to go on');
+  t.equal(d.next_cursor, d.commits[d.commits.length - 1].hash, 'next_cursor: the oldest commit shown');
+  const more = data(await call(client, 'get_history', { limit: 90, cursor: d.next_cursor }));
+  t.match(more.commits[0].message, new RegExp(`^commit ${89 - d.commits.length} `), 'the cursor goes on with the next older commit');
   t.equal(data(await call(client, 'list_directory', {})).path, '/home/alice', 'a later call succeeds');
 });
 
