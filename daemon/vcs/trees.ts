@@ -384,15 +384,20 @@ export class Trees {
 
   // ---------- diffs between trees ----------
 
-  diffTrees(a: string, b: string, prefix: string, out: Change[]): void {
+  /**
+   * Walks two trees side by side, in path order, depth-first with an explicit stack of directory
+   * pairs (a deep tree would overflow recursion), descending only where contents differ (a commit's
+   * cost is one pass per changed directory). `on` gets each entry that differs, `x` before and `y`
+   * after (one may be absent), in the directory `prefix`; a directory present in both comes only
+   * when its own attributes differ.
+   */
+  private walkDiff(a: string, b: string, prefix: string, on: (x: TreeEntry | undefined, y: TreeEntry | undefined, prefix: string) => void): void {
     if (a === b) return;
-    // Depth-first with an explicit stack of directory pairs (a deep tree would overflow recursion);
-    // changes come out in the same order as a recursive walk.
     const frames = [{ ea: this.trees.get(a) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(b) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0, prefix }];
     while (frames.length > 0) {
       const f = frames[frames.length - 1]!;
       const { ea, eb } = f;
-      // Both lists are sorted by name: walk them side by side (a commit's cost is one pass per changed directory).
+      // Both lists are sorted by name: walk them side by side.
       if (f.i >= ea.length && f.j >= eb.length) {
         frames.pop();
         continue;
@@ -401,16 +406,24 @@ export class Trees {
       const x = cmp <= 0 ? ea[f.i++] : undefined;
       const y = cmp >= 0 ? eb[f.j++] : undefined;
       if (x !== undefined && y !== undefined && x.ref === y.ref && x.kind === y.kind && x.mode === y.mode && x.uid === y.uid && x.gid === y.gid) continue;
-      const p = `${f.prefix}/${(x ?? y)!.name}`;
       if (x !== undefined && y !== undefined && x.kind === 'd' && y.kind === 'd') {
-        if (x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid) out.push({ path: p + '/', kind: 'modified', before: x, after: y });
-        if (x.ref !== y.ref) frames.push({ ea: this.trees.get(x.ref) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(y.ref) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0, prefix: p });
+        if (x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid) on(x, y, f.prefix);
+        if (x.ref !== y.ref) frames.push({ ea: this.trees.get(x.ref) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(y.ref) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0, prefix: `${f.prefix}/${x.name}` });
         continue;
       }
-      if (x !== undefined && (y === undefined || x.kind !== y.kind)) this.pushAll(x, p, 'deleted', out);
-      if (y !== undefined && (x === undefined || x.kind !== y.kind)) this.pushAll(y, p, 'added', out);
-      if (x !== undefined && y !== undefined && x.kind === y.kind && (x.ref !== y.ref || x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid)) out.push({ path: p, kind: 'modified', before: x, after: y });
+      on(x, y, f.prefix);
     }
+  }
+
+  diffTrees(a: string, b: string, prefix: string, out: Change[]): void {
+    this.walkDiff(a, b, prefix, (x, y, dir) => {
+      const p = `${dir}/${(x ?? y)!.name}`;
+      if (x !== undefined && y !== undefined && x.kind === y.kind) out.push({ path: x.kind === 'd' ? p + '/' : p, kind: 'modified', before: x, after: y });
+      else {
+        if (x !== undefined) this.pushAll(x, p, 'deleted', out);
+        if (y !== undefined) this.pushAll(y, p, 'added', out);
+      }
+    });
   }
 
   /**
@@ -509,32 +522,17 @@ export class Trees {
 
   /**
    * How many changes `diffTrees` lists between two trees, without listing them: the same walk,
-   * but a whole added or deleted subtree counts its memoised `leafCount`, and no path is built.
+   * but a whole added or deleted subtree counts its memoised `leafCount`, and no change is built.
    */
   countChanges(a: string, b: string): number {
-    if (a === b) return 0;
     let n = 0;
-    const frames = [{ ea: this.trees.get(a) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(b) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0 }];
-    while (frames.length > 0) {
-      const f = frames[frames.length - 1]!;
-      const { ea, eb } = f;
-      if (f.i >= ea.length && f.j >= eb.length) {
-        frames.pop();
-        continue;
+    this.walkDiff(a, b, '', (x, y) => {
+      if (x !== undefined && y !== undefined && x.kind === y.kind) n++;
+      else {
+        if (x !== undefined) n += x.kind === 'd' ? this.leafCount(x.ref) : 1;
+        if (y !== undefined) n += y.kind === 'd' ? this.leafCount(y.ref) : 1;
       }
-      const cmp = f.i >= ea.length ? 1 : f.j >= eb.length ? -1 : compareNames(ea[f.i]!.name, eb[f.j]!.name);
-      const x = cmp <= 0 ? ea[f.i++] : undefined;
-      const y = cmp >= 0 ? eb[f.j++] : undefined;
-      if (x !== undefined && y !== undefined && x.ref === y.ref && x.kind === y.kind && x.mode === y.mode && x.uid === y.uid && x.gid === y.gid) continue;
-      if (x !== undefined && y !== undefined && x.kind === 'd' && y.kind === 'd') {
-        if (x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid) n++;
-        if (x.ref !== y.ref) frames.push({ ea: this.trees.get(x.ref) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(y.ref) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0 });
-        continue;
-      }
-      if (x !== undefined && (y === undefined || x.kind !== y.kind)) n += x.kind === 'd' ? this.leafCount(x.ref) : 1;
-      if (y !== undefined && (x === undefined || x.kind !== y.kind)) n += y.kind === 'd' ? this.leafCount(y.ref) : 1;
-      if (x !== undefined && y !== undefined && x.kind === y.kind && (x.ref !== y.ref || x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid)) n++;
-    }
+    });
     return n;
   }
 
