@@ -7,7 +7,9 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],
-    languageOptions: { parserOptions: { project: ['./tsconfig.lint.json', './web/tsconfig.json'], tsconfigRootDir: import.meta.dirname } },
+    languageOptions: {
+      parserOptions: { project: ['./tsconfig.lint.json', './web/tsconfig.json'], tsconfigRootDir: import.meta.dirname },
+    },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/switch-exhaustiveness-check': 'error',
@@ -26,7 +28,23 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['**/daemon/core/*', '**/daemon/auth/*', '**/daemon/store/*', '**/daemon/vcs/*', '**/daemon/search/*', '**/daemon/service*', '**/daemon/events*', '**/daemon/main*'], message: 'Front ends talk to the daemon through daemon/rpc only.' }] },
+        {
+          patterns: [
+            {
+              group: [
+                '**/daemon/core/*',
+                '**/daemon/auth/*',
+                '**/daemon/store/*',
+                '**/daemon/vcs/*',
+                '**/daemon/search/*',
+                '**/daemon/service*',
+                '**/daemon/events*',
+                '**/daemon/main*',
+              ],
+              message: 'Front ends talk to the daemon through daemon/rpc only.',
+            },
+          ],
+        },
       ],
     },
   },
@@ -34,7 +52,26 @@ export default tseslint.config(
     // Layers, one way: core (the tree, permissions, objects) knows nothing above it.
     files: ['daemon/core/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: ['../rpc/*', '../service*', '../store/*', '../vcs/*', '../search/*', '../auth/*', '../events*', '../main*'], message: 'daemon/core imports only daemon/core and daemon/errors.' }] }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [
+                '../rpc/*',
+                '../service*',
+                '../store/*',
+                '../vcs/*',
+                '../search/*',
+                '../auth/*',
+                '../events*',
+                '../main*',
+              ],
+              message: 'daemon/core imports only daemon/core and daemon/errors.',
+            },
+          ],
+        },
+      ],
     },
   },
   {
@@ -46,8 +83,23 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['../rpc/protocol*'], allowTypeImports: true, message: 'vcs and search may import the protocol\'s record types only (import type).' },
-            { group: ['../rpc/*', '!../rpc/protocol*', '../service*', '../store/*', '../auth/*', '../events*', '../main*'], message: 'vcs and search import only daemon/core, daemon/errors and protocol types.' },
+            {
+              group: ['../rpc/protocol*'],
+              allowTypeImports: true,
+              message: "vcs and search may import the protocol's record types only (import type).",
+            },
+            {
+              group: [
+                '../rpc/*',
+                '!../rpc/protocol*',
+                '../service*',
+                '../store/*',
+                '../auth/*',
+                '../events*',
+                '../main*',
+              ],
+              message: 'vcs and search import only daemon/core, daemon/errors and protocol types.',
+            },
           ],
         },
       ],

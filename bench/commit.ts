@@ -21,20 +21,31 @@ function content(i: number): Buffer {
   return b;
 }
 
-const gitEnv = (cwd: string): NodeJS.ProcessEnv => ({ ...process.env, GIT_AUTHOR_NAME: 'bench', GIT_AUTHOR_EMAIL: 'bench@example.invalid', GIT_COMMITTER_NAME: 'bench', GIT_COMMITTER_EMAIL: 'bench@example.invalid', GIT_CONFIG_NOSYSTEM: '1', HOME: cwd });
+const gitEnv = (cwd: string): NodeJS.ProcessEnv => ({
+  ...process.env,
+  GIT_AUTHOR_NAME: 'bench',
+  GIT_AUTHOR_EMAIL: 'bench@example.invalid',
+  GIT_COMMITTER_NAME: 'bench',
+  GIT_COMMITTER_EMAIL: 'bench@example.invalid',
+  GIT_CONFIG_NOSYSTEM: '1',
+  HOME: cwd,
+});
 
 function git(cwd: string, ...args: string[]): void {
   execFileSync('git', args, { cwd, stdio: 'ignore', env: gitEnv(cwd) });
 }
 
-const gitAsync = (cwd: string, ...args: string[]): Promise<unknown> => promisify(execFile)('git', args, { cwd, env: gitEnv(cwd), maxBuffer: 1 << 20 });
+const gitAsync = (cwd: string, ...args: string[]): Promise<unknown> =>
+  promisify(execFile)('git', args, { cwd, env: gitEnv(cwd), maxBuffer: 1 << 20 });
 
 /** The same files as the store, in a git repository with one initial commit; returns the time of that commit. */
 async function buildRepo(repo: string, count: number): Promise<number> {
-  for (let d = 0; d * 1000 < count; d++) await mkdir(path.join(repo, path.dirname(filePath('', d * 1000))), { recursive: true });
+  for (let d = 0; d * 1000 < count; d++)
+    await mkdir(path.join(repo, path.dirname(filePath('', d * 1000))), { recursive: true });
   for (let i = 0; i < count; i += 256) {
     const batch: Promise<void>[] = [];
-    for (let k = i; k < Math.min(count, i + 256); k++) batch.push(writeFile(path.join(repo, filePath('', k)), content(k)));
+    for (let k = i; k < Math.min(count, i + 256); k++)
+      batch.push(writeFile(path.join(repo, filePath('', k)), content(k)));
     await Promise.all(batch);
   }
   await gitAsync(repo, 'init', '-q');
@@ -103,7 +114,14 @@ export async function benchCommit(opts: { quick: boolean }): Promise<BenchTable>
           target: 10,
           note: `${files}, both on tmpfs; ours = one vcs.commit round trip over the socket (durable, SERVICE_FSYNC=full); baseline = git add -A + git commit (core.fsync none); ${r.oursAll.length} paired reps`,
         }),
-        compareRow({ name: `first commit of the whole ${count.toLocaleString('en-US')}-file tree`, unit: 'ms', better: 'lower', ours: initialOurs, baseline: initialGit, note: 'one run each (informational): hashes every directory' }),
+        compareRow({
+          name: `first commit of the whole ${count.toLocaleString('en-US')}-file tree`,
+          unit: 'ms',
+          better: 'lower',
+          ours: initialOurs,
+          baseline: initialGit,
+          note: 'one run each (informational): hashes every directory',
+        }),
       ],
     };
   } catch (err) {

@@ -116,8 +116,16 @@ export async function benchCore(opts: { quick: boolean }): Promise<BenchTable> {
     log(`core: ${reps} paired repetitions of ${count} files`);
     for (let rep = -1; rep < reps; rep++) {
       // alternate which side goes first; rep -1 is the warm-up
-      const a = await repetition(rep % 2 === 0 ? ours : native, rep % 2 === 0 ? `/bench${rep}` : `${fsRoot}/r${rep}`, count);
-      const b = await repetition(rep % 2 === 0 ? native : ours, rep % 2 === 0 ? `${fsRoot}/r${rep}` : `/bench${rep}`, count);
+      const a = await repetition(
+        rep % 2 === 0 ? ours : native,
+        rep % 2 === 0 ? `/bench${rep}` : `${fsRoot}/r${rep}`,
+        count,
+      );
+      const b = await repetition(
+        rep % 2 === 0 ? native : ours,
+        rep % 2 === 0 ? `${fsRoot}/r${rep}` : `/bench${rep}`,
+        count,
+      );
       if (rep < 0) continue;
       oursAll.push(rep % 2 === 0 ? a : b);
       nativeAll.push(rep % 2 === 0 ? b : a);

@@ -21,14 +21,29 @@ import path from 'node:path';
 import type { FuseBinding } from '../daemon/rpc/settings.js';
 import { loadLowLevel } from '../fuse/lowlevel/native.js';
 import type { BenchOptions, BenchRow, BenchTable } from './types.js';
-import { CLI, compareRow, errorRow, exited, killProc, log, median, onCleanup, shmDir, sleep, startDaemonProc, timeMs } from './util.js';
+import {
+  CLI,
+  compareRow,
+  errorRow,
+  exited,
+  killProc,
+  log,
+  median,
+  onCleanup,
+  shmDir,
+  sleep,
+  startDaemonProc,
+  timeMs,
+} from './util.js';
 
 /** Longer than the kernel's attribute and entry timeouts (1 s) of both FUSE filesystems. */
 const CACHE_EXPIRY_MS = 1100;
 
 function sh(cmd: string, cwd = '/'): Promise<void> {
   return new Promise((resolve, reject) => {
-    execFile('bash', ['-c', cmd], { cwd, maxBuffer: 16 * 1024 * 1024, timeout: 600000 }, (err, _out, stderr) => (err ? reject(new Error(`${cmd.slice(0, 80)}: ${stderr || err.message}`)) : resolve()));
+    execFile('bash', ['-c', cmd], { cwd, maxBuffer: 16 * 1024 * 1024, timeout: 600000 }, (err, _out, stderr) =>
+      err ? reject(new Error(`${cmd.slice(0, 80)}: ${stderr || err.message}`)) : resolve(),
+    );
   });
 }
 
@@ -48,7 +63,10 @@ function fuseDir(prefix: string): string {
 
 async function mountMdvfs(dataDir: string, binding: FuseBinding): Promise<string> {
   const dir = fuseDir('mdvfs-bench-mnt-');
-  const proc = spawn(process.execPath, [CLI, 'mount', dir], { env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_FUSE: binding }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(process.execPath, [CLI, 'mount', dir], {
+    env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_FUSE: binding },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   onCleanup(() => killProc(proc, 'SIGTERM', 10000));
   let err = '';
   proc.stderr!.on('data', (b: Buffer) => (err += b.toString()));
@@ -114,7 +132,12 @@ async function bigFile(dir: string, src: string, mib: number): Promise<{ write: 
 const VS_TMPFS_TARGET: Partial<Record<Op, number>> = { create: 0.1, 'grep -r warm': 1 / 3 };
 const METADATA_OPS: Op[] = ['create', 'ls -lR', 'rm -rf'];
 /** Issue 18's targets for the libfuse3 mount: create and rm -rf within 8× of tmpfs, warm grep 1.5×, ls -lR 1.2×. */
-const LL_VS_TMPFS_TARGET: Partial<Record<Op, number>> = { create: 1 / 8, 'grep -r warm': 1 / 1.5, 'ls -lR': 1 / 1.2, 'rm -rf': 1 / 8 };
+const LL_VS_TMPFS_TARGET: Partial<Record<Op, number>> = {
+  create: 1 / 8,
+  'grep -r warm': 1 / 1.5,
+  'ls -lR': 1 / 1.2,
+  'rm -rf': 1 / 8,
+};
 
 export async function benchFuse(opts: BenchOptions): Promise<BenchTable[]> {
   const tmpfsTitle = 'FUSE mount vs tmpfs (ratio = tmpfs time / mount time)';
@@ -130,8 +153,12 @@ export async function benchFuse(opts: BenchOptions): Promise<BenchTable[]> {
     const sizes = opts.quick ? [1000] : [1000, 10000];
     const reps = opts.quick ? 1 : 5;
     const BIG_MIB = opts.quick ? 8 : 64;
-    const note = opts.quick ? 'quick mode: 1,000 files / 8 MiB, one repetition' : `median of ${reps} paired repetitions`;
-    const d = await startDaemonProc(path.join(shmDir('mdvfs-bench-fuse-'), 'data'), { SERVICE_MAX_FILE_SIZE: String(2 * BIG_MIB * 1024 * 1024) });
+    const note = opts.quick
+      ? 'quick mode: 1,000 files / 8 MiB, one repetition'
+      : `median of ${reps} paired repetitions`;
+    const d = await startDaemonProc(path.join(shmDir('mdvfs-bench-fuse-'), 'data'), {
+      SERVICE_MAX_FILE_SIZE: String(2 * BIG_MIB * 1024 * 1024),
+    });
     onCleanup(() => d.stop('SIGTERM'));
     const targets: Target[] = [
       { name: 'mdvfs', dir: await mountMdvfs(d.dataDir, 'fuse2') },
@@ -168,15 +195,61 @@ export async function benchFuse(opts: BenchOptions): Promise<BenchTable[]> {
       const label = `${n.toLocaleString('en')} files`;
       for (const op of OPS) {
         const target = VS_TMPFS_TARGET[op];
-        tmpfsRows.push(compareRow({ ...(note !== undefined ? { note } : {}), name: `${label}: ${op}`, unit: 'ms', better: 'lower', ours: med('mdvfs', op), baseline: med('tmpfs', op), ...(target !== undefined ? { target, targetText: `≥ ${target === 0.1 ? '0.1 (within 10×)' : '0.33 (within 3×)'}` } : {}) }));
+        tmpfsRows.push(
+          compareRow({
+            ...(note !== undefined ? { note } : {}),
+            name: `${label}: ${op}`,
+            unit: 'ms',
+            better: 'lower',
+            ours: med('mdvfs', op),
+            baseline: med('tmpfs', op),
+            ...(target !== undefined
+              ? { target, targetText: `≥ ${target === 0.1 ? '0.1 (within 10×)' : '0.33 (within 3×)'}` }
+              : {}),
+          }),
+        );
         if (bindfsError === null) {
           const metadata = METADATA_OPS.includes(op);
-          bindfsRows.push(compareRow({ ...(note !== undefined ? { note } : {}), name: `${label}: ${op}`, unit: 'ms', better: 'lower', ours: med('mdvfs', op), baseline: med('bindfs', op), ...(metadata ? { target: 1, targetText: '≥ 1 (metadata-heavy)' } : {}) }));
+          bindfsRows.push(
+            compareRow({
+              ...(note !== undefined ? { note } : {}),
+              name: `${label}: ${op}`,
+              unit: 'ms',
+              better: 'lower',
+              ours: med('mdvfs', op),
+              baseline: med('bindfs', op),
+              ...(metadata ? { target: 1, targetText: '≥ 1 (metadata-heavy)' } : {}),
+            }),
+          );
         }
         if (llError === null) {
           const target = LL_VS_TMPFS_TARGET[op];
-          llRows.push(compareRow({ note, name: `${label}: ${op} vs tmpfs`, unit: 'ms', better: 'lower', ours: med('mdvfs-ll', op), baseline: med('tmpfs', op), ...(target !== undefined ? { target, targetText: `≥ ${target.toFixed(2)} (within ${(1 / target).toFixed(1)}×)` } : {}) }));
-          if (bindfsError === null) llRows.push(compareRow({ note, name: `${label}: ${op} vs bindfs`, unit: 'ms', better: 'lower', ours: med('mdvfs-ll', op), baseline: med('bindfs', op), target: 1, targetText: '≥ 1' }));
+          llRows.push(
+            compareRow({
+              note,
+              name: `${label}: ${op} vs tmpfs`,
+              unit: 'ms',
+              better: 'lower',
+              ours: med('mdvfs-ll', op),
+              baseline: med('tmpfs', op),
+              ...(target !== undefined
+                ? { target, targetText: `≥ ${target.toFixed(2)} (within ${(1 / target).toFixed(1)}×)` }
+                : {}),
+            }),
+          );
+          if (bindfsError === null)
+            llRows.push(
+              compareRow({
+                note,
+                name: `${label}: ${op} vs bindfs`,
+                unit: 'ms',
+                better: 'lower',
+                ours: med('mdvfs-ll', op),
+                baseline: med('bindfs', op),
+                target: 1,
+                targetText: '≥ 1',
+              }),
+            );
         }
       }
     }
@@ -190,17 +263,73 @@ export async function benchFuse(opts: BenchOptions): Promise<BenchTable[]> {
       }
     }
     const bmed = (name: string, k: 'write' | 'read'): number => median((big.get(name) ?? []).map((r) => r[k]));
-    tmpfsRows.push(compareRow({ ...(note !== undefined ? { note } : {}), name: `${BIG_MIB} MiB sequential write`, unit: 'MB/s', better: 'higher', ours: bmed('mdvfs', 'write'), baseline: bmed('tmpfs', 'write') }));
-    tmpfsRows.push(compareRow({ ...(note !== undefined ? { note } : {}), name: `${BIG_MIB} MiB sequential read`, unit: 'MB/s', better: 'higher', ours: bmed('mdvfs', 'read'), baseline: bmed('tmpfs', 'read'), target: 0.5 }));
+    tmpfsRows.push(
+      compareRow({
+        ...(note !== undefined ? { note } : {}),
+        name: `${BIG_MIB} MiB sequential write`,
+        unit: 'MB/s',
+        better: 'higher',
+        ours: bmed('mdvfs', 'write'),
+        baseline: bmed('tmpfs', 'write'),
+      }),
+    );
+    tmpfsRows.push(
+      compareRow({
+        ...(note !== undefined ? { note } : {}),
+        name: `${BIG_MIB} MiB sequential read`,
+        unit: 'MB/s',
+        better: 'higher',
+        ours: bmed('mdvfs', 'read'),
+        baseline: bmed('tmpfs', 'read'),
+        target: 0.5,
+      }),
+    );
     if (bindfsError === null) {
-      bindfsRows.push(compareRow({ ...(note !== undefined ? { note } : {}), name: `${BIG_MIB} MiB sequential write`, unit: 'MB/s', better: 'higher', ours: bmed('mdvfs', 'write'), baseline: bmed('bindfs', 'write') }));
-      bindfsRows.push(compareRow({ ...(note !== undefined ? { note } : {}), name: `${BIG_MIB} MiB sequential read`, unit: 'MB/s', better: 'higher', ours: bmed('mdvfs', 'read'), baseline: bmed('bindfs', 'read') }));
+      bindfsRows.push(
+        compareRow({
+          ...(note !== undefined ? { note } : {}),
+          name: `${BIG_MIB} MiB sequential write`,
+          unit: 'MB/s',
+          better: 'higher',
+          ours: bmed('mdvfs', 'write'),
+          baseline: bmed('bindfs', 'write'),
+        }),
+      );
+      bindfsRows.push(
+        compareRow({
+          ...(note !== undefined ? { note } : {}),
+          name: `${BIG_MIB} MiB sequential read`,
+          unit: 'MB/s',
+          better: 'higher',
+          ours: bmed('mdvfs', 'read'),
+          baseline: bmed('bindfs', 'read'),
+        }),
+      );
     } else {
       bindfsRows.push(errorRow('bindfs baseline', bindfsError));
     }
     if (llError === null) {
-      llRows.push(compareRow({ note, name: `${BIG_MIB} MiB sequential write vs tmpfs`, unit: 'MB/s', better: 'higher', ours: bmed('mdvfs-ll', 'write'), baseline: bmed('tmpfs', 'write') }));
-      llRows.push(compareRow({ note, name: `${BIG_MIB} MiB sequential read vs tmpfs`, unit: 'MB/s', better: 'higher', ours: bmed('mdvfs-ll', 'read'), baseline: bmed('tmpfs', 'read'), target: 0.9 }));
+      llRows.push(
+        compareRow({
+          note,
+          name: `${BIG_MIB} MiB sequential write vs tmpfs`,
+          unit: 'MB/s',
+          better: 'higher',
+          ours: bmed('mdvfs-ll', 'write'),
+          baseline: bmed('tmpfs', 'write'),
+        }),
+      );
+      llRows.push(
+        compareRow({
+          note,
+          name: `${BIG_MIB} MiB sequential read vs tmpfs`,
+          unit: 'MB/s',
+          better: 'higher',
+          ours: bmed('mdvfs-ll', 'read'),
+          baseline: bmed('tmpfs', 'read'),
+          target: 0.9,
+        }),
+      );
     } else {
       llRows.push(errorRow('libfuse3 mount (SERVICE_FUSE=ll)', llError));
     }

@@ -9,7 +9,10 @@ import { promisify } from 'node:util';
 import type { BenchTable } from './types.js';
 import { compareRow, errorRow, log, nowMs, paired, shmDir, startDaemonProc } from './util.js';
 
-const WORDS = 'the of and to in is that for it as with was on be by this are from at or an which have not but had they his were can all one there their has been more will would other when what some time into about than only its them these may first new also any used two then could after most such where over each because made very'.split(' ');
+const WORDS =
+  'the of and to in is that for it as with was on be by this are from at or an which have not but had they his were can all one there their has been more will would other when what some time into about than only its them these may first new also any used two then could after most such where over each because made very'.split(
+    ' ',
+  );
 const PATTERN = 'TODO\\((alice|bob)\\): fix #[0-9]{3,4}\\b';
 
 /** A deterministic pseudo-random generator (xorshift32), so every run greps the same corpus. */
@@ -38,11 +41,19 @@ function doc(i: number): string {
   let k = 0;
   while (bytes < 4000) {
     const kind = k++ % 5;
-    const block = kind === 0 ? `## Section ${k}` : kind === 3 ? `- ${sentence()}\n- ${sentence()}` : kind === 4 ? '```\nconst x = ' + Math.floor(r() * 1000) + ';\n```' : `${sentence()} ${sentence()} ${sentence()}`;
+    const block =
+      kind === 0
+        ? `## Section ${k}`
+        : kind === 3
+          ? `- ${sentence()}\n- ${sentence()}`
+          : kind === 4
+            ? '```\nconst x = ' + Math.floor(r() * 1000) + ';\n```'
+            : `${sentence()} ${sentence()} ${sentence()}`;
     lines.push(block, '');
     bytes += block.length + 2;
   }
-  if (i % 200 === 7) lines.splice(4, 0, `TODO(${i % 400 === 7 ? 'alice' : 'bob'}): fix #${1000 + (i % 9000)} before release`);
+  if (i % 200 === 7)
+    lines.splice(4, 0, `TODO(${i % 400 === 7 ? 'alice' : 'bob'}): fix #${1000 + (i % 9000)} before release`);
   return lines.join('\n');
 }
 
@@ -65,14 +76,22 @@ export async function benchGrep(opts: { quick: boolean }): Promise<BenchTable> {
         const body = Buffer.from(doc(i));
         bytes += body.length;
         if (i % 500 === 0) await mkdir(path.join(dir, path.dirname(rel)), { recursive: true });
-        batch.push(writeFile(path.join(dir, rel), body), root.call('fs.write', { path: `/corpus/${rel}` }, { data: body }));
+        batch.push(
+          writeFile(path.join(dir, rel), body),
+          root.call('fs.write', { path: `/corpus/${rel}` }, { data: body }),
+        );
       }
       await Promise.all(batch);
     }
 
     const ours = async (): Promise<number> => {
       const t0 = nowMs();
-      const r = await root.call('search.grep', { pattern: PATTERN, path: '/corpus', recursive: true, max_results: 100000 });
+      const r = await root.call('search.grep', {
+        pattern: PATTERN,
+        path: '/corpus',
+        recursive: true,
+        max_results: 100000,
+      });
       const ms = nowMs() - t0;
       oursCount = r.count;
       return ms;
@@ -88,7 +107,8 @@ export async function benchGrep(opts: { quick: boolean }): Promise<BenchTable> {
     let gnuCount = -2;
     const r = await paired({ warmup: 1, reps: opts.quick ? 5 : 9, ours, baseline: gnu });
     await d.stop();
-    if (oursCount !== gnuCount) throw new Error(`the two sides disagree: mdvfs found ${oursCount} matches, GNU grep ${gnuCount}`);
+    if (oursCount !== gnuCount)
+      throw new Error(`the two sides disagree: mdvfs found ${oursCount} matches, GNU grep ${gnuCount}`);
     return {
       title,
       rows: [

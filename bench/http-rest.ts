@@ -17,7 +17,19 @@ import { createRequire } from 'node:module';
 import http from 'node:http';
 import os from 'node:os';
 import type { BenchOptions, BenchRow, BenchTable } from './types.js';
-import { ROOT_DIR, compareRow, diskDir, errorRow, freePort, killProc, log, median, onCleanup, sleep, startServe } from './util.js';
+import {
+  ROOT_DIR,
+  compareRow,
+  diskDir,
+  errorRow,
+  freePort,
+  killProc,
+  log,
+  median,
+  onCleanup,
+  sleep,
+  startServe,
+} from './util.js';
 
 export type { BenchTable } from './types.js';
 
@@ -35,7 +47,13 @@ interface AutocannonRequest {
   headers?: Record<string, string>;
   setupRequest?: (req: AutocannonRequest) => AutocannonRequest;
 }
-type Autocannon = (opts: { url: string; connections: number; duration: number; pipelining?: number; requests?: AutocannonRequest[] }) => Promise<AutocannonResult>;
+type Autocannon = (opts: {
+  url: string;
+  connections: number;
+  duration: number;
+  pipelining?: number;
+  requests?: AutocannonRequest[];
+}) => Promise<AutocannonResult>;
 
 const require = createRequire(import.meta.url);
 const autocannon = require('autocannon') as Autocannon;
@@ -88,7 +106,11 @@ type ServerName = 'mdvfs' | keyof typeof BASELINE_SRC;
 
 async function startBaseline(name: keyof typeof BASELINE_SRC): Promise<{ port: number; proc: ChildProcess }> {
   const port = await freePort();
-  const proc = spawn(process.execPath, ['--input-type=module', '-e', BASELINE_SRC[name]], { cwd: ROOT_DIR, env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(process.execPath, ['--input-type=module', '-e', BASELINE_SRC[name]], {
+    cwd: ROOT_DIR,
+    env: { ...process.env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   onCleanup(() => killProc(proc, 'SIGTERM', 2000));
   await new Promise<void>((resolve, reject) => {
     let err = '';
@@ -158,10 +180,13 @@ function cpuSeconds(pids: number[]): number {
 
 function put(port: number, path: string, body: Buffer): Promise<number> {
   return new Promise((resolve, reject) => {
-    const r = http.request({ host: '127.0.0.1', port, method: 'PUT', path, headers: { 'content-length': body.length }, agent: false }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const r = http.request(
+      { host: '127.0.0.1', port, method: 'PUT', path, headers: { 'content-length': body.length }, agent: false },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     r.on('error', reject);
     r.end(body);
   });
@@ -194,8 +219,13 @@ async function load({ port, pids }: Side, op: 'GET' | 'PUT', connections: number
   const cpu0 = cpuSeconds(pids);
   const r = await autocannon({ url: `http://127.0.0.1:${port}`, connections, duration, requests: [request] });
   const cpu = cpuSeconds(pids) - cpu0;
-  if (r.non2xx > 0 || r.errors > 0) throw new Error(`${op} c=${connections} on :${port}: ${r.non2xx} non-2xx, ${r.errors} errors`);
-  return { rps: r.requests.average, p99: r.latency.p99, cpuUs: r.requests.total > 0 ? (cpu / r.requests.total) * 1e6 : NaN };
+  if (r.non2xx > 0 || r.errors > 0)
+    throw new Error(`${op} c=${connections} on :${port}: ${r.non2xx} non-2xx, ${r.errors} errors`);
+  return {
+    rps: r.requests.average,
+    p99: r.latency.p99,
+    cpuUs: r.requests.total > 0 ? (cpu / r.requests.total) * 1e6 : NaN,
+  };
 }
 
 export async function benchRest(opts: BenchOptions): Promise<BenchTable> {
@@ -218,7 +248,11 @@ export async function benchRest(opts: BenchOptions): Promise<BenchTable> {
       const s = await put(port, '/fs/bench/get.md', BODY);
       if (s !== 200) throw new Error(`seeding ${name}: HTTP ${s}`);
     }
-    if (os.availableParallelism() >= 2 && pin([process.pid], 0) && [...sides.values()].every((side) => pin(side.pids, 1))) {
+    if (
+      os.availableParallelism() >= 2 &&
+      pin([process.pid], 0) &&
+      [...sides.values()].every((side) => pin(side.pids, 1))
+    ) {
       placement = 'autocannon pinned to CPU 0, each server side (mdvfs: daemon + sidecar + supervisor) to CPU 1';
     }
   } catch (err) {
@@ -245,17 +279,42 @@ export async function benchRest(opts: BenchOptions): Promise<BenchTable> {
         }
         const med = (s: ServerName) => {
           const ms = got.get(s)!;
-          return { rps: median(ms.map((m) => m.rps)), p99: median(ms.map((m) => m.p99)), cpuUs: median(ms.map((m) => m.cpuUs)) };
+          return {
+            rps: median(ms.map((m) => m.rps)),
+            p99: median(ms.map((m) => m.p99)),
+            cpuUs: median(ms.map((m) => m.cpuUs)),
+          };
         };
         const ours = med('mdvfs');
         const ex = med('express');
         const bare = med('node:http');
-        log(`${name}: mdvfs ${ours.rps.toFixed(0)} req/s (p99 ${ours.p99} ms, ${ours.cpuUs.toFixed(0)} µs CPU/req), express ${ex.rps.toFixed(0)} (p99 ${ex.p99}, ${ex.cpuUs.toFixed(0)} µs), node:http ${bare.rps.toFixed(0)} (p99 ${bare.p99}, ${bare.cpuUs.toFixed(0)} µs)`);
+        log(
+          `${name}: mdvfs ${ours.rps.toFixed(0)} req/s (p99 ${ours.p99} ms, ${ours.cpuUs.toFixed(0)} µs CPU/req), express ${ex.rps.toFixed(0)} (p99 ${ex.p99}, ${ex.cpuUs.toFixed(0)} µs), node:http ${bare.rps.toFixed(0)} (p99 ${bare.p99}, ${bare.cpuUs.toFixed(0)} µs)`,
+        );
         const p99 = `p99: mdvfs ${ours.p99} ms, express ${ex.p99} ms, node:http ${bare.p99} ms`;
         const cpu = `server CPU per request: mdvfs ${ours.cpuUs.toFixed(0)} µs, express ${ex.cpuUs.toFixed(0)} µs, node:http ${bare.cpuUs.toFixed(0)} µs`;
         const how = `${reps} × ${duration} s per side; ${placement}`;
-        rows.push(compareRow({ name: `${name}: mdvfs vs bare express`, unit: 'req/s', better: 'higher', ours: ours.rps, baseline: ex.rps, target: op === 'GET' ? 0.7 : 0.4, note: `${p99}; ${cpu}${op === 'PUT' ? '; mdvfs PUTs are durable (fsync), the baselines keep bytes in memory' : ''}; ${how}` }));
-        rows.push(compareRow({ name: `${name}: bare express vs bare node:http`, unit: 'req/s', better: 'higher', ours: ex.rps, baseline: bare.rps, note: 'the framework floor, for context' }));
+        rows.push(
+          compareRow({
+            name: `${name}: mdvfs vs bare express`,
+            unit: 'req/s',
+            better: 'higher',
+            ours: ours.rps,
+            baseline: ex.rps,
+            target: op === 'GET' ? 0.7 : 0.4,
+            note: `${p99}; ${cpu}${op === 'PUT' ? '; mdvfs PUTs are durable (fsync), the baselines keep bytes in memory' : ''}; ${how}`,
+          }),
+        );
+        rows.push(
+          compareRow({
+            name: `${name}: bare express vs bare node:http`,
+            unit: 'req/s',
+            better: 'higher',
+            ours: ex.rps,
+            baseline: bare.rps,
+            note: 'the framework floor, for context',
+          }),
+        );
       } catch (err) {
         rows.push(errorRow(name, err));
       }

@@ -23,7 +23,20 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { BenchOptions, BenchRow, BenchTable } from './types.js';
-import { ROOT_DIR, compareRow, errorRow, killProc, log, median, nowMs, onCleanup, paired, populate, shmDir, startDaemonProc } from './util.js';
+import {
+  ROOT_DIR,
+  compareRow,
+  errorRow,
+  killProc,
+  log,
+  median,
+  nowMs,
+  onCleanup,
+  paired,
+  populate,
+  shmDir,
+  startDaemonProc,
+} from './util.js';
 
 const MCP_STDIO = path.join(ROOT_DIR, 'dist', 'mcp', 'stdio.js');
 const REFERENCE = path.join(ROOT_DIR, 'node_modules', '@modelcontextprotocol', 'server-filesystem', 'dist', 'index.js');
@@ -61,7 +74,10 @@ function caller(client: Client, tool: string, args: (i: number) => Record<string
  */
 export class LeanClient {
   private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (r: Record<string, unknown>) => void; reject: (e: Error) => void }>();
+  private readonly pending = new Map<
+    number,
+    { resolve: (r: Record<string, unknown>) => void; reject: (e: Error) => void }
+  >();
   private buf = '';
 
   readonly pid: number;
@@ -97,7 +113,11 @@ export class LeanClient {
     });
     onCleanup(() => killProc(proc));
     const c = new LeanClient(proc);
-    await c.request('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'mdvfs-bench-lean', version: '1.0.0' } });
+    await c.request('initialize', {
+      protocolVersion: '2025-06-18',
+      capabilities: {},
+      clientInfo: { name: 'mdvfs-bench-lean', version: '1.0.0' },
+    });
     proc.stdin!.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
     return c;
   }
@@ -158,7 +178,13 @@ class CpuMeter {
 }
 
 /** Calls per second with `inFlight` calls outstanding at all times, for about `ms` milliseconds (at least `inFlight` calls). */
-export async function throughput(f: Call, inFlight: number, ms: number, start: number, count?: { n: number }): Promise<number> {
+export async function throughput(
+  f: Call,
+  inFlight: number,
+  ms: number,
+  start: number,
+  count?: { n: number },
+): Promise<number> {
   let next = start;
   let done = 0;
   const t0 = nowMs();
@@ -177,7 +203,12 @@ export async function throughput(f: Call, inFlight: number, ms: number, start: n
  * Median latency (ms) of `n` calls on each side, interleaved call by call (alternating which side
  * goes first), so bursts of load on a shared machine hit both sides alike.
  */
-async function interleaved(n: number, a: Call, b: Call, maxMs = Infinity): Promise<{ a: number; b: number; n: number }> {
+async function interleaved(
+  n: number,
+  a: Call,
+  b: Call,
+  maxMs = Infinity,
+): Promise<{ a: number; b: number; n: number }> {
   const la: number[] = [];
   const lb: number[] = [];
   const one = async (f: Call, i: number, into: number[]): Promise<void> => {
@@ -297,15 +328,17 @@ export async function benchMcp(opts: BenchOptions): Promise<BenchTable> {
       [leanOurs, 'ours'],
       [leanTheirs, 'baseline'],
     ] as const) {
-      const calls = cases.filter((c) => c.lean).map((c) => {
-        const [tool, args] = c[side];
-        return client.call(tool, args);
-      });
+      const calls = cases
+        .filter((c) => c.lean)
+        .map((c) => {
+          const [tool, args] = c[side];
+          return client.call(tool, args);
+        });
       await throughput((i) => calls[i % calls.length]!(i), 8, warmMs, 0);
     }
     const sdkNote =
       'SDK Client (StdioClientTransport), one call at a time, alternating call by call, median latency; informational: the latency one agent sees, ' +
-      'with the SDK client\'s own per-call work (response parsing, output-schema validation) in both sides\' numbers';
+      "with the SDK client's own per-call work (response parsing, output-schema validation) in both sides' numbers";
     for (const c of cases) {
       try {
         log(`mcp: ${c.name}: SDK client, one call at a time (at ${at()})`);
@@ -315,7 +348,14 @@ export async function benchMcp(opts: BenchOptions): Promise<BenchTable> {
         await interleaved(c.n === calls ? warmupCalls : Math.max(2, c.n >> 1), a, b, sdkWarmMaxMs);
         const m = await interleaved(c.n, a, b, sdkMaxMs);
         rows.push(
-          compareRow({ name: c.name, unit: 'calls/s', better: 'higher', ours: 1000 / m.a, baseline: 1000 / m.b, note: `${c.note}; ${sdkNote}; ${m.n} calls per side` }),
+          compareRow({
+            name: c.name,
+            unit: 'calls/s',
+            better: 'higher',
+            ours: 1000 / m.a,
+            baseline: 1000 / m.b,
+            note: `${c.note}; ${sdkNote}; ${m.n} calls per side`,
+          }),
         );
       } catch (err) {
         rows.push(errorRow(c.name, err));
@@ -339,11 +379,15 @@ export async function benchMcp(opts: BenchOptions): Promise<BenchTable> {
           });
           const [mcpUs, daemonUs] = cpuOurs.perCall();
           const [refUs] = cpuTheirs.perCall();
-          const cpu = Number.isFinite(refUs) ? `; CPU per call: ours ${mcpUs} µs in mdvfs-mcp + ${daemonUs} µs in the daemon, theirs ${refUs} µs` : '';
-          log(`  calls/s ours ${r.oursAll.map(Math.round).join(' ')}, theirs ${r.baselineAll.map(Math.round).join(' ')}${cpu}`);
+          const cpu = Number.isFinite(refUs)
+            ? `; CPU per call: ours ${mcpUs} µs in mdvfs-mcp + ${daemonUs} µs in the daemon, theirs ${refUs} µs`
+            : '';
+          log(
+            `  calls/s ours ${r.oursAll.map(Math.round).join(' ')}, theirs ${r.baselineAll.map(Math.round).join(' ')}${cpu}`,
+          );
           const how =
             inFlight === 1
-              ? 'lean client (raw newline-delimited JSON-RPC over the child\'s stdio), 1 call in flight: the round trip without the SDK client\'s cost; informational'
+              ? "lean client (raw newline-delimited JSON-RPC over the child's stdio), 1 call in flight: the round trip without the SDK client's cost; informational"
               : `lean client (raw newline-delimited JSON-RPC over the child's stdio), ${inFlight} calls in flight: the server's capacity, where the issue's target applies`;
           rows.push(
             compareRow({

@@ -16,13 +16,34 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { summarizeProfile } from './report.js';
-import { buildStore, CLI, exited, killProc, nowMs, populate, ROOT_DIR, runCleanups, shmDir, sleep, spawnDaemonProc, startDaemonProc, startServe, timeMs, waitHealthy } from './util.js';
+import {
+  buildStore,
+  CLI,
+  exited,
+  killProc,
+  nowMs,
+  populate,
+  ROOT_DIR,
+  runCleanups,
+  shmDir,
+  sleep,
+  spawnDaemonProc,
+  startDaemonProc,
+  startServe,
+  timeMs,
+  waitHealthy,
+} from './util.js';
 
 interface AutocannonResult {
   requests: { average: number };
   latency: { p99: number };
 }
-type Autocannon = (opts: { url: string; connections: number; duration: number; requests: Record<string, unknown>[] }) => Promise<AutocannonResult>;
+type Autocannon = (opts: {
+  url: string;
+  connections: number;
+  duration: number;
+  requests: Record<string, unknown>[];
+}) => Promise<AutocannonResult>;
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
 /** Which of our processes a profile came from, by the code it ran. */
@@ -62,7 +83,8 @@ function nativeWriteCallers(file: string): string[] {
       const x = byId.get(id)!;
       const url = x.callFrame.url;
       if (url.includes('/dist/') || url.includes('/node_modules/')) {
-        where = `${url.split(/\/dist\/|\/node_modules\//).pop()}:${x.callFrame.lineNumber + 1} ${x.callFrame.functionName}`.trim();
+        where =
+          `${url.split(/\/dist\/|\/node_modules\//).pop()}:${x.callFrame.lineNumber + 1} ${x.callFrame.functionName}`.trim();
         break;
       }
       id = parent.get(id);
@@ -70,7 +92,10 @@ function nativeWriteCallers(file: string): string[] {
     const key = `${n.callFrame.functionName} ← ${where}`;
     agg.set(key, (agg.get(key) ?? 0) + n.hitCount);
   }
-  return [...agg.entries()].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([k, v]) => `        ${((v / total) * 100).toFixed(1).padStart(5)}%  ${k}`);
+  return [...agg.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 4)
+    .map(([k, v]) => `        ${((v / total) * 100).toFixed(1).padStart(5)}%  ${k}`);
 }
 
 /** Self time grouped by where the code lives: our modules, each package, node core, natives. */
@@ -82,8 +107,15 @@ function selfByArea(file: string): string {
     if (!n.hitCount) continue;
     const { url, functionName } = n.callFrame;
     let area: string;
-    if (functionName === '(idle)' || functionName === '(garbage collector)' || functionName === '(program)') area = functionName;
-    else if (url.includes('/node_modules/')) area = url.split('/node_modules/').pop()!.split('/').slice(0, url.includes('/node_modules/@') ? 2 : 1).join('/');
+    if (functionName === '(idle)' || functionName === '(garbage collector)' || functionName === '(program)')
+      area = functionName;
+    else if (url.includes('/node_modules/'))
+      area = url
+        .split('/node_modules/')
+        .pop()!
+        .split('/')
+        .slice(0, url.includes('/node_modules/@') ? 2 : 1)
+        .join('/');
     else if (url.includes('/dist/')) area = url.split('/dist/').pop()!.split('/').slice(0, -1).join('/') || 'dist';
     else if (url.startsWith('node:')) area = 'node core (JS)';
     else area = 'native (syscalls, V8 builtins)';
@@ -101,7 +133,9 @@ function report(dir: string, title: string, extra: string): void {
   for (const f of readdirSync(dir).filter((x) => x.endsWith('.cpuprofile'))) {
     const r = role(path.join(dir, f));
     if (r.startsWith('supervisor')) continue; // only waits on its children
-    process.stdout.write(`--- ${r}\n${summarizeProfile(path.join(dir, f), 10).join('\n')}\n    by area: ${selfByArea(path.join(dir, f))}\n`);
+    process.stdout.write(
+      `--- ${r}\n${summarizeProfile(path.join(dir, f), 10).join('\n')}\n    by area: ${selfByArea(path.join(dir, f))}\n`,
+    );
     const writes = nativeWriteCallers(path.join(dir, f));
     if (writes.length > 0) process.stdout.write(`    socket/pipe writes by caller:\n${writes.join('\n')}\n`);
   }
@@ -122,11 +156,20 @@ async function rest(op: 'GET' | 'PUT', connections: number): Promise<void> {
   const request =
     op === 'GET'
       ? { method: 'GET', path: '/fs/bench/get.md' }
-      : { method: 'PUT', body, headers: { 'content-type': 'text/markdown' }, setupRequest: (r: Record<string, unknown>) => ({ ...r, path: `/fs/bench/put-${i++ % 1000}.md` }) };
+      : {
+          method: 'PUT',
+          body,
+          headers: { 'content-type': 'text/markdown' },
+          setupRequest: (r: Record<string, unknown>) => ({ ...r, path: `/fs/bench/put-${i++ % 1000}.md` }),
+        };
   const r = await autocannon({ url: `http://127.0.0.1:${s.port}`, connections, duration: 5, requests: [request] });
   await s.stop();
   await sleep(300);
-  report(dir, `REST ${op} 4 KiB, c=${connections}, 5 s of autocannon`, `${Math.round(r.requests.average)} req/s, p99 ${r.latency.p99} ms`);
+  report(
+    dir,
+    `REST ${op} 4 KiB, c=${connections}, 5 s of autocannon`,
+    `${Math.round(r.requests.average)} req/s, p99 ${r.latency.p99} ms`,
+  );
   rmSync(dir, { recursive: true, force: true });
 }
 
@@ -145,7 +188,11 @@ async function mcpRead(): Promise<void> {
   await c.connect(transport);
   const n = 1500;
   const ms = await timeMs(async () => {
-    for (let k = 0; k < n; k++) await c.callTool({ name: 'read_file', arguments: { path: `/bench/d000/f${String((k * 7919) % 200).padStart(6, '0')}.md` } });
+    for (let k = 0; k < n; k++)
+      await c.callTool({
+        name: 'read_file',
+        arguments: { path: `/bench/d000/f${String((k * 7919) % 200).padStart(6, '0')}.md` },
+      });
   });
   await c.close();
   await sleep(500);
@@ -167,7 +214,10 @@ async function fuse(kind: 'create' | 'warm'): Promise<void> {
   const d = await startDaemonProc(dataDir);
   if (kind === 'warm') await populate(d.client, '/set', 1000, 200);
   const mnt = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-profile-mnt-'));
-  const m = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${dir}`, CLI, 'mount', mnt], { env: { ...process.env, SERVICE_DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const m = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${dir}`, CLI, 'mount', mnt], {
+    env: { ...process.env, SERVICE_DATA_DIR: dataDir },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let err = '';
   m.stderr!.on('data', (b: Buffer) => (err += b.toString()));
   try {
@@ -178,11 +228,16 @@ async function fuse(kind: 'create' | 'warm'): Promise<void> {
     }
     let extra: string;
     if (kind === 'create') {
-      const ms = await timeMs(() => sh(`mkdir -p ${mnt}/set/d0; for ((i=0;i<1000;i++)); do printf '# Note %d\\nneedle-%d\\n' $i $i > ${mnt}/set/d0/n$i.md; done`));
+      const ms = await timeMs(() =>
+        sh(
+          `mkdir -p ${mnt}/set/d0; for ((i=0;i<1000;i++)); do printf '# Note %d\\nneedle-%d\\n' $i $i > ${mnt}/set/d0/n$i.md; done`,
+        ),
+      );
       extra = `1,000 files created by a shell in ${Math.round(ms)} ms`;
     } else {
       const times: number[] = [];
-      for (let k = 0; k < 5; k++) times.push(await timeMs(() => sh(`grep -r 'file 999' ${mnt}/set > /dev/null || true`)));
+      for (let k = 0; k < 5; k++)
+        times.push(await timeMs(() => sh(`grep -r 'file 999' ${mnt}/set > /dev/null || true`)));
       extra = `grep -r over 1,000 files, 5 times: ${times.map((x) => Math.round(x)).join(', ')} ms`;
     }
     await killProc(m, 'SIGTERM', 10000);
@@ -205,7 +260,11 @@ async function startup(): Promise<void> {
   const ms = nowMs() - t0;
   client.close();
   await killProc(proc, 'SIGTERM');
-  report(dir, `daemon cold start on ${n.toLocaleString('en')} files of 1 KiB`, `${Math.round(ms)} ms to the first answer`);
+  report(
+    dir,
+    `daemon cold start on ${n.toLocaleString('en')} files of 1 KiB`,
+    `${Math.round(ms)} ms to the first answer`,
+  );
   rmSync(dir, { recursive: true, force: true });
 }
 

@@ -6,7 +6,18 @@
  */
 import type { DaemonClient } from '../daemon/rpc/client.js';
 import type { BenchOptions, BenchTable } from './types.js';
-import { buildStore, compareRow, errorRow, killProc, log, nowMs, paired, sleep, startDaemonProc, type DaemonProc } from './util.js';
+import {
+  buildStore,
+  compareRow,
+  errorRow,
+  killProc,
+  log,
+  nowMs,
+  paired,
+  sleep,
+  startDaemonProc,
+  type DaemonProc,
+} from './util.js';
 
 /** A daemon started again on an existing store, answering. */
 const restart = (dataDir: string): Promise<DaemonProc> => startDaemonProc(dataDir);

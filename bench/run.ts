@@ -34,17 +34,94 @@ interface ModuleSpec {
 
 /** In report order. Budgets are caps; the quick ones add up to what fits in 3 minutes with the build. */
 export const MODULES: ModuleSpec[] = [
-  { key: 'core', file: 'core.ts', export: 'benchCore', title: 'Core operations in-process vs node:fs on tmpfs', quickBudgetS: 15, fullBudgetS: 300 },
-  { key: 'writes', file: 'writes.ts', export: 'benchWrites', title: 'Group commit: small acknowledged writes', quickBudgetS: 20, fullBudgetS: 600 },
-  { key: 'rest', file: 'http-rest.ts', export: 'benchRest', title: 'REST GET/PUT vs bare express 5 and node:http', quickBudgetS: 30, fullBudgetS: 600 },
-  { key: 'scale', file: 'scale.ts', export: 'benchScale', title: 'Scaling: REST read/write mix vs tree size', quickBudgetS: 20, fullBudgetS: 600 },
-  { key: 'mcp', file: 'mcp-stdio.ts', export: 'benchMcp', title: 'MCP stdio vs @modelcontextprotocol/server-filesystem', quickBudgetS: 25, fullBudgetS: 300 },
-  { key: 'commit', file: 'commit.ts', export: 'benchCommit', title: 'Commit vs git commit', quickBudgetS: 15, fullBudgetS: 600 },
-  { key: 'grep', file: 'grep.ts', export: 'benchGrep', title: 'grep vs GNU grep -rE', quickBudgetS: 15, fullBudgetS: 300 },
-  { key: 'fuse', file: 'fuse.ts', export: 'benchFuse', title: 'FUSE mount vs tmpfs and bindfs', quickBudgetS: 30, fullBudgetS: 1200 },
-  { key: 'startup', file: 'startup.ts', export: 'benchStartup', title: 'Cold start and resident memory', quickBudgetS: 15, fullBudgetS: 600 },
-  { key: 'recovery', file: 'recovery.ts', export: 'benchRecovery', title: 'kill -9 recovery', quickBudgetS: 20, fullBudgetS: 300 },
-  { key: 'stall', file: 'stall.ts', export: 'benchStall', title: 'Stalls: worst latency of a small read while one heavy request runs', quickBudgetS: 60, fullBudgetS: 600 },
+  {
+    key: 'core',
+    file: 'core.ts',
+    export: 'benchCore',
+    title: 'Core operations in-process vs node:fs on tmpfs',
+    quickBudgetS: 15,
+    fullBudgetS: 300,
+  },
+  {
+    key: 'writes',
+    file: 'writes.ts',
+    export: 'benchWrites',
+    title: 'Group commit: small acknowledged writes',
+    quickBudgetS: 20,
+    fullBudgetS: 600,
+  },
+  {
+    key: 'rest',
+    file: 'http-rest.ts',
+    export: 'benchRest',
+    title: 'REST GET/PUT vs bare express 5 and node:http',
+    quickBudgetS: 30,
+    fullBudgetS: 600,
+  },
+  {
+    key: 'scale',
+    file: 'scale.ts',
+    export: 'benchScale',
+    title: 'Scaling: REST read/write mix vs tree size',
+    quickBudgetS: 20,
+    fullBudgetS: 600,
+  },
+  {
+    key: 'mcp',
+    file: 'mcp-stdio.ts',
+    export: 'benchMcp',
+    title: 'MCP stdio vs @modelcontextprotocol/server-filesystem',
+    quickBudgetS: 25,
+    fullBudgetS: 300,
+  },
+  {
+    key: 'commit',
+    file: 'commit.ts',
+    export: 'benchCommit',
+    title: 'Commit vs git commit',
+    quickBudgetS: 15,
+    fullBudgetS: 600,
+  },
+  {
+    key: 'grep',
+    file: 'grep.ts',
+    export: 'benchGrep',
+    title: 'grep vs GNU grep -rE',
+    quickBudgetS: 15,
+    fullBudgetS: 300,
+  },
+  {
+    key: 'fuse',
+    file: 'fuse.ts',
+    export: 'benchFuse',
+    title: 'FUSE mount vs tmpfs and bindfs',
+    quickBudgetS: 30,
+    fullBudgetS: 1200,
+  },
+  {
+    key: 'startup',
+    file: 'startup.ts',
+    export: 'benchStartup',
+    title: 'Cold start and resident memory',
+    quickBudgetS: 15,
+    fullBudgetS: 600,
+  },
+  {
+    key: 'recovery',
+    file: 'recovery.ts',
+    export: 'benchRecovery',
+    title: 'kill -9 recovery',
+    quickBudgetS: 20,
+    fullBudgetS: 300,
+  },
+  {
+    key: 'stall',
+    file: 'stall.ts',
+    export: 'benchStall',
+    title: 'Stalls: worst latency of a small read while one heavy request runs',
+    quickBudgetS: 60,
+    fullBudgetS: 600,
+  },
 ];
 
 function argValue(args: string[], name: string): string | undefined {
@@ -55,7 +132,10 @@ function argValue(args: string[], name: string): string | undefined {
 }
 
 function failedTable(spec: ModuleSpec, note: string): BenchTable {
-  return { title: spec.title, rows: [{ name: spec.title, ours: null, baseline: null, unit: '', ratio: null, target: '—', met: null, note }] };
+  return {
+    title: spec.title,
+    rows: [{ name: spec.title, ours: null, baseline: null, unit: '', ratio: null, target: '—', met: null, note }],
+  };
 }
 
 // ---------- child: run one module ----------
@@ -84,10 +164,21 @@ async function runChild(key: string, quick: boolean, out: string): Promise<void>
 
 // ---------- parent ----------
 
-function runModule(spec: ModuleSpec, quick: boolean, profile: boolean, budgetS: number, cacheDir: string): Promise<ModuleResult> {
+function runModule(
+  spec: ModuleSpec,
+  quick: boolean,
+  profile: boolean,
+  budgetS: number,
+  cacheDir: string,
+): Promise<ModuleResult> {
   const started = Date.now();
   const file = path.join(ROOT_DIR, 'bench', spec.file);
-  if (!existsSync(file)) return Promise.resolve({ key: spec.key, seconds: 0, tables: [failedTable(spec, `not run: bench/${spec.file} does not exist yet`)] });
+  if (!existsSync(file))
+    return Promise.resolve({
+      key: spec.key,
+      seconds: 0,
+      tables: [failedTable(spec, `not run: bench/${spec.file} does not exist yet`)],
+    });
   const out = path.join(os.tmpdir(), `mdvfs-bench-${process.pid}-${spec.key}.json`);
   rmSync(out, { force: true });
   const nodeArgs = ['--import', 'tsx'];
@@ -99,10 +190,23 @@ function runModule(spec: ModuleSpec, quick: boolean, profile: boolean, budgetS: 
     nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${profDir}`);
     env.MDVFS_BENCH_NODE_ARGS = `--cpu-prof --cpu-prof-dir=${profDir}`;
   }
-  const args = [...nodeArgs, path.join(ROOT_DIR, 'bench', 'run.ts'), '--child', spec.key, '--out', out, ...(quick ? ['--quick'] : [])];
+  const args = [
+    ...nodeArgs,
+    path.join(ROOT_DIR, 'bench', 'run.ts'),
+    '--child',
+    spec.key,
+    '--out',
+    out,
+    ...(quick ? ['--quick'] : []),
+  ];
   return new Promise((resolve) => {
     // detached: the module gets its own process group, which we can kill as a whole.
-    const child = spawn(process.execPath, args, { cwd: ROOT_DIR, detached: true, stdio: ['ignore', 'inherit', 'inherit'], env });
+    const child = spawn(process.execPath, args, {
+      cwd: ROOT_DIR,
+      detached: true,
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env,
+    });
     let timedOut = false;
     const killGroup = (sig: NodeJS.Signals): void => {
       try {
@@ -122,8 +226,10 @@ function runModule(spec: ModuleSpec, quick: boolean, profile: boolean, budgetS: 
       setTimeout(() => killGroup('SIGKILL'), timedOut ? 3000 : 200).unref();
       const seconds = (Date.now() - started) / 1000;
       let tables: BenchTable[];
-      if (timedOut) tables = [failedTable(spec, `not run: exceeded its ${budgetS} s budget${quick ? ' in --quick' : ''}`)];
-      else if (!existsSync(out)) tables = [failedTable(spec, `not run: module process exited (${code ?? signal}) without results`)];
+      if (timedOut)
+        tables = [failedTable(spec, `not run: exceeded its ${budgetS} s budget${quick ? ' in --quick' : ''}`)];
+      else if (!existsSync(out))
+        tables = [failedTable(spec, `not run: module process exited (${code ?? signal}) without results`)];
       else {
         const r = JSON.parse(readFileSync(out, 'utf8')) as { tables: BenchTable[]; error?: string };
         tables = r.error !== undefined ? [failedTable(spec, `not run: ${r.error.split('\n')[0]}`)] : r.tables;
@@ -180,7 +286,11 @@ async function main(): Promise<void> {
     const own = (quick ? spec.quickBudgetS : spec.fullBudgetS) * factor;
     const budget = Math.min(own + carryS, Math.max(0, left));
     if (budget < 3) {
-      modules.push({ key: spec.key, seconds: 0, tables: [failedTable(spec, 'not run: the run had used its time budget')] });
+      modules.push({
+        key: spec.key,
+        seconds: 0,
+        tables: [failedTable(spec, 'not run: the run had used its time budget')],
+      });
       continue;
     }
     process.stderr.write(`bench: ${spec.key} (budget ${Math.round(budget)} s)...\n`);
@@ -189,7 +299,12 @@ async function main(): Promise<void> {
     modules.push(r);
     carryS = Math.max(0, budget - r.seconds);
   }
-  const extra = [...(quick ? ['--quick'] : []), ...(factor !== 1 ? [`--budget-factor ${factor}`] : []), ...(only ? [`--only ${only.join(',')}`] : []), ...(args.includes('--merge') ? ['--merge'] : [])];
+  const extra = [
+    ...(quick ? ['--quick'] : []),
+    ...(factor !== 1 ? [`--budget-factor ${factor}`] : []),
+    ...(only ? [`--only ${only.join(',')}`] : []),
+    ...(args.includes('--merge') ? ['--merge'] : []),
+  ];
   const command = `npm run bench${extra.length > 0 ? ` -- ${extra.join(' ')}` : ''}`;
   // --merge: modules not run this time keep their last results (marked with when and how they ran),
   // so that a quick run can sit beside full-size measurements of the slow comparisons.
@@ -201,10 +316,24 @@ async function main(): Promise<void> {
       const now = modules.find((x) => x.key === spec.key);
       if (now) return [now];
       const old = prev.modules.find((x) => x.key === spec.key);
-      return old ? [{ ...old, from: old.from ?? { date: prev.date, command: prev.command, quick: prev.quick, commit: prev.meta.commit } }] : [];
+      return old
+        ? [
+            {
+              ...old,
+              from: old.from ?? { date: prev.date, command: prev.command, quick: prev.quick, commit: prev.meta.commit },
+            },
+          ]
+        : [];
     });
   }
-  const results: Results = { date: started.toISOString(), command, quick, seconds: (Date.now() - t0) / 1000, meta: collectMeta(), modules: shown };
+  const results: Results = {
+    date: started.toISOString(),
+    command,
+    quick,
+    seconds: (Date.now() - t0) / 1000,
+    meta: collectMeta(),
+    modules: shown,
+  };
   const md = renderMarkdown(results);
   if (noWrite) {
     process.stdout.write(md);
@@ -215,7 +344,9 @@ async function main(): Promise<void> {
   writeFileSync(path.join(ROOT_DIR, 'bench', 'results', 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
   writeFileSync(path.join(ROOT_DIR, 'docs', 'benchmarks.svg'), renderSvg(results));
   writeFileSync(path.join(ROOT_DIR, 'docs', 'benchmarks.md'), md);
-  process.stderr.write(`bench: wrote docs/benchmarks.md, docs/benchmarks.svg, bench/results/latest.json in ${results.seconds.toFixed(0)} s\n`);
+  process.stderr.write(
+    `bench: wrote docs/benchmarks.md, docs/benchmarks.svg, bench/results/latest.json in ${results.seconds.toFixed(0)} s\n`,
+  );
 }
 
 main().catch((err: unknown) => {

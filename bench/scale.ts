@@ -8,7 +8,18 @@
 import http from 'node:http';
 import type { DaemonClient } from '../daemon/rpc/client.js';
 import type { BenchOptions, BenchRow, BenchTable } from './types.js';
-import { buildStore, compareRow, errorRow, filePath, log, median, nowMs, percentile, startDaemonProc, startServe } from './util.js';
+import {
+  buildStore,
+  compareRow,
+  errorRow,
+  filePath,
+  log,
+  median,
+  nowMs,
+  percentile,
+  startDaemonProc,
+  startServe,
+} from './util.js';
 
 interface Target {
   label: string;
@@ -23,10 +34,22 @@ function restTarget(port: number, files: number, stop: () => Promise<void>): Tar
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const req = (method: string, p: string, body?: Buffer): Promise<void> =>
     new Promise((resolve, reject) => {
-      const r = http.request({ host: '127.0.0.1', port, method, path: `/fs/${p}`, agent, headers: body ? { 'content-type': 'text/markdown', 'content-length': body.length } : {} }, (res) => {
-        res.resume();
-        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`${method} /fs/${p}: HTTP ${res.statusCode}`))));
-      });
+      const r = http.request(
+        {
+          host: '127.0.0.1',
+          port,
+          method,
+          path: `/fs/${p}`,
+          agent,
+          headers: body ? { 'content-type': 'text/markdown', 'content-length': body.length } : {},
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () =>
+            res.statusCode === 200 ? resolve() : reject(new Error(`${method} /fs/${p}: HTTP ${res.statusCode}`)),
+          );
+        },
+      );
       r.on('error', reject);
       r.end(body);
     });
@@ -103,7 +126,8 @@ export async function benchScale(opts: BenchOptions): Promise<BenchTable> {
     log('scale: 1k-file server');
     const a = await startTarget(1000, true);
     small = a.target;
-    if (a.restError !== undefined) title = `Scaling: read/write mix over the daemon socket (REST server unavailable: ${a.restError}) vs tree size`;
+    if (a.restError !== undefined)
+      title = `Scaling: read/write mix over the daemon socket (REST server unavailable: ${a.restError}) vs tree size`;
     let seed = 1;
     for (const size of sizes) {
       let big: Target | undefined;
@@ -129,8 +153,28 @@ export async function benchScale(opts: BenchOptions): Promise<BenchTable> {
           }
         }
         const r = { ours: median(p50.big), baseline: median(p50.small) };
-        rows.push(compareRow({ name: `p50 latency, ${size.toLocaleString('en')} files (ours) vs 1,000 files (baseline)`, unit: 'ms', better: 'lower', ours: r.ours, baseline: r.baseline, target: 0.8, targetText: '≥ 0.8 (flat: at most 1.25× the 1k latency)', note: `5 repetitions of ${count} requests per side over ${small.label}, the sides alternating every ${CHUNK} requests` }));
-        rows.push(compareRow({ name: `p99 latency, ${size.toLocaleString('en')} vs 1,000 files`, unit: 'ms', better: 'lower', ours: median(p99.big), baseline: median(p99.small), note: 'median over repetitions of each repetition’s p99' }));
+        rows.push(
+          compareRow({
+            name: `p50 latency, ${size.toLocaleString('en')} files (ours) vs 1,000 files (baseline)`,
+            unit: 'ms',
+            better: 'lower',
+            ours: r.ours,
+            baseline: r.baseline,
+            target: 0.8,
+            targetText: '≥ 0.8 (flat: at most 1.25× the 1k latency)',
+            note: `5 repetitions of ${count} requests per side over ${small.label}, the sides alternating every ${CHUNK} requests`,
+          }),
+        );
+        rows.push(
+          compareRow({
+            name: `p99 latency, ${size.toLocaleString('en')} vs 1,000 files`,
+            unit: 'ms',
+            better: 'lower',
+            ours: median(p99.big),
+            baseline: median(p99.small),
+            note: 'median over repetitions of each repetition’s p99',
+          }),
+        );
       } catch (err) {
         rows.push(errorRow(`mix at ${size} files`, err));
       } finally {

@@ -52,7 +52,10 @@ class Prober {
   private readonly w: Worker;
   readonly ready: Promise<void>;
   constructor(socket: string) {
-    this.w = new Worker(PROBE, { eval: true, workerData: { socket, client: pathToFileURL(path.join(ROOT_DIR, 'dist', 'daemon', 'rpc', 'client.js')).href } });
+    this.w = new Worker(PROBE, {
+      eval: true,
+      workerData: { socket, client: pathToFileURL(path.join(ROOT_DIR, 'dist', 'daemon', 'rpc', 'client.js')).href },
+    });
     this.ready = new Promise((resolve, reject) => {
       this.w.once('message', () => resolve());
       this.w.once('error', reject);
@@ -75,7 +78,8 @@ class Prober {
   }
 }
 
-const lines = (i: number, tag: string): string => Array.from({ length: 40 }, (_, k) => `note ${i} line ${k}${k === 20 ? ` ${tag}` : ''}`).join('\n') + '\n';
+const lines = (i: number, tag: string): string =>
+  Array.from({ length: 40 }, (_, k) => `note ${i} line ${k}${k === 20 ? ` ${tag}` : ''}`).join('\n') + '\n';
 
 /** Builds the store in-process; returns the commit ids of the diff's two sides. */
 function build(dataDir: string, sizes: { big: number; tree: number; grep: number }): { from: string; to: string } {
@@ -83,7 +87,8 @@ function build(dataDir: string, sizes: { big: number; tree: number; grep: number
   const core = openCore({ ...configFromEnv({ SERVICE_FSYNC: 'off' }), dataDir });
   const root = core.registry.authenticate({}, { anonymous: 'root', userAuth: true });
   const scope = { id: '', root: '/' };
-  const w = (p: string, s: string | Buffer): void => void core.vfs.write(root, p, typeof s === 'string' ? Buffer.from(s) : s);
+  const w = (p: string, s: string | Buffer): void =>
+    void core.vfs.write(root, p, typeof s === 'string' ? Buffer.from(s) : s);
   w('/bench/small.md', Buffer.alloc(1024, 'small read\n'));
   const diffFile = (i: number): string => `/diff/d${String(i % 30).padStart(2, '0')}/f${String(i).padStart(4, '0')}.md`;
   for (let i = 0; i < 3000; i++) w(diffFile(i), lines(i, 'old'));
@@ -93,7 +98,11 @@ function build(dataDir: string, sizes: { big: number; tree: number; grep: number
   core.store.flushNow();
   const body = Buffer.alloc(1024, 'x');
   for (let i = 0; i < sizes.tree; i++) w(`/tree/d${Math.floor(i / 100)}/f${i}.md`, body);
-  for (let i = 0; i < sizes.grep; i++) w(`/grep/d${Math.floor(i / 500)}/n${i}.md`, `# Note ${i}\n\n${'lorem ipsum dolor sit amet, consectetur adipiscing elit\n'.repeat(70)}${i % 200 === 7 ? `TODO(bob): fix #${1000 + i}\n` : ''}`);
+  for (let i = 0; i < sizes.grep; i++)
+    w(
+      `/grep/d${Math.floor(i / 500)}/n${i}.md`,
+      `# Note ${i}\n\n${'lorem ipsum dolor sit amet, consectetur adipiscing elit\n'.repeat(70)}${i % 200 === 7 ? `TODO(bob): fix #${1000 + i}\n` : ''}`,
+    );
   core.store.flushNow();
   core.vfs.mkdir(root, '/big', {});
   const empty = Buffer.alloc(0);
@@ -129,7 +138,9 @@ export async function benchStall(opts: BenchOptions): Promise<BenchTable> {
   const rows: BenchRow[] = [];
   try {
     const dataDir = path.join(shmDir('mdvfs-bench-stall-'), 'data');
-    log(`stall: building a store in-process (${sizes.big} entries in one directory, ${sizes.tree}-file tree, ${sizes.grep} grep files)`);
+    log(
+      `stall: building a store in-process (${sizes.big} entries in one directory, ${sizes.tree}-file tree, ${sizes.grep} grep files)`,
+    );
     const { from, to } = build(dataDir, sizes);
     // grep's per-job time bound (2 s) would refuse a 40 MB grep on a loaded machine; the row is about the stall, not the bound.
     // Loading a million inodes takes minutes on a loaded 2-core machine: a start bound to match.
@@ -139,9 +150,22 @@ export async function benchStall(opts: BenchOptions): Promise<BenchTable> {
     await probe.ready;
     const idleMs = opts.quick ? 1000 : 3000;
     const base = (await probe.during(() => sleep(idleMs))).lat;
-    rows.push({ name: 'small read, nothing heavy running (baseline)', ours: round(Math.max(...base), 4), baseline: null, unit: 'ms', ratio: null, target: '—', met: null, note: `p99 ${percentile(base, 99).toFixed(1)} ms over ${base.length} reads of a 1 KiB file, one every ${EVERY_MS} ms from a second connection` });
+    rows.push({
+      name: 'small read, nothing heavy running (baseline)',
+      ours: round(Math.max(...base), 4),
+      baseline: null,
+      unit: 'ms',
+      ratio: null,
+      target: '—',
+      met: null,
+      note: `p99 ${percentile(base, 99).toFixed(1)} ms over ${base.length} reads of a 1 KiB file, one every ${EVERY_MS} ms from a second connection`,
+    });
     const heavy: [string, () => Promise<unknown>, string][] = [
-      ['diff of 3,000 changed files', () => root.call('vcs.diff', { from, to }), 'vcs.diff between two commits; 30 directories of 100 files of 40 lines, one line changed in each'],
+      [
+        'diff of 3,000 changed files',
+        () => root.call('vcs.diff', { from, to }),
+        'vcs.diff between two commits; 30 directories of 100 files of 40 lines, one line changed in each',
+      ],
       [
         `list a ${sizes.big.toLocaleString('en')}-entry directory`,
         async () => {
@@ -151,9 +175,27 @@ export async function benchStall(opts: BenchOptions): Promise<BenchTable> {
         },
         'every page (10,000 entries each) of a directory changed just before, so it is sorted again',
       ],
-      [`delete that directory (rm -r)`, () => root.call('fs.delete', { path: '/big', recursive: true }), 'fs.delete recursive, acknowledged once durable'],
-      [`commit a ${sizes.tree.toLocaleString('en')}-file tree`, () => root.call('vcs.commit', { message: 'tree' }), `${sizes.tree / 100} directories of 100 new 1 KiB files (plus the grep corpus)`],
-      [`grep over ${sizes.grep.toLocaleString('en')} files`, () => root.call('search.grep', { pattern: 'TODO\\(bob\\): fix #[0-9]+', path: '/grep', recursive: true, max_results: 100000 }), 'search.grep recursive, ~4 KiB per file'],
+      [
+        `delete that directory (rm -r)`,
+        () => root.call('fs.delete', { path: '/big', recursive: true }),
+        'fs.delete recursive, acknowledged once durable',
+      ],
+      [
+        `commit a ${sizes.tree.toLocaleString('en')}-file tree`,
+        () => root.call('vcs.commit', { message: 'tree' }),
+        `${sizes.tree / 100} directories of 100 new 1 KiB files (plus the grep corpus)`,
+      ],
+      [
+        `grep over ${sizes.grep.toLocaleString('en')} files`,
+        () =>
+          root.call('search.grep', {
+            pattern: 'TODO\\(bob\\): fix #[0-9]+',
+            path: '/grep',
+            recursive: true,
+            max_results: 100000,
+          }),
+        'search.grep recursive, ~4 KiB per file',
+      ],
     ];
     for (const [name, fn, note] of heavy) {
       log(`stall: ${name}`);

@@ -8,7 +8,25 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { BenchOptions, BenchRow, BenchTable } from './types.js';
-import { buildStore, compareRow, errorRow, exited, filePath, killProc, log, median, nowMs, onCleanup, paired, round, rssKiB, shmDir, spawnDaemonProc, startDaemonProc, waitHealthy } from './util.js';
+import {
+  buildStore,
+  compareRow,
+  errorRow,
+  exited,
+  filePath,
+  killProc,
+  log,
+  median,
+  nowMs,
+  onCleanup,
+  paired,
+  round,
+  rssKiB,
+  shmDir,
+  spawnDaemonProc,
+  startDaemonProc,
+  waitHealthy,
+} from './util.js';
 
 const LOADER = `
 const fs = require('node:fs'); const path = require('node:path');
@@ -106,11 +124,50 @@ export async function benchStartup(opts: BenchOptions): Promise<BenchTable> {
     const mbOurs = perTenK(rssOurs, median(empty.ours) / 1024);
     const mbBase = perTenK(rssBase, median(empty.base) / 1024);
     const rows: BenchRow[] = [
-      compareRow({ name: `cold start to first answer, ${n.toLocaleString('en')} files`, unit: 'ms', better: 'lower', ours: r.ours, baseline: r.baseline, note: 'baseline: fresh node process reading the same files from tmpfs into a Map' }),
-      compareRow({ name: 'cold start, empty store (process start-up alone)', unit: 'ms', better: 'lower', ours: median(empty.oursMs), baseline: median(empty.baseMs), note: 'median of 5 paired reps; the fixed part of the cold start' }),
-      { name: 'seconds per 100k files (cold start)', ours: round((r.ours / 1000) * (100000 / n)), baseline: round((r.baseline / 1000) * (100000 / n)), unit: 's', ratio: null, target: '—', met: null, note: n === 100000 ? 'measured at 100k' : `extrapolated linearly from ${n.toLocaleString('en')}` },
-      compareRow({ name: 'resident memory per 10k files (VmRSS above an empty process)', unit: 'MiB', better: 'lower', ours: mbOurs, baseline: mbBase, note: `content alone is ${(10000 * 1024 / 2 ** 20).toFixed(1)} MiB per 10k files` }),
-      { name: `resident memory after load, ${n.toLocaleString('en')} files`, ours: round(rssOurs), baseline: round(rssBase), unit: 'MiB', ratio: null, target: '—', met: null, note: `empty: daemon ${(median(empty.ours) / 1024).toFixed(0)} MiB, node ${(median(empty.base) / 1024).toFixed(0)} MiB` },
+      compareRow({
+        name: `cold start to first answer, ${n.toLocaleString('en')} files`,
+        unit: 'ms',
+        better: 'lower',
+        ours: r.ours,
+        baseline: r.baseline,
+        note: 'baseline: fresh node process reading the same files from tmpfs into a Map',
+      }),
+      compareRow({
+        name: 'cold start, empty store (process start-up alone)',
+        unit: 'ms',
+        better: 'lower',
+        ours: median(empty.oursMs),
+        baseline: median(empty.baseMs),
+        note: 'median of 5 paired reps; the fixed part of the cold start',
+      }),
+      {
+        name: 'seconds per 100k files (cold start)',
+        ours: round((r.ours / 1000) * (100000 / n)),
+        baseline: round((r.baseline / 1000) * (100000 / n)),
+        unit: 's',
+        ratio: null,
+        target: '—',
+        met: null,
+        note: n === 100000 ? 'measured at 100k' : `extrapolated linearly from ${n.toLocaleString('en')}`,
+      },
+      compareRow({
+        name: 'resident memory per 10k files (VmRSS above an empty process)',
+        unit: 'MiB',
+        better: 'lower',
+        ours: mbOurs,
+        baseline: mbBase,
+        note: `content alone is ${((10000 * 1024) / 2 ** 20).toFixed(1)} MiB per 10k files`,
+      }),
+      {
+        name: `resident memory after load, ${n.toLocaleString('en')} files`,
+        ours: round(rssOurs),
+        baseline: round(rssBase),
+        unit: 'MiB',
+        ratio: null,
+        target: '—',
+        met: null,
+        note: `empty: daemon ${(median(empty.ours) / 1024).toFixed(0)} MiB, node ${(median(empty.base) / 1024).toFixed(0)} MiB`,
+      },
     ];
     return { title, rows };
   } catch (err) {

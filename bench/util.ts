@@ -59,7 +59,12 @@ export interface PairedResult {
  * Warm-up, then `reps` paired repetitions that alternate which side goes first (so drift in machine
  * load hits both sides alike). Each function returns one measurement (time, rate...).
  */
-export async function paired(opts: { warmup?: number; reps?: number; ours: () => Promise<number>; baseline: () => Promise<number> }): Promise<PairedResult> {
+export async function paired(opts: {
+  warmup?: number;
+  reps?: number;
+  ours: () => Promise<number>;
+  baseline: () => Promise<number>;
+}): Promise<PairedResult> {
   const warmup = opts.warmup ?? 1;
   const reps = Math.max(5, opts.reps ?? 5);
   for (let i = 0; i < warmup; i++) {
@@ -98,11 +103,28 @@ export function round(x: number | null, digits = 3): number | null {
  * A row comparing two medians. `better: 'lower'` for times (ratio = baseline / ours, a speed-up),
  * `'higher'` for rates (ratio = ours / baseline). `target` is the threshold for that ratio.
  */
-export function compareRow(o: { name: string; unit: string; better: 'lower' | 'higher'; ours: number; baseline: number; target?: number; targetText?: string; note?: string }): BenchRow {
+export function compareRow(o: {
+  name: string;
+  unit: string;
+  better: 'lower' | 'higher';
+  ours: number;
+  baseline: number;
+  target?: number;
+  targetText?: string;
+  note?: string;
+}): BenchRow {
   const ratio = o.better === 'lower' ? o.baseline / o.ours : o.ours / o.baseline;
   const target = o.target === undefined ? (o.targetText ?? '—') : (o.targetText ?? `≥ ${o.target}`);
   const met = o.target === undefined || !Number.isFinite(ratio) ? null : ratio >= o.target;
-  const row: BenchRow = { name: o.name, ours: round(o.ours, 4), baseline: round(o.baseline, 4), unit: o.unit, ratio: round(ratio, 3), target, met };
+  const row: BenchRow = {
+    name: o.name,
+    ours: round(o.ours, 4),
+    baseline: round(o.baseline, 4),
+    unit: o.unit,
+    ratio: round(ratio, 3),
+    target,
+    met,
+  };
   if (o.note !== undefined) row.note = o.note;
   return row;
 }
@@ -110,7 +132,16 @@ export function compareRow(o: { name: string; unit: string; better: 'lower' | 'h
 /** A row for a comparison that could not run: it stays in the report with the reason. */
 export function errorRow(name: string, err: unknown): BenchRow {
   const msg = err instanceof Error ? err.message : String(err);
-  return { name, ours: null, baseline: null, unit: '', ratio: null, target: '—', met: null, note: `error: ${msg.split('\n')[0]!.slice(0, 300)}` };
+  return {
+    name,
+    ours: null,
+    baseline: null,
+    unit: '',
+    ratio: null,
+    target: '—',
+    met: null,
+    note: `error: ${msg.split('\n')[0]!.slice(0, 300)}`,
+  };
 }
 
 // ---------- temp dirs, cleanup ----------
@@ -219,9 +250,15 @@ export interface DaemonProc {
 }
 
 /** Spawns `node dist/cli/main.js daemon` for `dataDir` (no wait). */
-export function spawnDaemonProc(dataDir: string, env: NodeJS.ProcessEnv = {}): { proc: ChildProcess; stderr: () => string } {
+export function spawnDaemonProc(
+  dataDir: string,
+  env: NodeJS.ProcessEnv = {},
+): { proc: ChildProcess; stderr: () => string } {
   let err = '';
-  const proc = spawn(process.execPath, [...DAEMON_V8_FLAGS, ...benchNodeArgs(), CLI, 'daemon'], { env: { ...process.env, SERVICE_DATA_DIR: dataDir, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(process.execPath, [...DAEMON_V8_FLAGS, ...benchNodeArgs(), CLI, 'daemon'], {
+    env: { ...process.env, SERVICE_DATA_DIR: dataDir, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   proc.stderr!.on('data', (b: Buffer) => {
     err += b.toString();
     if (err.length > 20000) err = err.slice(-10000);
@@ -232,7 +269,13 @@ export function spawnDaemonProc(dataDir: string, env: NodeJS.ProcessEnv = {}): {
 }
 
 /** Polls the data dir's socket until it answers `sys.health`; returns the connected client. */
-export async function waitHealthy(dataDir: string, proc: ChildProcess, stderr: () => string, timeoutMs = 120000, pollMs = 5): Promise<DaemonClient> {
+export async function waitHealthy(
+  dataDir: string,
+  proc: ChildProcess,
+  stderr: () => string,
+  timeoutMs = 120000,
+  pollMs = 5,
+): Promise<DaemonClient> {
   const sock = socketPathFor(dataDir);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -247,14 +290,19 @@ export async function waitHealthy(dataDir: string, proc: ChildProcess, stderr: (
       }
     } catch {
       if (exited(proc)) throw new Error(`daemon exited (${proc.exitCode ?? proc.signalCode}): ${stderr().slice(-500)}`);
-      if (Date.now() > deadline) throw new Error(`daemon did not answer within ${timeoutMs} ms: ${stderr().slice(-500)}`);
+      if (Date.now() > deadline)
+        throw new Error(`daemon did not answer within ${timeoutMs} ms: ${stderr().slice(-500)}`);
       await sleep(pollMs);
     }
   }
 }
 
 /** Starts a daemon and waits until it answers. */
-export async function startDaemonProc(dataDir: string, env: NodeJS.ProcessEnv = {}, startTimeoutMs?: number): Promise<DaemonProc> {
+export async function startDaemonProc(
+  dataDir: string,
+  env: NodeJS.ProcessEnv = {},
+  startTimeoutMs?: number,
+): Promise<DaemonProc> {
   const { proc, stderr } = spawnDaemonProc(dataDir, env);
   const client = await waitHealthy(dataDir, proc, stderr, startTimeoutMs);
   return {
@@ -273,7 +321,14 @@ export async function startDaemonProc(dataDir: string, env: NodeJS.ProcessEnv = 
  * Writes `count` files of `size` bytes through the daemon, pipelined `window` at a time, as
  * `<root>/d<k>/f<i>.md` with 1,000 files per directory. Contents differ per file (no dedup).
  */
-export async function populate(client: DaemonClient, root: string, count: number, size = 1024, window = 256, start = 0): Promise<void> {
+export async function populate(
+  client: DaemonClient,
+  root: string,
+  count: number,
+  size = 1024,
+  window = 256,
+  start = 0,
+): Promise<void> {
   const base = Buffer.alloc(size, 'abcdefghijklmnopqrstuvwxyz\n'.repeat(Math.ceil(size / 27)));
   const make = (i: number): Buffer => {
     const b = Buffer.from(base);

@@ -14,7 +14,9 @@ const SIZE = 100;
 async function burst(client: DaemonClient, dir: string, n: number): Promise<number> {
   await client.call('fs.mkdir', { path: dir, parents: true });
   const data = Buffer.alloc(SIZE, 'x');
-  return timeMs(() => Promise.all(Array.from({ length: n }, (_, i) => client.call('fs.write', { path: `${dir}/f${i}.md` }, { data }))));
+  return timeMs(() =>
+    Promise.all(Array.from({ length: n }, (_, i) => client.call('fs.write', { path: `${dir}/f${i}.md` }, { data }))),
+  );
 }
 
 function sequentialFsync(dir: string, n: number): Promise<number> {

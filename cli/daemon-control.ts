@@ -66,7 +66,11 @@ export async function runStatus(opts: { json?: boolean }): Promise<void> {
       `data dir: ${st.data_dir}`,
       `socket:   ${st.socket}`,
       `users: ${st.users}, files: ${st.files}, commits: ${st.commits}, clients: ${others}`,
-      ...(st.role === undefined ? [] : [`role:     ${st.role}, epoch ${st.epoch ?? 0}${st.role === 'standby' ? `, lag ${st.lag ?? 0} change(s), active daemon ${st.active ?? 'unknown'}` : ''}`]),
+      ...(st.role === undefined
+        ? []
+        : [
+            `role:     ${st.role}, epoch ${st.epoch ?? 0}${st.role === 'standby' ? `, lag ${st.lag ?? 0} change(s), active daemon ${st.active ?? 'unknown'}` : ''}`,
+          ]),
       '',
     ].join('\n'),
   );

@@ -48,7 +48,11 @@ const MAX_LINKS = 40;
  * `..` taken after each link, not lexically. A path that stops existing, crosses a file or loops
  * cannot be followed at all, so it cannot lead outside either.
  */
-function escapesTree(rel: string, kinds: ReadonlyMap<string, Job['kind']>, targets: ReadonlyMap<string, string>): boolean {
+function escapesTree(
+  rel: string,
+  kinds: ReadonlyMap<string, Job['kind']>,
+  targets: ReadonlyMap<string, string>,
+): boolean {
   const dir = rel.split('/').slice(0, -1);
   const first = targets.get(rel);
   if (first === undefined) return false;
@@ -115,7 +119,10 @@ export async function runExport(ctx: CmdContext, vfsPath: string, hostDir: strin
           const listing = await listAll(caller, d.src);
           for (const e of listing.entries) {
             if (!safeName(e.name)) {
-              fail(`skipped ${JSON.stringify(e.name)}`, new VfsError('EINVAL', 'export', undefined, 'unsafe file name'));
+              fail(
+                `skipped ${JSON.stringify(e.name)}`,
+                new VfsError('EINVAL', 'export', undefined, 'unsafe file name'),
+              );
               continue;
             }
             const src = listing.path.endsWith('/') ? listing.path + e.name : `${listing.path}/${e.name}`;
@@ -218,7 +225,8 @@ export async function runExport(ctx: CmdContext, vfsPath: string, hostDir: strin
   // Directory times last, the deepest first: creating entries in a directory changes its time.
   const dirJobs = jobs.filter((j) => j.kind === 'dir' && madeDirs.has(j.rel)).reverse();
   // The folder itself takes the exported directory's times only when this export made it.
-  if (st.kind === 'directory' && rootCreated) dirJobs.push({ src: st.path, rel: '', kind: 'dir', mtime: st.mtime_ns, atime: st.atime_ns });
+  if (st.kind === 'directory' && rootCreated)
+    dirJobs.push({ src: st.path, rel: '', kind: 'dir', mtime: st.mtime_ns, atime: st.atime_ns });
   for (const j of dirJobs) {
     const dst = path.join(root, ...j.rel.split('/'));
     await keepTimes(dst, j).catch((err: unknown) => fail(`cannot set the times of ${dst}`, err));

@@ -53,7 +53,11 @@ export class Names {
 
   static async load(caller: Caller): Promise<Names> {
     const n = new Names();
-    const [users, groups, me] = await Promise.allSettled([caller.call('admin.userList', {}), caller.call('admin.groupList', {}), caller.call('auth.whoami', {})]);
+    const [users, groups, me] = await Promise.allSettled([
+      caller.call('admin.userList', {}),
+      caller.call('admin.groupList', {}),
+      caller.call('auth.whoami', {}),
+    ]);
     if (users.status === 'fulfilled') for (const u of users.value.users) n.users.set(u.uid, u.name);
     if (groups.status === 'fulfilled') for (const g of groups.value.groups) n.groups.set(g.gid, g.name);
     if (me.status === 'fulfilled') {

@@ -22,7 +22,10 @@ export interface IdentityOptions {
 export function addIdentityOptions(cmd: Command): Command {
   return cmd
     .option('--user <name>', 'act as this user (env SERVICE_AS_USER)')
-    .option('--token <token>', 'act as the holder of this API token (visible to other local users in ps: prefer SERVICE_TOKEN or --token-file)')
+    .option(
+      '--token <token>',
+      'act as the holder of this API token (visible to other local users in ps: prefer SERVICE_TOKEN or --token-file)',
+    )
     .option('--token-file <path>', 'act as the holder of the API token in this file (env SERVICE_TOKEN)')
     .option('--on-behalf-of <user>', 'delegate to this user (env SERVICE_ON_BEHALF_OF)')
     .option('--workspace <id>', 'scope a workspace token to this workspace (env SERVICE_WORKSPACE)')
@@ -49,10 +52,15 @@ export function readTokenFile(file: string, flag = '--token-file', warn: (line: 
   let text: string;
   try {
     const st = statSync(file);
-    if (st.isFile() && (st.mode & 0o077) !== 0) warn(`${file} is accessible by other users (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); run chmod 600 ${file}`);
+    if (st.isFile() && (st.mode & 0o077) !== 0)
+      warn(
+        `${file} is accessible by other users (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); run chmod 600 ${file}`,
+      );
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new UsageError(`${flag}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new UsageError(
+      `${flag}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
   const token = text.trim();
   if (token === '') throw new UsageError(`${flag}: ${file} is empty`);
@@ -64,8 +72,12 @@ export function readTokenFile(file: string, flag = '--token-file', warn: (line: 
  * Flags win over environment variables; nothing at all means root, as the contract says. A blank
  * flag or variable is a usage error naming it (never root). `--token-file` counts as the token flag.
  */
-export function resolveIdentity(opts: IdentityOptions, env: NodeJS.ProcessEnv = process.env): { creds: Creds; url?: string } {
-  if (opts.token !== undefined && opts.tokenFile !== undefined) throw new UsageError('--token and --token-file are mutually exclusive');
+export function resolveIdentity(
+  opts: IdentityOptions,
+  env: NodeJS.ProcessEnv = process.env,
+): { creds: Creds; url?: string } {
+  if (opts.token !== undefined && opts.tokenFile !== undefined)
+    throw new UsageError('--token and --token-file are mutually exclusive');
   if (opts.token !== undefined) warnSecretFlag('--token', 'SERVICE_TOKEN or --token-file');
   const fromFile = opts.tokenFile !== undefined;
   const flags = fromFile ? { ...opts, token: readTokenFile(opts.tokenFile!) } : opts;
@@ -77,7 +89,8 @@ export function resolveIdentity(opts: IdentityOptions, env: NodeJS.ProcessEnv = 
     throw err;
   }
   const url = opts.url ?? (env.SERVICE_URL || undefined);
-  if (url !== undefined && !/^https?:\/\/[^/]+/.test(url)) throw new UsageError(`--url must look like http://host:port, not '${url}'`);
+  if (url !== undefined && !/^https?:\/\/[^/]+/.test(url))
+    throw new UsageError(`--url must look like http://host:port, not '${url}'`);
   return url === undefined ? { creds } : { creds, url: url.replace(/\/+$/, '') };
 }
 

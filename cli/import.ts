@@ -101,11 +101,14 @@ class Importer {
         await open(childRel);
       } else if (d.isFile()) out.push({ rel: childRel, kind: 'file' });
       else if (d.isSymbolicLink()) out.push({ rel: childRel, kind: 'symlink' });
-      else this.fail(`cannot import ${path.join(dir, name)}`, new CliError('EINVAL', 'not a regular file, directory or symlink'));
+      else
+        this.fail(
+          `cannot import ${path.join(dir, name)}`,
+          new CliError('EINVAL', 'not a regular file, directory or symlink'),
+        );
     }
     return out;
   }
-
 
   async copyAll(entries: Entry[]): Promise<void> {
     this.progress = new Progress('importing', entries.length);
@@ -149,14 +152,20 @@ class Importer {
     if (this.timesUnsupported) return true;
     try {
       const st = await stat(host, { bigint: true });
-      await this.ctx.caller.call('fs.utimens', { path: dst, atime: st.atimeNs.toString(), mtime: st.mtimeNs.toString() });
+      await this.ctx.caller.call('fs.utimens', {
+        path: dst,
+        atime: st.atimeNs.toString(),
+        mtime: st.mtimeNs.toString(),
+      });
       return true;
     } catch (err) {
       if (err instanceof VfsError && err.code === 'ENOTSUP') {
         // Over --url: REST has no call that sets times. Said once; the copy itself succeeded.
         this.timesUnsupported = true;
         this.progress?.interrupt();
-        this.ctx.err.write('mdvfs: import: modification times are not kept over --url (REST has no call that sets them); import through the local daemon to keep them\n');
+        this.ctx.err.write(
+          'mdvfs: import: modification times are not kept over --url (REST has no call that sets them); import through the local daemon to keep them\n',
+        );
         return true;
       }
       this.fail(`cannot keep the times of ${host}`, err);
@@ -224,13 +233,18 @@ class Importer {
     try {
       await this.ctx.caller.call('fs.delete', { path: vfsJoin(this.target, rel), recursive: true });
     } catch (err) {
-      if (!(err instanceof VfsError && err.code === 'ENOENT')) this.fail(`cannot remove ${vfsJoin(this.target, rel)}`, err);
+      if (!(err instanceof VfsError && err.code === 'ENOENT'))
+        this.fail(`cannot remove ${vfsJoin(this.target, rel)}`, err);
     }
   }
 }
 
 /** Runs the import command. Exit status 1 when anything could not be imported. */
-export async function runImport(ctx: CmdContext, hostDir: string, opts: { to?: string; watch?: boolean }): Promise<void> {
+export async function runImport(
+  ctx: CmdContext,
+  hostDir: string,
+  opts: { to?: string; watch?: boolean },
+): Promise<void> {
   const root = await realpath(hostDir);
   if (!(await stat(root)).isDirectory()) throw new VfsError('ENOTDIR', 'import', hostDir);
   const toArg = opts.to !== undefined ? ctx.path(opts.to) : ctx.path(path.basename(root) || 'import');
@@ -298,7 +312,9 @@ export async function runImport(ctx: CmdContext, hostDir: string, opts: { to?: s
   drain();
   const s = importer.summary;
   const line = `imported ${s.files} file${s.files === 1 ? '' : 's'}, ${s.dirs} director${s.dirs === 1 ? 'y' : 'ies'}${s.symlinks > 0 ? `, ${s.symlinks} symlink${s.symlinks === 1 ? '' : 's'}` : ''} (${s.bytes} bytes) into ${s.target}`;
-  ctx.out.write(`${line}${s.failed > 0 ? `; ${s.failed} failed` : ''}${s.skipped > 0 ? `; ${s.skipped} skipped` : ''}\n`);
+  ctx.out.write(
+    `${line}${s.failed > 0 ? `; ${s.failed} failed` : ''}${s.skipped > 0 ? `; ${s.skipped} skipped` : ''}\n`,
+  );
   if (s.failed > 0) ctx.exitCode = 1;
 
   if (watcher) {

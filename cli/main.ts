@@ -10,7 +10,6 @@ import { addIdentityOptions, readTokenFile, warnSecretFlag } from './identity.js
 import { UsageError } from './errors.js';
 import { VERSION } from '../daemon/rpc/version.js';
 
-
 export function buildProgram(): Command {
   const program = new Command('mdvfs')
     .description('A versioned markdown filesystem for people and AI agents')
@@ -21,7 +20,13 @@ export function buildProgram(): Command {
     .configureOutput({
       writeErr: (s) => process.stderr.write(s),
       // Usage errors in the same one-line form as every other error: `mdvfs: <message> (EUSAGE)`.
-      outputError: (s, write) => write(`mdvfs: ${s.replace(/^error: /, '').trim().replace(/\s*\n\s*/g, ' ')} (EUSAGE)\n`),
+      outputError: (s, write) =>
+        write(
+          `mdvfs: ${s
+            .replace(/^error: /, '')
+            .trim()
+            .replace(/\s*\n\s*/g, ' ')} (EUSAGE)\n`,
+        ),
     });
   addIdentityOptions(program);
 
@@ -46,8 +51,14 @@ export function buildProgram(): Command {
     .description('show the daemon of SERVICE_DATA_DIR: pid, data dir, socket, uptime, counts (exit 1 when none runs)')
     .option('--json', 'print one JSON object')
     .action(statusAction);
-  daemon.command('stop').description('stop the daemon of SERVICE_DATA_DIR cleanly (and the mdvfs serve that keeps it up)').action(stopAction);
-  program.command('stop').description('stop the daemon of SERVICE_DATA_DIR cleanly (same as daemon stop)').action(stopAction);
+  daemon
+    .command('stop')
+    .description('stop the daemon of SERVICE_DATA_DIR cleanly (and the mdvfs serve that keeps it up)')
+    .action(stopAction);
+  program
+    .command('stop')
+    .description('stop the daemon of SERVICE_DATA_DIR cleanly (same as daemon stop)')
+    .action(stopAction);
 
   program
     .command('serve')
@@ -73,16 +84,23 @@ export function buildProgram(): Command {
     .option('--token-file <path>', 'act as the holder of the token in this file (env SERVICE_TOKEN)')
     .option('--on-behalf-of <user>', 'delegate to this user')
     .option('--read-only', 'mount read-only')
-    .action(async (dir: string, opts: { user?: string; token?: string; tokenFile?: string; onBehalfOf?: string; readOnly?: boolean }) => {
-      const { tokenFile, ...rest } = opts;
-      if (rest.token !== undefined && tokenFile !== undefined) throw new UsageError('--token and --token-file are mutually exclusive');
-      if (rest.token !== undefined) warnSecretFlag('--token', 'SERVICE_TOKEN or --token-file');
-      if (tokenFile !== undefined) rest.token = readTokenFile(tokenFile);
-      // Without a flag, the token in SERVICE_TOKEN (never on the command line).
-      else if (rest.token === undefined && rest.user === undefined && process.env.SERVICE_TOKEN) rest.token = process.env.SERVICE_TOKEN;
-      const { runMount } = await import('../fuse/mount.js');
-      await runMount(dir, rest);
-    });
+    .action(
+      async (
+        dir: string,
+        opts: { user?: string; token?: string; tokenFile?: string; onBehalfOf?: string; readOnly?: boolean },
+      ) => {
+        const { tokenFile, ...rest } = opts;
+        if (rest.token !== undefined && tokenFile !== undefined)
+          throw new UsageError('--token and --token-file are mutually exclusive');
+        if (rest.token !== undefined) warnSecretFlag('--token', 'SERVICE_TOKEN or --token-file');
+        if (tokenFile !== undefined) rest.token = readTokenFile(tokenFile);
+        // Without a flag, the token in SERVICE_TOKEN (never on the command line).
+        else if (rest.token === undefined && rest.user === undefined && process.env.SERVICE_TOKEN)
+          rest.token = process.env.SERVICE_TOKEN;
+        const { runMount } = await import('../fuse/mount.js');
+        await runMount(dir, rest);
+      },
+    );
 
   program
     .command('umount <dir>')

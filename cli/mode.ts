@@ -27,7 +27,10 @@ export function applyMode(spec: string, current: number, isDir: boolean): number
     const whoMatch = /^[ugoa]*/.exec(clause);
     const who = whoMatch?.[0] ?? '';
     let rest = clause.slice(who.length);
-    const mask = who === '' || who.includes('a') ? 0o7777 : (who.includes('u') ? 0o4700 : 0) | (who.includes('g') ? 0o2070 : 0) | (who.includes('o') ? 0o1007 : 0);
+    const mask =
+      who === '' || who.includes('a')
+        ? 0o7777
+        : (who.includes('u') ? 0o4700 : 0) | (who.includes('g') ? 0o2070 : 0) | (who.includes('o') ? 0o1007 : 0);
     while (rest.length > 0) {
       const m = /^([-+=])([rwxXst]*|[ugo])/.exec(rest);
       if (!m) throw new UsageError(`invalid mode: '${spec}'`);
@@ -52,7 +55,7 @@ export function applyMode(spec: string, current: number, isDir: boolean): number
       bits &= mask;
       if (op === '+') mode |= bits;
       else if (op === '-') mode &= ~bits;
-      else mode = (mode & ~(mask & 0o0777 | (mask & 0o6000 & ~0o1000))) | bits;
+      else mode = (mode & ~((mask & 0o0777) | (mask & 0o6000 & ~0o1000))) | bits;
     }
   }
   return mode & 0o7777;

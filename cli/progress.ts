@@ -27,7 +27,9 @@ export class Progress {
     const width = Math.max(10, Math.min(40, (this.stream.columns ?? 80) - this.label.length - 30));
     const frac = this.total === 0 ? 1 : Math.min(1, this.done / this.total);
     const fill = Math.round(frac * width);
-    this.stream.write(`\r${this.label} [${'#'.repeat(fill)}${'.'.repeat(width - fill)}] ${this.done}/${this.total} ${Math.floor(frac * 100)}%`);
+    this.stream.write(
+      `\r${this.label} [${'#'.repeat(fill)}${'.'.repeat(width - fill)}] ${this.done}/${this.total} ${Math.floor(frac * 100)}%`,
+    );
   }
 
   /** Erases the bar so that later messages start on a clean line. */

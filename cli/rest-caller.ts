@@ -8,7 +8,16 @@ import https from 'node:https';
 import { posix } from 'node:path';
 import { VfsError, isErrorCode, type ErrorCode } from '../daemon/errors.js';
 import type { Caller, CallOptions, Reply } from '../daemon/rpc/client.js';
-import { isRestMethod, restBinding, restSource, type Creds, type Method, type Params, type RestBinding, type Result } from '../daemon/rpc/protocol.js';
+import {
+  isRestMethod,
+  restBinding,
+  restSource,
+  type Creds,
+  type Method,
+  type Params,
+  type RestBinding,
+  type Result,
+} from '../daemon/rpc/protocol.js';
 
 type P = Record<string, unknown>;
 
@@ -22,7 +31,12 @@ interface HttpReply {
  * One request without keep-alive: a pooled idle socket would hold a one-shot CLI process open
  * until the server's keep-alive timeout (seconds), and node:http loads faster than fetch.
  */
-function send(url: string, method: string, headers: Record<string, string>, body: Buffer | string | undefined): Promise<HttpReply> {
+function send(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body: Buffer | string | undefined,
+): Promise<HttpReply> {
   const u = new URL(url);
   const mod = u.protocol === 'https:' ? https : http;
   const payload = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
@@ -36,7 +50,12 @@ function send(url: string, method: string, headers: Record<string, string>, body
         const h = res.headers;
         resolve({
           status: res.statusCode ?? 0,
-          headers: { get: (name) => { const v = h[name.toLowerCase()]; return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v; } },
+          headers: {
+            get: (name) => {
+              const v = h[name.toLowerCase()];
+              return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
+            },
+          },
           body: Buffer.concat(chunks),
         });
       });
@@ -81,7 +100,12 @@ export function urlPath(prefix: string, path: string): string {
       if (seg === '' || seg === '.') continue;
       if (seg === '..') {
         if (parts.length === 0 || parts[parts.length - 1] === '~') {
-          throw new VfsError('EINVAL', 'url', path, 'a relative path above the home directory must be written as an absolute path with --url');
+          throw new VfsError(
+            'EINVAL',
+            'url',
+            path,
+            'a relative path above the home directory must be written as an absolute path with --url',
+          );
         }
         parts.pop();
       } else parts.push(seg);
@@ -126,7 +150,12 @@ export class RestCaller implements Caller {
     return { result: r.result as Result<M>, data: r.data ?? Buffer.alloc(0) };
   }
 
-  private async http(method: string, path: string, init: { body?: Buffer | string; json?: unknown; headers?: Record<string, string> } = {}, op = method): Promise<HttpReply> {
+  private async http(
+    method: string,
+    path: string,
+    init: { body?: Buffer | string; json?: unknown; headers?: Record<string, string> } = {},
+    op = method,
+  ): Promise<HttpReply> {
     const headers: Record<string, string> = { ...init.headers };
     if (this.creds.authorization !== undefined) headers.authorization = this.creds.authorization;
     if (this.creds.workspace !== undefined) headers['x-service-workspace'] = this.creds.workspace;
@@ -177,14 +206,17 @@ export class RestCaller implements Caller {
       const from = restSource(b, name);
       if (from === 'query') qs[name] = String(v);
       else if (from === 'body') body[name] = v;
-      else if (name === 'path' && route.includes('{/*path}')) route = v === '' ? route.replace('{/*path}', '') : urlPath(route.replace('{/*path}', ''), String(v));
+      else if (name === 'path' && route.includes('{/*path}'))
+        route = v === '' ? route.replace('{/*path}', '') : urlPath(route.replace('{/*path}', ''), String(v));
       else route = route.replace(`:${name}`, encodeURIComponent(String(v)));
     }
     route = route.replace('{/*path}', '');
     if (b.text !== undefined) qs.format = 'json';
     const verb = b.verb.toUpperCase();
     const path = `${route}${query(qs)}`;
-    return verb === 'GET' ? this.getJson(path, method) : this.sendJson(verb, path, verb === 'DELETE' ? undefined : body, method);
+    return verb === 'GET'
+      ? this.getJson(path, method)
+      : this.sendJson(verb, path, verb === 'DELETE' ? undefined : body, method);
   }
 
   private async dispatch(method: Method, p: P, data: Buffer | undefined): Promise<{ result: unknown; data?: Buffer }> {
@@ -194,7 +226,12 @@ export class RestCaller implements Caller {
       case 'sys.health':
         return { result: await this.getJson('/health', method) };
       case 'fs.stat':
-        return { result: await this.getJson(`${fs()}${query({ stat: 'true', follow: p.nofollow === true ? undefined : 'true' })}`, method) };
+        return {
+          result: await this.getJson(
+            `${fs()}${query({ stat: 'true', follow: p.nofollow === true ? undefined : 'true' })}`,
+            method,
+          ),
+        };
       case 'fs.readlink': {
         const st = await this.getJson(`${fs()}${query({ stat: 'true' })}`, method);
         const target = (st as { target?: unknown } | undefined)?.target;
@@ -202,15 +239,24 @@ export class RestCaller implements Caller {
         return { result: { path: str(p, 'path'), target } };
       }
       case 'fs.list': {
-        const r = await this.http('GET', `${fs()}${query({ limit: p.limit === undefined ? undefined : String(p.limit), cursor: opt(p, 'cursor') })}`, {}, method);
+        const r = await this.http(
+          'GET',
+          `${fs()}${query({ limit: p.limit === undefined ? undefined : String(p.limit), cursor: opt(p, 'cursor') })}`,
+          {},
+          method,
+        );
         const v = (r.headers.get('content-type') ?? '').includes('json') ? json(r.body) : undefined;
         if (!isListing(v)) throw new VfsError('ENOTDIR', 'scandir', str(p, 'path'));
         return { result: v };
       }
       case 'vcs.cat': {
         const r = await this.http('GET', `${fs()}${query({ at: str(p, 'rev') })}`, {}, method);
-        if ((r.headers.get('content-type') ?? '').includes('json') && isListing(json(r.body))) throw new VfsError('EISDIR', 'history', str(p, 'path'));
-        return { result: { path: str(p, 'path'), etag: r.headers.get('etag') ?? '', size: r.body.length }, data: r.body };
+        if ((r.headers.get('content-type') ?? '').includes('json') && isListing(json(r.body)))
+          throw new VfsError('EISDIR', 'history', str(p, 'path'));
+        return {
+          result: { path: str(p, 'path'), etag: r.headers.get('etag') ?? '', size: r.body.length },
+          data: r.body,
+        };
       }
       case 'fs.read': {
         const r = await this.http('GET', fs(), {}, method);
@@ -219,17 +265,31 @@ export class RestCaller implements Caller {
           const st = await this.stat(str(p, 'path'), method);
           if (st.kind === 'directory') throw new VfsError('EISDIR', 'read', str(p, 'path'));
         }
-        return { result: { path: str(p, 'path'), etag: r.headers.get('etag') ?? '', size: r.body.length }, data: r.body };
+        return {
+          result: { path: str(p, 'path'), etag: r.headers.get('etag') ?? '', size: r.body.length },
+          data: r.body,
+        };
       }
       case 'fs.write': {
-        if (p.append === true) throw new VfsError('ENOTSUP', 'write', str(p, 'path'), 'appending is not available over --url');
+        if (p.append === true)
+          throw new VfsError('ENOTSUP', 'write', str(p, 'path'), 'appending is not available over --url');
         const headers: Record<string, string> = { 'content-type': 'application/octet-stream' };
         const ifMatch = opt(p, 'if_match');
         const ifNone = opt(p, 'if_none_match') ?? (p.exclusive === true ? '*' : undefined);
         if (ifMatch !== undefined) headers['if-match'] = ifMatch;
         if (ifNone !== undefined) headers['if-none-match'] = ifNone;
-        const r = await this.http('PUT', `${fs()}${query({ mode: opt(p, 'mode') })}`, { body: data ?? Buffer.alloc(0), headers }, method);
-        return { result: { created: false, ...((json(r.body) as P | undefined) ?? { path: str(p, 'path'), size: data?.length ?? 0, etag: '' }) } };
+        const r = await this.http(
+          'PUT',
+          `${fs()}${query({ mode: opt(p, 'mode') })}`,
+          { body: data ?? Buffer.alloc(0), headers },
+          method,
+        );
+        return {
+          result: {
+            created: false,
+            ...((json(r.body) as P | undefined) ?? { path: str(p, 'path'), size: data?.length ?? 0, etag: '' }),
+          },
+        };
       }
       case 'fs.mkdir': {
         const path = str(p, 'path');
@@ -250,7 +310,12 @@ export class RestCaller implements Caller {
             if (st.kind !== 'directory') throw new VfsError('ENOTDIR', 'mkdir', path);
           }
         }
-        await this.http('PUT', `${fs()}${query({ mode: opt(p, 'mode') })}`, { headers: { 'x-service-type': 'directory' } }, method);
+        await this.http(
+          'PUT',
+          `${fs()}${query({ mode: opt(p, 'mode') })}`,
+          { headers: { 'x-service-type': 'directory' } },
+          method,
+        );
         return { result: { path, created: true } };
       }
       case 'fs.symlink':
@@ -264,15 +329,28 @@ export class RestCaller implements Caller {
       }
       case 'fs.rmdir':
       case 'fs.delete': {
-        const r = await this.http('DELETE', `${fs()}${query({ recursive: p.recursive === true ? 'true' : undefined })}`, {}, method);
+        const r = await this.http(
+          'DELETE',
+          `${fs()}${query({ recursive: p.recursive === true ? 'true' : undefined })}`,
+          {},
+          method,
+        );
         return { result: { path: str(p, 'path'), deleted: 0, ...((json(r.body) as P | undefined) ?? {}) } };
       }
       case 'fs.copy':
       case 'fs.move': {
         const op = method === 'fs.copy' ? 'copy' : 'move';
-        const q = query({ op, dst: str(p, 'dst'), recursive: p.recursive === true ? 'true' : undefined, overwrite: p.overwrite === true ? 'true' : undefined, into_dir: p.into_dir === true ? undefined : 'false' });
+        const q = query({
+          op,
+          dst: str(p, 'dst'),
+          recursive: p.recursive === true ? 'true' : undefined,
+          overwrite: p.overwrite === true ? 'true' : undefined,
+          into_dir: p.into_dir === true ? undefined : 'false',
+        });
         const r = await this.http('POST', `${fs('src')}${q}`, {}, method);
-        return { result: { src: str(p, 'src'), dst: str(p, 'dst'), copied: 0, ...((json(r.body) as P | undefined) ?? {}) } };
+        return {
+          result: { src: str(p, 'src'), dst: str(p, 'dst'), copied: 0, ...((json(r.body) as P | undefined) ?? {}) },
+        };
       }
       case 'sys.gc':
       case 'sys.fsck':

@@ -12,7 +12,10 @@ import path from 'node:path';
 export const HISTORY_SIZE = 1000;
 
 export function historyFile(env: NodeJS.ProcessEnv = process.env): string {
-  const state = env.XDG_STATE_HOME !== undefined && path.isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : path.join(os.homedir(), '.local', 'state');
+  const state =
+    env.XDG_STATE_HOME !== undefined && path.isAbsolute(env.XDG_STATE_HOME)
+      ? env.XDG_STATE_HOME
+      : path.join(os.homedir(), '.local', 'state');
   return path.join(state, 'mdvfs', 'shell_history');
 }
 
@@ -30,12 +33,19 @@ export class ShellHistory {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.warn(err);
       return [];
     }
-    return text.split('\n').filter((l) => l.trim() !== '').slice(-HISTORY_SIZE).reverse();
+    return text
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .slice(-HISTORY_SIZE)
+      .reverse();
   }
 
   /** Writes the history (newest first, as readline reports it) whole, through a temp file and a rename. */
   save(newestFirst: readonly string[]): void {
-    const lines = newestFirst.filter((l) => !l.startsWith(' ') && l.trim() !== '').slice(0, HISTORY_SIZE).reverse();
+    const lines = newestFirst
+      .filter((l) => !l.startsWith(' ') && l.trim() !== '')
+      .slice(0, HISTORY_SIZE)
+      .reverse();
     const tmp = `${this.file}.${process.pid}.tmp`;
     try {
       mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
@@ -50,6 +60,8 @@ export class ShellHistory {
   private warn(err: unknown): void {
     if (this.warned) return;
     this.warned = true;
-    process.stderr.write(`mdvfs shell: history file ${this.file}: ${(err as Error).message} (history is kept for this session only)\n`);
+    process.stderr.write(
+      `mdvfs shell: history file ${this.file}: ${(err as Error).message} (history is kept for this session only)\n`,
+    );
   }
 }

@@ -76,7 +76,8 @@ class Run {
     return {
       creds: c.creds,
       call: <M extends Method>(m: M, params: Params<M>, opts?: CallOptions) => guard(() => c.call(m, params, opts)),
-      request: <M extends Method>(m: M, params: Params<M>, opts?: CallOptions) => guard(() => c.request(m, params, opts)),
+      request: <M extends Method>(m: M, params: Params<M>, opts?: CallOptions) =>
+        guard(() => c.request(m, params, opts)),
     };
   }
 
@@ -111,7 +112,8 @@ export class ShellSession implements ShellState {
 
   /** `~/notes` for paths under the home directory, the absolute path otherwise. */
   displayCwd(): string {
-    if (this.home !== '/' && (this.cwd === this.home || this.cwd.startsWith(`${this.home}/`))) return `~${this.cwd.slice(this.home.length)}`;
+    if (this.home !== '/' && (this.cwd === this.home || this.cwd.startsWith(`${this.home}/`)))
+      return `~${this.cwd.slice(this.home.length)}`;
     return this.cwd;
   }
 
@@ -180,7 +182,13 @@ export class ShellSession implements ShellState {
       .configureOutput({
         writeOut: (s) => io.out.write(s),
         writeErr: (s) => io.err.write(s),
-        outputError: (s, write) => write(`${s.replace(/^error: /, '').trim().replace(/\s*\n\s*/g, ' ')} (EUSAGE)\n`),
+        outputError: (s, write) =>
+          write(
+            `${s
+              .replace(/^error: /, '')
+              .trim()
+              .replace(/\s*\n\s*/g, ' ')} (EUSAGE)\n`,
+          ),
       });
     const host: CommandHost = {
       interactive: true,
@@ -227,7 +235,13 @@ export class ShellSession implements ShellState {
     }
     if (p.redirect && input !== undefined) {
       try {
-        await run.caller(this.caller).call('fs.write', { path: this.resolve(p.redirect.path), ...(p.redirect.append ? { append: true } : {}) }, { data: input });
+        await run
+          .caller(this.caller)
+          .call(
+            'fs.write',
+            { path: this.resolve(p.redirect.path), ...(p.redirect.append ? { append: true } : {}) },
+            { data: input },
+          );
       } catch (err) {
         errOut.write(errorLine(err, 'mdvfs'));
         return 1;
@@ -366,7 +380,9 @@ async function offerBootstrap(session: ShellSession, rl: readline.Interface, cre
     }
     try {
       const r = await session.caller.call('auth.bootstrap', { username: name });
-      process.stdout.write(`Created admin ${r.username} (uid ${r.uid}).\nAPI token (shown once; keep it somewhere safe):\n${r.token}\n`);
+      process.stdout.write(
+        `Created admin ${r.username} (uid ${r.uid}).\nAPI token (shown once; keep it somewhere safe):\n${r.token}\n`,
+      );
       return { ...creds, authorization: `Bearer ${r.token}` };
     } catch (err) {
       process.stderr.write(errorLine(err, 'mdvfs'));

@@ -68,7 +68,9 @@ export class VfsError extends Error {
   }
 
   toWire(): WireError {
-    return this.path === undefined ? { code: this.code, message: this.message } : { code: this.code, message: this.message, path: this.path };
+    return this.path === undefined
+      ? { code: this.code, message: this.message }
+      : { code: this.code, message: this.message, path: this.path };
   }
 
   /** Rebuilds a typed error from its wire form (used by the RPC client). */

@@ -93,9 +93,23 @@ export class EventFeed {
    * Adds subscription `key` (unique per connection) and replays what it missed since `since`.
    * Answers whether the gap could not be replayed (`reset`: the client must reload what it shows).
    */
-  subscribe(key: string, creds: Creds, cred: Cred, since: string | undefined, push: (ev: FeedEvent) => void, end: (reason: string) => void): { last_id: string; reset: boolean } {
-    if (this.subs.has(key)) throw new VfsError('EEXIST', 'events.subscribe', undefined, 'subscription id in use on this connection');
-    if (this.subs.size >= MAX_SUBSCRIPTIONS) throw new VfsError('EBUSY', 'events.subscribe', undefined, `too many event subscriptions (${MAX_SUBSCRIPTIONS}); try again later`);
+  subscribe(
+    key: string,
+    creds: Creds,
+    cred: Cred,
+    since: string | undefined,
+    push: (ev: FeedEvent) => void,
+    end: (reason: string) => void,
+  ): { last_id: string; reset: boolean } {
+    if (this.subs.has(key))
+      throw new VfsError('EEXIST', 'events.subscribe', undefined, 'subscription id in use on this connection');
+    if (this.subs.size >= MAX_SUBSCRIPTIONS)
+      throw new VfsError(
+        'EBUSY',
+        'events.subscribe',
+        undefined,
+        `too many event subscriptions (${MAX_SUBSCRIPTIONS}); try again later`,
+      );
     let reset = false;
     if (since !== undefined && since !== '') {
       const m = /^([0-9a-z]+)\.(\d+)$/.exec(since);

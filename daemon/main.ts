@@ -15,7 +15,16 @@ import { connectSocket } from './rpc/client.js';
 import { defaultDataDir, EXIT_LOCKED, processAlive, socketPathFor } from './rpc/connect.js';
 import { PRIVATE_UMASK, prepareSocketDir, securePrivateDataDir } from './rpc/private-dir.js';
 import { RpcServer } from './rpc/server.js';
-import { authPolicyFromEnv, fsyncFromEnv, idleExitFromEnv, intFromEnv, leaseTimeoutFromEnv, maxFileSizeFromEnv, storeFromEnv, type StoreSetting } from './rpc/settings.js';
+import {
+  authPolicyFromEnv,
+  fsyncFromEnv,
+  idleExitFromEnv,
+  intFromEnv,
+  leaseTimeoutFromEnv,
+  maxFileSizeFromEnv,
+  storeFromEnv,
+  type StoreSetting,
+} from './rpc/settings.js';
 import { Service, type DaemonProcess } from './service.js';
 import { standbyHandlers } from './standby.js';
 import type { LeaseStatus, PostgresStore } from './store/postgres.js';
@@ -103,10 +112,15 @@ export function openCore(cfg: CoreConfig, proc?: DaemonProcess): Omit<Core, 'sto
  * What a daemon opens: the core of the active daemon, or (PostgreSQL) a standby's store that becomes
  * a core once it takes the lease. `lease` tells the role, epoch and lag on a PostgreSQL store.
  */
-type OpenedDaemon = ({ core: Core; standby?: undefined } | { core?: undefined; standby: PostgresStore }) & { lease?: () => LeaseStatus };
+type OpenedDaemon = ({ core: Core; standby?: undefined } | { core?: undefined; standby: PostgresStore }) & {
+  lease?: () => LeaseStatus;
+};
 
 /** Opens the store SERVICE_STORE names (SQLite, or PostgreSQL over the network): as active daemon, or as standby when another holds the lease. */
-async function openDaemon(cfg: CoreConfig & Pick<DaemonConfig, 'store' | 'leaseTimeoutMs'>, proc: DaemonProcess): Promise<OpenedDaemon> {
+async function openDaemon(
+  cfg: CoreConfig & Pick<DaemonConfig, 'store' | 'leaseTimeoutMs'>,
+  proc: DaemonProcess,
+): Promise<OpenedDaemon> {
   if (cfg.store.kind === 'sqlite') return { core: openCore(cfg, proc) };
   // Loaded only when asked for: a SQLite daemon starts without node-postgres.
   const { PostgresStore } = await import('./store/postgres.js');
@@ -132,7 +146,13 @@ async function loadCore(cfg: CoreConfig, store: OpenedStore, state: LoadedState,
 }
 
 /** Fills memory from a loaded store (refusing a corrupt one) and wires the core around it. */
-function wireCore(cfg: CoreConfig, store: OpenedStore, state: LoadedState, registry: Registry, proc?: DaemonProcess): Core {
+function wireCore(
+  cfg: CoreConfig,
+  store: OpenedStore,
+  state: LoadedState,
+  registry: Registry,
+  proc?: DaemonProcess,
+): Core {
   const where = cfg.dataDir;
   const vfs = new Vfs({ maxFileSize: cfg.maxFileSize, journal: store });
   const vcs = new Vcs(vfs, store);
@@ -148,19 +168,46 @@ function wireCore(cfg: CoreConfig, store: OpenedStore, state: LoadedState, regis
     for (const { node, parent } of nodes) vfs.linkLoaded(node, parent);
     // Iterative (no stored tree, however deep, can stop a start); also sets every directory's height.
     const reachable = vfs.loaded();
-    if (reachable !== vfs.nodes.size) throw new VfsError('EIO', 'load store', where, `the store is corrupt: ${vfs.nodes.size - reachable} inode(s) are not reachable from / (a cycle or a lost subtree). Refusing to start.`);
+    if (reachable !== vfs.nodes.size)
+      throw new VfsError(
+        'EIO',
+        'load store',
+        where,
+        `the store is corrupt: ${vfs.nodes.size - reachable} inode(s) are not reachable from / (a cycle or a lost subtree). Refusing to start.`,
+      );
     for (const { node } of nodes) {
-      if (node.kind === 'file' && !vfs.blobs.has(node.blob)) throw new VfsError('EIO', 'load store', where, `the store is corrupt: file inode ${node.id} ('${node.name}') has no content. Refusing to start.`);
+      if (node.kind === 'file' && !vfs.blobs.has(node.blob))
+        throw new VfsError(
+          'EIO',
+          'load store',
+          where,
+          `the store is corrupt: file inode ${node.id} ('${node.name}') has no content. Refusing to start.`,
+        );
     }
     for (const [scope, id] of state.refs) {
-      if (!vcs.commits.has(id)) throw new VfsError('EIO', 'load store', where, `the store is corrupt: ref '${scope}' points to a missing commit. Refusing to start.`);
+      if (!vcs.commits.has(id))
+        throw new VfsError(
+          'EIO',
+          'load store',
+          where,
+          `the store is corrupt: ref '${scope}' points to a missing commit. Refusing to start.`,
+        );
       vcs.refs.set(scope, id);
     }
-    if (registry.users.get(0) === undefined) throw new VfsError('EIO', 'load store', where, 'the store is corrupt: no root user. Refusing to start.');
+    if (registry.users.get(0) === undefined)
+      throw new VfsError('EIO', 'load store', where, 'the store is corrupt: no root user. Refusing to start.');
   }
   store.registry = registry;
   const grep = new GrepPool(2, cfg.regexTimeoutMs);
-  const service = new Service({ vfs, registry, vcs, store, grep, policy: cfg.policy, ...(proc === undefined ? {} : { process: proc }) });
+  const service = new Service({
+    vfs,
+    registry,
+    vcs,
+    store,
+    grep,
+    policy: cfg.policy,
+    ...(proc === undefined ? {} : { process: proc }),
+  });
   return { vfs, registry, vcs, store, grep, service };
 }
 
@@ -180,12 +227,26 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
   const leaseFields = (): object => {
     const l = late.lease?.();
     // Active once it serves: a standby that took the lease is still loading until its core is wired.
-    return l === undefined ? {} : late.serving === true ? { role: 'active', epoch: l.epoch } : { role: 'standby', epoch: l.epoch, lag: l.lag, active: l.holder };
+    return l === undefined
+      ? {}
+      : late.serving === true
+        ? { role: 'active', epoch: l.epoch }
+        : { role: 'standby', epoch: l.epoch, lag: l.lag, active: l.holder };
   };
   const proc: DaemonProcess = {
     status: () => {
       const by = servedBy();
-      return { pid: process.pid, data_dir: cfg.dataDir, socket: socketPath, uptime: Math.floor((Date.now() - startedAt) / 1000), started_by: cfg.startedBy, ...(by === undefined ? {} : { served_by: by }), idle_exit: idleExit(), clients: late.rpc?.clients ?? 0, ...leaseFields() };
+      return {
+        pid: process.pid,
+        data_dir: cfg.dataDir,
+        socket: socketPath,
+        uptime: Math.floor((Date.now() - startedAt) / 1000),
+        started_by: cfg.startedBy,
+        ...(by === undefined ? {} : { served_by: by }),
+        idle_exit: idleExit(),
+        clients: late.rpc?.clients ?? 0,
+        ...leaseFields(),
+      };
     },
     hold: (pid) => {
       const by = servedBy();
@@ -203,13 +264,19 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     log.error({ err: err.message }, 'store write failed; stopping so that nothing diverges from disk');
     process.exit(1);
   };
-  const server = new RpcServer(core?.service.handlers ?? standbyHandlers(proc, () => opened.lease?.().holder || 'unknown'), log);
+  const server = new RpcServer(
+    core?.service.handlers ?? standbyHandlers(proc, () => opened.lease?.().holder || 'unknown'),
+    log,
+  );
   late.rpc = server;
   /** Serves a core: its handlers answer on the socket from now on. */
   const activate = (c: Core): void => {
     core = c;
     if (c.vfs.root.height > MAX_DEPTH) {
-      log.warn({ depth: c.vfs.root.height, limit: MAX_DEPTH }, `the tree is ${c.vfs.root.height} levels deep (stored before the limit of ${MAX_DEPTH}): it is served and may be moved up or deleted, but nothing can be created or moved below level ${MAX_DEPTH}; 'mdvfs fsck' names the deepest path`);
+      log.warn(
+        { depth: c.vfs.root.height, limit: MAX_DEPTH },
+        `the tree is ${c.vfs.root.height} levels deep (stored before the limit of ${MAX_DEPTH}): it is served and may be moved up or deleted, but nothing can be created or moved below level ${MAX_DEPTH}; 'mdvfs fsck' names the deepest path`,
+      );
     }
     c.vfs.onChange((paths) => server.broadcast({ kind: 'change', paths }));
     c.store.onFatal = fatal;
@@ -229,7 +296,10 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
   if (standby !== undefined) {
     // A standby: follows the change stream until the lease frees, then replays to its end and serves.
     standby.onFatal = fatal;
-    log.info({ epoch: standby.leaseStatus().epoch, active: standby.leaseStatus().holder }, 'standby: following the change stream until the lease frees');
+    log.info(
+      { epoch: standby.leaseStatus().epoch, active: standby.leaseStatus().holder },
+      'standby: following the change stream until the lease frees',
+    );
     void standby
       .waitForLease()
       .then(async () => {
@@ -365,7 +435,9 @@ export async function runDaemon(): Promise<void> {
     // EBUSY: the store is locked by another daemon (sqlite.ts); say whose it is and what to do.
     const locked = err instanceof VfsError && err.code === 'EBUSY';
     // A PostgreSQL store's message names the database (without its password) or the socket.
-    process.stderr.write(`mdvfs daemon: ${locked && cfg.store.kind === 'sqlite' ? lockedMessage(cfg.dataDir) : (err as Error).message}\n`);
+    process.stderr.write(
+      `mdvfs daemon: ${locked && cfg.store.kind === 'sqlite' ? lockedMessage(cfg.dataDir) : (err as Error).message}\n`,
+    );
     process.exit(locked ? EXIT_LOCKED : 1);
   }
   const stop = (sig: string) => {
@@ -409,5 +481,8 @@ export async function runDaemon(): Promise<void> {
 }
 
 // Run directly (spawned by connectDaemon) as well as through `mdvfs daemon`.
-const invoked = process.argv[1] !== undefined && path.resolve(process.argv[1]).replace(/\.(ts|js)$/, '') === path.resolve(new URL(import.meta.url).pathname).replace(/\.(ts|js)$/, '');
+const invoked =
+  process.argv[1] !== undefined &&
+  path.resolve(process.argv[1]).replace(/\.(ts|js)$/, '') ===
+    path.resolve(new URL(import.meta.url).pathname).replace(/\.(ts|js)$/, '');
 if (invoked) await runDaemon();

@@ -22,7 +22,8 @@ export function loaderFlags(argv: readonly string[]): string[] {
   const withValue = new Set(['--import', '--loader', '--experimental-loader', '--require', '-r', '--conditions', '-C']);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
-    if (a === '--enable-source-maps' || /^--(import|loader|experimental-loader|require|conditions)=/.test(a)) keep.push(a);
+    if (a === '--enable-source-maps' || /^--(import|loader|experimental-loader|require|conditions)=/.test(a))
+      keep.push(a);
     else if (withValue.has(a) && i + 1 < argv.length) keep.push(a, argv[++i]!);
   }
   return keep;

@@ -6,17 +6,56 @@
 import { VERSION } from './rpc/version.js';
 import { EventFeed, requestScope } from './events.js';
 import { VfsError, type WireError } from './errors.js';
-import { actor, isAdminCred, isWheel, requireAdmin, requireTokenIssue, requireWorkspaceOwner, type Cred } from './core/perms.js';
+import {
+  actor,
+  isAdminCred,
+  isWheel,
+  requireAdmin,
+  requireTokenIssue,
+  requireWorkspaceOwner,
+  type Cred,
+} from './core/perms.js';
 import { displayPath, isWithin, resolveFor, normalize, splitParent } from './core/paths.js';
 import { pathOf, type Node } from './core/inode.js';
 import { slicer, type Vfs } from './core/vfs.js';
 import type { GrantHolder } from './core/grants.js';
-import { callerKey, capItems, capPaths, compilePattern, LOG_ANSWER_BYTES, find, grepFiles, tree, type GrepPool } from './search/search.js';
+import {
+  callerKey,
+  capItems,
+  capPaths,
+  compilePattern,
+  LOG_ANSWER_BYTES,
+  find,
+  grepFiles,
+  tree,
+  type GrepPool,
+} from './search/search.js';
 import type { AuthPolicy, GroupRow, Registry, UserRow, WorkspaceRow } from './auth/registry.js';
 import type { Vcs, Scope } from './vcs/vcs.js';
 import type { OpenedStore } from './store/store.js';
 import type { TreeEntry } from './core/objects.js';
-import { formatMode, LIST_PAGE_MAX, methods, parseMode, READ_CHUNK, type Creds, type GroupRecord, type Methods, type OpTraits, type DaemonStatus, type Listing, type DirEntry, type FeedHeader, type Method, type ParsedParams, type Result, type Stat, type UserRecord, type WhoAmI, type WorkspaceRecord } from './rpc/protocol.js';
+import {
+  formatMode,
+  LIST_PAGE_MAX,
+  methods,
+  parseMode,
+  READ_CHUNK,
+  type Creds,
+  type GroupRecord,
+  type Methods,
+  type OpTraits,
+  type DaemonStatus,
+  type Listing,
+  type DirEntry,
+  type FeedHeader,
+  type Method,
+  type ParsedParams,
+  type Result,
+  type Stat,
+  type UserRecord,
+  type WhoAmI,
+  type WorkspaceRecord,
+} from './rpc/protocol.js';
 
 export { VERSION };
 
@@ -117,7 +156,22 @@ function toEntry(n: Node, name = n.name): DirEntry {
 
 function entryStat(e: TreeEntry, ts: number, id: number): Stat {
   const tsNs = (BigInt(ts) * 1_000_000_000n).toString();
-  const s: Stat = { inode_id: id, kind: e.kind === 'd' ? 'directory' : e.kind === 'f' ? 'file' : 'symlink', size: e.size, mode: formatMode(e.mode), uid: e.uid, gid: e.gid, nlink: 1, created: ts, modified: ts, changed: ts, accessed: ts, mtime_ns: tsNs, atime_ns: tsNs, ctime_ns: tsNs };
+  const s: Stat = {
+    inode_id: id,
+    kind: e.kind === 'd' ? 'directory' : e.kind === 'f' ? 'file' : 'symlink',
+    size: e.size,
+    mode: formatMode(e.mode),
+    uid: e.uid,
+    gid: e.gid,
+    nlink: 1,
+    created: ts,
+    modified: ts,
+    changed: ts,
+    accessed: ts,
+    mtime_ns: tsNs,
+    atime_ns: tsNs,
+    ctime_ns: tsNs,
+  };
   if (e.kind === 'f') s.etag = e.ref;
   if (e.kind === 'l') s.target = e.ref;
   return s;
@@ -135,7 +189,9 @@ function snapshotIno(ref: string, name: string): number {
  */
 export function scrubPaths(w: WireError, jail: string): WireError {
   if (jail === '/') return w;
-  const message = w.message.replace(/'(\/[^']*)'/g, (_m, p: string) => (isWithin(p, jail) ? `'${displayPath(p, jail)}'` : `'(outside the workspace)'`));
+  const message = w.message.replace(/'(\/[^']*)'/g, (_m, p: string) =>
+    isWithin(p, jail) ? `'${displayPath(p, jail)}'` : `'(outside the workspace)'`,
+  );
   const out: WireError = { code: w.code, message };
   if (w.path !== undefined) out.path = displayPath(w.path, jail);
   return out;
@@ -155,8 +211,20 @@ function decodeCursor(cursor: string): string {
   const m = CURSOR.exec(cursor);
   const name = m === null ? '' : Buffer.from(m[1]!, 'base64url').toString('utf8');
   // Canonical encodings of a valid entry name only: anything else is not one of our cursors.
-  if (name === '' || encodeCursor(name) !== cursor || name.includes('/') || name.includes('\0') || name === '.' || name === '..') {
-    throw new VfsError('EINVAL', 'scandir', undefined, `invalid cursor '${cursor.slice(0, 64)}' (pass back the next_cursor of the previous page)`);
+  if (
+    name === '' ||
+    encodeCursor(name) !== cursor ||
+    name.includes('/') ||
+    name.includes('\0') ||
+    name === '.' ||
+    name === '..'
+  ) {
+    throw new VfsError(
+      'EINVAL',
+      'scandir',
+      undefined,
+      `invalid cursor '${cursor.slice(0, 64)}' (pass back the next_cursor of the previous page)`,
+    );
   }
   return name;
 }
@@ -225,7 +293,8 @@ export class Service {
    */
   private entryAbs(cred: Cred, path: string, op: string): string {
     const last = path.replace(/\/+$/, '').split('/').pop();
-    if (last === '.' || last === '..') throw new VfsError('EINVAL', op, path.slice(0, 256), `'${last}' cannot name an entry`);
+    if (last === '.' || last === '..')
+      throw new VfsError('EINVAL', op, path.slice(0, 256), `'${last}' cannot name an entry`);
     return this.abs(cred, path, op);
   }
 
@@ -251,7 +320,8 @@ export class Service {
   /** Write grants live as long as the connection that holds them (see core/grants.ts). */
   private grantHolder(ctx: Ctx, cred: Cred, op: string): GrantHolder {
     const conn = ctx.conn;
-    if (conn === undefined) throw new VfsError('EINVAL', op, undefined, 'write grants exist only on a socket connection');
+    if (conn === undefined)
+      throw new VfsError('EINVAL', op, undefined, 'write grants exist only on a socket connection');
     conn.onClose('grants', () => this.d.vfs.grants.dropConnection(conn.id));
     return { cred, conn: conn.id };
   }
@@ -270,21 +340,45 @@ export class Service {
 
   private userRecord(u: UserRow): UserRecord {
     const p = this.d.registry.principal(u);
-    return { name: u.name, uid: u.uid, gid: u.gid, groups: [...p.groups], home: p.home, is_agent: u.isAgent, is_admin: isWheel(p), has_token: u.tokenHash !== null };
+    return {
+      name: u.name,
+      uid: u.uid,
+      gid: u.gid,
+      groups: [...p.groups],
+      home: p.home,
+      is_agent: u.isAgent,
+      is_admin: isWheel(p),
+      has_token: u.tokenHash !== null,
+    };
   }
 
   private whoami(cred: Cred): WhoAmI {
     const u = cred.user;
-    const w: WhoAmI = { user: u.name, uid: u.uid, gid: u.gid, groups: [...u.groups], home: this.home(cred), is_agent: u.isAgent, is_admin: isWheel(u) };
+    const w: WhoAmI = {
+      user: u.name,
+      uid: u.uid,
+      gid: u.gid,
+      groups: [...u.groups],
+      home: this.home(cred),
+      is_agent: u.isAgent,
+      is_admin: isWheel(u),
+    };
     if (cred.delegate !== undefined) w.on_behalf_of = cred.delegate.name;
     // Security: a workspace caller sees its workspace as `/`, never where it really lives.
-    if (cred.workspace !== undefined) w.workspace = { id: cred.workspace.id, name: cred.workspace.name, root_path: '/' };
+    if (cred.workspace !== undefined)
+      w.workspace = { id: cred.workspace.id, name: cred.workspace.name, root_path: '/' };
     return w;
   }
 
   private wsRecord(w: WorkspaceRow, cred: Cred): WorkspaceRecord {
     const owner = this.d.registry.users.get(w.ownerUid);
-    return { id: w.id, name: w.name, root_path: cred.workspace === undefined ? w.root : '/', owner: owner?.name ?? String(w.ownerUid), created: w.created };
+    return {
+      id: w.id,
+      name: w.name,
+      root_path: cred.workspace === undefined ? w.root : '/',
+      owner: owner?.name ?? String(w.ownerUid),
+      created: w.created,
+    };
   }
 
   /** The workspace `id` for managing its secrets: owner, root or wheel, never a workspace caller. */
@@ -298,7 +392,8 @@ export class Service {
 
   /** The daemon process, for process control (`access: 'local'`: the runner refused remote requests). */
   private process(op: string): DaemonProcess {
-    if (this.d.process === undefined) throw new VfsError('ENOSYS', op, undefined, 'this core runs without a daemon process');
+    if (this.d.process === undefined)
+      throw new VfsError('ENOSYS', op, undefined, 'this core runs without a daemon process');
     return this.d.process;
   }
 
@@ -319,12 +414,26 @@ export class Service {
     // ---------- service ----------
     'sys.health': () => {
       // O(1): counting files and directories would walk every inode (half a second at 1,000,000).
-      return { status: 'ok', version: VERSION, uptime: Math.floor((Date.now() - this.startedAt) / 1000), inodes: this.d.vfs.nodes.size, commits: this.d.vcs.countCommits(), objects: this.d.vfs.blobs.size + this.d.vcs.countTrees() + this.d.vcs.countCommits(), needs_bootstrap: this.d.registry.needsBootstrap() };
+      return {
+        status: 'ok',
+        version: VERSION,
+        uptime: Math.floor((Date.now() - this.startedAt) / 1000),
+        inodes: this.d.vfs.nodes.size,
+        commits: this.d.vcs.countCommits(),
+        objects: this.d.vfs.blobs.size + this.d.vcs.countTrees() + this.d.vcs.countCommits(),
+        needs_bootstrap: this.d.registry.needsBootstrap(),
+      };
     },
     'sys.ping': () => ({ pong: true, pid: process.pid }),
     'sys.status': () => {
       const p = this.process('status');
-      return { ...p.status(), version: VERSION, users: this.d.registry.users.size, files: this.d.vfs.counts().files, commits: this.d.vcs.countCommits() };
+      return {
+        ...p.status(),
+        version: VERSION,
+        users: this.d.registry.users.size,
+        files: this.d.vfs.counts().files,
+        commits: this.d.vcs.countCommits(),
+      };
     },
     'sys.hold': (p) => ({ held_by: this.process('hold').hold(p.pid) }),
     'sys.subscribe': (_p, { ctx }) => {
@@ -333,9 +442,17 @@ export class Service {
     },
     'events.subscribe': (p, { ctx, cred }) => {
       const { push, conn } = ctx;
-      if (push === undefined || conn === undefined) throw new VfsError('ENOTSUP', 'events.subscribe', undefined, 'events need a socket connection');
+      if (push === undefined || conn === undefined)
+        throw new VfsError('ENOTSUP', 'events.subscribe', undefined, 'events need a socket connection');
       const key = `${conn.id}:${p.sub}`;
-      const r = this.events.subscribe(key, ctx.creds, cred, p.since, (event) => push({ event: 'feed', data: { sub: p.sub, event } }), (end) => push({ event: 'feed', data: { sub: p.sub, end } }));
+      const r = this.events.subscribe(
+        key,
+        ctx.creds,
+        cred,
+        p.since,
+        (event) => push({ event: 'feed', data: { sub: p.sub, event } }),
+        (end) => push({ event: 'feed', data: { sub: p.sub, end } }),
+      );
       conn.onClose(`events:${p.sub}`, () => this.events.unsubscribe(key));
       return r;
     },
@@ -362,14 +479,21 @@ export class Service {
     'auth.whoami': (_p, { cred }) => this.whoami(cred),
     'auth.scope': (_p, { cred }) => ({ root_path: cred.workspace?.root ?? '/' }),
     'auth.login': (p, { ctx }) => {
-      if (ctx.creds.origin === 'remote' && !this.policyFor(ctx.creds).userAuth) throw new VfsError('EAUTH', 'login', undefined, 'login by name is disabled on this server');
+      if (ctx.creds.origin === 'remote' && !this.policyFor(ctx.creds).userAuth)
+        throw new VfsError('EAUTH', 'login', undefined, 'login by name is disabled on this server');
       const u = this.d.registry.user(p.username);
       if (u === undefined) throw new VfsError('EAUTH', 'login', undefined, `unknown user '${p.username.slice(0, 64)}'`);
       return { username: u.name, ...this.whoami({ user: this.d.registry.principal(u) }) };
     },
     'auth.bootstrap': (p) => {
       // Only while the store never had a user besides root; no credentials needed (that is its purpose).
-      if (!this.d.registry.needsBootstrap()) throw new VfsError('EEXIST', 'bootstrap', undefined, 'already bootstrapped: this store has (or had) users besides root');
+      if (!this.d.registry.needsBootstrap())
+        throw new VfsError(
+          'EEXIST',
+          'bootstrap',
+          undefined,
+          'already bootstrapped: this store has (or had) users besides root',
+        );
       const u = this.d.registry.addUser(p.username, false);
       this.d.registry.addMember(u.name, 'wheel');
       this.d.vfs.ensureHome(this.d.registry.principal(u));
@@ -385,7 +509,9 @@ export class Service {
       const token = u.isAgent ? this.d.registry.issueToken(u.name) : undefined;
       return token === undefined ? this.userRecord(u) : { ...this.userRecord(u), token };
     },
-    'admin.userList': () => ({ users: [...this.d.registry.users.values()].sort((a, b) => a.uid - b.uid).map((u) => this.userRecord(u)) }),
+    'admin.userList': () => ({
+      users: [...this.d.registry.users.values()].sort((a, b) => a.uid - b.uid).map((u) => this.userRecord(u)),
+    }),
     'admin.userDel': (p) => {
       this.d.registry.delUser(p.name);
       return { deleted: p.name };
@@ -396,14 +522,17 @@ export class Service {
       return { name: p.name, token: this.d.registry.issueToken(p.name) };
     },
     'admin.groupAdd': (p) => this.groupRecord(this.d.registry.addGroup(p.name)),
-    'admin.groupList': () => ({ groups: [...this.d.registry.groups.values()].sort((a, b) => a.gid - b.gid).map((g) => this.groupRecord(g)) }),
+    'admin.groupList': () => ({
+      groups: [...this.d.registry.groups.values()].sort((a, b) => a.gid - b.gid).map((g) => this.groupRecord(g)),
+    }),
     // Security: making someone an administrator is for administrators who are root or wheel themselves (access: 'admin').
     'admin.groupMemberAdd': (p) => this.groupRecord(this.d.registry.addMember(p.user, p.group)),
     'admin.groupMemberDel': (p) => this.groupRecord(this.d.registry.delMember(p.user, p.group)),
 
     // ---------- workspaces ----------
     'ws.create': (p, { cred }) => {
-      if (!p.root_path.startsWith('/')) throw new VfsError('EINVAL', 'workspace', p.root_path, 'root_path must be an absolute path');
+      if (!p.root_path.startsWith('/'))
+        throw new VfsError('EINVAL', 'workspace', p.root_path, 'root_path must be an absolute path');
       const root = resolveFor(p.root_path, '/', 'workspace');
       let node: Node;
       if (isAdminCred(cred)) node = this.d.vfs.mkdir(cred, root, { parents: true }).node;
@@ -416,8 +545,15 @@ export class Service {
       return this.wsRecord(w, cred);
     },
     'ws.list': (_p, { cred }) => {
-      const all = [...this.d.registry.workspaces.values()].sort((a, b) => a.created - b.created || a.name.localeCompare(b.name));
-      const mine = cred.workspace !== undefined ? all.filter((w) => w.id === cred.workspace!.id) : isAdminCred(cred) ? all : all.filter((w) => w.ownerUid === actor(cred).uid);
+      const all = [...this.d.registry.workspaces.values()].sort(
+        (a, b) => a.created - b.created || a.name.localeCompare(b.name),
+      );
+      const mine =
+        cred.workspace !== undefined
+          ? all.filter((w) => w.id === cred.workspace!.id)
+          : isAdminCred(cred)
+            ? all
+            : all.filter((w) => w.ownerUid === actor(cred).uid);
       return { workspaces: mine.map((w) => this.wsRecord(w, cred)) };
     },
     'ws.token': (p, { cred }) => {
@@ -427,7 +563,12 @@ export class Service {
     },
     'ws.tokenList': (p, { cred }) => {
       const w = this.ownedWorkspace(cred, p.id, 'workspace tokens');
-      const tokens = this.d.registry.workspaceTokens(w.id).map((t) => ({ id: t.id, name: t.name, agent: this.d.registry.users.get(t.agentUid)?.name ?? String(t.agentUid), created: t.created }));
+      const tokens = this.d.registry.workspaceTokens(w.id).map((t) => ({
+        id: t.id,
+        name: t.name,
+        agent: this.d.registry.users.get(t.agentUid)?.name ?? String(t.agentUid),
+        created: t.created,
+      }));
       return { workspace_id: w.id, tokens };
     },
     'ws.tokenRevoke': (p, { cred }) => {
@@ -468,8 +609,10 @@ export class Service {
     'fs.read': (p, { ctx, cred }) => {
       const { node, data } = this.d.vfs.read(cred, p.path);
       const base = { path: p.path, etag: node.blob, size: node.size };
-      if (p.if_none_match !== undefined && (p.if_none_match === node.blob || p.if_none_match === '*')) return { ...base, not_modified: true };
-      if (p.if_match !== undefined && p.if_match !== node.blob) throw new VfsError('EPRECOND', 'read', p.path, 'the file changed while it was being read in parts');
+      if (p.if_none_match !== undefined && (p.if_none_match === node.blob || p.if_none_match === '*'))
+        return { ...base, not_modified: true };
+      if (p.if_match !== undefined && p.if_match !== node.blob)
+        throw new VfsError('EPRECOND', 'read', p.path, 'the file changed while it was being read in parts');
       // Bounded parts: no answer carries more than READ_CHUNK bytes, whatever SERVICE_MAX_FILE_SIZE allows.
       const off = Math.min(p.offset ?? 0, data.length);
       const len = Math.min(p.length ?? READ_CHUNK, READ_CHUNK);
@@ -491,16 +634,33 @@ export class Service {
       }
       const r = this.d.vfs.write(cred, p.path, ctx.data ?? Buffer.alloc(0), opts);
       // The stat is taken now: later requests may change the node while this one waits for durability.
-      return { path: r.path, size: r.node.size, etag: r.node.blob, created: r.created, ...(p.stat === true ? { stat: toStat(r.node) } : {}), ...(r.grant !== undefined ? { grant: r.grant } : {}) };
+      return {
+        path: r.path,
+        size: r.node.size,
+        etag: r.node.blob,
+        created: r.created,
+        ...(p.stat === true ? { stat: toStat(r.node) } : {}),
+        ...(r.grant !== undefined ? { grant: r.grant } : {}),
+      };
     },
     'fs.truncate': (p, { ctx, cred }) => {
-      const n = this.d.vfs.truncate(cred, p.path, p.size, p.grant === undefined ? undefined : { id: p.grant, holder: this.grantHolder(ctx, cred, 'truncate') });
+      const n = this.d.vfs.truncate(
+        cred,
+        p.path,
+        p.size,
+        p.grant === undefined ? undefined : { id: p.grant, holder: this.grantHolder(ctx, cred, 'truncate') },
+      );
       return { path: p.path, size: n.size };
     },
-    'fs.grantWrite': (p, { ctx, cred }) => ({ path: p.path, grant: this.d.vfs.openForWrite(cred, p.path, p.mode, this.grantHolder(ctx, cred, 'open')).grant }),
+    'fs.grantWrite': (p, { ctx, cred }) => ({
+      path: p.path,
+      grant: this.d.vfs.openForWrite(cred, p.path, p.mode, this.grantHolder(ctx, cred, 'open')).grant,
+    }),
     'fs.releaseGrant': (p, { ctx }) => {
       const conn = ctx.conn;
-      return { released: conn === undefined ? 0 : p.grants.filter((g) => this.d.vfs.grants.release(g, conn.id)).length };
+      return {
+        released: conn === undefined ? 0 : p.grants.filter((g) => this.d.vfs.grants.release(g, conn.id)).length,
+      };
     },
     'fs.mkdir': (p, { cred }) => {
       const opts: { parents?: boolean; mode?: number } = { parents: p.parents === true };
@@ -516,7 +676,10 @@ export class Service {
       this.d.vfs.rmdir(cred, p.path);
       return { path: p.path };
     },
-    'fs.delete': async (p, { cred }) => ({ path: p.path, deleted: await this.d.vfs.removeSliced(cred, p.path, p.recursive === true) }),
+    'fs.delete': async (p, { cred }) => ({
+      path: p.path,
+      deleted: await this.d.vfs.removeSliced(cred, p.path, p.recursive === true),
+    }),
     'fs.copy': (p, { cred }) => {
       const dst = this.intoDir(cred, p.src, p.dst, p.into_dir === true, 'copy');
       const opts: { recursive?: boolean; overwrite?: boolean } = { recursive: p.recursive === true };
@@ -525,7 +688,12 @@ export class Service {
       return { src: p.src, dst, copied: n };
     },
     'fs.move': (p, { cred }) => {
-      const r = this.d.vfs.move(cred, p.src, this.intoDir(cred, p.src, p.dst, p.into_dir === true, 'rename'), p.overwrite === undefined ? {} : { overwrite: p.overwrite });
+      const r = this.d.vfs.move(
+        cred,
+        p.src,
+        this.intoDir(cred, p.src, p.dst, p.into_dir === true, 'rename'),
+        p.overwrite === undefined ? {} : { overwrite: p.overwrite },
+      );
       return { src: r.from, dst: r.to };
     },
     'fs.symlink': (p, { cred }) => {
@@ -533,7 +701,10 @@ export class Service {
       return { path: p.path, target: p.target };
     },
     'fs.readlink': (p, { cred }) => ({ path: p.path, target: this.d.vfs.readlink(cred, p.path) }),
-    'fs.chmod': (p, { cred }) => ({ path: p.path, mode: formatMode(this.d.vfs.chmod(cred, p.path, mode(p.mode, 'chmod')!).mode) }),
+    'fs.chmod': (p, { cred }) => ({
+      path: p.path,
+      mode: formatMode(this.d.vfs.chmod(cred, p.path, mode(p.mode, 'chmod')!).mode),
+    }),
     'fs.chown': (p, { cred }) => {
       const uid = p.owner === undefined || p.owner === '' ? undefined : this.d.registry.uidOf(p.owner);
       const gid = p.group === undefined || p.group === '' ? undefined : this.d.registry.gidOf(p.group);
@@ -553,7 +724,15 @@ export class Service {
       const blocks = 1 << 30;
       const used = Math.ceil(this.d.vfs.blobs.totalBytes() / bsize);
       const files = 1 << 30;
-      return { bsize, blocks, bfree: blocks - used, bavail: blocks - used, files, ffree: files - this.d.vfs.nodes.size, namemax: 255 };
+      return {
+        bsize,
+        blocks,
+        bfree: blocks - used,
+        bavail: blocks - used,
+        files,
+        ffree: files - this.d.vfs.nodes.size,
+        namemax: 255,
+      };
     },
 
     // ---------- search ----------
@@ -561,7 +740,10 @@ export class Service {
       const flags = compilePattern(p.pattern, p.ignore_case === true);
       const files = await grepFiles(this.d.vfs, cred, p.path, p.recursive === true, (x) => this.show(cred, x));
       const offset = p.offset ?? 0;
-      const r = await this.d.grep.run({ pattern: p.pattern, flags, max: p.max_results ?? 10000, offset, files }, callerKey(cred));
+      const r = await this.d.grep.run(
+        { pattern: p.pattern, flags, max: p.max_results ?? 10000, offset, files },
+        callerKey(cred),
+      );
       return {
         results: r.results,
         count: r.results.length,
@@ -585,7 +767,12 @@ export class Service {
         if (await this.d.vcs.prepersist(this.scope(cred))) break;
       }
       const scope = this.scope(cred);
-      return this.d.vcs.commit(cred, scope, p.message, p.paths === undefined ? {} : { paths: p.paths.map((x) => this.scopeRel(cred, scope, x)) });
+      return this.d.vcs.commit(
+        cred,
+        scope,
+        p.message,
+        p.paths === undefined ? {} : { paths: p.paths.map((x) => this.scopeRel(cred, scope, x)) },
+      );
     },
     'vcs.show': (p, { cred }) => this.d.vcs.show(cred, this.scope(cred), p.rev),
     'vcs.log': (p, { cred }) => {
@@ -596,9 +783,17 @@ export class Service {
       if (p.cursor !== undefined && p.cursor !== '') opts.cursor = p.cursor;
       // The newest commits that fit one answer; `truncated` says older ones were left out (go on with `next_cursor`).
       const page = this.d.vcs.log(scope, opts, cred);
-      const { results, truncated } = capItems(page.commits, (c) => Buffer.byteLength(JSON.stringify(c)) + 1, LOG_ANSWER_BYTES);
+      const { results, truncated } = capItems(
+        page.commits,
+        (c) => Buffer.byteLength(JSON.stringify(c)) + 1,
+        LOG_ANSWER_BYTES,
+      );
       const next = truncated && results.length > 0 ? results[results.length - 1]!.hash : page.next_cursor;
-      return { commits: results, ...(truncated ? { truncated } : {}), ...(next === undefined ? {} : { next_cursor: next }) };
+      return {
+        commits: results,
+        ...(truncated ? { truncated } : {}),
+        ...(next === undefined ? {} : { next_cursor: next }),
+      };
     },
     'vcs.status': async (_p, { cred }) => {
       await this.d.vcs.prehash(this.scope(cred));
@@ -617,7 +812,12 @@ export class Service {
     'vcs.revert': async (p, { cred }) => {
       const scope = this.scope(cred);
       await this.d.vcs.prehash(scope);
-      return this.d.vcs.revert(cred, scope, p.hash, p.paths?.map((x) => this.scopeRel(cred, scope, x)));
+      return this.d.vcs.revert(
+        cred,
+        scope,
+        p.hash,
+        p.paths?.map((x) => this.scopeRel(cred, scope, x)),
+      );
     },
     'vcs.undo': async (p, { cred }) => {
       const scope = this.scope(cred);
@@ -627,7 +827,23 @@ export class Service {
     'vcs.ls': (p, { cred }) => {
       const scope = this.scope(cred);
       const r = this.d.vcs.snapshotList(cred, scope, p.rev, this.scopeRel(cred, scope, p.path ?? '/'));
-      return { path: r.rel, entries: r.entries.map((e) => ({ name: e.name, is_dir: e.kind === 'd', is_symlink: e.kind === 'l', mode: formatMode(e.mode), uid: e.uid, gid: e.gid, size: e.size, modified: r.timestamp, inode_id: snapshotIno(e.ref, e.name), mtime_ns: tsNs(r.timestamp), atime_ns: tsNs(r.timestamp), ctime_ns: tsNs(r.timestamp) })) };
+      return {
+        path: r.rel,
+        entries: r.entries.map((e) => ({
+          name: e.name,
+          is_dir: e.kind === 'd',
+          is_symlink: e.kind === 'l',
+          mode: formatMode(e.mode),
+          uid: e.uid,
+          gid: e.gid,
+          size: e.size,
+          modified: r.timestamp,
+          inode_id: snapshotIno(e.ref, e.name),
+          mtime_ns: tsNs(r.timestamp),
+          atime_ns: tsNs(r.timestamp),
+          ctime_ns: tsNs(r.timestamp),
+        })),
+      };
     },
     'vcs.stat': (p, { cred }) => {
       const scope = this.scope(cred);
@@ -643,7 +859,9 @@ export class Service {
   };
 
   /** What `invoke` calls: every method through the runner. */
-  readonly handlers: Handlers = Object.fromEntries((Object.keys(methods) as Method[]).map((m) => [m, (ctx: Ctx, p: ParsedParams<Method>) => this.run(m, ctx, p)])) as unknown as Handlers;
+  readonly handlers: Handlers = Object.fromEntries(
+    (Object.keys(methods) as Method[]).map((m) => [m, (ctx: Ctx, p: ParsedParams<Method>) => this.run(m, ctx, p)]),
+  ) as unknown as Handlers;
 
   /**
    * The runner: the steps every operation shares, as its traits in the methods table declare them
@@ -691,4 +909,3 @@ export class Service {
     return abs.startsWith(scope.root + '/') ? abs.slice(scope.root.length) : normalize(abs);
   }
 }
-

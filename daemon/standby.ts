@@ -11,7 +11,12 @@ import type { DaemonProcess, Handlers } from './service.js';
 
 export function standbyHandlers(proc: DaemonProcess, active: () => string): Handlers {
   const notActive = (method: Method) => (): never => {
-    throw new VfsError('EAGAIN', method, undefined, `not active: this daemon is a standby (the active daemon is ${active()}); use the active one`);
+    throw new VfsError(
+      'EAGAIN',
+      method,
+      undefined,
+      `not active: this daemon is a standby (the active daemon is ${active()}); use the active one`,
+    );
   };
   const table = Object.fromEntries(Object.keys(methods).map((m) => [m, notActive(m as Method)])) as unknown as Handlers;
   const local = (origin: string | undefined, op: string): void => {

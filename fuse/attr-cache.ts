@@ -113,4 +113,3 @@ export class ListingCache {
     this.entries.delete(parentOf(path));
   }
 }
-

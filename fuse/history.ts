@@ -89,7 +89,10 @@ export class HistoryView {
       if (isFullHash(rev)) remember(this.stats, key, s);
       return s;
     } catch (err) {
-      const e = err instanceof VfsError && (err.code === 'EINVAL' || err.code === 'EPROTO') ? new VfsError('ENOENT', 'stat', path) : err;
+      const e =
+        err instanceof VfsError && (err.code === 'EINVAL' || err.code === 'EPROTO')
+          ? new VfsError('ENOENT', 'stat', path)
+          : err;
       // Missing paths are remembered too: editors and git probe many names that do not exist.
       if (isFullHash(rev) && e instanceof VfsError && e.code === 'ENOENT') remember(this.stats, key, e);
       throw e;

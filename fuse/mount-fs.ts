@@ -86,7 +86,8 @@ export class MountFs {
     let st = this.attrs.get(path);
     if (!st) {
       // A name missing from a listing still valid does not exist (the lookup before every create).
-      if (path !== '/' && this.listings.has(parentOf(path), basename(path)) === false) throw new VfsError('ENOENT', 'stat', path);
+      if (path !== '/' && this.listings.has(parentOf(path), basename(path)) === false)
+        throw new VfsError('ENOENT', 'stat', path);
       const since = this.log.now();
       st = toFuseStat(await this.rpc.call('fs.stat', { path, nofollow: true }), this.opts.owners);
       this.attrs.set(path, { ...st }, since);
@@ -114,7 +115,21 @@ export class MountFs {
 
   /** Caches a daemon listing (and the attributes of its non-directory entries), as readdir answers it. */
   private remember(path: string, listing: Listing, since: number): { names: string[]; stats: FuseStat[] } {
-    const dot = entryToFuseStat({ name: '.', is_dir: true, is_symlink: false, mode: '0755', uid: 0, gid: 0, size: 0, modified: 0, inode_id: 0, mtime_ns: '0' }, this.opts.owners);
+    const dot = entryToFuseStat(
+      {
+        name: '.',
+        is_dir: true,
+        is_symlink: false,
+        mode: '0755',
+        uid: 0,
+        gid: 0,
+        size: 0,
+        modified: 0,
+        inode_id: 0,
+        mtime_ns: '0',
+      },
+      this.opts.owners,
+    );
     // Only the type of `.` and `..` matters here (readdir attributes give d_type); stat asks getattr.
     const names = ['.', '..'];
     const stats = [dot, dot];
@@ -183,7 +198,13 @@ export class MountFs {
     // The kernel asks for the new file's attributes right after creating it: the write answers them too.
     const since = this.log.now();
     // The grant keeps this descriptor writable whatever the mode (open(O_CREAT|O_WRONLY, 0444) as git does).
-    const r = await this.own([path], () => this.rpc.call('fs.write', { path, mode: mode & 0o7777, parents: false, exclusive: true, stat: true, want_grant: true }, { data: Buffer.alloc(0) }));
+    const r = await this.own([path], () =>
+      this.rpc.call(
+        'fs.write',
+        { path, mode: mode & 0o7777, parents: false, exclusive: true, stat: true, want_grant: true },
+        { data: Buffer.alloc(0) },
+      ),
+    );
     this.attrs.invalidate(path); // the directory's mtime and size changed
     if (r.created && r.path === path && r.stat) {
       const st = toFuseStat(r.stat, this.opts.owners);
@@ -195,7 +216,12 @@ export class MountFs {
     this.cache.delete(path);
     const file = this.files.adopt(new OpenFile(path, FileBuffer.empty()));
     file.etag = r.etag;
-    return this.files.open({ kind: 'file', file, writable: true, ...(r.grant !== undefined ? { grant: r.grant } : {}) });
+    return this.files.open({
+      kind: 'file',
+      file,
+      writable: true,
+      ...(r.grant !== undefined ? { grant: r.grant } : {}),
+    });
   }
 
   async read(fd: number, buf: Buffer, len: number, pos: number): Promise<number> {
@@ -291,7 +317,10 @@ export class MountFs {
     // lookups of the files created in it next are answered from it.
     const since = this.log.now();
     const [r, listing] = await this.own([path], () =>
-      Promise.all([this.rpc.call('fs.mkdir', { path, mode: mode & 0o7777, parents: false }), this.rpc.call('fs.list', { path }).catch(() => null)]),
+      Promise.all([
+        this.rpc.call('fs.mkdir', { path, mode: mode & 0o7777, parents: false }),
+        this.rpc.call('fs.list', { path }).catch(() => null),
+      ]),
     );
     this.attrs.invalidate(path);
     if (!r.created || listing === null) {
@@ -300,7 +329,18 @@ export class MountFs {
     }
     this.remember(path, listing, since);
     const owners = this.opts.owners;
-    this.listings.add(parentOf(path), basename(path), { mode: S_IFDIR | (mode & 0o7777), uid: owners.localUid, gid: owners.localGid, size: 0, nlink: 1, blksize: 4096, blocks: 0, atime: 0, mtime: 0, ctime: 0 });
+    this.listings.add(parentOf(path), basename(path), {
+      mode: S_IFDIR | (mode & 0o7777),
+      uid: owners.localUid,
+      gid: owners.localGid,
+      size: 0,
+      nlink: 1,
+      blksize: 4096,
+      blocks: 0,
+      atime: 0,
+      mtime: 0,
+      ctime: 0,
+    });
   }
 
   async rmdir(path: string): Promise<void> {
@@ -378,8 +418,10 @@ export class MountFs {
     let times: { atime?: number | string; mtime?: number | string } = {};
     if (atime !== 'now' || mtime !== 'now') {
       // An omitted time is sent as its current value (to the nanosecond), so that it stays as it was.
-      const cur = atime === 'omit' || mtime === 'omit' ? await this.rpc.call('fs.stat', { path, nofollow: true }) : undefined;
-      const pick = (t: UtimeArg, kept: string | undefined): number | string => (t === 'omit' ? (kept ?? Date.now()) : t === 'now' ? Date.now() : t.toString());
+      const cur =
+        atime === 'omit' || mtime === 'omit' ? await this.rpc.call('fs.stat', { path, nofollow: true }) : undefined;
+      const pick = (t: UtimeArg, kept: string | undefined): number | string =>
+        t === 'omit' ? (kept ?? Date.now()) : t === 'now' ? Date.now() : t.toString();
       times = { atime: pick(atime, cur?.atime_ns), mtime: pick(mtime, cur?.mtime_ns) };
     }
     try {
@@ -387,7 +429,8 @@ export class MountFs {
     } catch (err) {
       // `touch -m` / `touch -a` by a writer who does not own the file: utimensat(2) allows them "now" only,
       // which the daemon grants when no time is named (both become now). Explicit times stay refused.
-      if (!(err instanceof VfsError && err.code === 'EPERM') || typeof atime === 'bigint' || typeof mtime === 'bigint') throw err;
+      if (!(err instanceof VfsError && err.code === 'EPERM') || typeof atime === 'bigint' || typeof mtime === 'bigint')
+        throw err;
       await this.rpc.call('fs.utimens', { path, nofollow: true });
     } finally {
       this.changed(path);
@@ -545,7 +588,13 @@ export class MountFs {
         // The kernel asks for the attributes after a close: the write answers them too.
         // Under the access a descriptor was opened with, if one open for writing holds a grant.
         const grant = file.grants.values().next().value;
-        const r = await this.own([path], () => this.rpc.call('fs.write', { path, parents: false, stat: true, ...(grant !== undefined ? { grant } : {}) }, { data }));
+        const r = await this.own([path], () =>
+          this.rpc.call(
+            'fs.write',
+            { path, parents: false, stat: true, ...(grant !== undefined ? { grant } : {}) },
+            { data },
+          ),
+        );
         this.attrs.invalidate(path);
         if (!r.created && r.path === path && r.stat) this.attrs.set(path, toFuseStat(r.stat, this.opts.owners), since);
         else this.changed(path); // created again, or written elsewhere (a symlink put there meanwhile)

@@ -67,7 +67,8 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
     // A mountpoint left behind by a killed mount answers ENOTCONN: `force` below clears it.
     if (err.code === 'ENOTCONN') return null;
     if (err.code === 'ENOENT') throw mountError('ENOENT', `cannot mount at '${mnt}': no such directory`);
-    if (err.code === 'EACCES' || err.code === 'ENOTDIR' || err.code === 'ELOOP') throw mountError(err.code, `cannot mount at '${mnt}': ${ERRORS[err.code].text}`);
+    if (err.code === 'EACCES' || err.code === 'ENOTDIR' || err.code === 'ELOOP')
+      throw mountError(err.code, `cannot mount at '${mnt}': ${ERRORS[err.code].text}`);
     throw new Error(`cannot mount at '${mnt}': ${err.message}`);
   });
   if (st && !st.isDirectory()) throw mountError('ENOTDIR', `cannot mount at '${mnt}': not a directory`);
@@ -115,7 +116,9 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
     throw err;
   }
   const delegate = who.on_behalf_of ? ` on behalf of ${who.on_behalf_of}` : '';
-  process.stderr.write(`mdvfs: mounted ${dataDir} at ${mnt} as ${who.user}${delegate}${opts.readOnly ? ' (read-only)' : ''}\n`);
+  process.stderr.write(
+    `mdvfs: mounted ${dataDir} at ${mnt} as ${who.user}${delegate}${opts.readOnly ? ' (read-only)' : ''}\n`,
+  );
 
   await new Promise<void>((resolve) => {
     let stopping = false;
@@ -156,7 +159,9 @@ async function serveFuse2(Fuse: FuseClass, mfs: MountFs, mnt: string): Promise<S
     timeout: 120_000,
   });
   const fuseFdsBefore = await fuseFds();
-  await new Promise<void>((resolve, reject) => fuse.mount((err) => (err ? reject(new Error(`cannot mount at ${mnt}: ${err.message}`)) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    fuse.mount((err) => (err ? reject(new Error(`cannot mount at ${mnt}: ${err.message}`)) : resolve())),
+  );
   // This mount's connection to the kernel: libfuse closes it when the kernel ends the session.
   const session = (await fuseFds()).filter((fd) => !fuseFdsBefore.includes(fd));
   return {
@@ -173,7 +178,10 @@ async function serveFuse2(Fuse: FuseClass, mfs: MountFs, mnt: string): Promise<S
 
 async function serveLowLevel(llm: LowLevelMount, mnt: string, stale: boolean): Promise<Served> {
   // A mountpoint left behind by a killed mount (ENOTCONN): detach it first.
-  if (stale) await execFileP('fusermount3', ['-uz', mnt]).catch(() => execFileP('umount', ['-l', mnt])).catch(() => undefined);
+  if (stale)
+    await execFileP('fusermount3', ['-uz', mnt])
+      .catch(() => execFileP('umount', ['-l', mnt]))
+      .catch(() => undefined);
   try {
     llm.mount(mnt);
   } catch (err) {
@@ -194,7 +202,9 @@ async function shutdown(served: Served, mfs: MountFs, link: DaemonLink, unmount:
     // them. Wait until the last is closed, or until the kernel ends the session: when the last file of
     // a detached mount is closed, the kernel may drop its release request with the session, so the
     // open count alone could wait forever.
-    process.stderr.write(`mdvfs: ${mfs.files.openCount} file(s) still open in the detached mount; exiting when they are closed\n`);
+    process.stderr.write(
+      `mdvfs: ${mfs.files.openCount} file(s) still open in the detached mount; exiting when they are closed\n`,
+    );
     while (mfs.files.openCount > 0 && !(await served.sessionEnded())) await sleep(200);
   }
   await mfs.flushAll();
@@ -225,7 +235,14 @@ async function watchMountTable(mnt: string, done: () => boolean): Promise<void> 
 /** This process's descriptors of /dev/fuse (read from /proc, never the mount); [] without /proc. */
 async function fuseFds(): Promise<number[]> {
   const fds = await fsp.readdir('/proc/self/fd').catch(() => [] as string[]);
-  const links = await Promise.all(fds.map((fd) => fsp.readlink(`/proc/self/fd/${fd}`).then((l) => (l === '/dev/fuse' ? Number(fd) : -1), () => -1)));
+  const links = await Promise.all(
+    fds.map((fd) =>
+      fsp.readlink(`/proc/self/fd/${fd}`).then(
+        (l) => (l === '/dev/fuse' ? Number(fd) : -1),
+        () => -1,
+      ),
+    ),
+  );
   return links.filter((fd) => fd >= 0);
 }
 

@@ -61,7 +61,11 @@ export class FileBuffer {
 
   private reserve(needed: number): void {
     if (!this.shared && needed <= this.buf.length) return;
-    const grown = Math.max(needed, this.shared && needed <= this.buf.length ? this.buf.length : this.buf.length * 2, 4096);
+    const grown = Math.max(
+      needed,
+      this.shared && needed <= this.buf.length ? this.buf.length : this.buf.length * 2,
+      4096,
+    );
     this.realloc(grown, this.length);
   }
 
@@ -111,8 +115,7 @@ export class OpenFile {
 }
 
 export type Handle =
-  | { kind: 'file'; file: OpenFile; writable: boolean; grant?: string }
-  | { kind: 'snapshot'; data: Buffer }; // a read-only file of .history
+  { kind: 'file'; file: OpenFile; writable: boolean; grant?: string } | { kind: 'snapshot'; data: Buffer }; // a read-only file of .history
 
 /** Open descriptors and the OpenFile of each path. */
 export class OpenFiles {

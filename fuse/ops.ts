@@ -11,7 +11,9 @@ const EIO = fuseErrno('EIO');
 /** The errno for any rejection: daemon and local errors carry their code; anything else is a bug (EIO). */
 export function errnoOf(err: unknown): number {
   if (err instanceof VfsError) return fuseErrno(err.code);
-  process.stderr.write(`mdvfs mount: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(
+    `mdvfs mount: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
   return EIO;
 }
 

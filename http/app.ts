@@ -87,7 +87,8 @@ function stderrRequestLine(f: RequestLine): void {
   queueLine(`${line}}\n`);
 }
 
-const ALLOW_HEADERS = 'Authorization, Content-Type, X-Service-Type, X-Service-Workspace, X-Service-On-Behalf-Of, If-Match, If-None-Match, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, X-Request-Id';
+const ALLOW_HEADERS =
+  'Authorization, Content-Type, X-Service-Type, X-Service-Workspace, X-Service-On-Behalf-Of, If-Match, If-None-Match, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, X-Request-Id';
 const EXPOSE_HEADERS = 'ETag, X-Request-Id, Mcp-Session-Id, Allow';
 const REQ_ID = /^[\w.:-]{1,100}$/;
 
@@ -152,7 +153,11 @@ function refuse(req: Request, res: Response, message: string): void {
   res.locals.errorCode = 'EACCES';
   const body =
     req.path === '/mcp'
-      ? { jsonrpc: '2.0', error: { code: -32003, message: `Forbidden: ${message}`, data: { code: 'EACCES' } }, id: null }
+      ? {
+          jsonrpc: '2.0',
+          error: { code: -32003, message: `Forbidden: ${message}`, data: { code: 'EACCES' } },
+          id: null,
+        }
       : { error: `EACCES: ${message}`, code: 'EACCES' };
   res.status(403).setHeader('Content-Type', 'application/json; charset=utf-8');
   res.end(JSON.stringify(body));

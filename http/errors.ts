@@ -19,14 +19,23 @@ function classify(err: unknown): { code: ErrorCode; message: string; internal: b
   if (err instanceof VfsError) return { code: err.code, message: err.message, internal: err.code === 'EIO' };
   const e = err as { type?: unknown; status?: unknown; statusCode?: unknown; code?: unknown; message?: unknown } | null;
   if (e && typeof e === 'object') {
-    if (isErrorCode(e.code) && typeof e.message === 'string') return { code: e.code, message: e.message, internal: e.code === 'EIO' };
-    if (e.type === 'entity.too.large') return { code: 'EFBIG', message: 'EFBIG: request body too large', internal: false };
-    if (e.type === 'entity.parse.failed') return { code: 'EINVAL', message: 'EINVAL: malformed JSON body', internal: false };
-    if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') return { code: 'EINVAL', message: 'EINVAL: unsupported content encoding or charset', internal: false };
+    if (isErrorCode(e.code) && typeof e.message === 'string')
+      return { code: e.code, message: e.message, internal: e.code === 'EIO' };
+    if (e.type === 'entity.too.large')
+      return { code: 'EFBIG', message: 'EFBIG: request body too large', internal: false };
+    if (e.type === 'entity.parse.failed')
+      return { code: 'EINVAL', message: 'EINVAL: malformed JSON body', internal: false };
+    if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported')
+      return { code: 'EINVAL', message: 'EINVAL: unsupported content encoding or charset', internal: false };
     if (e.type === 'request.aborted') return { code: 'EINVAL', message: 'EINVAL: request aborted', internal: false };
     const status = typeof e.status === 'number' ? e.status : typeof e.statusCode === 'number' ? e.statusCode : 0;
     // e.g. a URIError from the router when a path parameter has a broken %-escape
-    if (status >= 400 && status < 500) return { code: 'EINVAL', message: `EINVAL: ${err instanceof URIError ? 'malformed percent-encoding in the URL' : 'bad request'}`, internal: false };
+    if (status >= 400 && status < 500)
+      return {
+        code: 'EINVAL',
+        message: `EINVAL: ${err instanceof URIError ? 'malformed percent-encoding in the URL' : 'bad request'}`,
+        internal: false,
+      };
   }
   return { code: 'EIO', message: 'EIO: internal error', internal: true };
 }
@@ -36,7 +45,10 @@ export function sendError(res: Response, code: ErrorCode, message: string): void
     res.destroy();
     return;
   }
-  res.status(ERRORS[code].http).type('application/json').send(JSON.stringify({ error: message, code }));
+  res
+    .status(ERRORS[code].http)
+    .type('application/json')
+    .send(JSON.stringify({ error: message, code }));
 }
 
 /** The final error handler: one JSON shape for everything; internals are logged, never sent. */
@@ -45,7 +57,12 @@ export function errorHandler(log: (fields: Record<string, unknown>) => void): Er
     const { code, message, internal } = classify(err);
     if (internal) {
       res.locals.internalError = true;
-      log({ level: 'error', req_id: res.locals.reqId, msg: 'internal error', err: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+      log({
+        level: 'error',
+        req_id: res.locals.reqId,
+        msg: 'internal error',
+        err: err instanceof Error ? (err.stack ?? err.message) : String(err),
+      });
     }
     res.locals.errorCode = code;
     sendError(res, code, internal ? 'EIO: internal error' : message);
@@ -77,5 +94,7 @@ export function clientErrorResponse(err: NodeJS.ErrnoException): Buffer {
   const code: ErrorCode = 'EINVAL';
   const body = JSON.stringify({ error: `${code}: ${detail}`, code });
   const status = ERRORS[code].http;
-  return Buffer.from(`HTTP/1.1 ${status} Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nAccess-Control-Allow-Origin: *\r\nConnection: close\r\n\r\n${body}`);
+  return Buffer.from(
+    `HTTP/1.1 ${status} Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nAccess-Control-Allow-Origin: *\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

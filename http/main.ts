@@ -78,7 +78,9 @@ export async function runHttp(): Promise<void> {
       const msg: ListeningMessage = { type: 'listening', host: listen.host, port: addr.port };
       process.send?.(msg);
     } else {
-      process.stderr.write(`mdvfs: http listening on http://${formatListen({ host: listen.host, port: addr.port })} (data: ${dataDir})\n`);
+      process.stderr.write(
+        `mdvfs: http listening on http://${formatListen({ host: listen.host, port: addr.port })} (data: ${dataDir})\n`,
+      );
     }
   });
 

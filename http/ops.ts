@@ -7,9 +7,25 @@
  */
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { methods, restBinding, restSource, type Method, type RestBinding, type RestSource } from '../daemon/rpc/protocol.js';
+import {
+  methods,
+  restBinding,
+  restSource,
+  type Method,
+  type RestBinding,
+  type RestSource,
+} from '../daemon/rpc/protocol.js';
 import { httpError } from './errors.js';
-import { callerOf, jsonBody, query, sendJson, sendText, wildcardPath, type Registrar, type RouteContext } from './request.js';
+import {
+  callerOf,
+  jsonBody,
+  query,
+  sendJson,
+  sendText,
+  wildcardPath,
+  type Registrar,
+  type RouteContext,
+} from './request.js';
 
 /** How one param is read from a string (query, path) or a JSON value (body). */
 export type ParamKind =
@@ -50,7 +66,11 @@ function kindOf(s: Json): ParamKind {
   if (s.type === 'boolean') return { type: 'boolean' };
   if (s.type === 'integer') {
     const max = typeof s.maximum === 'number' && s.maximum < Number.MAX_SAFE_INTEGER ? s.maximum : INT_MAX;
-    return { type: 'integer', min: typeof s.minimum === 'number' && s.minimum > Number.MIN_SAFE_INTEGER ? s.minimum : 0, max };
+    return {
+      type: 'integer',
+      min: typeof s.minimum === 'number' && s.minimum > Number.MIN_SAFE_INTEGER ? s.minimum : 0,
+      max,
+    };
   }
   if (Array.isArray(s.anyOf)) return { type: 'scalar' };
   if (s.type === 'array' && (s.items as Json | undefined)?.type === 'string') return { type: 'strings' };
@@ -78,7 +98,11 @@ export const restOps: RestOp[] = (Object.keys(methods) as Method[]).flatMap((met
 
 function kindName(k: ParamKind): string {
   if (k.type === 'strings') return 'an array of strings';
-  return k.type === 'scalar' ? 'a string or an integer' : k.type === 'integer' ? 'an integer' : `a ${k.type === 'enum' ? 'string' : k.type}`;
+  return k.type === 'scalar'
+    ? 'a string or an integer'
+    : k.type === 'integer'
+      ? 'an integer'
+      : `a ${k.type === 'enum' ? 'string' : k.type}`;
 }
 
 /** A query or path value, as its param's type. */
@@ -91,12 +115,14 @@ function fromString(p: ParamSpec, v: string): unknown {
       throw httpError('EINVAL', `${what} '${p.name}' must be true or false`);
     case 'integer': {
       const { min, max } = p.kind;
-      if (!/^\d{1,10}$/.test(v) || Number(v) < min || Number(v) > max) throw httpError('EINVAL', `${what} '${p.name}' must be an integer from ${min} to ${max}`);
+      if (!/^\d{1,10}$/.test(v) || Number(v) < min || Number(v) > max)
+        throw httpError('EINVAL', `${what} '${p.name}' must be an integer from ${min} to ${max}`);
       return Number(v);
     }
     case 'enum': {
       const vs = p.kind.values;
-      if (!vs.includes(v)) throw httpError('EINVAL', `${what} '${p.name}' must be ${vs.slice(0, -1).join(', ')} or ${vs[vs.length - 1]!}`);
+      if (!vs.includes(v))
+        throw httpError('EINVAL', `${what} '${p.name}' must be ${vs.slice(0, -1).join(', ')} or ${vs[vs.length - 1]!}`);
       return v;
     }
     case 'string':
@@ -113,10 +139,10 @@ function fromJson(p: ParamSpec, v: unknown): unknown {
     p.kind.type === 'strings'
       ? Array.isArray(v) && v.every((x) => typeof x === 'string')
       : p.kind.type === 'scalar'
-      ? typeof v === 'string' || (typeof v === 'number' && Number.isInteger(v))
-      : p.kind.type === 'integer'
-        ? typeof v === 'number' && Number.isInteger(v)
-        : typeof v === (p.kind.type === 'enum' ? 'string' : p.kind.type);
+        ? typeof v === 'string' || (typeof v === 'number' && Number.isInteger(v))
+        : p.kind.type === 'integer'
+          ? typeof v === 'number' && Number.isInteger(v)
+          : typeof v === (p.kind.type === 'enum' ? 'string' : p.kind.type);
   if (!ok) throw httpError('EINVAL', `field '${p.name}' must be ${kindName(p.kind)}`);
   return v;
 }
@@ -126,7 +152,11 @@ function read(op: RestOp, req: Request): Record<string, unknown> {
   const body = (req.body ?? {}) as Record<string, unknown>;
   for (const p of op.params) {
     let v: unknown;
-    if (p.from === 'path') v = p.name === 'path' && op.binding.route.includes('{/*path}') ? wildcardPath(req) : String(req.params[p.name] ?? '');
+    if (p.from === 'path')
+      v =
+        p.name === 'path' && op.binding.route.includes('{/*path}')
+          ? wildcardPath(req)
+          : String(req.params[p.name] ?? '');
     else if (p.from === 'query') {
       const s = query(req, p.name);
       // An empty optional value is no value (`?from=` is HEAD); a bare flag (`?recursive`) is true.
@@ -135,7 +165,8 @@ function read(op: RestOp, req: Request): Record<string, unknown> {
     } else {
       const raw = body[p.name];
       v = raw === undefined || raw === null ? undefined : fromJson(p, raw);
-      if (p.required && (v === undefined || v === '')) throw httpError('EINVAL', `missing field '${p.name}' (${op.binding.hints?.[p.name] ?? p.kind.type})`);
+      if (p.required && (v === undefined || v === ''))
+        throw httpError('EINVAL', `missing field '${p.name}' (${op.binding.hints?.[p.name] ?? p.kind.type})`);
     }
     if (v !== undefined) out[p.name] = v;
   }

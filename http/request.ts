@@ -86,7 +86,8 @@ export function boolQuery(req: Request, name: string, dflt = false): boolean {
 export function intQuery(req: Request, name: string, min = 1, max = 1_000_000): number | undefined {
   const v = query(req, name);
   if (v === undefined || v === '') return undefined;
-  if (!/^\d{1,9}$/.test(v) || Number(v) < min || Number(v) > max) throw httpError('EINVAL', `query parameter '${name}' must be an integer from ${min} to ${max}`);
+  if (!/^\d{1,9}$/.test(v) || Number(v) < min || Number(v) > max)
+    throw httpError('EINVAL', `query parameter '${name}' must be an integer from ${min} to ${max}`);
   return Number(v);
 }
 
@@ -151,7 +152,12 @@ export function parseEtags(header: string | undefined): string[] {
   if (header === undefined) return [];
   return header
     .split(',')
-    .map((s) => s.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1'))
+    .map((s) =>
+      s
+        .trim()
+        .replace(/^W\//, '')
+        .replace(/^"(.*)"$/, '$1'),
+    )
     .filter((s) => s !== '');
 }
 

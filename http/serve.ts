@@ -91,7 +91,11 @@ export async function runServe(): Promise<void> {
   const startDaemon = (): void => {
     daemonStarts.push(Date.now());
     daemonExit = null;
-    const child = spawn(process.execPath, [...DAEMON_V8_FLAGS, ...process.execArgv, cli, 'daemon'], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...env, MDVFS_SERVE_PID: String(process.pid) }, detached: true });
+    const child = spawn(process.execPath, [...DAEMON_V8_FLAGS, ...process.execArgv, cli, 'daemon'], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...env, MDVFS_SERVE_PID: String(process.pid) },
+      detached: true,
+    });
     daemon = child;
     child.once('exit', (code, signal) => {
       if (daemon !== child) return;
@@ -126,11 +130,14 @@ export async function runServe(): Promise<void> {
         }
         if (holder !== process.pid) {
           c.close();
-          say(`${dataDir} is already served by mdvfs serve pid ${holder} (daemon pid ${pid}); stop it first ('mdvfs stop') or set another SERVICE_DATA_DIR`);
+          say(
+            `${dataDir} is already served by mdvfs serve pid ${holder} (daemon pid ${pid}); stop it first ('mdvfs stop') or set another SERVICE_DATA_DIR`,
+          );
           await shutdown(1);
           return null;
         }
-        if (daemon === null && daemonStarts.length === 0) say(`a daemon (pid ${pid}) already serves ${dataDir}; using it, and restarting one if it dies`);
+        if (daemon === null && daemonStarts.length === 0)
+          say(`a daemon (pid ${pid}) already serves ${dataDir}; using it, and restarting one if it dies`);
         else if (daemon === null) say(`daemon pid ${pid} now serves ${dataDir}; using it`);
         hadDaemon = true;
         return c;

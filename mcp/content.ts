@@ -7,7 +7,6 @@ import { createTwoFilesPatch } from 'diff';
 import { VfsError } from '../daemon/errors.js';
 import { ANSWER_MAX } from '../daemon/rpc/protocol.js';
 
-
 /**
  * Where to end a byte range of `data` that starts at `start` and may end at most at `end`: moved back
  * so that it does not split a UTF-8 character, unless that would leave nothing.
@@ -21,7 +20,11 @@ export function utf8End(data: Buffer, start: number, end: number): number {
 }
 
 /** The byte range of the first `head` or the last `tail` lines of `data`. */
-export function lineRange(data: Buffer, head: number | undefined, tail: number | undefined): { start: number; end: number } {
+export function lineRange(
+  data: Buffer,
+  head: number | undefined,
+  tail: number | undefined,
+): { start: number; end: number } {
   if (head !== undefined) {
     let end = 0;
     for (let n = 0; n < head; n++) {
@@ -72,12 +75,25 @@ export function applyEdits(text: string, edits: TextEdit[], path: string): strin
   let out = text;
   edits.forEach((e, i) => {
     const which = edits.length === 1 ? 'the edit' : `edit ${i + 1} of ${edits.length}`;
-    if (e.oldText === '') throw new VfsError('EINVAL', 'edit', path, `${which} has an empty oldText (give the exact text to replace)`);
+    if (e.oldText === '')
+      throw new VfsError('EINVAL', 'edit', path, `${which} has an empty oldText (give the exact text to replace)`);
     const at = out.indexOf(e.oldText);
-    if (at < 0) throw new VfsError('EINVAL', 'edit', path, `${which}: oldText ${quote(e.oldText)} is not in the file (it must match exactly, whitespace included); nothing was written`);
+    if (at < 0)
+      throw new VfsError(
+        'EINVAL',
+        'edit',
+        path,
+        `${which}: oldText ${quote(e.oldText)} is not in the file (it must match exactly, whitespace included); nothing was written`,
+      );
     let times = 1;
     for (let k = out.indexOf(e.oldText, at + 1); k >= 0; k = out.indexOf(e.oldText, k + 1)) times++;
-    if (times > 1) throw new VfsError('EINVAL', 'edit', path, `${which}: oldText ${quote(e.oldText)} occurs ${times} times (add surrounding lines so it matches once); nothing was written`);
+    if (times > 1)
+      throw new VfsError(
+        'EINVAL',
+        'edit',
+        path,
+        `${which}: oldText ${quote(e.oldText)} occurs ${times} times (add surrounding lines so it matches once); nothing was written`,
+      );
     out = out.slice(0, at) + e.newText + out.slice(at + e.oldText.length);
   });
   return out;
@@ -99,7 +115,10 @@ const SLACK = 64;
  * difference to SLACK lines after the last, in whole lines, and how many lines precede it. An edit
  * to a big file then diffs a few lines, not the whole file.
  */
-function changedRegion(before: string, after: string): { start: number; endBefore: number; endAfter: number; line: number } {
+function changedRegion(
+  before: string,
+  after: string,
+): { start: number; endBefore: number; endAfter: number; line: number } {
   const n = Math.min(before.length, after.length);
   let i = 0;
   while (i < n && before.charCodeAt(i) === after.charCodeAt(i)) i++;
@@ -132,10 +151,23 @@ export function unifiedDiff(label: string, before: string, after: string): { dif
   const r = changedRegion(before, after);
   const a = before.slice(r.start, r.endBefore);
   const b = after.slice(r.start, r.endAfter);
-  const patch = createTwoFilesPatch(`a/${name}`, `b/${name}`, a, b, undefined, undefined, { context: CONTEXT, timeout: DIFF_TIMEOUT_MS });
-  if (patch === undefined) return { diff: `[diff of ${label} not shown: it took longer than ${DIFF_TIMEOUT_MS} ms to compute]\n`, truncated: true };
+  const patch = createTwoFilesPatch(`a/${name}`, `b/${name}`, a, b, undefined, undefined, {
+    context: CONTEXT,
+    timeout: DIFF_TIMEOUT_MS,
+  });
+  if (patch === undefined)
+    return {
+      diff: `[diff of ${label} not shown: it took longer than ${DIFF_TIMEOUT_MS} ms to compute]\n`,
+      truncated: true,
+    };
   // Hunk lines are numbered within the region: shift them by the lines before it.
-  const diff = patch.replace(/^=+\n/m, '').replace(/^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@/gm, (_m, x: string, xn: string | undefined, y: string, yn: string | undefined) => `@@ -${Number(x) + r.line}${xn ?? ''} +${Number(y) + r.line}${yn ?? ''} @@`);
+  const diff = patch
+    .replace(/^=+\n/m, '')
+    .replace(
+      /^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@/gm,
+      (_m, x: string, xn: string | undefined, y: string, yn: string | undefined) =>
+        `@@ -${Number(x) + r.line}${xn ?? ''} +${Number(y) + r.line}${yn ?? ''} @@`,
+    );
   if (Buffer.byteLength(diff) <= ANSWER_MAX) return { diff, truncated: false };
   const cut = Buffer.from(diff).subarray(0, ANSWER_MAX).toString('utf8');
   return { diff: `${cut.slice(0, cut.lastIndexOf('\n') + 1)}[diff cut at ${ANSWER_MAX} bytes]\n`, truncated: true };

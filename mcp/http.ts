@@ -62,7 +62,9 @@ const RPC_BUSY = -32005;
 
 function rpcError(res: Response, status: number, code: number, message: string, data?: unknown): void {
   if (res.headersSent) return;
-  res.status(status).json({ jsonrpc: '2.0', error: data === undefined ? { code, message } : { code, message, data }, id: null });
+  res
+    .status(status)
+    .json({ jsonrpc: '2.0', error: data === undefined ? { code, message } : { code, message, data }, id: null });
 }
 
 function header(req: Request, name: string): string | undefined {
@@ -72,7 +74,9 @@ function header(req: Request, name: string): string | undefined {
 
 /** Security: a digest of the raw credentials, so sessions never keep a second copy of a token to compare. */
 function fingerprint(c: Creds): Buffer {
-  return createHash('sha256').update(JSON.stringify([c.authorization ?? null, c.workspace ?? null, c.onBehalfOf ?? null])).digest();
+  return createHash('sha256')
+    .update(JSON.stringify([c.authorization ?? null, c.workspace ?? null, c.onBehalfOf ?? null]))
+    .digest();
 }
 
 /**
@@ -124,7 +128,12 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
       let victim: Session | undefined;
       for (const o of mine) {
         if (o === keep || !o.settled) continue;
-        if (!victim || (o.openStreams === 0 && victim.openStreams > 0) || (o.openStreams === victim.openStreams && o.lastSeen < victim.lastSeen)) victim = o;
+        if (
+          !victim ||
+          (o.openStreams === 0 && victim.openStreams > 0) ||
+          (o.openStreams === victim.openStreams && o.lastSeen < victim.lastSeen)
+        )
+          victim = o;
       }
       if (victim === undefined) break;
       closeSession(victim);
@@ -139,10 +148,13 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
     enforceClientCap(s.client, s);
   };
 
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const s of sessions.values()) if (s.openStreams === 0 && now - s.lastSeen > idleMs) closeSession(s);
-  }, Math.min(60_000, Math.max(1000, idleMs / 2)));
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const s of sessions.values()) if (s.openStreams === 0 && now - s.lastSeen > idleMs) closeSession(s);
+    },
+    Math.min(60_000, Math.max(1000, idleMs / 2)),
+  );
   sweep.unref();
 
   const router = express.Router();
@@ -159,7 +171,9 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
     try {
       await handle(req, res);
     } catch (err) {
-      process.stderr.write(`mdvfs http: /mcp ${req.method} failed: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.stderr.write(
+        `mdvfs http: /mcp ${req.method} failed: ${err instanceof Error ? err.message : String(err)}\n`,
+      );
       rpcError(res, 500, -32603, 'Internal error', { code: 'EIO' });
     }
   });
@@ -195,7 +209,13 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
       // Security: the credential-switch attack. The session acts with its creator's identity, so
       // a request presenting other credentials must not ride on it.
       if (!timingSafeEqual(s.fingerprint, fp)) {
-        return rpcError(res, 403, RPC_FORBIDDEN, 'This session belongs to another identity; start a new session with these credentials', { code: 'EPERM' });
+        return rpcError(
+          res,
+          403,
+          RPC_FORBIDDEN,
+          'This session belongs to another identity; start a new session with these credentials',
+          { code: 'EPERM' },
+        );
       }
       s.lastSeen = Date.now();
       if (req.method === 'GET') {
@@ -211,9 +231,16 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
 
     if (req.method === 'GET') {
       res.set('Allow', 'POST, DELETE');
-      return rpcError(res, 405, -32000, 'Method not allowed: GET needs an Mcp-Session-Id (start a session with initialize)', { code: 'EMETHOD' });
+      return rpcError(
+        res,
+        405,
+        -32000,
+        'Method not allowed: GET needs an Mcp-Session-Id (start a session with initialize)',
+        { code: 'EMETHOD' },
+      );
     }
-    if (req.method === 'DELETE') return rpcError(res, 400, -32000, 'Bad request: Mcp-Session-Id header required', { code: 'EINVAL' });
+    if (req.method === 'DELETE')
+      return rpcError(res, 400, -32000, 'Bad request: Mcp-Session-Id header required', { code: 'EINVAL' });
 
     if (isInitializeRequest(req.body)) {
       const key = clientKey(creds, me, req);
@@ -221,13 +248,28 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
       // A client already at its own cap may still start one (it replaces its own oldest).
       if (sessions.size + initializing >= maxSessions && (byClient.get(key)?.size ?? 0) < maxSessionsPerClient) {
         res.set('Retry-After', '60');
-        return rpcError(res, 503, RPC_BUSY, `Too many MCP sessions on this server (SERVICE_MCP_MAX_SESSIONS=${maxSessions}); close unused sessions (DELETE /mcp) or retry later`, { code: 'EBUSY' });
+        return rpcError(
+          res,
+          503,
+          RPC_BUSY,
+          `Too many MCP sessions on this server (SERVICE_MCP_MAX_SESSIONS=${maxSessions}); close unused sessions (DELETE /mcp) or retry later`,
+          { code: 'EBUSY' },
+        );
       }
       const server = createMcpServer({ callerFor: () => caller, feed });
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => {
-          addSession({ id, transport, server, fingerprint: fp, client: key, lastSeen: Date.now(), openStreams: 0, settled: false });
+          addSession({
+            id,
+            transport,
+            server,
+            fingerprint: fp,
+            client: key,
+            lastSeen: Date.now(),
+            openStreams: 0,
+            settled: false,
+          });
         },
       });
       transport.onclose = () => {

@@ -152,7 +152,8 @@ export function registerResources(server: McpServer, callerFor: CallerFor, opts:
         uriTemplate: 'mdvfs://{+path}',
         name: 'file',
         title: 'File or directory',
-        description: 'Any file (its contents) or directory (its JSON listing) by absolute path, e.g. mdvfs:///home/alice/notes/a.md.',
+        description:
+          'Any file (its contents) or directory (its JSON listing) by absolute path, e.g. mdvfs:///home/alice/notes/a.md.',
       },
     ],
   }));
@@ -163,10 +164,18 @@ export function registerResources(server: McpServer, callerFor: CallerFor, opts:
       const caller = callerFor(extra);
       const offset = req.params?.cursor === undefined ? 0 : Number.parseInt(req.params.cursor, 10);
       if (!Number.isInteger(offset) || offset < 0) throw new McpError(ErrorCode.InvalidParams, 'invalid cursor');
-      const [home, found] = await Promise.all([caller.call('fs.resolve', { path: '' }), caller.call('search.find', { path: '', type: 'f' })]);
+      const [home, found] = await Promise.all([
+        caller.call('fs.resolve', { path: '' }),
+        caller.call('search.find', { path: '', type: 'f' }),
+      ]);
       const files = found.results.slice(0, maxResources);
       const all: Resource[] = [
-        { uri: uriForPath(home.path), name: home.path, title: `Directory listing of ${home.path}`, mimeType: 'application/json' },
+        {
+          uri: uriForPath(home.path),
+          name: home.path,
+          title: `Directory listing of ${home.path}`,
+          mimeType: 'application/json',
+        },
         ...files.map((p): Resource => ({ uri: uriForPath(p), name: p, title: path.basename(p), mimeType: mimeFor(p) })),
       ];
       const page = all.slice(offset, offset + pageSize);
@@ -186,12 +195,21 @@ export function registerResources(server: McpServer, callerFor: CallerFor, opts:
         // One byte past the bound tells a file that fits from one that does not, without reading it all.
         const { result, data } = await caller.request('fs.read', { path: p, offset: 0, length: ANSWER_MAX + 1 });
         if (result.size > ANSWER_MAX) {
-          throw new VfsError('EFBIG', 'read', result.path, `the file is ${result.size} bytes, more than one MCP answer carries (${ANSWER_MAX}); read it in parts with the read_file tool (offset, length)`);
+          throw new VfsError(
+            'EFBIG',
+            'read',
+            result.path,
+            `the file is ${result.size} bytes, more than one MCP answer carries (${ANSWER_MAX}); read it in parts with the read_file tool (offset, length)`,
+          );
         }
         const body = decodeContent(data);
         const mimeType = mimeFor(result.path);
         return {
-          contents: [body.encoding === 'utf8' ? { uri, mimeType, text: body.content } : { uri, mimeType: 'application/octet-stream', blob: body.content }],
+          contents: [
+            body.encoding === 'utf8'
+              ? { uri, mimeType, text: body.content }
+              : { uri, mimeType: 'application/octet-stream', blob: body.content },
+          ],
         };
       } catch (err) {
         if (!(err instanceof VfsError && err.code === 'EISDIR')) throw err;
@@ -279,7 +297,10 @@ export function registerResources(server: McpServer, callerFor: CallerFor, opts:
   low.setRequestHandler(UnsubscribeRequestSchema, (req) => {
     subs.delete(req.params.uri);
     if (subs.size === 0 && listening) {
-      void listening.then((stop) => stop(), () => undefined);
+      void listening.then(
+        (stop) => stop(),
+        () => undefined,
+      );
       listening = null;
     }
     return {};
@@ -289,7 +310,11 @@ export function registerResources(server: McpServer, callerFor: CallerFor, opts:
   low.onclose = () => {
     prevClose?.();
     subs.clear();
-    if (listening) void listening.then((stop) => stop(), () => undefined);
+    if (listening)
+      void listening.then(
+        (stop) => stop(),
+        () => undefined,
+      );
     listening = null;
   };
 }

@@ -58,7 +58,9 @@ function handleArgs(args: string[]): void {
     }
   }
   if (args.length > 0) {
-    process.stderr.write(`mdvfs-mcp: unknown argument '${args[0]!.slice(0, 100)}'; it takes none (settings come from the environment, see --help) (EUSAGE)\n`);
+    process.stderr.write(
+      `mdvfs-mcp: unknown argument '${args[0]!.slice(0, 100)}'; it takes none (settings come from the environment, see --help) (EUSAGE)\n`,
+    );
     process.exit(2);
   }
 }
@@ -75,13 +77,21 @@ async function main(): Promise<void> {
   const modules = Promise.all([import('./stdio-transport.js'), import('./resources.js'), import('./server.js')]);
   modules.catch(() => undefined);
   const dataDir = defaultDataDir();
-  const client = await connectDaemon({ dataDir }).catch((err: unknown) => fail(`cannot reach the daemon for ${dataDir}: ${(err as Error).message}`));
+  const client = await connectDaemon({ dataDir }).catch((err: unknown) =>
+    fail(`cannot reach the daemon for ${dataDir}: ${(err as Error).message}`),
+  );
   const caller = new DaemonLink(dataDir, creds, { name: 'mdvfs-mcp' }, client);
 
-  const who = creds.authorization?.startsWith('Bearer ') ? 'the token in SERVICE_TOKEN' : creds.authorization ? `user '${process.env.SERVICE_AS_USER?.trim()}'` : 'root';
+  const who = creds.authorization?.startsWith('Bearer ')
+    ? 'the token in SERVICE_TOKEN'
+    : creds.authorization
+      ? `user '${process.env.SERVICE_AS_USER?.trim()}'`
+      : 'root';
   const me = await caller.call('auth.whoami', {}).catch((err: unknown) => {
     caller.close();
-    fail(`cannot act as ${who}${creds.onBehalfOf ? ` on behalf of '${creds.onBehalfOf}'` : ''}: ${(err as Error).message}`);
+    fail(
+      `cannot act as ${who}${creds.onBehalfOf ? ` on behalf of '${creds.onBehalfOf}'` : ''}: ${(err as Error).message}`,
+    );
   });
 
   const [{ LeanStdioServerTransport }, { ChangeFeed }, { createMcpServer }] = await modules;
@@ -143,7 +153,9 @@ async function main(): Promise<void> {
     }
   };
   const as = me.on_behalf_of === undefined ? me.user : `${me.user} on behalf of ${me.on_behalf_of}`;
-  process.stderr.write(`mdvfs-mcp: serving ${dataDir} as ${as}${me.workspace ? ` in workspace ${me.workspace.name}` : ''}\n`);
+  process.stderr.write(
+    `mdvfs-mcp: serving ${dataDir} as ${as}${me.workspace ? ` in workspace ${me.workspace.name}` : ''}\n`,
+  );
 }
 
 main().catch((err: unknown) => fail(err instanceof Error ? err.message : String(err)));

@@ -17,7 +17,15 @@
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { getParseErrorMessage, safeParseAsync, type AnySchema } from '@modelcontextprotocol/sdk/server/zod-compat.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { CallToolRequestSchema, ErrorCode, McpError, type CallToolResult, type JSONRPCRequest, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  McpError,
+  type CallToolResult,
+  type JSONRPCRequest,
+  type ServerNotification,
+  type ServerRequest,
+} from '@modelcontextprotocol/sdk/types.js';
 
 /** The SDK's per-request context, as tool handlers receive it. */
 export type RequestExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -58,7 +66,12 @@ function callParams(request: JSONRPCRequest): { name: string; arguments?: Record
   return v.data.params;
 }
 
-async function run(tools: ToolTable, name: string, args: Record<string, unknown> | undefined, extra: RequestExtra): Promise<CallToolResult> {
+async function run(
+  tools: ToolTable,
+  name: string,
+  args: Record<string, unknown> | undefined,
+  extra: RequestExtra,
+): Promise<CallToolResult> {
   try {
     const tool = tools.get(name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Tool ${name} not found`);
@@ -67,7 +80,10 @@ async function run(tools: ToolTable, name: string, args: Record<string, unknown>
     if (tool.inputSchema) {
       const parsed = await safeParseAsync(tool.inputSchema as AnySchema, args ?? {});
       if (!parsed.success) {
-        throw new McpError(ErrorCode.InvalidParams, `Input validation error: Invalid arguments for tool ${name}: ${getParseErrorMessage(parsed.error)}`);
+        throw new McpError(
+          ErrorCode.InvalidParams,
+          `Input validation error: Invalid arguments for tool ${name}: ${getParseErrorMessage(parsed.error)}`,
+        );
       }
       input = parsed.data;
     }

@@ -10,8 +10,13 @@ const gyp = process.env.npm_config_node_gyp;
 const [cmd, args] = gyp ? [process.execPath, [gyp, 'rebuild']] : ['node-gyp', ['rebuild']];
 const probe = spawnSync('pkg-config', ['--exists', 'fuse3']);
 if (probe.status !== 0) {
-  process.stderr.write('mdvfs: libfuse3 headers not found (pkg-config fuse3): the mount is not built; install libfuse3-dev and pkg-config, then npm install again\n');
+  process.stderr.write(
+    'mdvfs: libfuse3 headers not found (pkg-config fuse3): the mount is not built; install libfuse3-dev and pkg-config, then npm install again\n',
+  );
   process.exit(0);
 }
 const r = spawnSync(cmd, args, { cwd: dir, stdio: 'inherit' });
-if (r.status !== 0) process.stderr.write(`mdvfs: building fuse/native failed (${r.error?.message ?? `exit ${r.status}`}): the mount is not available\n`);
+if (r.status !== 0)
+  process.stderr.write(
+    `mdvfs: building fuse/native failed (${r.error?.message ?? `exit ${r.status}`}): the mount is not available\n`,
+  );

@@ -26,7 +26,8 @@ function files(dir, out = []) {
 function resolve(from, spec) {
   if (!spec.startsWith('.')) return undefined;
   const base = path.resolve(path.dirname(from), spec);
-  for (const c of [base.replace(/\.js$/, '.ts'), `${base}.ts`, path.join(base, 'index.ts')]) if (existsSync(c)) return c;
+  for (const c of [base.replace(/\.js$/, '.ts'), `${base}.ts`, path.join(base, 'index.ts')])
+    if (existsSync(c)) return c;
   return undefined;
 }
 
@@ -41,11 +42,19 @@ for (const d of DIRS) {
 
 // Tarjan's strongly connected components, iterative (no recursion limit on long chains).
 let index = 0;
-const idx = new Map(), low = new Map(), onStack = new Set(), stack = [], cycles = [];
+const idx = new Map(),
+  low = new Map(),
+  onStack = new Set(),
+  stack = [],
+  cycles = [];
 for (const start of graph.keys()) {
   if (idx.has(start)) continue;
   const work = [[start, 0]];
-  idx.set(start, index); low.set(start, index); index++; stack.push(start); onStack.add(start);
+  idx.set(start, index);
+  low.set(start, index);
+  index++;
+  stack.push(start);
+  onStack.add(start);
   while (work.length > 0) {
     const top = work[work.length - 1];
     const [v, i] = top;
@@ -54,18 +63,30 @@ for (const start of graph.keys()) {
       top[1]++;
       if (!graph.has(next)) continue;
       if (!idx.has(next)) {
-        idx.set(next, index); low.set(next, index); index++; stack.push(next); onStack.add(next);
+        idx.set(next, index);
+        low.set(next, index);
+        index++;
+        stack.push(next);
+        onStack.add(next);
         work.push([next, 0]);
       } else if (onStack.has(next)) low.set(v, Math.min(low.get(v), idx.get(next)));
       continue;
     }
     work.pop();
-    if (work.length > 0) { const u = work[work.length - 1][0]; low.set(u, Math.min(low.get(u), low.get(v))); }
+    if (work.length > 0) {
+      const u = work[work.length - 1][0];
+      low.set(u, Math.min(low.get(u), low.get(v)));
+    }
     if (low.get(v) === idx.get(v)) {
       const scc = [];
       let w;
-      do { w = stack.pop(); onStack.delete(w); scc.push(w); } while (w !== v);
-      if (scc.length > 1 || (graph.get(v) ?? []).includes(v)) cycles.push(scc.map((f) => path.relative(ROOT, f)).sort());
+      do {
+        w = stack.pop();
+        onStack.delete(w);
+        scc.push(w);
+      } while (w !== v);
+      if (scc.length > 1 || (graph.get(v) ?? []).includes(v))
+        cycles.push(scc.map((f) => path.relative(ROOT, f)).sort());
     }
   }
 }

@@ -20,10 +20,22 @@ const EDITS = [
   // utimens hands JS the access time twice: the second pair of arguments must be the mtime.
   ['FUSE_UINT64_TO_INTS_ARGV(l->atime, 5)', 'FUSE_UINT64_TO_INTS_ARGV(l->mtime, 5)', 'utimens'],
   // UTIME_OMIT / UTIME_NOW reach JS as the distinct values 0 and 1 (ms), instead of both ~1073 ms.
-  ['l->atime = timespec_to_uint64(&tv[0]);', 'l->atime = tv[0].tv_nsec == UTIME_OMIT ? 0 : tv[0].tv_nsec == UTIME_NOW ? 1 : timespec_to_uint64(&tv[0]);', 'utimens'],
-  ['l->mtime = timespec_to_uint64(&tv[1]);', 'l->mtime = tv[1].tv_nsec == UTIME_OMIT ? 0 : tv[1].tv_nsec == UTIME_NOW ? 1 : timespec_to_uint64(&tv[1]);', 'utimens'],
+  [
+    'l->atime = timespec_to_uint64(&tv[0]);',
+    'l->atime = tv[0].tv_nsec == UTIME_OMIT ? 0 : tv[0].tv_nsec == UTIME_NOW ? 1 : timespec_to_uint64(&tv[0]);',
+    'utimens',
+  ],
+  [
+    'l->mtime = timespec_to_uint64(&tv[1]);',
+    'l->mtime = tv[1].tv_nsec == UTIME_OMIT ? 0 : tv[1].tv_nsec == UTIME_NOW ? 1 : timespec_to_uint64(&tv[1]);',
+    'utimens',
+  ],
   // Without this flag libfuse 2 silently drops a utimens that sets only one time (touch -m, touch -a).
-  ['if (implemented[op_utimens]) ops.utimens = fuse_native_utimens;', 'if (implemented[op_utimens]) { ops.utimens = fuse_native_utimens; ops.flag_utime_omit_ok = 1; }', 'ops'],
+  [
+    'if (implemented[op_utimens]) ops.utimens = fuse_native_utimens;',
+    'if (implemented[op_utimens]) { ops.utimens = fuse_native_utimens; ops.flag_utime_omit_ok = 1; }',
+    'ops',
+  ],
 ];
 
 function warn(msg) {
@@ -42,13 +54,24 @@ function nodeGyp() {
   // npm sets this for lifecycle scripts; by hand, fall back to the copy bundled with npm.
   const candidates = [
     process.env.npm_config_node_gyp,
-    path.join(path.dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'),
+    path.join(
+      path.dirname(process.execPath),
+      '..',
+      'lib',
+      'node_modules',
+      'npm',
+      'node_modules',
+      'node-gyp',
+      'bin',
+      'node-gyp.js',
+    ),
   ];
   return candidates.find((p) => p !== undefined && p !== '' && existsSync(p));
 }
 
 function region(text, where) {
-  const from = where === 'utimens' ? text.indexOf('FUSE_METHOD_VOID(utimens') : text.indexOf('struct fuse_operations ops');
+  const from =
+    where === 'utimens' ? text.indexOf('FUSE_METHOD_VOID(utimens') : text.indexOf('struct fuse_operations ops');
   const to = where === 'utimens' ? text.indexOf('FUSE_METHOD_VOID(release') : text.indexOf('fuse_bindings_dummy');
   return from >= 0 && to > from ? [from, to] : undefined;
 }
@@ -84,8 +107,15 @@ if (dir !== undefined) {
     } else {
       writeFileSync(src, fixed);
       try {
-        execFileSync(process.execPath, [gyp, existsSync(path.join(dir, 'build', 'config.gypi')) ? 'build' : 'rebuild', '--loglevel=warn'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
-        writeFileSync(stamp, 'utimens: mtime argument, UTIME_OMIT/UTIME_NOW, utime_omit_ok (scripts/patch-fuse-native.mjs)\n');
+        execFileSync(
+          process.execPath,
+          [gyp, existsSync(path.join(dir, 'build', 'config.gypi')) ? 'build' : 'rebuild', '--loglevel=warn'],
+          { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] },
+        );
+        writeFileSync(
+          stamp,
+          'utimens: mtime argument, UTIME_OMIT/UTIME_NOW, utime_omit_ok (scripts/patch-fuse-native.mjs)\n',
+        );
         warn('patched @cocalc/fuse-native utimens (mtime, UTIME_OMIT/UTIME_NOW) and rebuilt the binding');
       } catch (err) {
         if (fixed !== text) writeFileSync(src, text);

@@ -58,27 +58,50 @@ async function refresh(api: Api): Promise<void> {
     api.json<{ groups: GroupRecord[] }>('/admin/groups'),
     api.json<{ workspaces: WorkspaceRecord[] }>('/workspaces'),
   ]);
-  const secrets = await Promise.all(workspaces.map((w) => api.json<{ tokens: WorkspaceTokenRecord[] }>(`/workspaces/${encodeURIComponent(w.id)}/tokens`)));
+  const secrets = await Promise.all(
+    workspaces.map((w) =>
+      api.json<{ tokens: WorkspaceTokenRecord[] }>(`/workspaces/${encodeURIComponent(w.id)}/tokens`),
+    ),
+  );
   const groupName = new Map(groups.map((g) => [g.gid, g.name]));
 
   const ut = $('admin-users');
   ut.replaceChildren(row(['Name', 'Kind', 'uid', 'Groups', 'Token', ''], true));
   for (const u of users) {
-    const tr = row([u.name, `${u.is_agent ? 'agent' : 'user'}${u.is_admin ? ' (admin)' : ''}`, String(u.uid), u.groups.map((g) => groupName.get(g) ?? String(g)).join(', '), u.has_token ? 'issued' : '—']);
+    const tr = row([
+      u.name,
+      `${u.is_agent ? 'agent' : 'user'}${u.is_admin ? ' (admin)' : ''}`,
+      String(u.uid),
+      u.groups.map((g) => groupName.get(g) ?? String(g)).join(', '),
+      u.has_token ? 'issued' : '—',
+    ]);
     tr.dataset.name = u.name;
     tr.append(
       actions(
-        button(u.has_token ? 'Regenerate token' : 'Issue token', run(async () => {
-          if (u.has_token && (await ask(`Regenerate the token of ${u.name}? The old one stops working.`, null)) === null) return;
-          const r = await api.json<{ name: string; token: string }>(`/admin/users/${encodeURIComponent(u.name)}/tokens`, { method: 'POST' });
-          reveal(`The token of ${r.name}: copy it now, it is not shown again.`, r.token);
-          await refresh(api);
-        })),
-        button('Delete', run(async () => {
-          if ((await ask(`Delete ${u.is_agent ? 'agent' : 'user'} ${u.name}?`, null)) === null) return;
-          await api.json(`/admin/users/${encodeURIComponent(u.name)}`, { method: 'DELETE' });
-          await refresh(api);
-        })),
+        button(
+          u.has_token ? 'Regenerate token' : 'Issue token',
+          run(async () => {
+            if (
+              u.has_token &&
+              (await ask(`Regenerate the token of ${u.name}? The old one stops working.`, null)) === null
+            )
+              return;
+            const r = await api.json<{ name: string; token: string }>(
+              `/admin/users/${encodeURIComponent(u.name)}/tokens`,
+              { method: 'POST' },
+            );
+            reveal(`The token of ${r.name}: copy it now, it is not shown again.`, r.token);
+            await refresh(api);
+          }),
+        ),
+        button(
+          'Delete',
+          run(async () => {
+            if ((await ask(`Delete ${u.is_agent ? 'agent' : 'user'} ${u.name}?`, null)) === null) return;
+            await api.json(`/admin/users/${encodeURIComponent(u.name)}`, { method: 'DELETE' });
+            await refresh(api);
+          }),
+        ),
       ),
     );
     ut.append(tr);
@@ -90,10 +113,16 @@ async function refresh(api: Api): Promise<void> {
     const members = el('span');
     for (const m of g.members)
       members.append(
-        chip(m, run(async () => {
-          await api.json(`/admin/users/${encodeURIComponent(m)}/groups/${encodeURIComponent(g.name)}`, { method: 'DELETE' });
-          await refresh(api);
-        }), `Remove ${m} from ${g.name}`),
+        chip(
+          m,
+          run(async () => {
+            await api.json(`/admin/users/${encodeURIComponent(m)}/groups/${encodeURIComponent(g.name)}`, {
+              method: 'DELETE',
+            });
+            await refresh(api);
+          }),
+          `Remove ${m} from ${g.name}`,
+        ),
       );
     const tr = row([g.name, String(g.gid), members]);
     tr.dataset.name = g.name;
@@ -109,11 +138,17 @@ async function refresh(api: Api): Promise<void> {
     const list = el('span');
     for (const s of secrets[i]!.tokens)
       list.append(
-        chip(`${s.name} (${s.agent})`, run(async () => {
-          if ((await ask(`Revoke the secret ${s.name} of workspace ${w.name}?`, null)) === null) return;
-          await api.json(`/workspaces/${encodeURIComponent(w.id)}/tokens/${encodeURIComponent(s.id)}`, { method: 'DELETE' });
-          await refresh(api);
-        }), `Revoke ${s.name}`),
+        chip(
+          `${s.name} (${s.agent})`,
+          run(async () => {
+            if ((await ask(`Revoke the secret ${s.name} of workspace ${w.name}?`, null)) === null) return;
+            await api.json(`/workspaces/${encodeURIComponent(w.id)}/tokens/${encodeURIComponent(s.id)}`, {
+              method: 'DELETE',
+            });
+            await refresh(api);
+          }),
+          `Revoke ${s.name}`,
+        ),
       );
     const tr = row([w.name, w.root_path, w.owner, el('code', undefined, w.id), list]);
     tr.dataset.name = w.name;
@@ -145,7 +180,8 @@ export function wireAdmin(api: Api): void {
     e.preventDefault();
     close();
   };
-  $('admin-secret-copy').onclick = () => void copyText($('admin-secret-value')).then((m) => ($('admin-secret-copy').title = m));
+  $('admin-secret-copy').onclick = () =>
+    void copyText($('admin-secret-value')).then((m) => ($('admin-secret-copy').title = m));
   $('admin-secret-done').onclick = hideSecret;
   const form = (id: string, fn: () => Promise<void>): void => {
     $(id).onsubmit = (e) => {
@@ -155,7 +191,10 @@ export function wireAdmin(api: Api): void {
   };
   form('admin-user-form', async () => {
     const name = input('admin-user-name').value.trim();
-    const r = await api.json<UserRecord & { token?: string }>('/admin/users', { method: 'POST', body: { name, is_agent: input('admin-user-agent').checked } });
+    const r = await api.json<UserRecord & { token?: string }>('/admin/users', {
+      method: 'POST',
+      body: { name, is_agent: input('admin-user-agent').checked },
+    });
     input('admin-user-name').value = '';
     input('admin-user-agent').checked = false;
     if (r.token !== undefined) reveal(`The token of agent ${r.name}: copy it now, it is not shown again.`, r.token);
@@ -167,12 +206,18 @@ export function wireAdmin(api: Api): void {
     await refresh(api);
   });
   form('admin-member-form', async () => {
-    await api.json(`/admin/users/${encodeURIComponent(input('admin-member-user').value.trim())}/groups/${encodeURIComponent(input('admin-member-group').value.trim())}`, { method: 'POST' });
+    await api.json(
+      `/admin/users/${encodeURIComponent(input('admin-member-user').value.trim())}/groups/${encodeURIComponent(input('admin-member-group').value.trim())}`,
+      { method: 'POST' },
+    );
     input('admin-member-user').value = '';
     await refresh(api);
   });
   form('admin-ws-form', async () => {
-    await api.json('/workspaces', { method: 'POST', body: { name: input('admin-ws-name').value.trim(), root_path: input('admin-ws-root').value.trim() } });
+    await api.json('/workspaces', {
+      method: 'POST',
+      body: { name: input('admin-ws-name').value.trim(), root_path: input('admin-ws-root').value.trim() },
+    });
     input('admin-ws-name').value = '';
     input('admin-ws-root').value = '';
     await refresh(api);
@@ -181,10 +226,19 @@ export function wireAdmin(api: Api): void {
     const id = ($('admin-wstoken-ws') as HTMLSelectElement).value;
     if (id === '') throw new Error('Create a workspace first');
     const agentToken = input('admin-wstoken-agent');
-    const r = await api.json<{ workspace_id: string; name: string; secret: string }>(`/workspaces/${encodeURIComponent(id)}/tokens`, { method: 'POST', body: { name: input('admin-wstoken-name').value.trim(), agent_token: agentToken.value.trim() } });
+    const r = await api.json<{ workspace_id: string; name: string; secret: string }>(
+      `/workspaces/${encodeURIComponent(id)}/tokens`,
+      {
+        method: 'POST',
+        body: { name: input('admin-wstoken-name').value.trim(), agent_token: agentToken.value.trim() },
+      },
+    );
     agentToken.value = '';
     input('admin-wstoken-name').value = '';
-    reveal(`The secret ${r.name} for workspace ${r.workspace_id}: sign in with it and that workspace id. Copy it now, it is not shown again.`, r.secret);
+    reveal(
+      `The secret ${r.name} for workspace ${r.workspace_id}: sign in with it and that workspace id. Copy it now, it is not shown again.`,
+      r.secret,
+    );
     await refresh(api);
   });
 }

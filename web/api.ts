@@ -76,7 +76,13 @@ export class Api {
       body = JSON.stringify(c.body);
       extra['Content-Type'] = 'application/json';
     }
-    const res = await fetch(url, { method: c.method ?? 'GET', headers: headersFor(this.session, extra), body: body ?? null, credentials: 'omit', cache: 'no-store' });
+    const res = await fetch(url, {
+      method: c.method ?? 'GET',
+      headers: headersFor(this.session, extra),
+      body: body ?? null,
+      credentials: 'omit',
+      cache: 'no-store',
+    });
     if (!res.ok && res.status !== 304) {
       let code = `HTTP${res.status}`;
       let message = `${res.status} ${res.statusText}`;
@@ -98,4 +104,14 @@ export class Api {
 }
 
 // The records as the daemon declares them (type-only: nothing of the daemon is bundled).
-export type { CommitRecord as Commit, DirEntry, FeedEvent, GroupRecord, Stat, UserRecord, WhoAmI, WorkspaceRecord, WorkspaceTokenRecord } from '../daemon/rpc/protocol.js';
+export type {
+  CommitRecord as Commit,
+  DirEntry,
+  FeedEvent,
+  GroupRecord,
+  Stat,
+  UserRecord,
+  WhoAmI,
+  WorkspaceRecord,
+  WorkspaceTokenRecord,
+} from '../daemon/rpc/protocol.js';

@@ -9,7 +9,11 @@ export function $(id: string): HTMLElement {
 export function input(id: string): HTMLInputElement {
   return $(id) as HTMLInputElement;
 }
-export function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  cls?: string,
+  text?: string,
+): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
   if (cls !== undefined) e.className = cls;
   if (text !== undefined) e.textContent = text;

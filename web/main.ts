@@ -11,7 +11,22 @@ import { markdown } from '@codemirror/lang-markdown';
 import MarkdownIt from 'markdown-it';
 import DOMPurify from 'dompurify';
 import { html as diffHtml } from 'diff2html';
-import { Api, ApiError, fsUrl, loadSession, pathUrl, saveSession, type Commit, type DirEntry, type FeedEvent, type GroupRecord, type Session, type Stat, type UserRecord, type WhoAmI } from './api.js';
+import {
+  Api,
+  ApiError,
+  fsUrl,
+  loadSession,
+  pathUrl,
+  saveSession,
+  type Commit,
+  type DirEntry,
+  type FeedEvent,
+  type GroupRecord,
+  type Session,
+  type Stat,
+  type UserRecord,
+  type WhoAmI,
+} from './api.js';
 import { Live } from './live.js';
 import { $, ask, copyText, describe, el, input, show } from './dom.js';
 import { openAdmin, wireAdmin } from './admin.js';
@@ -79,7 +94,7 @@ function act(fn: () => Promise<void>): () => void {
 // ---------- sign-in ----------
 
 async function start(): Promise<void> {
-  const health = await (await fetch('/health', { credentials: 'omit' })).json() as { needs_bootstrap?: boolean };
+  const health = (await (await fetch('/health', { credentials: 'omit' })).json()) as { needs_bootstrap?: boolean };
   show('bootstrap', health.needs_bootstrap === true);
   if (api.session !== null) {
     try {
@@ -115,7 +130,11 @@ async function enter(): Promise<void> {
   show('drawer-toggle', true);
   await loadTree();
   live?.stop();
-  live = new Live(api.session!, { onChange, onReset: () => void refreshAll(), onState: (on) => ($('live').className = on ? 'live on' : 'live') });
+  live = new Live(api.session!, {
+    onChange,
+    onReset: () => void refreshAll(),
+    onState: (on) => ($('live').className = on ? 'live on' : 'live'),
+  });
   live.start();
 }
 
@@ -142,7 +161,9 @@ async function loadTree(): Promise<void> {
   tree.append(dirItem(root, root));
   expanded.add(root);
   // Open the way down to the home directory.
-  const parts = homeDir().split('/').filter((x) => x !== '');
+  const parts = homeDir()
+    .split('/')
+    .filter((x) => x !== '');
   let p = '';
   for (const part of parts) {
     p += `/${part}`;
@@ -301,7 +322,10 @@ async function openFile(path: string, line?: number): Promise<void> {
   updateState();
   if (line !== undefined) {
     const l = view.state.doc.line(Math.min(Math.max(1, line), view.state.doc.lines));
-    view.dispatch({ selection: { anchor: l.from, head: l.to }, effects: EditorView.scrollIntoView(l.from, { y: 'center' }) });
+    view.dispatch({
+      selection: { anchor: l.from, head: l.to },
+      effects: EditorView.scrollIntoView(l.from, { y: 'center' }),
+    });
     view.focus();
   }
 }
@@ -320,7 +344,11 @@ async function saveNow(): Promise<void> {
   if (open === null) return;
   const body = text();
   try {
-    const res = await api.raw(fsUrl(open.path), { method: 'PUT', body, headers: { 'If-Match': `"${open.etag}"`, 'Content-Type': 'text/markdown; charset=utf-8' } });
+    const res = await api.raw(fsUrl(open.path), {
+      method: 'PUT',
+      body,
+      headers: { 'If-Match': `"${open.etag}"`, 'Content-Type': 'text/markdown; charset=utf-8' },
+    });
     open.etag = (res.headers.get('ETag') ?? '').replace(/"/g, '');
     open.saved = body;
     show('conflict', false);
@@ -329,7 +357,8 @@ async function saveNow(): Promise<void> {
   } catch (err) {
     if (err instanceof ApiError && err.status === 412) {
       const ev = lastChange.get(open.path);
-      $('conflict-text').textContent = `Not saved: ${open.path} was changed by ${ev === undefined ? 'someone else' : `${whoText(ev.by, ev.on_behalf_of)} ${ago(ev.time)}`} since you opened it. Your text is still here; copy what you need, then load their version.`;
+      $('conflict-text').textContent =
+        `Not saved: ${open.path} was changed by ${ev === undefined ? 'someone else' : `${whoText(ev.by, ev.on_behalf_of)} ${ago(ev.time)}`} since you opened it. Your text is still here; copy what you need, then load their version.`;
       show('conflict', true);
       return;
     }
@@ -362,7 +391,8 @@ async function rename(): Promise<void> {
   const abs = dst.startsWith('/') ? dst : join(dirname(src), dst);
   await api.raw(`${fsUrl(src)}?op=move&into_dir=false&dst=${encodeURIComponent(abs)}`, { method: 'POST' });
   // The open file moves with it, also when a folder it is in moves.
-  if (open !== null && (open.path === src || open.path.startsWith(`${src}/`))) open.path = abs + open.path.slice(src.length);
+  if (open !== null && (open.path === src || open.path.startsWith(`${src}/`)))
+    open.path = abs + open.path.slice(src.length);
   updateState();
   selectPath(abs, selected.dir);
   await renderDir(dirname(src));
@@ -393,7 +423,10 @@ async function loadNames(): Promise<void> {
   if (me === null) return;
   userNames.set(me.uid, me.user);
   if (!me.is_admin) return;
-  const [{ users }, { groups }] = await Promise.all([api.json<{ users: UserRecord[] }>('/admin/users'), api.json<{ groups: GroupRecord[] }>('/admin/groups')]);
+  const [{ users }, { groups }] = await Promise.all([
+    api.json<{ users: UserRecord[] }>('/admin/users'),
+    api.json<{ groups: GroupRecord[] }>('/admin/groups'),
+  ]);
   for (const u of users) userNames.set(u.uid, u.name);
   for (const g of groups) groupNames.set(g.gid, g.name);
 }
@@ -406,7 +439,8 @@ async function properties(): Promise<void> {
   const owner = userNames.get(st.uid) ?? String(st.uid);
   const group = groupNames.get(st.gid) ?? String(st.gid);
   $('props-path').textContent = path;
-  $('props-info').textContent = `${st.kind}${st.kind === 'file' ? `, ${st.size} bytes` : ''}, modified ${new Date(st.modified * 1000).toLocaleString()}. The owner, wheel or root may change the mode; only root gives a file to another user; an owner may change its group to one of their own groups.`;
+  $('props-info').textContent =
+    `${st.kind}${st.kind === 'file' ? `, ${st.size} bytes` : ''}, modified ${new Date(st.modified * 1000).toLocaleString()}. The owner, wheel or root may change the mode; only root gives a file to another user; an owner may change its group to one of their own groups.`;
   input('props-mode').value = st.mode;
   input('props-owner').value = owner;
   input('props-group').value = group;
@@ -425,12 +459,15 @@ async function properties(): Promise<void> {
         const mode = input('props-mode').value.trim();
         const newOwner = input('props-owner').value.trim();
         const newGroup = input('props-group').value.trim();
-        if (!/^[0-7]{3,4}$/.test(mode)) throw new Error(`The mode must be 3 or 4 octal digits, such as 0644 (not '${mode}')`);
-        if (mode.padStart(4, '0') !== st.mode) await api.json(pathUrl('/admin/chmod', path), { method: 'POST', body: { mode } });
+        if (!/^[0-7]{3,4}$/.test(mode))
+          throw new Error(`The mode must be 3 or 4 octal digits, such as 0644 (not '${mode}')`);
+        if (mode.padStart(4, '0') !== st.mode)
+          await api.json(pathUrl('/admin/chmod', path), { method: 'POST', body: { mode } });
         const change: { owner?: string; group?: string } = {};
         if (newOwner !== owner) change.owner = newOwner;
         if (newGroup !== group) change.group = newGroup;
-        if (change.owner !== undefined || change.group !== undefined) await api.json(pathUrl('/admin/chown', path), { method: 'POST', body: change });
+        if (change.owner !== undefined || change.group !== undefined)
+          await api.json(pathUrl('/admin/chown', path), { method: 'POST', body: change });
         close();
         message(`Properties of ${path} saved`, 'info');
         await renderDir(dirname(path));
@@ -449,7 +486,9 @@ async function search(): Promise<void> {
   const list = $('search-results');
   list.replaceChildren();
   if (pattern === '') return;
-  const r = await api.json<{ results: { file: string; line_num: number; line: string }[]; truncated: boolean }>(`/search/grep?recursive=true&path=%2F&max_results=200&pattern=${encodeURIComponent(pattern)}`);
+  const r = await api.json<{ results: { file: string; line_num: number; line: string }[]; truncated: boolean }>(
+    `/search/grep?recursive=true&path=%2F&max_results=200&pattern=${encodeURIComponent(pattern)}`,
+  );
   if (r.results.length === 0) list.append(el('li', 'empty', 'No matches'));
   for (const hit of r.results) {
     const li = el('li', 'hit');
@@ -463,7 +502,9 @@ async function search(): Promise<void> {
 /** Opens the tree down to `path` and selects it (a directory is expanded too). */
 async function reveal(path: string, dir: boolean): Promise<void> {
   let p = '';
-  for (const part of dirname(path).split('/').filter((x) => x !== '')) {
+  for (const part of dirname(path)
+    .split('/')
+    .filter((x) => x !== '')) {
     p += `/${part}`;
     if (!expanded.has(p)) {
       expanded.add(p);
@@ -484,9 +525,12 @@ async function findByName(): Promise<void> {
   list.replaceChildren();
   if (name === '') return;
   type Found = { results: string[]; truncated?: boolean };
-  const q = (type: 'f' | 'd'): Promise<Found> => api.json<Found>(`/search/find?path=%2F&type=${type}&name=${encodeURIComponent(name)}`);
+  const q = (type: 'f' | 'd'): Promise<Found> =>
+    api.json<Found>(`/search/find?path=%2F&type=${type}&name=${encodeURIComponent(name)}`);
   const [files, dirs] = await Promise.all([q('f'), q('d')]);
-  const all = [...files.results.map((p) => ({ p, dir: false })), ...dirs.results.map((p) => ({ p, dir: true }))].sort((a, b) => (a.p < b.p ? -1 : a.p > b.p ? 1 : 0));
+  const all = [...files.results.map((p) => ({ p, dir: false })), ...dirs.results.map((p) => ({ p, dir: true }))].sort(
+    (a, b) => (a.p < b.p ? -1 : a.p > b.p ? 1 : 0),
+  );
   if (all.length === 0) list.append(el('li', 'empty', 'Nothing by that name'));
   for (const { p, dir } of all) {
     const li = el('li', 'hit');
@@ -498,7 +542,8 @@ async function findByName(): Promise<void> {
     });
     list.append(li);
   }
-  if (files.truncated === true || dirs.truncated === true) list.append(el('li', 'more', 'More names not shown; narrow the pattern'));
+  if (files.truncated === true || dirs.truncated === true)
+    list.append(el('li', 'more', 'More names not shown; narrow the pattern'));
 }
 
 async function loadStatus(): Promise<void> {
@@ -525,7 +570,11 @@ async function loadLog(): Promise<void> {
   if (commits.length === 0) list.append(el('li', 'empty', 'No commits yet'));
   for (const c of commits) {
     const li = el('li', 'commit');
-    li.append(el('code', 'hash', c.hash.slice(0, 10)), el('span', 'msg', c.message), el('span', 'by', `${whoText(c.author, c.on_behalf_of)} · ${ago(c.timestamp * 1000)}`));
+    li.append(
+      el('code', 'hash', c.hash.slice(0, 10)),
+      el('span', 'msg', c.message),
+      el('span', 'by', `${whoText(c.author, c.on_behalf_of)} · ${ago(c.timestamp * 1000)}`),
+    );
     li.onclick = act(() => showDiff(c));
     list.append(li);
   }
@@ -537,8 +586,12 @@ async function showDiff(c: Commit): Promise<void> {
     box.replaceChildren(el('p', 'empty', 'The first commit: no earlier version to compare with.'));
     return;
   }
-  const { diff, truncated } = await api.json<{ diff: string; truncated?: boolean }>(`/vcs/diff?format=json&from=${encodeURIComponent(c.parent)}&to=${encodeURIComponent(c.hash)}`);
-  box.innerHTML = DOMPurify.sanitize(diffHtml(diff, { drawFileList: false, outputFormat: 'line-by-line', matching: 'lines' }));
+  const { diff, truncated } = await api.json<{ diff: string; truncated?: boolean }>(
+    `/vcs/diff?format=json&from=${encodeURIComponent(c.parent)}&to=${encodeURIComponent(c.hash)}`,
+  );
+  box.innerHTML = DOMPurify.sanitize(
+    diffHtml(diff, { drawFileList: false, outputFormat: 'line-by-line', matching: 'lines' }),
+  );
   if (truncated === true) box.prepend(el('p', 'more', 'The diff is cut: too many changes to show at once.'));
 }
 
@@ -551,7 +604,11 @@ function onChange(ev: FeedEvent): void {
   const act = el('li', 'event');
   act.dataset.time = String(ev.time);
   const who = whoText(ev.by, ev.on_behalf_of);
-  act.append(el('span', 'by', who), el('span', 'paths', ev.paths.length === 0 ? '(access changed)' : ev.paths.join(', ')), el('span', 'when', ago(ev.time)));
+  act.append(
+    el('span', 'by', who),
+    el('span', 'paths', ev.paths.length === 0 ? '(access changed)' : ev.paths.join(', ')),
+    el('span', 'when', ago(ev.time)),
+  );
   const list = $('activity');
   list.prepend(act);
   while (list.children.length > 200) list.lastElementChild?.remove();
@@ -589,10 +646,13 @@ function fileNote(n: FileNote | null): void {
   }
   const a = attribution(n.ev);
   box.textContent =
-    n.kind === 'editing' ? `Changed by ${a}, while you were editing; saving will report a conflict.`
-    : n.kind === 'updated' ? `Updated by ${a}`
-    : n.kind === 'deleted' ? `Deleted or moved by ${a}; your text is kept until you close it.`
-    : `Last changed by ${a}`;
+    n.kind === 'editing'
+      ? `Changed by ${a}, while you were editing; saving will report a conflict.`
+      : n.kind === 'updated'
+        ? `Updated by ${a}`
+        : n.kind === 'deleted'
+          ? `Deleted or moved by ${a}; your text is kept until you close it.`
+          : `Last changed by ${a}`;
 }
 
 /** Whether a change was made with the identity this page signed in with. */
@@ -696,7 +756,12 @@ function matches(key: string, e: KeyboardEvent): boolean {
   const parts = key.split('-');
   const name = parts.pop()!;
   const mod = parts.includes('Mod');
-  return (e.ctrlKey || e.metaKey) === mod && e.shiftKey === parts.includes('Shift') && !e.altKey && e.key.toLowerCase() === name.toLowerCase();
+  return (
+    (e.ctrlKey || e.metaKey) === mod &&
+    e.shiftKey === parts.includes('Shift') &&
+    !e.altKey &&
+    e.key.toLowerCase() === name.toLowerCase()
+  );
 }
 
 function keyLabel(key: string): string {
@@ -734,7 +799,8 @@ function drawer(open: boolean): void {
 // ---------- wiring ----------
 
 function tab(name: string): void {
-  for (const b of document.querySelectorAll<HTMLButtonElement>('.tab')) b.classList.toggle('active', b.dataset.tab === name);
+  for (const b of document.querySelectorAll<HTMLButtonElement>('.tab'))
+    b.classList.toggle('active', b.dataset.tab === name);
   for (const t of ['search', 'find', 'commit', 'log', 'activity']) show(`tab-${t}`, t === name);
   // Diffs need room: the history panel takes half the width.
   $('app').classList.toggle('wide-right', name === 'log');
@@ -753,7 +819,12 @@ function wire(): void {
     parent: shadow,
     root: shadow,
     extensions: [
-      keymap.of([...SHORTCUTS.map((k) => ({ key: k.key, preventDefault: true, run: () => (k.run(), true) })), ...defaultKeymap, ...historyKeymap, ...searchKeymap]),
+      keymap.of([
+        ...SHORTCUTS.map((k) => ({ key: k.key, preventDefault: true, run: () => (k.run(), true) })),
+        ...defaultKeymap,
+        ...historyKeymap,
+        ...searchKeymap,
+      ]),
       lineNumbers(),
       history(),
       drawSelection(),
@@ -770,7 +841,10 @@ function wire(): void {
   $('bootstrap-form').onsubmit = (e) => {
     e.preventDefault();
     act(async () => {
-      const r = await new Api(null).json<{ username: string; token: string }>('/auth/bootstrap', { method: 'POST', body: { username: input('bootstrap-name').value.trim() } });
+      const r = await new Api(null).json<{ username: string; token: string }>('/auth/bootstrap', {
+        method: 'POST',
+        body: { username: input('bootstrap-name').value.trim() },
+      });
       $('bootstrap-user').textContent = r.username;
       $('bootstrap-token').textContent = r.token;
       show('bootstrap-form', false);
@@ -799,7 +873,11 @@ function wire(): void {
       return;
     }
     input('signin-token').value = '';
-    signIn({ authorization: token !== '' ? `Bearer ${token}` : `User ${user}`, ...(obo === '' ? {} : { onBehalfOf: obo }), ...(workspace === '' ? {} : { workspace }) });
+    signIn({
+      authorization: token !== '' ? `Bearer ${token}` : `User ${user}`,
+      ...(obo === '' ? {} : { onBehalfOf: obo }),
+      ...(workspace === '' ? {} : { workspace }),
+    });
   };
   $('signout').onclick = () => {
     live?.stop();
@@ -835,12 +913,17 @@ function wire(): void {
     e.preventDefault();
     act(commit)();
   };
-  for (const b of document.querySelectorAll<HTMLButtonElement>('.tab')) b.onclick = () => tab(b.dataset.tab ?? 'search');
+  for (const b of document.querySelectorAll<HTMLButtonElement>('.tab'))
+    b.onclick = () => tab(b.dataset.tab ?? 'search');
   $('message').onclick = () => message(null);
   document.addEventListener('keydown', (e) => {
     // The editor's keymap has handled it already (and prevented the default).
     if (e.defaultPrevented || $('app').hidden) return;
-    const typing = e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLSelectElement || (e.target instanceof HTMLElement && e.target.id === 'editor');
+    const typing =
+      e.target instanceof HTMLInputElement ||
+      e.target instanceof HTMLTextAreaElement ||
+      e.target instanceof HTMLSelectElement ||
+      (e.target instanceof HTMLElement && e.target.id === 'editor');
     const s = SHORTCUTS.find((k) => matches(k.key, e) || (!typing && k.plain !== undefined && e.key === k.plain));
     if (s !== undefined) {
       e.preventDefault();
@@ -855,7 +938,8 @@ function wire(): void {
       const w = li.querySelector('.when');
       if (w !== null) w.textContent = ago(Number(li.dataset.time));
     }
-    for (const li of document.querySelectorAll<HTMLLIElement>('#tree li')) if (li.querySelector(':scope > .name > .changed') !== null) markChanged(li);
+    for (const li of document.querySelectorAll<HTMLLIElement>('#tree li'))
+      if (li.querySelector(':scope > .name > .changed') !== null) markChanged(li);
     if (note !== null) fileNote(note);
   }, 5000);
   tab('search');

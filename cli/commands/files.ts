@@ -32,7 +32,8 @@ async function targets(ctx: CmdContext, paths: string[], verb: string): Promise<
   const dstArg = paths[paths.length - 1] as string;
   const srcs = paths.slice(0, -1).map((p) => ctx.path(p));
   const dst = ctx.path(dstArg);
-  if (srcs.length > 1 && (await statOrNull(ctx, dst))?.kind !== 'directory') throw new CliError('ENOTDIR', `target '${dstArg}' is not a directory`);
+  if (srcs.length > 1 && (await statOrNull(ctx, dst))?.kind !== 'directory')
+    throw new CliError('ENOTDIR', `target '${dstArg}' is not a directory`);
   return srcs.map((src) => ({ src, dst }));
 }
 
@@ -68,7 +69,20 @@ export function registerFileCommands(program: Command, host: CommandHost): void 
           } else {
             const lst = await ctx.caller.call('fs.stat', { path, nofollow: true });
             const name = paths[i] ?? st.path;
-            entries = [{ name, is_dir: false, is_symlink: lst.kind === 'symlink', mode: lst.mode, uid: lst.uid, gid: lst.gid, size: lst.size, modified: lst.modified, inode_id: lst.inode_id, mtime_ns: lst.mtime_ns }];
+            entries = [
+              {
+                name,
+                is_dir: false,
+                is_symlink: lst.kind === 'symlink',
+                mode: lst.mode,
+                uid: lst.uid,
+                gid: lst.gid,
+                size: lst.size,
+                modified: lst.modified,
+                inode_id: lst.inode_id,
+                mtime_ns: lst.mtime_ns,
+              },
+            ];
           }
           if (o.json) {
             ctx.out.write(`${JSON.stringify({ path: shown, entries })}\n`);
@@ -85,11 +99,21 @@ export function registerFileCommands(program: Command, host: CommandHost): void 
             let name = e.name;
             if (e.is_symlink) {
               const linkPath = st.kind === 'directory' ? joinPath(path, e.name) : path;
-              const target = await ctx.caller.call('fs.readlink', { path: linkPath }).then((r) => r.target, () => '?');
+              const target = await ctx.caller.call('fs.readlink', { path: linkPath }).then(
+                (r) => r.target,
+                () => '?',
+              );
               name += ` -> ${target}`;
             }
             const kind = e.is_symlink ? 'symlink' : e.is_dir ? 'directory' : 'file';
-            rows.push([modeString(kind, e.mode), names.user(e.uid), names.group(e.gid), String(e.size), shortTime(e.modified), name]);
+            rows.push([
+              modeString(kind, e.mode),
+              names.user(e.uid),
+              names.group(e.gid),
+              String(e.size),
+              shortTime(e.modified),
+              name,
+            ]);
           }
           for (const line of columns(rows, 'lllrll')) ctx.out.write(`${line}\n`);
         } catch (err) {
@@ -101,13 +125,20 @@ export function registerFileCommands(program: Command, host: CommandHost): void 
 
   // ---- cat ----
   host.action(
-    program.command('cat').description('print files').argument('<paths...>', 'files to print').option('--at <commit>', 'as they were at this commit (HEAD~1, a hash prefix)'),
+    program
+      .command('cat')
+      .description('print files')
+      .argument('<paths...>', 'files to print')
+      .option('--at <commit>', 'as they were at this commit (HEAD~1, a hash prefix)'),
     async (ctx, cmd) => {
       const [paths] = cmd.processedArgs as [string[]];
       const { at } = cmd.opts<{ at?: string }>();
       for (const p of paths) {
         try {
-          const { data } = at === undefined ? await ctx.caller.request('fs.read', { path: ctx.path(p) }) : await ctx.caller.request('vcs.cat', { rev: at, path: ctx.path(p) });
+          const { data } =
+            at === undefined
+              ? await ctx.caller.request('fs.read', { path: ctx.path(p) })
+              : await ctx.caller.request('vcs.cat', { rev: at, path: ctx.path(p) });
           ctx.out.write(data);
         } catch (err) {
           ctx.report(err);
@@ -137,7 +168,15 @@ export function registerFileCommands(program: Command, host: CommandHost): void 
         if (input === undefined) throw new UsageError('write: no text given and nothing piped in');
         data = input;
       }
-      await ctx.caller.call('fs.write', { path: ctx.path(path), ...(o.append ? { append: true } : {}), ...(o.mode !== undefined ? { mode: o.mode } : {}) }, { data });
+      await ctx.caller.call(
+        'fs.write',
+        {
+          path: ctx.path(path),
+          ...(o.append ? { append: true } : {}),
+          ...(o.mode !== undefined ? { mode: o.mode } : {}),
+        },
+        { data },
+      );
     },
   );
 
@@ -155,7 +194,11 @@ export function registerFileCommands(program: Command, host: CommandHost): void 
       if (o.mode !== undefined && !/^[0-7]{1,4}$/.test(o.mode)) throw new UsageError(`invalid mode: '${o.mode}'`);
       for (const p of paths) {
         try {
-          await ctx.caller.call('fs.mkdir', { path: ctx.path(p), parents: o.parents === true, ...(o.mode !== undefined ? { mode: o.mode } : {}) });
+          await ctx.caller.call('fs.mkdir', {
+            path: ctx.path(p),
+            parents: o.parents === true,
+            ...(o.mode !== undefined ? { mode: o.mode } : {}),
+          });
         } catch (err) {
           ctx.report(err);
         }
@@ -178,12 +221,14 @@ export function registerFileCommands(program: Command, host: CommandHost): void 
       for (const p of paths) {
         const path = ctx.path(p);
         try {
-          if (o.recursive && o.preserveRoot && isRootPath(path)) throw new CliError('EPERM', "refusing to remove '/' recursively (use --no-preserve-root)");
+          if (o.recursive && o.preserveRoot && isRootPath(path))
+            throw new CliError('EPERM', "refusing to remove '/' recursively (use --no-preserve-root)");
           if (o.recursive) await ctx.caller.call('fs.delete', { path, recursive: true });
           else await ctx.caller.call('fs.unlink', { path });
         } catch (err) {
           if (o.force && isCode(err, 'ENOENT')) continue;
-          if (isCode(err, 'EISDIR')) ctx.report(new CliError('EISDIR', `cannot remove '${p}': is a directory (use -r)`));
+          if (isCode(err, 'EISDIR'))
+            ctx.report(new CliError('EISDIR', `cannot remove '${p}': is a directory (use -r)`));
           else ctx.report(err);
         }
       }
@@ -224,7 +269,13 @@ export function registerFileCommands(program: Command, host: CommandHost): void 
             const st = await ctx.caller.call('fs.stat', { path: src });
             if (st.kind === 'directory') throw new CliError('EISDIR', `-r not specified; omitting directory '${src}'`);
           }
-          await ctx.caller.call('fs.copy', { src, dst, recursive: o.recursive === true, overwrite: true, into_dir: true });
+          await ctx.caller.call('fs.copy', {
+            src,
+            dst,
+            recursive: o.recursive === true,
+            overwrite: true,
+            into_dir: true,
+          });
         } catch (err) {
           ctx.report(err);
         }
@@ -287,7 +338,10 @@ export function registerFileCommands(program: Command, host: CommandHost): void 
     async (ctx, cmd) => {
       const [path] = cmd.processedArgs as [string | undefined];
       const o = cmd.opts<{ level?: number }>();
-      const r = await ctx.caller.call('search.tree', { path: path === undefined ? ctx.here : ctx.path(path), ...(o.level !== undefined ? { depth: o.level } : {}) });
+      const r = await ctx.caller.call('search.tree', {
+        path: path === undefined ? ctx.here : ctx.path(path),
+        ...(o.level !== undefined ? { depth: o.level } : {}),
+      });
       ctx.out.write(r.text.endsWith('\n') ? r.text : `${r.text}\n`);
     },
   );
@@ -328,7 +382,13 @@ export function registerFileCommands(program: Command, host: CommandHost): void 
       .option('--json', 'print the daemon result as JSON'),
     async (ctx, cmd) => {
       const [pattern, paths] = cmd.processedArgs as [string, string[]];
-      const o = cmd.opts<{ recursive?: boolean; ignoreCase?: boolean; lineNumber?: boolean; filesWithMatches?: boolean; json?: boolean }>();
+      const o = cmd.opts<{
+        recursive?: boolean;
+        ignoreCase?: boolean;
+        lineNumber?: boolean;
+        filesWithMatches?: boolean;
+        json?: boolean;
+      }>();
       let matched = 0;
       if (paths.length === 0 && ctx.interactive) {
         const input = await ctx.input();
@@ -355,8 +415,14 @@ export function registerFileCommands(program: Command, host: CommandHost): void 
       const seen = new Set<string>();
       for (const path of list) {
         try {
-          const single = list.length === 1 && !o.recursive && (await ctx.caller.call('fs.stat', { path })).kind === 'file';
-          const r = await ctx.caller.call('search.grep', { pattern, path, recursive: o.recursive === true, ignore_case: o.ignoreCase === true });
+          const single =
+            list.length === 1 && !o.recursive && (await ctx.caller.call('fs.stat', { path })).kind === 'file';
+          const r = await ctx.caller.call('search.grep', {
+            pattern,
+            path,
+            recursive: o.recursive === true,
+            ignore_case: o.ignoreCase === true,
+          });
           matched += r.count;
           if (o.json) {
             ctx.out.write(`${JSON.stringify(r)}\n`);
@@ -384,7 +450,7 @@ export function registerFileCommands(program: Command, host: CommandHost): void 
   host.action(
     program
       .command('chmod')
-      .description("change permission bits: octal (644) or symbolic (u+x,go-w)")
+      .description('change permission bits: octal (644) or symbolic (u+x,go-w)')
       .argument('<mode>', 'octal or symbolic mode')
       .argument('<paths...>', 'files or directories'),
     async (ctx, cmd) => {
@@ -421,7 +487,11 @@ export function registerFileCommands(program: Command, host: CommandHost): void 
       if (owner === '' && (group === undefined || group === '')) throw new UsageError(`invalid owner: '${spec}'`);
       for (const p of paths) {
         try {
-          await ctx.caller.call('fs.chown', { path: ctx.path(p), ...(owner !== '' ? { owner } : {}), ...(group !== undefined && group !== '' ? { group } : {}) });
+          await ctx.caller.call('fs.chown', {
+            path: ctx.path(p),
+            ...(owner !== '' ? { owner } : {}),
+            ...(group !== undefined && group !== '' ? { group } : {}),
+          });
         } catch (err) {
           ctx.report(err);
         }
@@ -439,7 +509,8 @@ export function registerFileCommands(program: Command, host: CommandHost): void 
       .option('-s, --symbolic', 'make a symbolic link (required: hard links are not supported)'),
     async (ctx, cmd) => {
       const [target, path] = cmd.processedArgs as [string, string];
-      if (!cmd.opts<{ symbolic?: boolean }>().symbolic) throw new UsageError('ln: hard links are not supported; use ln -s');
+      if (!cmd.opts<{ symbolic?: boolean }>().symbolic)
+        throw new UsageError('ln: hard links are not supported; use ln -s');
       let dst = ctx.path(path);
       const st = await statOrNull(ctx, dst);
       if (st?.kind === 'directory') dst = joinPath(dst, baseName(target));

@@ -10,11 +10,13 @@ export function registerCommands(program: Command): void {
   registerAll(program, cliHost());
   registerMaintenance(program);
   registerMigrate(program);
-  addIdentityOptions(program.command('shell').description('interactive shell with a working directory, pipes, history and tab completion')).action(
-    async (_opts: unknown, cmd: Command) => {
-      const { runShell } = await import('../shell.js');
-      const status = await runShell(cmd.optsWithGlobals<IdentityOptions>());
-      if (status !== 0) process.exitCode = status;
-    },
-  );
+  addIdentityOptions(
+    program
+      .command('shell')
+      .description('interactive shell with a working directory, pipes, history and tab completion'),
+  ).action(async (_opts: unknown, cmd: Command) => {
+    const { runShell } = await import('../shell.js');
+    const status = await runShell(cmd.optsWithGlobals<IdentityOptions>());
+    if (status !== 0) process.exitCode = status;
+  });
 }

@@ -11,7 +11,9 @@ export function registerMaintenance(program: Command): void {
       try {
         const r = await client.call('sys.fsck', {});
         for (const p of r.problems) process.stderr.write(`fsck: ${p}\n`);
-        process.stdout.write(r.ok ? `fsck: ok (${r.objects} objects, ${r.inodes} inodes)\n` : `fsck: ${r.problems.length} problem(s)\n`);
+        process.stdout.write(
+          r.ok ? `fsck: ok (${r.objects} objects, ${r.inodes} inodes)\n` : `fsck: ${r.problems.length} problem(s)\n`,
+        );
         if (!r.ok) process.exitCode = 1;
       } finally {
         client.close();

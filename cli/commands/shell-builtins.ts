@@ -23,7 +23,11 @@ function count(v: string): number {
 }
 
 /** The text a filter works on: the named files, or else what was piped in. */
-async function sources(ctx: CmdContext, paths: string[], verb: string): Promise<Array<{ name: string | undefined; data: Buffer }>> {
+async function sources(
+  ctx: CmdContext,
+  paths: string[],
+  verb: string,
+): Promise<Array<{ name: string | undefined; data: Buffer }>> {
   if (paths.length === 0) {
     const input = await ctx.input();
     if (input === undefined) throw new UsageError(`${verb}: give a file or pipe text in`);
@@ -48,7 +52,10 @@ function lines(data: Buffer): string[] {
 
 export function registerShellBuiltins(program: Command, host: CommandHost, shell: ShellState): void {
   host.action(
-    program.command('cd').description('change the working directory (cd, cd -, cd ~, cd <dir>)').argument('[dir]', 'directory (default: home)'),
+    program
+      .command('cd')
+      .description('change the working directory (cd, cd -, cd ~, cd <dir>)')
+      .argument('[dir]', 'directory (default: home)'),
     async (ctx, cmd) => {
       const [dir] = cmd.processedArgs as [string | undefined];
       let target: string;

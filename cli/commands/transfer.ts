@@ -16,7 +16,8 @@ export function registerTransferCommands(program: Command, host: CommandHost): v
     async (ctx, cmd) => {
       const [hostDir] = cmd.processedArgs as [string];
       const o = cmd.opts<{ to?: string; watch?: boolean }>();
-      if (o.watch && ctx.interactive) throw new UsageError('import --watch runs until Ctrl-C; run it outside the shell');
+      if (o.watch && ctx.interactive)
+        throw new UsageError('import --watch runs until Ctrl-C; run it outside the shell');
       await runImport(ctx, hostDir, o);
     },
   );

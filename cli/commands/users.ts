@@ -15,7 +15,9 @@ export function registerUserCommands(program: Command, host: CommandHost): void 
       const [name] = cmd.processedArgs as [string];
       const o = cmd.opts<{ agent?: boolean; issueToken?: boolean }>();
       const u = await ctx.caller.call('admin.userAdd', { name, is_agent: o.agent === true });
-      ctx.out.write(`created ${u.is_agent ? 'agent' : 'user'} ${u.name} (uid ${u.uid}, gid ${u.gid}, home ${u.home})\n`);
+      ctx.out.write(
+        `created ${u.is_agent ? 'agent' : 'user'} ${u.name} (uid ${u.uid}, gid ${u.gid}, home ${u.home})\n`,
+      );
       // An agent's token comes with its creation (shown once); issuing another would replace it.
       if (u.token !== undefined) ctx.out.write(`token: ${u.token}\n`);
       else if (o.issueToken) {
@@ -26,7 +28,10 @@ export function registerUserCommands(program: Command, host: CommandHost): void 
   );
 
   host.action(
-    program.command('userdel').description('delete a user (admin only); their files keep their uid').argument('<name>', 'user name'),
+    program
+      .command('userdel')
+      .description('delete a user (admin only); their files keep their uid')
+      .argument('<name>', 'user name'),
     async (ctx, cmd) => {
       const [name] = cmd.processedArgs as [string];
       await ctx.caller.call('admin.userDel', { name });
@@ -53,8 +58,12 @@ export function registerUserCommands(program: Command, host: CommandHost): void 
     async (ctx, cmd) => {
       const [user] = cmd.processedArgs as [string];
       const o = cmd.opts<{ groups: string; append?: boolean; remove?: boolean }>();
-      if (o.append === o.remove) throw new UsageError('usermod: give exactly one of -a (append) or -r (remove) with -G');
-      const groups = o.groups.split(',').map((g) => g.trim()).filter((g) => g !== '');
+      if (o.append === o.remove)
+        throw new UsageError('usermod: give exactly one of -a (append) or -r (remove) with -G');
+      const groups = o.groups
+        .split(',')
+        .map((g) => g.trim())
+        .filter((g) => g !== '');
       if (groups.length === 0) throw new UsageError('usermod: -G needs at least one group');
       for (const group of groups) {
         try {
@@ -79,7 +88,11 @@ export function registerUserCommands(program: Command, host: CommandHost): void 
   );
 
   host.action(
-    program.command('whoami').description('print who you are acting as').option('-v, --verbose', 'uid, groups, home, delegation, workspace').option('--json', 'print as JSON'),
+    program
+      .command('whoami')
+      .description('print who you are acting as')
+      .option('-v, --verbose', 'uid, groups, home, delegation, workspace')
+      .option('--json', 'print as JSON'),
     async (ctx, cmd) => {
       const o = cmd.opts<{ verbose?: boolean; json?: boolean }>();
       const w = await ctx.caller.call('auth.whoami', {});
@@ -91,7 +104,9 @@ export function registerUserCommands(program: Command, host: CommandHost): void 
           `uid: ${w.uid}  gid: ${w.gid}  groups: ${w.groups.join(',')}`,
           `home: ${w.home}`,
           ...(w.on_behalf_of !== undefined ? [`on behalf of: ${w.on_behalf_of}`] : []),
-          ...(w.workspace !== undefined ? [`workspace: ${w.workspace.name} (${w.workspace.id}) at ${w.workspace.root_path}`] : []),
+          ...(w.workspace !== undefined
+            ? [`workspace: ${w.workspace.name} (${w.workspace.id}) at ${w.workspace.root_path}`]
+            : []),
         ];
         ctx.out.write(`${lines.join('\n')}\n`);
       }

@@ -19,14 +19,21 @@ export function registerVcsCommands(program: Command, host: CommandHost): void {
   host.action(
     program
       .command('commit')
-      .description('commit the pending changes you may read (all of them for root and wheel), or only those at or below paths')
+      .description(
+        'commit the pending changes you may read (all of them for root and wheel), or only those at or below paths',
+      )
       .argument('[paths...]', 'only the changes at or below these paths')
       .requiredOption('-m, --message <message>', 'commit message'),
     async (ctx, cmd) => {
       const { message } = cmd.opts<{ message: string }>();
       const [paths] = cmd.processedArgs as [string[]];
-      const c = await ctx.caller.call('vcs.commit', paths.length === 0 ? { message } : { message, paths: paths.map((p) => ctx.path(p)) });
-      ctx.out.write(`[${c.hash}] ${c.message.split('\n')[0] ?? ''}\n ${c.changes} change${c.changes === 1 ? '' : 's'}\n`);
+      const c = await ctx.caller.call(
+        'vcs.commit',
+        paths.length === 0 ? { message } : { message, paths: paths.map((p) => ctx.path(p)) },
+      );
+      ctx.out.write(
+        `[${c.hash}] ${c.message.split('\n')[0] ?? ''}\n ${c.changes} change${c.changes === 1 ? '' : 's'}\n`,
+      );
     },
   );
 
@@ -57,21 +64,36 @@ export function registerVcsCommands(program: Command, host: CommandHost): void {
           ctx.out.write(`${c.hash} ${c.message.split('\n')[0] ?? ''}\n`);
           return;
         }
-        const body = c.message.split('\n').map((l) => `    ${l}`).join('\n');
-        ctx.out.write(`${i === 0 ? '' : '\n'}commit ${c.hash}\nAuthor: ${author(c)}\nDate:   ${isoTime(c.timestamp)}\n\n${body}\n`);
+        const body = c.message
+          .split('\n')
+          .map((l) => `    ${l}`)
+          .join('\n');
+        ctx.out.write(
+          `${i === 0 ? '' : '\n'}commit ${c.hash}\nAuthor: ${author(c)}\nDate:   ${isoTime(c.timestamp)}\n\n${body}\n`,
+        );
       });
     },
   );
 
   host.action(
-    program.command('status').description('show what changed since the last commit').option('--json', 'print the status as JSON'),
+    program
+      .command('status')
+      .description('show what changed since the last commit')
+      .option('--json', 'print the status as JSON'),
     async (ctx, cmd) => {
       const r = await ctx.caller.call('vcs.status', {});
       if (cmd.opts<{ json?: boolean }>().json) {
         ctx.out.write(`${JSON.stringify(r)}\n`);
         return;
       }
-      const text = typeof r.text === 'string' ? r.text : [...r.added.map((p) => `added:    ${p}`), ...r.modified.map((p) => `modified: ${p}`), ...r.deleted.map((p) => `deleted:  ${p}`)].join('\n');
+      const text =
+        typeof r.text === 'string'
+          ? r.text
+          : [
+              ...r.added.map((p) => `added:    ${p}`),
+              ...r.modified.map((p) => `modified: ${p}`),
+              ...r.deleted.map((p) => `deleted:  ${p}`),
+            ].join('\n');
       if (text !== '') ctx.out.write(text.endsWith('\n') ? text : `${text}\n`);
     },
   );
@@ -103,7 +125,10 @@ export function registerVcsCommands(program: Command, host: CommandHost): void {
       .argument('[paths...]', 'only these files or directories'),
     async (ctx, cmd) => {
       const [hash, paths] = cmd.processedArgs as [string, string[]];
-      const r = await ctx.caller.call('vcs.revert', paths.length === 0 ? { hash } : { hash, paths: paths.map((p) => ctx.path(p)) });
+      const r = await ctx.caller.call(
+        'vcs.revert',
+        paths.length === 0 ? { hash } : { hash, paths: paths.map((p) => ctx.path(p)) },
+      );
       if (r.saved) ctx.out.write(`saved uncommitted changes as ${r.saved}\n`);
       ctx.out.write(`reverted to ${r.reverted_to} as [${r.commit?.hash ?? r.hash}]\n`);
     },
@@ -112,7 +137,9 @@ export function registerVcsCommands(program: Command, host: CommandHost): void {
   host.action(
     program
       .command('undo')
-      .description("restore every path last changed by a user or agent since a commit or time (default: the last commit), as a new commit")
+      .description(
+        'restore every path last changed by a user or agent since a commit or time (default: the last commit), as a new commit',
+      )
       .argument('<actor>', 'the user or agent whose changes to undo')
       .option('--since <commit-or-time>', 'a commit (HEAD~3, a hash prefix) or an ISO date-time'),
     async (ctx, cmd) => {
@@ -120,7 +147,9 @@ export function registerVcsCommands(program: Command, host: CommandHost): void {
       const { since } = cmd.opts<{ since?: string }>();
       const r = await ctx.caller.call('vcs.undo', since === undefined ? { actor } : { actor, since });
       if (r.saved) ctx.out.write(`saved uncommitted changes as ${r.saved}\n`);
-      ctx.out.write(`undid ${actor}'s changes to ${r.paths.length} path${r.paths.length === 1 ? '' : 's'} (back to ${r.reverted_to}) as [${r.commit.hash}]\n`);
+      ctx.out.write(
+        `undid ${actor}'s changes to ${r.paths.length} path${r.paths.length === 1 ? '' : 's'} (back to ${r.reverted_to}) as [${r.commit.hash}]\n`,
+      );
     },
   );
 

@@ -139,8 +139,16 @@ export class Registry {
     const cached = this.principals.get(u.uid);
     if (cached !== undefined && cached.name === u.name) return cached;
     const groups = new Set<number>([u.gid]);
-    for (const g of [...this.groups.values()].sort((a, b) => a.gid - b.gid)) if (g.members.has(u.uid)) groups.add(g.gid);
-    const p: Principal = { uid: u.uid, gid: u.gid, groups, name: u.name, home: u.uid === ROOT_UID ? '/' : `/home/${u.name}`, isAgent: u.isAgent };
+    for (const g of [...this.groups.values()].sort((a, b) => a.gid - b.gid))
+      if (g.members.has(u.uid)) groups.add(g.gid);
+    const p: Principal = {
+      uid: u.uid,
+      gid: u.gid,
+      groups,
+      name: u.name,
+      home: u.uid === ROOT_UID ? '/' : `/home/${u.name}`,
+      isAgent: u.isAgent,
+    };
     this.principals.set(u.uid, p);
     return p;
   }
@@ -174,25 +182,33 @@ export class Registry {
     let user: UserRow | undefined;
     let workspace: Cred['workspace'];
     if (auth.scheme === 'none') {
-      if (remote && policy.anonymous === 'deny') throw new VfsError('EAUTH', 'authenticate', undefined, 'credentials required');
-      if (wsId !== undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'a workspace needs its bearer secret');
+      if (remote && policy.anonymous === 'deny')
+        throw new VfsError('EAUTH', 'authenticate', undefined, 'credentials required');
+      if (wsId !== undefined)
+        throw new VfsError('EAUTH', 'authenticate', undefined, 'a workspace needs its bearer secret');
       user = this.users.get(ROOT_UID);
     } else if (auth.scheme === 'user') {
-      if (remote && !policy.userAuth) throw new VfsError('EAUTH', 'authenticate', undefined, 'the User scheme is disabled on this server');
-      if (wsId !== undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'a workspace needs its bearer secret');
+      if (remote && !policy.userAuth)
+        throw new VfsError('EAUTH', 'authenticate', undefined, 'the User scheme is disabled on this server');
+      if (wsId !== undefined)
+        throw new VfsError('EAUTH', 'authenticate', undefined, 'a workspace needs its bearer secret');
       user = this.userByName.get(auth.name);
-      if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, `unknown user '${auth.name.slice(0, 64)}'`);
+      if (user === undefined)
+        throw new VfsError('EAUTH', 'authenticate', undefined, `unknown user '${auth.name.slice(0, 64)}'`);
     } else {
       const h = hashSecret(auth.secret);
       if (wsId !== undefined) {
         const t = this.wsTokens.get(h);
         const ws = this.workspaces.get(wsId);
         // Security: a workspace secret only opens the workspace it was issued for.
-        if (t === undefined || ws === undefined || t.workspaceId !== ws.id) throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid workspace credentials');
+        if (t === undefined || ws === undefined || t.workspaceId !== ws.id)
+          throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid workspace credentials');
         user = this.users.get(t.agentUid);
-        if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'the workspace agent no longer exists');
+        if (user === undefined)
+          throw new VfsError('EAUTH', 'authenticate', undefined, 'the workspace agent no longer exists');
         // Security: valid only while the agent token it was issued against is the agent's token.
-        if (t.agentTokenHash === null || user.tokenHash !== t.agentTokenHash) throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid workspace credentials');
+        if (t.agentTokenHash === null || user.tokenHash !== t.agentTokenHash)
+          throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid workspace credentials');
         workspace = { id: ws.id, name: ws.name, root: ws.root };
       } else {
         user = this.userByToken.get(h);
@@ -203,8 +219,15 @@ export class Registry {
     const obo = credentialField(creds.onBehalfOf, 'X-Service-On-Behalf-Of');
     if (obo === undefined) return workspace === undefined ? { user: principal } : { user: principal, workspace };
     const d = this.userByName.get(obo);
-    if (d === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, `unknown on-behalf-of user '${obo.slice(0, 64)}'`);
-    if (!isWheel(principal) && !principal.isAgent) throw new VfsError('EPERM', 'delegate', undefined, 'only root, wheel members and agents may act on behalf of another user');
+    if (d === undefined)
+      throw new VfsError('EAUTH', 'authenticate', undefined, `unknown on-behalf-of user '${obo.slice(0, 64)}'`);
+    if (!isWheel(principal) && !principal.isAgent)
+      throw new VfsError(
+        'EPERM',
+        'delegate',
+        undefined,
+        'only root, wheel members and agents may act on behalf of another user',
+      );
     const delegate = this.principal(d);
     return workspace === undefined ? { user: principal, delegate } : { user: principal, delegate, workspace };
   }
@@ -212,8 +235,15 @@ export class Registry {
   // ---------- administration ----------
 
   private checkNewName(name: string, op: string): void {
-    if (!USER_NAME.test(name)) throw new VfsError('EINVAL', op, undefined, `invalid name '${name.slice(0, 64)}' (lowercase letters, digits, _ . -, at most 32, starting with a letter or _)`);
-    if (this.userByName.has(name) || this.groupByName.has(name)) throw new VfsError('EEXIST', op, undefined, `'${name}' already exists`);
+    if (!USER_NAME.test(name))
+      throw new VfsError(
+        'EINVAL',
+        op,
+        undefined,
+        `invalid name '${name.slice(0, 64)}' (lowercase letters, digits, _ . -, at most 32, starting with a letter or _)`,
+      );
+    if (this.userByName.has(name) || this.groupByName.has(name))
+      throw new VfsError('EEXIST', op, undefined, `'${name}' already exists`);
   }
 
   /** A new user with the next uid and a personal group with the next gid. */
@@ -284,7 +314,8 @@ export class Registry {
     const g = this.groupByName.get(groupName);
     if (g === undefined) throw new VfsError('ENOENT', 'usermod', undefined, `no such group: ${groupName}`);
     if (u.gid === g.gid) throw new VfsError('EINVAL', 'usermod', undefined, 'a user cannot leave their primary group');
-    if (u.uid === ROOT_UID && g.gid === WHEEL_GID) throw new VfsError('EPERM', 'usermod', undefined, 'root stays in wheel');
+    if (u.uid === ROOT_UID && g.gid === WHEEL_GID)
+      throw new VfsError('EPERM', 'usermod', undefined, 'root stays in wheel');
     g.members.delete(u.uid);
     this.touched();
     return g;
@@ -297,7 +328,8 @@ export class Registry {
   }
 
   addWorkspace(name: string, root: string, ownerUid: number): WorkspaceRow {
-    if (name.trim() === '' || name.length > 200) throw new VfsError('EINVAL', 'workspace', undefined, 'a workspace needs a name of 1 to 200 characters');
+    if (name.trim() === '' || name.length > 200)
+      throw new VfsError('EINVAL', 'workspace', undefined, 'a workspace needs a name of 1 to 200 characters');
     const w: WorkspaceRow = { id: randomUUID(), name, root, ownerUid, created: now() };
     this.workspaces.set(w.id, w);
     this.touched();
@@ -310,13 +342,25 @@ export class Registry {
    */
   issueWorkspaceToken(workspaceId: string, name: string, agentToken: string): { secret: string; row: WsTokenRow } {
     const w = this.workspaces.get(workspaceId);
-    if (w === undefined) throw new VfsError('ENOENT', 'workspace token', undefined, `no such workspace: ${workspaceId.slice(0, 64)}`);
-    if (name.trim() === '' || name.length > 200) throw new VfsError('EINVAL', 'workspace token', undefined, 'a token needs a name of 1 to 200 characters');
+    if (w === undefined)
+      throw new VfsError('ENOENT', 'workspace token', undefined, `no such workspace: ${workspaceId.slice(0, 64)}`);
+    if (name.trim() === '' || name.length > 200)
+      throw new VfsError('EINVAL', 'workspace token', undefined, 'a token needs a name of 1 to 200 characters');
     const agent = this.userByToken.get(hashSecret(agentToken));
-    if (agent === undefined) throw new VfsError('EAUTH', 'workspace token', undefined, 'agent_token is not a valid token');
-    if (!agent.isAgent) throw new VfsError('EINVAL', 'workspace token', undefined, 'agent_token must belong to an agent user');
+    if (agent === undefined)
+      throw new VfsError('EAUTH', 'workspace token', undefined, 'agent_token is not a valid token');
+    if (!agent.isAgent)
+      throw new VfsError('EINVAL', 'workspace token', undefined, 'agent_token must belong to an agent user');
     const secret = newSecret('mdvfsws_');
-    const row: WsTokenRow = { hash: hashSecret(secret), id: randomBytes(8).toString('hex'), workspaceId: w.id, name, agentUid: agent.uid, agentTokenHash: agent.tokenHash, created: now() };
+    const row: WsTokenRow = {
+      hash: hashSecret(secret),
+      id: randomBytes(8).toString('hex'),
+      workspaceId: w.id,
+      name,
+      agentUid: agent.uid,
+      agentTokenHash: agent.tokenHash,
+      created: now(),
+    };
     this.wsTokens.set(row.hash, row);
     this.touched();
     return { secret, row };
@@ -324,7 +368,9 @@ export class Registry {
 
   /** The secrets of a workspace, oldest first (rows carry hashes: callers show only id, name, agent, created). */
   workspaceTokens(workspaceId: string): WsTokenRow[] {
-    return [...this.wsTokens.values()].filter((t) => t.workspaceId === workspaceId).sort((a, b) => a.created - b.created || a.id.localeCompare(b.id));
+    return [...this.wsTokens.values()]
+      .filter((t) => t.workspaceId === workspaceId)
+      .sort((a, b) => a.created - b.created || a.id.localeCompare(b.id));
   }
 
   /** Revokes one secret of a workspace by its public id. Throws ENOENT if there is none. */
@@ -336,7 +382,12 @@ export class Registry {
         return t;
       }
     }
-    throw new VfsError('ENOENT', 'workspace token', undefined, `no token '${tokenId.slice(0, 64)}' in workspace ${workspaceId.slice(0, 64)}`);
+    throw new VfsError(
+      'ENOENT',
+      'workspace token',
+      undefined,
+      `no token '${tokenId.slice(0, 64)}' in workspace ${workspaceId.slice(0, 64)}`,
+    );
   }
 }
 
@@ -347,6 +398,7 @@ function now(): number {
 /** A numeric uid or gid: 0 up to 2^32 - 2 (2^32 - 1 is chown's "unchanged"). */
 function numericId(v: string | number, what: string): number {
   const id = Number(v);
-  if (!Number.isSafeInteger(id) || id < 0 || id >= 0xffffffff) throw new VfsError('EINVAL', 'chown', undefined, `invalid ${what} id: ${String(v).slice(0, 32)}`);
+  if (!Number.isSafeInteger(id) || id < 0 || id >= 0xffffffff)
+    throw new VfsError('EINVAL', 'chown', undefined, `invalid ${what} id: ${String(v).slice(0, 32)}`);
   return id;
 }

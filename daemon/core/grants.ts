@@ -40,7 +40,13 @@ export class WriteGrants {
 
   /** Throws EBUSY when `holder`'s connection may not hold another grant. */
   checkRoom(holder: GrantHolder, op: string, path: string): void {
-    if ((this.byConn.get(holder.conn)?.size ?? 0) >= MAX_GRANTS_PER_CONNECTION) throw new VfsError('EBUSY', op, path, `this connection holds ${MAX_GRANTS_PER_CONNECTION} write grants (open files); release some first`);
+    if ((this.byConn.get(holder.conn)?.size ?? 0) >= MAX_GRANTS_PER_CONNECTION)
+      throw new VfsError(
+        'EBUSY',
+        op,
+        path,
+        `this connection holds ${MAX_GRANTS_PER_CONNECTION} write grants (open files); release some first`,
+      );
   }
 
   /** A new grant for `inode`; the caller has just checked (or created) write access to it. */

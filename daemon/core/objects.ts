@@ -17,7 +17,13 @@ export function objectId(type: ObjectType, payload: Buffer): string {
 
 /** Throws EIO when a payload does not hash to its id (a corrupt store). */
 export function verifyObject(id: string, type: ObjectType, payload: Buffer): void {
-  if (objectId(type, payload) !== id) throw new VfsError('EIO', 'verify', undefined, `object ${id.slice(0, 12)} (${type}) is corrupt: its content does not match its hash`);
+  if (objectId(type, payload) !== id)
+    throw new VfsError(
+      'EIO',
+      'verify',
+      undefined,
+      `object ${id.slice(0, 12)} (${type}) is corrupt: its content does not match its hash`,
+    );
 }
 
 export type TreeEntryKind = 'f' | 'd' | 'l'; // file, directory, symlink
@@ -40,7 +46,15 @@ export function encodeTree(entries: readonly TreeEntry[]): Buffer {
 }
 
 export function decodeTree(payload: Buffer): TreeEntry[] {
-  const rows = JSON.parse(payload.toString('utf8')) as [string, TreeEntryKind, number, number, number, string, number][];
+  const rows = JSON.parse(payload.toString('utf8')) as [
+    string,
+    TreeEntryKind,
+    number,
+    number,
+    number,
+    string,
+    number,
+  ][];
   return rows.map(([name, kind, mode, uid, gid, ref, size]) => ({ name, kind, mode, uid, gid, ref, size }));
 }
 
@@ -65,7 +79,16 @@ export interface CommitObject {
 export type CommitAttribution = [string, string] | [string, string, string];
 
 export function encodeCommit(c: CommitObject): Buffer {
-  const ordered: CommitObject = { tree: c.tree, parent: c.parent, author: c.author, scope: c.scope, root: c.root, message: c.message, timestamp: c.timestamp, changes: c.changes };
+  const ordered: CommitObject = {
+    tree: c.tree,
+    parent: c.parent,
+    author: c.author,
+    scope: c.scope,
+    root: c.root,
+    message: c.message,
+    timestamp: c.timestamp,
+    changes: c.changes,
+  };
   if (c.on_behalf_of !== undefined) ordered.on_behalf_of = c.on_behalf_of;
   if (c.revert_of !== undefined) ordered.revert_of = c.revert_of;
   if (c.attribution !== undefined) ordered.attribution = c.attribution;

@@ -15,8 +15,10 @@ export const MAX_DEPTH = 1024;
 
 /** Throws EINVAL / ENAMETOOLONG for a name that can never exist. */
 export function validateName(name: string, op: string, path?: string): void {
-  if (name === '' || name === '.' || name === '..') throw new VfsError('EINVAL', op, path, `invalid file name '${name}'`);
-  if (name.includes('/') || name.includes('\0')) throw new VfsError('EINVAL', op, path, 'file names may not contain / or NUL');
+  if (name === '' || name === '.' || name === '..')
+    throw new VfsError('EINVAL', op, path, `invalid file name '${name}'`);
+  if (name.includes('/') || name.includes('\0'))
+    throw new VfsError('EINVAL', op, path, 'file names may not contain / or NUL');
   if (Buffer.byteLength(name, 'utf8') > NAME_MAX) throw new VfsError('ENAMETOOLONG', op, path);
 }
 

@@ -85,7 +85,8 @@ export function requireUnlink(cred: Cred, dir: DirNode, child: Node, op: string,
   requireAccess(cred, dir, W | X, op, path);
   if ((dir.mode & S_ISVTX) !== 0) {
     for (const p of principals(cred)) {
-      if (p.uid !== ROOT_UID && p.uid !== child.uid && p.uid !== dir.uid) throw new VfsError('EACCES', op, path, 'sticky directory: only the owner may remove or rename this entry');
+      if (p.uid !== ROOT_UID && p.uid !== child.uid && p.uid !== dir.uid)
+        throw new VfsError('EACCES', op, path, 'sticky directory: only the owner may remove or rename this entry');
     }
   }
 }
@@ -100,7 +101,12 @@ export function requireUnlink(cred: Cred, dir: DirNode, child: Node, op: string,
 export function requireFollow(cred: Cred, dir: DirNode, link: Node, op: string, path: string): void {
   if ((dir.mode & (S_ISVTX | 0o002)) !== (S_ISVTX | 0o002)) return;
   if (link.uid === actor(cred).uid || link.uid === dir.uid) return;
-  throw new VfsError('EACCES', op, path, 'a symbolic link in a sticky world-writable directory is followed only by its owner or when the directory owner owns it');
+  throw new VfsError(
+    'EACCES',
+    op,
+    path,
+    'a symbolic link in a sticky world-writable directory is followed only by its owner or when the directory owner owns it',
+  );
 }
 
 /** chmod: the owner, root, or a wheel member (for both principals when delegating). */
@@ -120,14 +126,16 @@ export function requireChown(cred: Cred, node: Node, uid: number, gid: number, o
     if (uid !== node.uid) throw new VfsError('EPERM', op, path, 'only root may change the owner of a file');
     if (gid !== node.gid) {
       if (p.uid !== node.uid) throw new VfsError('EPERM', op, path);
-      if (!p.groups.has(gid)) throw new VfsError('EPERM', op, path, 'you may only change the group to one you belong to');
+      if (!p.groups.has(gid))
+        throw new VfsError('EPERM', op, path, 'you may only change the group to one you belong to');
     }
   }
 }
 
 /** Admin operations (users, groups, tokens): root or wheel, for both principals. */
 export function requireAdmin(cred: Cred, op: string): void {
-  for (const p of principals(cred)) if (!isWheel(p)) throw new VfsError('EACCES', op, undefined, 'administrators only (root or wheel)');
+  for (const p of principals(cred))
+    if (!isWheel(p)) throw new VfsError('EACCES', op, undefined, 'administrators only (root or wheel)');
 }
 
 /** Whether the credential bypasses per-file checks entirely (root, not delegating to a non-root). */
@@ -143,10 +151,12 @@ export function isAdminCred(cred: Cred): boolean {
 /** Security: a token for root is all of root's power; only root itself may mint one (wheel may not). */
 export function requireTokenIssue(cred: Cred, targetUid: number, op: string): void {
   requireAdmin(cred, op);
-  if (targetUid === ROOT_UID && !isSuper(cred)) throw new VfsError('EPERM', op, undefined, 'only root may issue a token for root');
+  if (targetUid === ROOT_UID && !isSuper(cred))
+    throw new VfsError('EPERM', op, undefined, 'only root may issue a token for root');
 }
 
 /** Workspaces (and their tokens) belong to their owner; administrators may manage any of them. */
 export function requireWorkspaceOwner(cred: Cred, ownerUid: number, op: string, path?: string): void {
-  if (!isAdminCred(cred) && ownerUid !== actor(cred).uid) throw new VfsError('EACCES', op, path, 'only the owner or an administrator may do this');
+  if (!isAdminCred(cred) && ownerUid !== actor(cred).uid)
+    throw new VfsError('EACCES', op, path, 'only the owner or an administrator may do this');
 }

@@ -6,9 +6,40 @@
 import { VfsError } from '../errors.js';
 import { BlobStore, type Journal } from './blobs.js';
 import { WriteGrants, type GrantHolder } from './grants.js';
-import { compareNames, depthOf, heightOf, isAncestorOrSelf, lowerHeights, markDirty, nowNs, pathOf, raiseHeights, sortedNames, S_ISGID, S_ISUID, type DirNode, type FileNode, type LinkNode, type Node } from './inode.js';
+import {
+  compareNames,
+  depthOf,
+  heightOf,
+  isAncestorOrSelf,
+  lowerHeights,
+  markDirty,
+  nowNs,
+  pathOf,
+  raiseHeights,
+  sortedNames,
+  S_ISGID,
+  S_ISUID,
+  type DirNode,
+  type FileNode,
+  type LinkNode,
+  type Node,
+} from './inode.js';
 import { components, isWithin, MAX_DEPTH, normalize, splitParent, validateName } from './paths.js';
-import { actor, isRoot, may, R, requireAccess, requireChmod, requireChown, requireFollow, requireUnlink, W, X, type Cred, type Principal } from './perms.js';
+import {
+  actor,
+  isRoot,
+  may,
+  R,
+  requireAccess,
+  requireChmod,
+  requireChown,
+  requireFollow,
+  requireUnlink,
+  W,
+  X,
+  type Cred,
+  type Principal,
+} from './perms.js';
 
 export const MAX_SYMLINKS = 40;
 
@@ -80,18 +111,76 @@ export class Vfs {
     this.attach(this.root, tmp);
   }
 
-  private makeDir(uid: number, gid: number, mode: number, parent: DirNode | null, name: string, id = this.nextId++): DirNode {
+  private makeDir(
+    uid: number,
+    gid: number,
+    mode: number,
+    parent: DirNode | null,
+    name: string,
+    id = this.nextId++,
+  ): DirNode {
     const t = nowNs();
-    const d: DirNode = { id, kind: 'directory', mode, uid, gid, atime: t, mtime: t, ctime: t, btime: t, parent, name, children: new Map(), sorted: undefined, treeId: undefined, height: 0, subdirs: 0 };
+    const d: DirNode = {
+      id,
+      kind: 'directory',
+      mode,
+      uid,
+      gid,
+      atime: t,
+      mtime: t,
+      ctime: t,
+      btime: t,
+      parent,
+      name,
+      children: new Map(),
+      sorted: undefined,
+      treeId: undefined,
+      height: 0,
+      subdirs: 0,
+    };
     this.nodes.set(id, d);
     return d;
   }
 
   /** Loading: rebuilds a node from its stored row. Parents are linked by `linkLoaded`. */
-  loadNode(row: { id: number; kind: Node['kind']; mode: number; uid: number; gid: number; atime: bigint; mtime: bigint; ctime: bigint; btime: bigint; name: string; blob: string | null; size: number; target: string | null }): Node {
-    const base = { id: row.id, mode: row.mode, uid: row.uid, gid: row.gid, atime: row.atime, mtime: row.mtime, ctime: row.ctime, btime: row.btime, parent: null, name: row.name };
+  loadNode(row: {
+    id: number;
+    kind: Node['kind'];
+    mode: number;
+    uid: number;
+    gid: number;
+    atime: bigint;
+    mtime: bigint;
+    ctime: bigint;
+    btime: bigint;
+    name: string;
+    blob: string | null;
+    size: number;
+    target: string | null;
+  }): Node {
+    const base = {
+      id: row.id,
+      mode: row.mode,
+      uid: row.uid,
+      gid: row.gid,
+      atime: row.atime,
+      mtime: row.mtime,
+      ctime: row.ctime,
+      btime: row.btime,
+      parent: null,
+      name: row.name,
+    };
     let node: Node;
-    if (row.kind === 'directory') node = { ...base, kind: 'directory', children: new Map(), sorted: undefined, treeId: undefined, height: 0, subdirs: 0 };
+    if (row.kind === 'directory')
+      node = {
+        ...base,
+        kind: 'directory',
+        children: new Map(),
+        sorted: undefined,
+        treeId: undefined,
+        height: 0,
+        subdirs: 0,
+      };
     else if (row.kind === 'file') {
       node = { ...base, kind: 'file', blob: row.blob ?? '', size: row.size };
       this.blobs.loadRef(node.blob);
@@ -108,8 +197,10 @@ export class Vfs {
       return;
     }
     const parent = this.nodes.get(parentId);
-    if (parent === undefined || parent.kind !== 'directory') throw new VfsError('EIO', 'load', undefined, `inode ${child.id} has a missing parent ${parentId}`);
-    if (parent.children.has(child.name)) throw new VfsError('EIO', 'load', undefined, `two entries named '${child.name}' in directory inode ${parentId}`);
+    if (parent === undefined || parent.kind !== 'directory')
+      throw new VfsError('EIO', 'load', undefined, `inode ${child.id} has a missing parent ${parentId}`);
+    if (parent.children.has(child.name))
+      throw new VfsError('EIO', 'load', undefined, `two entries named '${child.name}' in directory inode ${parentId}`);
     child.parent = parent;
     parent.children.set(child.name, child);
     if (child.kind === 'directory') parent.subdirs++;
@@ -209,7 +300,11 @@ export class Vfs {
       if (name === '.' || name === '') continue;
       // Security: a workspace caller steps only inside its workspace (or on the way down to it), and a
       // step outside fails before anything there is looked up, so a symlink cannot tell which outside paths exist.
-      if (jail !== undefined && !onJailPath(name === '..' ? pathOf(cur.parent ?? this.root) : joinPath(pathOf(cur), name), jail)) throw new VfsError('EACCES', op, abs, 'outside the workspace');
+      if (
+        jail !== undefined &&
+        !onJailPath(name === '..' ? pathOf(cur.parent ?? this.root) : joinPath(pathOf(cur), name), jail)
+      )
+        throw new VfsError('EACCES', op, abs, 'outside the workspace');
       requireAccess(cred, cur, X, op, abs);
       if (name === '..') {
         cur = cur.parent ?? this.root;
@@ -240,7 +335,8 @@ export class Vfs {
   /** The directory that holds `abs`'s last component, and that component (validated). */
   private walkParent(cred: Cred, abs: string, op: string): { dir: DirNode; name: string } {
     if (abs === '/') throw new VfsError('EBUSY', op, abs, 'the root directory cannot be replaced');
-    if (cred.workspace !== undefined && abs === cred.workspace.root) throw new VfsError('EBUSY', op, abs, 'the workspace root cannot be replaced, removed or moved');
+    if (cred.workspace !== undefined && abs === cred.workspace.root)
+      throw new VfsError('EBUSY', op, abs, 'the workspace root cannot be replaced, removed or moved');
     const { dir: dirPath, name } = splitParent(abs);
     validateName(name, op, abs);
     const dir = this.resolve(cred, dirPath, op, true);
@@ -255,13 +351,20 @@ export class Vfs {
    * its parent, as did the delegate) would otherwise be locked out of a directory it just made.
    * `placing` is what will be put at `abs`: its depth is checked before any directory is made.
    */
-  private walkParentCreating(cred: Cred, abs: string, op: string, parents: boolean, placing: Placing = { height: 0 }): { dir: DirNode; name: string; fresh: boolean } {
+  private walkParentCreating(
+    cred: Cred,
+    abs: string,
+    op: string,
+    parents: boolean,
+    placing: Placing = { height: 0 },
+  ): { dir: DirNode; name: string; fresh: boolean } {
     if (!parents) {
       const r = this.walkParent(cred, abs, op);
       this.checkDepth(r.dir, 0, placing, op, abs, r.dir.children.has(r.name));
       return { ...r, fresh: false };
     }
-    if (cred.workspace !== undefined && abs === cred.workspace.root) throw new VfsError('EBUSY', op, abs, 'the workspace root cannot be replaced, removed or moved');
+    if (cred.workspace !== undefined && abs === cred.workspace.root)
+      throw new VfsError('EBUSY', op, abs, 'the workspace root cannot be replaced, removed or moved');
     const { dir: dirPath, name } = splitParent(abs);
     validateName(name, op, abs);
     // The deepest directory that exists on the way (the directories below it are made after the depth check).
@@ -325,12 +428,25 @@ export class Vfs {
    * over an existing entry (`replacing`, with nothing below the new one) and a move that does not
    * take its entry deeper than it is always pass.
    */
-  private checkDepth(parent: DirNode, missing: number, placing: Placing, op: string, abs: string, replacing = false): void {
+  private checkDepth(
+    parent: DirNode,
+    missing: number,
+    placing: Placing,
+    op: string,
+    abs: string,
+    replacing = false,
+  ): void {
     if (replacing && placing.height === 0) return;
     const depth = depthOf(parent) + missing + 1;
     if (placing.oldDepth !== undefined && depth <= placing.oldDepth) return;
     const height = placing.height;
-    if (depth + height > MAX_DEPTH) throw new VfsError('ENAMETOOLONG', op, abs, `the tree may be at most ${MAX_DEPTH} levels deep, and this would reach level ${depth + height}`);
+    if (depth + height > MAX_DEPTH)
+      throw new VfsError(
+        'ENAMETOOLONG',
+        op,
+        abs,
+        `the tree may be at most ${MAX_DEPTH} levels deep, and this would reach level ${depth + height}`,
+      );
   }
 
   // ---------- node creation and removal ----------
@@ -405,7 +521,13 @@ export class Vfs {
   }
 
   private checkSize(size: number, op: string, abs: string): void {
-    if (size > this.maxFileSize) throw new VfsError('EFBIG', op, abs, `file too large: the limit is ${this.maxFileSize} bytes (SERVICE_MAX_FILE_SIZE)`);
+    if (size > this.maxFileSize)
+      throw new VfsError(
+        'EFBIG',
+        op,
+        abs,
+        `file too large: the limit is ${this.maxFileSize} bytes (SERVICE_MAX_FILE_SIZE)`,
+      );
   }
 
   // ---------- reading ----------
@@ -431,7 +553,12 @@ export class Vfs {
    * Entries that exist during the whole paging are returned exactly once; entries created or
    * removed meanwhile may or may not be (as readdir(3) says).
    */
-  async listPage(cred: Cred, abs: string, after: string | undefined, limit: number): Promise<{ entries: Node[]; more: boolean }> {
+  async listPage(
+    cred: Cred,
+    abs: string,
+    after: string | undefined,
+    limit: number,
+  ): Promise<{ entries: Node[]; more: boolean }> {
     let stale: string[] | undefined; // an order sorted by an earlier attempt
     for (let attempt = 0; ; attempt++) {
       const dir = this.listable(cred, abs);
@@ -505,11 +632,18 @@ export class Vfs {
    * New files need w+x on the parent; existing ones need w on the file. Throws EISDIR, EFBIG,
    * EPRECOND (if_match / if_none_match), EEXIST (exclusive).
    */
-  write(cred: Cred, abs: string, data: Buffer, opts: WriteOptions = {}, depth = 0): { node: FileNode; created: boolean; path: string; grant?: string } {
+  write(
+    cred: Cred,
+    abs: string,
+    data: Buffer,
+    opts: WriteOptions = {},
+    depth = 0,
+  ): { node: FileNode; created: boolean; path: string; grant?: string } {
     const op = 'write';
     if (!opts.append) this.checkSize(data.length, op, abs);
     if (opts.wantGrant) {
-      if (opts.holder === undefined) throw new VfsError('EINVAL', op, abs, 'a write grant needs a connection to hold it');
+      if (opts.holder === undefined)
+        throw new VfsError('EINVAL', op, abs, 'a write grant needs a connection to hold it');
       this.grants.checkRoom(opts.holder, op, abs);
     }
     const { dir, name, fresh } = this.walkParentCreating(cred, abs, op, opts.parents !== false);
@@ -523,9 +657,16 @@ export class Vfs {
       return this.write(cred, normalize(existing.target, pathOf(dir)), data, opts, depth + 1);
     }
     if (existing?.kind === 'directory') throw new VfsError('EISDIR', op, abs);
-    if (opts.ifNoneMatch !== undefined && existing !== undefined && (opts.ifNoneMatch === '*' || opts.ifNoneMatch === existing.blob)) throw new VfsError('EPRECOND', op, abs, 'the file exists (If-None-Match)');
-    if (opts.ifMatch !== undefined && opts.ifMatch !== '*' && existing?.blob !== opts.ifMatch) throw new VfsError('EPRECOND', op, abs, 'the file changed since it was read (If-Match)');
-    if (opts.ifMatch === '*' && existing === undefined) throw new VfsError('EPRECOND', op, abs, 'the file does not exist (If-Match)');
+    if (
+      opts.ifNoneMatch !== undefined &&
+      existing !== undefined &&
+      (opts.ifNoneMatch === '*' || opts.ifNoneMatch === existing.blob)
+    )
+      throw new VfsError('EPRECOND', op, abs, 'the file exists (If-None-Match)');
+    if (opts.ifMatch !== undefined && opts.ifMatch !== '*' && existing?.blob !== opts.ifMatch)
+      throw new VfsError('EPRECOND', op, abs, 'the file changed since it was read (If-Match)');
+    if (opts.ifMatch === '*' && existing === undefined)
+      throw new VfsError('EPRECOND', op, abs, 'the file does not exist (If-Match)');
     if (opts.exclusive && existing !== undefined) throw new VfsError('EEXIST', op, abs);
     if (existing !== undefined) {
       // Write access was checked when the grant was issued (open/create); everything else still is.
@@ -543,7 +684,21 @@ export class Vfs {
     const id = this.nextId++;
     // Issued before anything changes: it can fail (too many grants).
     const grant = opts.wantGrant ? this.grants.issue(opts.holder!, id, op, abs) : undefined;
-    const node: FileNode = { id, kind: 'file', mode: (opts.mode ?? 0o644) & 0o7777 & ~S_ISUID, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent: dir, name, blob: this.blobs.put(data), size: data.length };
+    const node: FileNode = {
+      id,
+      kind: 'file',
+      mode: (opts.mode ?? 0o644) & 0o7777 & ~S_ISUID,
+      uid: own.uid,
+      gid: own.gid,
+      atime: t,
+      mtime: t,
+      ctime: t,
+      btime: t,
+      parent: dir,
+      name,
+      blob: this.blobs.put(data),
+      size: data.length,
+    };
     this.nodes.set(id, node);
     this.attach(dir, node);
     const p = pathOf(node);
@@ -600,7 +755,20 @@ export class Vfs {
     this.checkDepth(dir, 0, { height: 0 }, op, abs);
     const own = this.ownership(cred, dir);
     const t = nowNs();
-    const node: LinkNode = { id: this.nextId++, kind: 'symlink', mode: 0o777, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent: dir, name, target };
+    const node: LinkNode = {
+      id: this.nextId++,
+      kind: 'symlink',
+      mode: 0o777,
+      uid: own.uid,
+      gid: own.gid,
+      atime: t,
+      mtime: t,
+      ctime: t,
+      btime: t,
+      parent: dir,
+      name,
+      target,
+    };
     this.nodes.set(node.id, node);
     this.attach(dir, node);
     this.emit(cred, pathOf(node));
@@ -637,7 +805,8 @@ export class Vfs {
   }
 
   private checkNotJailRoot(cred: Cred, node: Node, op: string, abs: string): void {
-    if (cred.workspace !== undefined && pathOf(node) === cred.workspace.root) throw new VfsError('EBUSY', op, abs, 'the workspace root cannot be removed or moved');
+    if (cred.workspace !== undefined && pathOf(node) === cred.workspace.root)
+      throw new VfsError('EBUSY', op, abs, 'the workspace root cannot be removed or moved');
   }
 
   /**
@@ -711,7 +880,13 @@ export class Vfs {
    * children) in chunks of DESTROY_BATCH: one array of a million nodes is copied whole each time it
    * grows (tens of ms at that size), and is held until the last inode is freed.
    */
-  private async checkRemovableSliced(cred: Cred, top: DirNode, abs: string, op: string, sliced: boolean): Promise<Node[][]> {
+  private async checkRemovableSliced(
+    cred: Cred,
+    top: DirNode,
+    abs: string,
+    op: string,
+    sliced: boolean,
+  ): Promise<Node[][]> {
     const pause = sliced ? slicer() : () => undefined;
     let chunk: Node[] = [top];
     const order: Node[][] = [chunk];
@@ -759,15 +934,18 @@ export class Vfs {
   copy(cred: Cred, srcAbs: string, dstAbs: string, opts: { recursive?: boolean; overwrite?: boolean } = {}): number {
     const op = 'copy';
     const src = this.resolve(cred, srcAbs, op, true);
-    if (src.kind === 'directory' && !opts.recursive) throw new VfsError('EISDIR', op, srcAbs, 'copying a directory needs recursive');
+    if (src.kind === 'directory' && !opts.recursive)
+      throw new VfsError('EISDIR', op, srcAbs, 'copying a directory needs recursive');
     this.checkReadable(cred, src, srcAbs, op);
     if (src.kind === 'directory') this.refuseInsideSelf(cred, src, dstAbs, op, dstAbs);
     const { dir, name, fresh } = this.walkParentCreating(cred, dstAbs, op, true, { height: heightOf(src) });
-    if (src.kind === 'directory' && isAncestorOrSelf(src, dir)) throw new VfsError('EINVAL', op, dstAbs, 'cannot copy a directory into itself');
+    if (src.kind === 'directory' && isAncestorOrSelf(src, dir))
+      throw new VfsError('EINVAL', op, dstAbs, 'cannot copy a directory into itself');
     const existing = dir.children.get(name);
     if (existing !== undefined) {
       if (opts.overwrite === false) throw new VfsError('EEXIST', op, dstAbs);
-      if (existing.kind === 'directory' || src.kind === 'directory') throw new VfsError(existing.kind === 'directory' ? 'EISDIR' : 'EEXIST', op, dstAbs);
+      if (existing.kind === 'directory' || src.kind === 'directory')
+        throw new VfsError(existing.kind === 'directory' ? 'EISDIR' : 'EEXIST', op, dstAbs);
       if (existing.kind === 'symlink') throw new VfsError('EEXIST', op, dstAbs);
       requireAccess(cred, existing, W, op, dstAbs);
       if (src.kind === 'file') {
@@ -808,7 +986,8 @@ export class Vfs {
         if (p !== '/') continue;
         return;
       }
-      if (isAncestorOrSelf(src, n)) throw new VfsError('EINVAL', op, dstAbs, `cannot ${op === 'copy' ? 'copy' : 'move'} a directory into itself`);
+      if (isAncestorOrSelf(src, n))
+        throw new VfsError('EINVAL', op, dstAbs, `cannot ${op === 'copy' ? 'copy' : 'move'} a directory into itself`);
       return;
     }
   }
@@ -821,7 +1000,8 @@ export class Vfs {
       if (node.kind === 'directory') {
         requireAccess(cred, node, R | X, op, abs);
         const children = [...node.children];
-        for (let i = children.length - 1; i >= 0; i--) stack.push({ node: children[i]![1], abs: `${abs}/${children[i]![0]}` });
+        for (let i = children.length - 1; i >= 0; i--)
+          stack.push({ node: children[i]![1], abs: `${abs}/${children[i]![0]}` });
       }
     }
   }
@@ -838,17 +1018,45 @@ export class Vfs {
       let node: Node;
       if (src.kind === 'file') {
         this.blobs.ref(src.blob);
-        node = { id: this.nextId++, kind: 'file', mode, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent: into, name: as, blob: src.blob, size: src.size };
+        node = {
+          id: this.nextId++,
+          kind: 'file',
+          mode,
+          uid: own.uid,
+          gid: own.gid,
+          atime: t,
+          mtime: t,
+          ctime: t,
+          btime: t,
+          parent: into,
+          name: as,
+          blob: src.blob,
+          size: src.size,
+        };
         this.nodes.set(node.id, node);
       } else if (src.kind === 'symlink') {
-        node = { id: this.nextId++, kind: 'symlink', mode: 0o777, uid: own.uid, gid: own.gid, atime: t, mtime: t, ctime: t, btime: t, parent: into, name: as, target: src.target };
+        node = {
+          id: this.nextId++,
+          kind: 'symlink',
+          mode: 0o777,
+          uid: own.uid,
+          gid: own.gid,
+          atime: t,
+          mtime: t,
+          ctime: t,
+          btime: t,
+          parent: into,
+          name: as,
+          target: src.target,
+        };
         this.nodes.set(node.id, node);
       } else {
         const d = this.makeDir(own.uid, own.gid, mode | (own.inheritSgid ? S_ISGID : 0), into, as);
         // taking the source's height now keeps raiseHeights from climbing once per entry
         d.height = src.height;
         const names = sortedNames(src);
-        for (let i = names.length - 1; i >= 0; i--) stack.push({ src: src.children.get(names[i]!)!, parent: d, name: names[i]! });
+        for (let i = names.length - 1; i >= 0; i--)
+          stack.push({ src: src.children.get(names[i]!)!, parent: d, name: names[i]! });
         node = d;
       }
       this.attach(into, node);
@@ -875,7 +1083,8 @@ export class Vfs {
       if (src.kind === 'directory') requireAccess(cred, src, W, op, srcAbs);
     }
     const { dir: ddir, name: dname, fresh } = this.walkParentCreating(cred, dstAbs, op, true, placing);
-    if (src.kind === 'directory' && isAncestorOrSelf(src, ddir)) throw new VfsError('EINVAL', op, dstAbs, 'cannot move a directory into itself');
+    if (src.kind === 'directory' && isAncestorOrSelf(src, ddir))
+      throw new VfsError('EINVAL', op, dstAbs, 'cannot move a directory into itself');
     const existing = ddir.children.get(dname);
     if (existing === src) return { from: pathOf(src), to: pathOf(src) };
     requireUnlink(cred, sdir, src, op, srcAbs);
@@ -977,14 +1186,39 @@ export class Vfs {
   }
 
   /** Creates an entry with exactly these attributes (a directory empty, `height` levels to come below it). */
-  createUnchecked(parent: DirNode, e: { name: string; kind: Node['kind']; mode: number; uid: number; gid: number; blob?: string; size?: number; target?: string; height?: number }, by?: Cred): Node {
+  createUnchecked(
+    parent: DirNode,
+    e: {
+      name: string;
+      kind: Node['kind'];
+      mode: number;
+      uid: number;
+      gid: number;
+      blob?: string;
+      size?: number;
+      target?: string;
+      height?: number;
+    },
+    by?: Cred,
+  ): Node {
     let node: Node;
     if (e.kind === 'directory') {
       node = this.makeDir(e.uid, e.gid, e.mode, parent, e.name);
       node.height = e.height ?? 0;
     } else {
       const t = nowNs();
-      const base = { id: this.nextId++, mode: e.mode, uid: e.uid, gid: e.gid, atime: t, mtime: t, ctime: t, btime: t, parent, name: e.name };
+      const base = {
+        id: this.nextId++,
+        mode: e.mode,
+        uid: e.uid,
+        gid: e.gid,
+        atime: t,
+        mtime: t,
+        ctime: t,
+        btime: t,
+        parent,
+        name: e.name,
+      };
       if (e.kind === 'file') {
         const blob = e.blob ?? '';
         this.blobs.ref(blob);
@@ -1038,10 +1272,17 @@ export class Vfs {
    * Visits what the credential may see below `dir` in name order: directories it may list and
    * search, files it may read. Never yields anything from an unreadable place.
    */
-  *visible(cred: Cred, dir: DirNode, dirPath: string, recursive: boolean): Generator<{ node: Node; path: string; depth: number }> {
+  *visible(
+    cred: Cred,
+    dir: DirNode,
+    dirPath: string,
+    recursive: boolean,
+  ): Generator<{ node: Node; path: string; depth: number }> {
     if (!may(cred, dir, R | X)) return;
     // An explicit stack (pre-order, name order): nested generators would overflow on deep trees.
-    const stack: { dir: DirNode; path: string; depth: number; names: string[]; i: number }[] = [{ dir, path: dirPath, depth: 1, names: sortedNames(dir), i: 0 }];
+    const stack: { dir: DirNode; path: string; depth: number; names: string[]; i: number }[] = [
+      { dir, path: dirPath, depth: 1, names: sortedNames(dir), i: 0 },
+    ];
     while (stack.length > 0) {
       const f = stack[stack.length - 1]!;
       if (f.i >= f.names.length) {
@@ -1053,7 +1294,8 @@ export class Vfs {
       if (child === undefined) continue;
       const p = f.path === '/' ? `/${name}` : `${f.path}/${name}`;
       yield { node: child, path: p, depth: f.depth };
-      if (recursive && child.kind === 'directory' && may(cred, child, R | X)) stack.push({ dir: child, path: p, depth: f.depth + 1, names: sortedNames(child), i: 0 });
+      if (recursive && child.kind === 'directory' && may(cred, child, R | X))
+        stack.push({ dir: child, path: p, depth: f.depth + 1, names: sortedNames(child), i: 0 });
     }
   }
 

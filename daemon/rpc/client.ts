@@ -10,7 +10,15 @@ import net from 'node:net';
 import { EventEmitter } from 'node:events';
 import { VfsError, type WireError } from '../errors.js';
 import { FrameDecoder, FrameError, FrameTooLarge, FrameWriter } from './framing.js';
-import { READ_CHUNK, type ChangeEvent, type Creds, type FeedHeader, type Method, type Params, type Result } from './protocol.js';
+import {
+  READ_CHUNK,
+  type ChangeEvent,
+  type Creds,
+  type FeedHeader,
+  type Method,
+  type Params,
+  type Result,
+} from './protocol.js';
 
 export interface CallOptions {
   data?: Buffer;
@@ -106,8 +114,13 @@ export class DaemonClient extends EventEmitter implements Caller {
       let off = first.data.length;
       try {
         while (off < size) {
-          const part = await this.sendOne('fs.read', { path: params.path, if_match: etag, offset: off, length: READ_CHUNK }, creds);
-          if (part.data.length === 0) throw new VfsError('EPRECOND', 'read', params.path, 'the file changed while it was being read in parts');
+          const part = await this.sendOne(
+            'fs.read',
+            { path: params.path, if_match: etag, offset: off, length: READ_CHUNK },
+            creds,
+          );
+          if (part.data.length === 0)
+            throw new VfsError('EPRECOND', 'read', params.path, 'the file changed while it was being read in parts');
           part.data.copy(whole, off);
           off += part.data.length;
         }
@@ -127,7 +140,14 @@ export class DaemonClient extends EventEmitter implements Caller {
         this.out.push({ id, method, params, creds }, opts?.data);
       } catch (err) {
         if (!(err instanceof FrameTooLarge)) throw err;
-        reject(new VfsError(err.dataBytes > 0 ? 'EFBIG' : 'E2BIG', method, undefined, `the request is larger than one message may be (${err.message})`));
+        reject(
+          new VfsError(
+            err.dataBytes > 0 ? 'EFBIG' : 'E2BIG',
+            method,
+            undefined,
+            `the request is larger than one message may be (${err.message})`,
+          ),
+        );
         return;
       }
       this.pending.set(id, { resolve: resolve as (r: { result: unknown; data: Buffer }) => void, reject });
@@ -145,7 +165,12 @@ export class DaemonClient extends EventEmitter implements Caller {
     }
     for (const { header, data } of frames) {
       if (header instanceof FrameError) {
-        const err = new VfsError('E2BIG', 'rpc', undefined, `the daemon's answer was refused: ${header.reason}; narrow the request`);
+        const err = new VfsError(
+          'E2BIG',
+          'rpc',
+          undefined,
+          `the daemon's answer was refused: ${header.reason}; narrow the request`,
+        );
         const p = header.id === undefined ? undefined : this.pending.get(header.id);
         if (p) {
           this.pending.delete(header.id!);

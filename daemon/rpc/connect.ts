@@ -36,7 +36,10 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
 export function socketPathFor(dataDir: string, env: NodeJS.ProcessEnv = process.env): string {
   const direct = path.join(path.resolve(dataDir), 'daemon.sock');
   if (Buffer.byteLength(direct) <= 100) return direct;
-  const runtime = env.XDG_RUNTIME_DIR && existsSync(env.XDG_RUNTIME_DIR) ? env.XDG_RUNTIME_DIR : (env.TMPDIR || '/tmp').replace(/(.)\/+$/, '$1');
+  const runtime =
+    env.XDG_RUNTIME_DIR && existsSync(env.XDG_RUNTIME_DIR)
+      ? env.XDG_RUNTIME_DIR
+      : (env.TMPDIR || '/tmp').replace(/(.)\/+$/, '$1');
   const id = createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 16);
   return path.join(runtime, `mdvfs-${process.getuid?.() ?? 0}`, `${id}.sock`);
 }
@@ -90,7 +93,8 @@ export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonCl
   if (daemons.length > 0) return connectActive(daemons, opts.timeoutMs ?? 15000);
   const dataDir = path.resolve(opts.dataDir ?? defaultDataDir());
   // mkdir on a kernel pseudo filesystem may never return: refuse it clearly instead (/dev/shm is plain tmpfs).
-  if (/^\/(proc|sys)(\/|$)/.test(dataDir)) throw new Error(`SERVICE_DATA_DIR cannot be under /proc or /sys (got ${dataDir})`);
+  if (/^\/(proc|sys)(\/|$)/.test(dataDir))
+    throw new Error(`SERVICE_DATA_DIR cannot be under /proc or /sys (got ${dataDir})`);
   // Security: never send a credential to a socket another local user could own (private-dir.ts).
   const existed = existsSync(dataDir);
   if (opts.spawn !== false || existed) securePrivateDataDir(dataDir);
@@ -126,7 +130,10 @@ export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonCl
       lastErr = err;
     }
     // EXIT_LOCKED: another starter won the race for the lock; keep waiting for its socket.
-    if (exited !== null && exited !== EXIT_LOCKED) throw new Error(`the daemon for ${dataDir} failed to start (exit ${exited}); see ${path.join(dataDir, 'daemon.log')}`);
+    if (exited !== null && exited !== EXIT_LOCKED)
+      throw new Error(
+        `the daemon for ${dataDir} failed to start (exit ${exited}); see ${path.join(dataDir, 'daemon.log')}`,
+      );
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`timed out waiting for the daemon of ${dataDir}: ${String(lastErr)}`);
@@ -153,7 +160,10 @@ async function connectActive(daemons: string[], timeoutMs: number): Promise<Daem
         seen.set(sock, err instanceof VfsError && err.code === 'EAGAIN' ? 'a standby' : (err as Error).message);
       }
     }
-    if (Date.now() > deadline) throw new Error(`no active daemon among SERVICE_DAEMONS: ${[...seen].map(([s, why]) => `${s}: ${why}`).join('; ')}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `no active daemon among SERVICE_DAEMONS: ${[...seen].map(([s, why]) => `${s}: ${why}`).join('; ')}`,
+      );
     await new Promise((r) => setTimeout(r, 100));
   }
 }

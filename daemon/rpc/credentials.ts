@@ -9,7 +9,8 @@
 import { VfsError } from '../errors.js';
 import type { AuthPolicy, Creds } from './protocol.js';
 
-export type Authorization = { scheme: 'none' } | { scheme: 'user'; name: string } | { scheme: 'bearer'; secret: string };
+export type Authorization =
+  { scheme: 'none' } | { scheme: 'user'; name: string } | { scheme: 'bearer'; secret: string };
 
 function refuse(message: string): never {
   throw new VfsError('EAUTH', 'authenticate', undefined, message);
@@ -65,7 +66,12 @@ export interface LocalIdentity {
   onBehalfOf?: string;
 }
 
-const ENV_NAMES = { user: 'SERVICE_AS_USER', token: 'SERVICE_TOKEN', workspace: 'SERVICE_WORKSPACE', onBehalfOf: 'SERVICE_ON_BEHALF_OF' } as const;
+const ENV_NAMES = {
+  user: 'SERVICE_AS_USER',
+  token: 'SERVICE_TOKEN',
+  workspace: 'SERVICE_WORKSPACE',
+  onBehalfOf: 'SERVICE_ON_BEHALF_OF',
+} as const;
 
 /** Thrown for identity settings that are set but unusable; the message names the variable or flag. */
 export class CredentialError extends Error {}
@@ -83,7 +89,11 @@ function nonBlank(value: string | undefined, name: string): string | undefined {
  * Nothing at all means root (the contract). Throws CredentialError for a blank flag or variable,
  * or for both a user and a token from the same source.
  */
-export function localCreds(flags: LocalIdentity, flagNames: Record<keyof LocalIdentity, string>, env: NodeJS.ProcessEnv = process.env): Creds {
+export function localCreds(
+  flags: LocalIdentity,
+  flagNames: Record<keyof LocalIdentity, string>,
+  env: NodeJS.ProcessEnv = process.env,
+): Creds {
   const pick = (k: keyof LocalIdentity): { value?: string; from: 'flag' | 'env' } => {
     const f = nonBlank(flags[k], flagNames[k]);
     const e = nonBlank(env[ENV_NAMES[k]], ENV_NAMES[k]);
@@ -92,7 +102,11 @@ export function localCreds(flags: LocalIdentity, flagNames: Record<keyof LocalId
   const user = pick('user');
   const token = pick('token');
   if (user.value !== undefined && token.value !== undefined && user.from === token.from) {
-    throw new CredentialError(user.from === 'flag' ? `${flagNames.user} and ${flagNames.token} are mutually exclusive` : `set ${ENV_NAMES.user} or ${ENV_NAMES.token}, not both`);
+    throw new CredentialError(
+      user.from === 'flag'
+        ? `${flagNames.user} and ${flagNames.token} are mutually exclusive`
+        : `set ${ENV_NAMES.user} or ${ENV_NAMES.token}, not both`,
+    );
   }
   const creds: Creds = { origin: 'local' };
   // A flag of either kind overrides both environment variables.

@@ -10,8 +10,13 @@ export const MAX_DATA = 1024 * 1024 * 1024;
  * the connection): encodeFrame throws this instead, and the caller answers or fails that one request.
  */
 export class FrameTooLarge extends Error {
-  constructor(readonly headerBytes: number, readonly dataBytes: number) {
-    super(`the message is larger than the frame limits (header ${headerBytes} of ${MAX_HEADER} bytes, data ${dataBytes} of ${MAX_DATA} bytes)`);
+  constructor(
+    readonly headerBytes: number,
+    readonly dataBytes: number,
+  ) {
+    super(
+      `the message is larger than the frame limits (header ${headerBytes} of ${MAX_HEADER} bytes, data ${dataBytes} of ${MAX_DATA} bytes)`,
+    );
   }
 }
 
@@ -22,7 +27,10 @@ export interface Frame {
 
 export class FrameError {
   /** `id`: the request id read from the start of a skipped (oversized) frame, when it had one. */
-  constructor(readonly reason: string, readonly id?: number) {}
+  constructor(
+    readonly reason: string,
+    readonly id?: number,
+  ) {}
 }
 
 /** The socket side FrameWriter needs (a net.Socket). */
@@ -77,7 +85,8 @@ export const ENCODE_SLICE_ITEMS = 500;
 /** Strings in a reply's result longer than this (a diff of up to 4 MiB) are encoded in slices of this many UTF-16 units. */
 export const ENCODE_SLICE_CHARS = 65536;
 
-const isLong = (v: unknown): v is unknown[] | string => (Array.isArray(v) && v.length > ENCODE_SLICE_ITEMS) || (typeof v === 'string' && v.length > ENCODE_SLICE_CHARS);
+const isLong = (v: unknown): v is unknown[] | string =>
+  (Array.isArray(v) && v.length > ENCODE_SLICE_ITEMS) || (typeof v === 'string' && v.length > ENCODE_SLICE_CHARS);
 
 /**
  * The header `{"id":…,"result":…}` of a reply whose result (a plain object) holds an array longer
@@ -89,8 +98,13 @@ const isLong = (v: unknown): v is unknown[] | string => (Array.isArray(v) && v.l
  * JSON.stringify would give (a string is never cut inside a surrogate pair). Any other result:
  * undefined (encoded in one go, as usual).
  */
-export async function encodeReplySliced(id: number, result: unknown, pauser: () => () => Promise<void> | undefined): Promise<EncodedHeader | undefined> {
-  if (typeof result !== 'object' || result === null || Object.getPrototypeOf(result) !== Object.prototype) return undefined;
+export async function encodeReplySliced(
+  id: number,
+  result: unknown,
+  pauser: () => () => Promise<void> | undefined,
+): Promise<EncodedHeader | undefined> {
+  if (typeof result !== 'object' || result === null || Object.getPrototypeOf(result) !== Object.prototype)
+    return undefined;
   const fields = Object.entries(result as Record<string, unknown>);
   if (!fields.some(([, v]) => isLong(v))) return undefined;
   await new Promise<void>((resolve) => setImmediate(resolve)); // the handler may have used this turn already
@@ -112,7 +126,7 @@ export async function encodeReplySliced(id: number, result: unknown, pauser: () 
     if (json !== undefined) text += json;
     else if (typeof value === 'string') {
       text += '"';
-      for (let i = 0; i < value.length; ) {
+      for (let i = 0; i < value.length;) {
         let end = Math.min(value.length, i + ENCODE_SLICE_CHARS);
         const last = value.charCodeAt(end - 1);
         if (end < value.length && last >= 0xd800 && last <= 0xdbff) end--; // keep a surrogate pair together
@@ -123,7 +137,8 @@ export async function encodeReplySliced(id: number, result: unknown, pauser: () 
     } else {
       const items = value as unknown[];
       text += '[';
-      for (let i = 0; i < items.length; i += ENCODE_SLICE_ITEMS) await flush((i === 0 ? '' : ',') + JSON.stringify(items.slice(i, i + ENCODE_SLICE_ITEMS)).slice(1, -1));
+      for (let i = 0; i < items.length; i += ENCODE_SLICE_ITEMS)
+        await flush((i === 0 ? '' : ',') + JSON.stringify(items.slice(i, i + ENCODE_SLICE_ITEMS)).slice(1, -1));
       text += ']';
     }
   }
@@ -168,7 +183,9 @@ export class FrameDecoder {
         const reason = `frame too large (header ${hlen} bytes, data ${dlen} bytes; limits ${MAX_HEADER} and ${MAX_DATA})`;
         if (!this.opts.skipOversized) throw new Error(reason);
         if (this.buffered < 8 + Math.min(hlen, 32)) break; // wait for the start of the header (its id)
-        const start = this.peek(8 + Math.min(hlen, 32)).subarray(8).toString('latin1');
+        const start = this.peek(8 + Math.min(hlen, 32))
+          .subarray(8)
+          .toString('latin1');
         const m = ID_PREFIX.exec(start);
         frames.push({ header: new FrameError(reason, m ? Number(m[1]) : undefined), data: undefined });
         const total = 8 + hlen + dlen;

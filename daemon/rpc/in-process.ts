@@ -26,7 +26,9 @@ export class InProcessCaller implements Caller {
     // The core's grep workers and store timers do not keep a process alive (the daemon's socket
     // does): hold the event loop open while this request is in flight.
     const hold = setInterval(() => undefined, 2 ** 30);
-    const o = await invoke(this.handlers, { method, params, creds: this.creds, data: opts?.data }).finally(() => clearInterval(hold));
+    const o = await invoke(this.handlers, { method, params, creds: this.creds, data: opts?.data }).finally(() =>
+      clearInterval(hold),
+    );
     if (!o.ok) throw VfsError.fromWire(o.error);
     return { result: o.result as Result<M>, data: o.out ?? EMPTY };
   }

@@ -71,7 +71,9 @@ export class DaemonLink implements Caller {
   }
 
   private bind(client: DaemonClient): Caller {
-    client.on('socket-error', (err: Error) => process.stderr.write(`${this.opts.name}: daemon connection: ${err.message}\n`));
+    client.on('socket-error', (err: Error) =>
+      process.stderr.write(`${this.opts.name}: daemon connection: ${err.message}\n`),
+    );
     client.on('event', (ev: ChangeEvent) => this.changeHandler?.(ev));
     client.on('close', () => {
       if (this.closed) return;
@@ -110,7 +112,9 @@ export class DaemonLink implements Caller {
           // Answers cached between the reconnect and the subscription are not trusted either.
           void this.subscribe(client)
             .then(() => this.changeHandler?.({ kind: 'change', paths: [] }))
-            .catch((err: Error) => process.stderr.write(`${this.opts.name}: cannot subscribe to changes: ${err.message}\n`));
+            .catch((err: Error) =>
+              process.stderr.write(`${this.opts.name}: cannot subscribe to changes: ${err.message}\n`),
+            );
         }
         return caller;
       })

@@ -18,7 +18,12 @@ function warn(line: string): void {
 }
 
 function foreign(what: string, p: string, st: Stats, advice: string): VfsError {
-  return new VfsError('EACCES', 'open', p, `refusing to use ${what} ${p}: it is owned by uid ${st.uid}, not by you (uid ${me()}), so that user could read or replace it; ${advice}`);
+  return new VfsError(
+    'EACCES',
+    'open',
+    p,
+    `refusing to use ${what} ${p}: it is owned by uid ${st.uid}, not by you (uid ${me()}), so that user could read or replace it; ${advice}`,
+  );
 }
 
 /** Makes `dir` (created 0700 when missing) ours and private: fixed if ours and open, refused if another user's. */
@@ -30,7 +35,8 @@ function ensureOwnDir(dir: string, what: string, advice: string, opts: { followL
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
   }
   const st = opts.followLinks ? statSync(dir) : lstatSync(dir);
-  if (st.isSymbolicLink()) throw new VfsError('EACCES', 'open', dir, `refusing to use ${what} ${dir}: it is a symbolic link; ${advice}`);
+  if (st.isSymbolicLink())
+    throw new VfsError('EACCES', 'open', dir, `refusing to use ${what} ${dir}: it is a symbolic link; ${advice}`);
   if (!st.isDirectory()) throw new VfsError('ENOTDIR', 'open', dir, `${what} ${dir} is not a directory`);
   if (st.uid !== me()) throw foreign(what, dir, st, advice);
   if ((st.mode & 0o077) !== 0) {
@@ -84,7 +90,13 @@ export function verifySocket(socketPath: string): void {
   } catch {
     return; // nothing there: the connection fails on its own
   }
-  const refuse = (why: string): VfsError => new VfsError('EACCES', 'connect', socketPath, `refusing to connect to the daemon socket ${socketPath}: ${why}, so another local user could be listening there; ${SOCKET_ADVICE}`);
+  const refuse = (why: string): VfsError =>
+    new VfsError(
+      'EACCES',
+      'connect',
+      socketPath,
+      `refusing to connect to the daemon socket ${socketPath}: ${why}, so another local user could be listening there; ${SOCKET_ADVICE}`,
+    );
   if (st.isSymbolicLink()) {
     // The data dir itself may be a link the user made; the fallback directory never is.
     st = statSync(dir);

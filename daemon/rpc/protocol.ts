@@ -47,8 +47,14 @@ export type Creds = z.infer<typeof credsSchema>;
 // Records stay open to new fields: a client must ignore fields it does not know.
 
 const int = z.number().int();
-const nsTime = z.string().regex(/^-?[0-9]+$/).describe('nanoseconds since the epoch, as a decimal string');
-const modeText = z.string().regex(/^[0-7]{4}$/).describe('four octal digits, e.g. `0644`');
+const nsTime = z
+  .string()
+  .regex(/^-?[0-9]+$/)
+  .describe('nanoseconds since the epoch, as a decimal string');
+const modeText = z
+  .string()
+  .regex(/^[0-7]{4}$/)
+  .describe('four octal digits, e.g. `0644`');
 const unixSecs = int.describe('Unix seconds');
 
 export const kindSchema = z.enum(['file', 'directory', 'symlink']);
@@ -124,20 +130,32 @@ const identityFields = {
   is_admin: z.boolean(),
 };
 
-export const userRecordSchema = z.object({ name: z.string(), ...identityFields, has_token: z.boolean() }).meta({ id: 'User' });
+export const userRecordSchema = z
+  .object({ name: z.string(), ...identityFields, has_token: z.boolean() })
+  .meta({ id: 'User' });
 export type UserRecord = z.infer<typeof userRecordSchema>;
 
-export const groupRecordSchema = z.object({ name: z.string(), gid: int, members: z.array(z.string()) }).meta({ id: 'Group' });
+export const groupRecordSchema = z
+  .object({ name: z.string(), gid: int, members: z.array(z.string()) })
+  .meta({ id: 'Group' });
 /** @public (the wire format) */
 export type GroupRecord = z.infer<typeof groupRecordSchema>;
 
 export const workspaceRecordSchema = z
-  .object({ id: z.string().describe('workspace UUID'), name: z.string(), root_path: z.string(), owner: z.string(), created: unixSecs })
+  .object({
+    id: z.string().describe('workspace UUID'),
+    name: z.string(),
+    root_path: z.string(),
+    owner: z.string(),
+    created: unixSecs,
+  })
   .meta({ id: 'Workspace' });
 export type WorkspaceRecord = z.infer<typeof workspaceRecordSchema>;
 
 /** A workspace secret as listed: never the secret or its hash. */
-export const workspaceTokenRecordSchema = z.object({ id: z.string(), name: z.string(), agent: z.string(), created: unixSecs }).meta({ id: 'WorkspaceToken' });
+export const workspaceTokenRecordSchema = z
+  .object({ id: z.string(), name: z.string(), agent: z.string(), created: unixSecs })
+  .meta({ id: 'WorkspaceToken' });
 /** @public (the wire format) */
 export type WorkspaceTokenRecord = z.infer<typeof workspaceTokenRecordSchema>;
 
@@ -171,10 +189,10 @@ export type CommitRecord = z.infer<typeof commitRecordSchema>;
 
 export const changeRecordSchema = z
   .object({
-    path: z.string().describe('relative to the history\'s root; a trailing / marks a directory\'s own mode or owner'),
+    path: z.string().describe("relative to the history's root; a trailing / marks a directory's own mode or owner"),
     op: z.enum(['added', 'modified', 'deleted']),
     by: z.string().describe('who last changed it before the commit'),
-    on_behalf_of: z.string().describe('the user `by` acted for (an agent\'s delegation)').optional(),
+    on_behalf_of: z.string().describe("the user `by` acted for (an agent's delegation)").optional(),
   })
   .meta({ id: 'Change' });
 export type ChangeRecord = z.infer<typeof changeRecordSchema>;
@@ -432,10 +450,31 @@ export const methods = {
   'sys.health': {
     access: 'public',
     params: z.object({}),
-    result: z.object({ status: z.literal('ok'), version: z.string(), uptime: z.number(), inodes: int, commits: int, objects: int, needs_bootstrap: z.boolean() }).meta({ id: 'Health' }),
+    result: z
+      .object({
+        status: z.literal('ok'),
+        version: z.string(),
+        uptime: z.number(),
+        inodes: int,
+        commits: int,
+        objects: int,
+        needs_bootstrap: z.boolean(),
+      })
+      .meta({ id: 'Health' }),
   },
-  'sys.gc': { access: 'admin', op: 'gc', mutates: 'tree', params: z.object({}), result: z.object({ removed: int, kept: int }) },
-  'sys.fsck': { access: 'admin', op: 'fsck', params: z.object({}), result: z.object({ ok: z.boolean(), problems: z.array(z.string()), objects: int, inodes: int }) },
+  'sys.gc': {
+    access: 'admin',
+    op: 'gc',
+    mutates: 'tree',
+    params: z.object({}),
+    result: z.object({ removed: int, kept: int }),
+  },
+  'sys.fsck': {
+    access: 'admin',
+    op: 'fsck',
+    params: z.object({}),
+    result: z.object({ ok: z.boolean(), problems: z.array(z.string()), objects: int, inodes: int }),
+  },
   'sys.ping': { access: 'public', params: z.object({}), result: z.object({ pong: z.literal(true), pid: int }) },
   /** The daemon process (`mdvfs status`); local connections only, never through the HTTP sidecar. */
   'sys.status': { access: 'local', op: 'status', params: z.object({}), result: daemonStatusSchema },
@@ -443,7 +482,12 @@ export const methods = {
    * For `mdvfs serve` only: marks the daemon as held by the serve process `pid` (it restarts the
    * daemon when it dies). Answers the holder: another live serve's pid if one already holds it.
    */
-  'sys.hold': { access: 'local', op: 'hold', params: z.object({ pid: z.number().int().positive() }), result: z.object({ held_by: int }) },
+  'sys.hold': {
+    access: 'local',
+    op: 'hold',
+    params: z.object({ pid: z.number().int().positive() }),
+    result: z.object({ held_by: int }),
+  },
   /** Subscribes this connection to change events (`event: 'change'`). */
   'sys.subscribe': { params: z.object({}), result: z.object({ subscribed: z.literal(true) }) },
   /**
@@ -451,8 +495,14 @@ export const methods = {
    * read (`event: 'feed'` frames carrying `sub`). `sub` names the subscription on this connection;
    * `since` replays what happened after that id (`reset: true` when it cannot: reload instead).
    */
-  'events.subscribe': { params: z.object({ sub: z.string().min(1).max(64), since: z.string().max(64).optional() }), result: z.object({ last_id: z.string(), reset: z.boolean() }) },
-  'events.unsubscribe': { params: z.object({ sub: z.string().min(1).max(64) }), result: z.object({ unsubscribed: z.boolean() }) },
+  'events.subscribe': {
+    params: z.object({ sub: z.string().min(1).max(64), since: z.string().max(64).optional() }),
+    result: z.object({ last_id: z.string(), reset: z.boolean() }),
+  },
+  'events.unsubscribe': {
+    params: z.object({ sub: z.string().min(1).max(64) }),
+    result: z.object({ unsubscribed: z.boolean() }),
+  },
 
   // identity
   'auth.whoami': {
@@ -470,72 +520,134 @@ export const methods = {
     access: 'public',
     params: z.object({ username: z.string() }),
     result: whoAmISchema.extend({ username: z.string() }),
-    rest: { verb: 'post', route: '/auth/login', summary: 'Check a user name and return its identity (groups are gids, primary first)', errors: [400, 401, 404, 500] },
+    rest: {
+      verb: 'post',
+      route: '/auth/login',
+      summary: 'Check a user name and return its identity (groups are gids, primary first)',
+      errors: [400, 401, 404, 500],
+    },
   },
   'auth.bootstrap': {
-    access: 'public', mutates: 'users',
+    access: 'public',
+    mutates: 'users',
     params: z.object({ username: z.string() }),
     result: z.object({ username: z.string(), uid: int, token: z.string() }),
-    rest: { verb: 'post', route: '/auth/bootstrap', summary: 'Create the first admin (wheel) user and return its token; only while no user but root exists', errors: [400, 401, 409, 500] },
+    rest: {
+      verb: 'post',
+      route: '/auth/bootstrap',
+      summary: 'Create the first admin (wheel) user and return its token; only while no user but root exists',
+      errors: [400, 401, 409, 500],
+    },
   },
 
   // admin (root/wheel)
   /** Creating an agent also issues its token: the raw `token` is in this answer only (users get none). */
   'admin.userAdd': {
-    access: 'admin', noWorkspace: true, op: 'useradd', mutates: 'users',
+    access: 'admin',
+    noWorkspace: true,
+    op: 'useradd',
+    mutates: 'users',
     params: z.object({ name: z.string(), is_agent: z.boolean().optional() }),
-    result: userRecordSchema.extend({ token: z.string().describe('only in the answer that creates an agent: its raw token, shown once').optional() }),
+    result: userRecordSchema.extend({
+      token: z.string().describe('only in the answer that creates an agent: its raw token, shown once').optional(),
+    }),
     rest: { verb: 'post', route: '/admin/users', summary: 'Create a user or agent', errors: [400, 401, 403, 409, 500] },
   },
   'admin.userList': {
-    access: 'admin', op: 'users',
+    access: 'admin',
+    op: 'users',
     params: z.object({}),
     result: z.object({ users: z.array(userRecordSchema) }),
     rest: { verb: 'get', route: '/admin/users', summary: 'List users (never tokens)', errors: [401, 403, 500] },
   },
   'admin.userDel': {
-    access: 'admin', noWorkspace: true, op: 'userdel', mutates: 'users',
+    access: 'admin',
+    noWorkspace: true,
+    op: 'userdel',
+    mutates: 'users',
     params: z.object({ name: z.string().describe('user name') }),
     result: z.object({ deleted: z.string() }),
-    rest: { verb: 'delete', route: '/admin/users/:name', summary: 'Delete a user', from: { name: 'path' }, errors: [400, 401, 403, 404, 500] },
+    rest: {
+      verb: 'delete',
+      route: '/admin/users/:name',
+      summary: 'Delete a user',
+      from: { name: 'path' },
+      errors: [400, 401, 403, 404, 500],
+    },
   },
   'admin.token': {
-    op: 'token', mutates: 'users',
+    op: 'token',
+    mutates: 'users',
     params: z.object({ name: z.string().describe('user name') }),
     result: z.object({ name: z.string(), token: z.string() }),
-    rest: { verb: 'post', route: '/admin/users/:name/tokens', summary: "Issue or regenerate the user's token; the raw token is shown only in this response", from: { name: 'path' }, errors: [400, 401, 403, 404, 500] },
+    rest: {
+      verb: 'post',
+      route: '/admin/users/:name/tokens',
+      summary: "Issue or regenerate the user's token; the raw token is shown only in this response",
+      from: { name: 'path' },
+      errors: [400, 401, 403, 404, 500],
+    },
   },
   'admin.groupAdd': {
-    access: 'admin', noWorkspace: true, op: 'groupadd', mutates: 'users',
+    access: 'admin',
+    noWorkspace: true,
+    op: 'groupadd',
+    mutates: 'users',
     params: z.object({ name: z.string() }),
     result: groupRecordSchema,
     rest: { verb: 'post', route: '/admin/groups', summary: 'Create a group', errors: [400, 401, 403, 409, 500] },
   },
   'admin.groupList': {
-    access: 'admin', op: 'groups',
+    access: 'admin',
+    op: 'groups',
     params: z.object({}),
     result: z.object({ groups: z.array(groupRecordSchema) }),
     rest: { verb: 'get', route: '/admin/groups', summary: 'List groups', errors: [401, 403, 500] },
   },
   'admin.groupMemberAdd': {
-    access: 'admin', noWorkspace: true, op: 'usermod', mutates: 'users',
+    access: 'admin',
+    noWorkspace: true,
+    op: 'usermod',
+    mutates: 'users',
     params: z.object({ user: z.string().describe('user name'), group: z.string().describe('group name') }),
     result: groupRecordSchema,
-    rest: { verb: 'post', route: '/admin/users/:user/groups/:group', summary: 'Add a user to a group', from: { user: 'path', group: 'path' }, errors: [400, 401, 403, 404, 500] },
+    rest: {
+      verb: 'post',
+      route: '/admin/users/:user/groups/:group',
+      summary: 'Add a user to a group',
+      from: { user: 'path', group: 'path' },
+      errors: [400, 401, 403, 404, 500],
+    },
   },
   'admin.groupMemberDel': {
-    access: 'admin', noWorkspace: true, op: 'usermod', mutates: 'users',
+    access: 'admin',
+    noWorkspace: true,
+    op: 'usermod',
+    mutates: 'users',
     params: z.object({ user: z.string().describe('user name'), group: z.string().describe('group name') }),
     result: groupRecordSchema,
-    rest: { verb: 'delete', route: '/admin/users/:user/groups/:group', summary: 'Remove a user from a group', from: { user: 'path', group: 'path' }, errors: [400, 401, 403, 404, 500] },
+    rest: {
+      verb: 'delete',
+      route: '/admin/users/:user/groups/:group',
+      summary: 'Remove a user from a group',
+      from: { user: 'path', group: 'path' },
+      errors: [400, 401, 403, 404, 500],
+    },
   },
 
   // workspaces
   'ws.create': {
-    noWorkspace: true, op: 'workspace', mutates: 'users',
+    noWorkspace: true,
+    op: 'workspace',
+    mutates: 'users',
     params: z.object({ name: z.string(), root_path: z.string() }),
     result: workspaceRecordSchema,
-    rest: { verb: 'post', route: '/workspaces', summary: 'Create a workspace rooted at an absolute path', errors: [...COMMON, 409] },
+    rest: {
+      verb: 'post',
+      route: '/workspaces',
+      summary: 'Create a workspace rooted at an absolute path',
+      errors: [...COMMON, 409],
+    },
   },
   'ws.list': {
     params: z.object({}),
@@ -543,35 +655,73 @@ export const methods = {
     rest: { verb: 'get', route: '/workspaces', summary: 'List workspaces', errors: [401, 403, 500] },
   },
   'ws.token': {
-    op: 'workspace token', mutates: 'users',
+    op: 'workspace token',
+    mutates: 'users',
     params: z.object({ id: z.string().describe('workspace UUID'), name: z.string(), agent_token: z.string() }),
     result: z.object({ workspace_id: z.string(), name: z.string(), secret: z.string(), token_id: z.string() }),
-    rest: { verb: 'post', route: '/workspaces/:id/tokens', summary: 'Issue a workspace secret against an existing agent token; use it as `Bearer <secret>` with `X-Service-Workspace: <id>`', from: { id: 'path' }, errors: COMMON },
+    rest: {
+      verb: 'post',
+      route: '/workspaces/:id/tokens',
+      summary:
+        'Issue a workspace secret against an existing agent token; use it as `Bearer <secret>` with `X-Service-Workspace: <id>`',
+      from: { id: 'path' },
+      errors: COMMON,
+    },
   },
   'ws.tokenList': {
     op: 'workspace tokens',
     params: z.object({ id: z.string().describe('workspace UUID') }),
     result: z.object({ workspace_id: z.string(), tokens: z.array(workspaceTokenRecordSchema) }),
-    rest: { verb: 'get', route: '/workspaces/:id/tokens', summary: "List a workspace's secrets (id, name, agent, created; never the secret): its owner, root or wheel", from: { id: 'path' }, errors: COMMON },
+    rest: {
+      verb: 'get',
+      route: '/workspaces/:id/tokens',
+      summary: "List a workspace's secrets (id, name, agent, created; never the secret): its owner, root or wheel",
+      from: { id: 'path' },
+      errors: COMMON,
+    },
   },
   'ws.tokenRevoke': {
-    op: 'revoke workspace token', mutates: 'users',
-    params: z.object({ id: z.string().describe('workspace UUID'), token_id: z.string().describe('the token id from the listing') }),
+    op: 'revoke workspace token',
+    mutates: 'users',
+    params: z.object({
+      id: z.string().describe('workspace UUID'),
+      token_id: z.string().describe('the token id from the listing'),
+    }),
     result: z.object({ workspace_id: z.string(), revoked: z.string() }),
-    rest: { verb: 'delete', route: '/workspaces/:id/tokens/:token_id', summary: 'Revoke one workspace secret by its id', from: { id: 'path', token_id: 'path' }, errors: COMMON },
+    rest: {
+      verb: 'delete',
+      route: '/workspaces/:id/tokens/:token_id',
+      summary: 'Revoke one workspace secret by its id',
+      from: { id: 'path', token_id: 'path' },
+      errors: COMMON,
+    },
   },
 
   // filesystem: paths are as the caller wrote them; the daemon resolves them (contract §2)
   /** Resolves a path for the caller without touching the tree: what `path` means for this identity. */
-  'fs.resolve': { op: 'resolve', paths: { path: 'path' }, shows: ['path'], params: z.object({ path }), result: pathResult },
+  'fs.resolve': {
+    op: 'resolve',
+    paths: { path: 'path' },
+    shows: ['path'],
+    params: z.object({ path }),
+    result: pathResult,
+  },
   /**
    * File content is returned as the frame's raw bytes, at most READ_CHUNK of them per answer (from
    * `offset`, at most `length`); `size` is the whole file's. `if_match` (an etag) makes a later part
    * fail with EPRECOND if the file changed meanwhile. DaemonClient assembles a whole file from parts.
    */
   'fs.read': {
-    op: 'open', paths: { path: 'path' }, shows: ['path'],
-    params: z.object({ path, if_none_match: z.string().optional(), if_match: z.string().optional(), offset: z.number().int().min(0).optional(), length: z.number().int().min(0).optional() }),
+    op: 'open',
+    paths: { path: 'path' },
+    shows: ['path'],
+    params: z.object({
+      path,
+      if_none_match: z.string().optional(),
+      if_match: z.string().optional(),
+      offset: z.number().int().min(0).optional(),
+      length: z.number().int().min(0).optional(),
+    }),
     result: z.object({ path: z.string(), etag: z.string(), size: int, not_modified: z.boolean().optional() }),
     mcp: [
       {
@@ -585,12 +735,31 @@ export const methods = {
           'or edit_file to avoid overwriting a change you have not seen, or to read_file while paging to keep all pages of one version.',
         args: {
           path: path.describe(pathDesc),
-          offset: z.number().int().min(0).optional().describe('First byte to return (default 0), e.g. the next_offset of the previous call.'),
-          length: z.number().int().min(1).optional().describe(`Most bytes to return (default and at most ${ANSWER_MAX}).`),
+          offset: z
+            .number()
+            .int()
+            .min(0)
+            .optional()
+            .describe('First byte to return (default 0), e.g. the next_offset of the previous call.'),
+          length: z
+            .number()
+            .int()
+            .min(1)
+            .optional()
+            .describe(`Most bytes to return (default and at most ${ANSWER_MAX}).`),
           head: z.number().int().min(1).optional().describe('Return only the first N lines.'),
           tail: z.number().int().min(1).optional().describe('Return only the last N lines.'),
-          expected_etag: z.string().max(200).optional().describe('Fail (EPRECOND) unless the file\'s etag is still this one.'),
-          at: z.string().min(1).max(200).optional().describe('Read the file as it was at this commit (hash prefix, HEAD, HEAD~n; from get_history).'),
+          expected_etag: z
+            .string()
+            .max(200)
+            .optional()
+            .describe("Fail (EPRECOND) unless the file's etag is still this one."),
+          at: z
+            .string()
+            .min(1)
+            .max(200)
+            .optional()
+            .describe('Read the file as it was at this commit (hash prefix, HEAD, HEAD~n; from get_history).'),
         },
         output: {
           path: z.string(),
@@ -611,7 +780,10 @@ export const methods = {
    * `if_match` (etag) and `if_none_match: '*'` are preconditions (EPRECOND).
    */
   'fs.write': {
-    op: 'write', paths: { path: 'entry' }, shows: ['path'], mutates: 'tree',
+    op: 'write',
+    paths: { path: 'entry' },
+    shows: ['path'],
+    mutates: 'tree',
     params: z.object({
       path,
       mode: modeSchema.optional(),
@@ -627,7 +799,14 @@ export const methods = {
       /** Also answer with a new write grant for the file (the mount's create: O_CREAT with mode 0444 stays writable). */
       want_grant: z.boolean().optional(),
     }),
-    result: z.object({ path: z.string(), size: int, etag: z.string(), created: z.boolean(), stat: statSchema.optional(), grant: z.string().optional() }),
+    result: z.object({
+      path: z.string(),
+      size: int,
+      etag: z.string(),
+      created: z.boolean(),
+      stat: statSchema.optional(),
+      grant: z.string().optional(),
+    }),
     mcp: [
       {
         tool: 'write_file',
@@ -639,7 +818,11 @@ export const methods = {
         args: {
           path: path.describe(pathDesc),
           content: z.string().describe('The complete new contents of the file.'),
-          expected_etag: z.string().max(200).optional().describe('Only write if the file\'s current etag equals this (the REST ETag; "*": only if it exists).'),
+          expected_etag: z
+            .string()
+            .max(200)
+            .optional()
+            .describe('Only write if the file\'s current etag equals this (the REST ETag; "*": only if it exists).'),
         },
         output: { path: z.string(), size: z.number(), etag: z.string(), created: z.boolean() },
         annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
@@ -649,7 +832,7 @@ export const methods = {
         tool: 'edit_file',
         title: 'Edit file',
         description:
-          'Replace exact text in a UTF-8 file. Each edit\'s oldText must occur exactly once (in the text left by the edits before it) and is ' +
+          "Replace exact text in a UTF-8 file. Each edit's oldText must occur exactly once (in the text left by the edits before it) and is " +
           'replaced by newText; if any oldText is missing or occurs more than once, the call fails and nothing is written. Returns a ' +
           'git-style unified diff. dryRun: true returns the diff without writing. The file is written only if nobody changed it since it ' +
           'was read for the edit (EPRECOND otherwise: nothing written); pass expected_etag (from read_file) to also require that it is ' +
@@ -657,14 +840,26 @@ export const methods = {
         args: {
           path: path.describe(pathDesc),
           edits: z
-            .array(z.object({ oldText: z.string().describe('Text to find: it must match exactly once.'), newText: z.string().describe('Text to put in its place.') }))
+            .array(
+              z.object({
+                oldText: z.string().describe('Text to find: it must match exactly once.'),
+                newText: z.string().describe('Text to put in its place.'),
+              }),
+            )
             .min(1)
             .max(1000)
             .describe('Replacements, applied in order.'),
           dryRun: z.boolean().optional().describe('Only show the diff; write nothing (default false).'),
-          expected_etag: z.string().max(200).optional().describe('Only edit if the file\'s current etag equals this.'),
+          expected_etag: z.string().max(200).optional().describe("Only edit if the file's current etag equals this."),
         },
-        output: { path: z.string(), diff: z.string(), dry_run: z.boolean(), size: z.number(), etag: z.string(), truncated: z.boolean().optional() },
+        output: {
+          path: z.string(),
+          diff: z.string(),
+          dry_run: z.boolean(),
+          size: z.number(),
+          etag: z.string(),
+          truncated: z.boolean().optional(),
+        },
         annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
       },
     ],
@@ -674,8 +869,14 @@ export const methods = {
    * listing says `truncated: true` and gives `next_cursor`, an opaque string to pass as `cursor`.
    */
   'fs.list': {
-    op: 'scandir', paths: { path: 'path' }, shows: ['path'],
-    params: z.object({ path: pathOpt, limit: z.number().int().min(1).max(LIST_PAGE_MAX).optional(), cursor: z.string().max(2048).optional() }),
+    op: 'scandir',
+    paths: { path: 'path' },
+    shows: ['path'],
+    params: z.object({
+      path: pathOpt,
+      limit: z.number().int().min(1).max(LIST_PAGE_MAX).optional(),
+      cursor: z.string().max(2048).optional(),
+    }),
     result: listingSchema,
     mcp: [
       {
@@ -687,16 +888,33 @@ export const methods = {
           '`truncated: true` and a `next_cursor` to pass as `cursor` for the next page.',
         args: {
           path: path.optional().describe(`${pathDesc} Defaults to your home directory.`),
-          limit: z.number().int().min(1).max(LIST_PAGE_MAX).optional().describe(`Most entries to return (default and maximum ${LIST_PAGE_MAX}).`),
-          cursor: z.string().max(2048).optional().describe('The next_cursor of the previous page, to continue a truncated listing.'),
+          limit: z
+            .number()
+            .int()
+            .min(1)
+            .max(LIST_PAGE_MAX)
+            .optional()
+            .describe(`Most entries to return (default and maximum ${LIST_PAGE_MAX}).`),
+          cursor: z
+            .string()
+            .max(2048)
+            .optional()
+            .describe('The next_cursor of the previous page, to continue a truncated listing.'),
         },
-        output: { path: z.string(), entries: z.array(toolEntry), truncated: z.boolean().optional(), next_cursor: z.string().optional() },
+        output: {
+          path: z.string(),
+          entries: z.array(toolEntry),
+          truncated: z.boolean().optional(),
+          next_cursor: z.string().optional(),
+        },
         annotations: READS,
       },
     ],
   },
   'fs.stat': {
-    op: 'stat', paths: { path: 'path' }, shows: ['path'],
+    op: 'stat',
+    paths: { path: 'path' },
+    shows: ['path'],
     params: z.object({ path, nofollow: z.boolean().optional() }),
     result: pathStatSchema,
     mcp: [
@@ -709,7 +927,10 @@ export const methods = {
           'described itself; with follow: true, what it points to.',
         args: {
           path: path.describe(pathDesc),
-          follow: z.boolean().optional().describe('Describe what a symlink points to instead of the link itself (default false).'),
+          follow: z
+            .boolean()
+            .optional()
+            .describe('Describe what a symlink points to instead of the link itself (default false).'),
         },
         output: toolStat.shape,
         annotations: READS,
@@ -717,25 +938,45 @@ export const methods = {
     ],
   },
   /** `grant`: as in fs.write (ftruncate through a descriptor opened for writing). */
-  'fs.truncate': { op: 'truncate', paths: { path: 'path' }, shows: ['path'], mutates: 'tree', params: z.object({ path, size: z.number().int().min(0), grant: grantId.optional() }), result: z.object({ path: z.string(), size: int }) },
+  'fs.truncate': {
+    op: 'truncate',
+    paths: { path: 'path' },
+    shows: ['path'],
+    mutates: 'tree',
+    params: z.object({ path, size: z.number().int().min(0), grant: grantId.optional() }),
+    result: z.object({ path: z.string(), size: int }),
+  },
   /**
    * open(2) for writing, for the mount: checks write access (and read with `mode` 6) to the file now
    * and answers a write grant, an unguessable id that lets fs.write/fs.truncate of that file, by the
    * same principal over the same connection, skip the w-bit check until fs.releaseGrant or until the
    * connection closes (POSIX checks access at open, not at each write). Nothing else is skipped.
    */
-  'fs.grantWrite': { op: 'open', paths: { path: 'path' }, shows: ['path'], params: z.object({ path, mode: z.union([z.literal(2), z.literal(6)]) }), result: z.object({ path: z.string(), grant: z.string() }) },
+  'fs.grantWrite': {
+    op: 'open',
+    paths: { path: 'path' },
+    shows: ['path'],
+    params: z.object({ path, mode: z.union([z.literal(2), z.literal(6)]) }),
+    result: z.object({ path: z.string(), grant: z.string() }),
+  },
   /** Ends write grants of this connection (descriptors closed); `released` counts those that were live. */
-  'fs.releaseGrant': { params: z.object({ grants: z.array(grantId).min(1).max(65536) }), result: z.object({ released: int }) },
+  'fs.releaseGrant': {
+    params: z.object({ grants: z.array(grantId).min(1).max(65536) }),
+    result: z.object({ released: int }),
+  },
   'fs.mkdir': {
-    op: 'mkdir', paths: { path: 'entry' }, shows: ['path'], mutates: 'tree',
+    op: 'mkdir',
+    paths: { path: 'entry' },
+    shows: ['path'],
+    mutates: 'tree',
     params: z.object({ path, parents: z.boolean().optional(), mode: modeSchema.optional() }),
     result: z.object({ path: z.string(), created: z.boolean() }),
     mcp: [
       {
         tool: 'create_directory',
         title: 'Create directory',
-        description: 'Create a directory, including any missing parents (like `mkdir -p`). Succeeds if it already exists.',
+        description:
+          'Create a directory, including any missing parents (like `mkdir -p`). Succeeds if it already exists.',
         args: { path: path.describe(pathDesc) },
         output: { path: z.string(), created: z.boolean() },
         annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
@@ -743,12 +984,29 @@ export const methods = {
     ],
   },
   /** Unlinks a file or symlink (EISDIR for a directory). */
-  'fs.unlink': { op: 'unlink', paths: { path: 'entry' }, shows: ['path'], mutates: 'tree', params: z.object({ path }), result: pathResult },
+  'fs.unlink': {
+    op: 'unlink',
+    paths: { path: 'entry' },
+    shows: ['path'],
+    mutates: 'tree',
+    params: z.object({ path }),
+    result: pathResult,
+  },
   /** Removes an empty directory. */
-  'fs.rmdir': { op: 'rmdir', paths: { path: 'entry' }, shows: ['path'], mutates: 'tree', params: z.object({ path }), result: pathResult },
+  'fs.rmdir': {
+    op: 'rmdir',
+    paths: { path: 'entry' },
+    shows: ['path'],
+    mutates: 'tree',
+    params: z.object({ path }),
+    result: pathResult,
+  },
   /** REST-style delete: a file, an empty directory, or with `recursive` a whole subtree (all-or-nothing). */
   'fs.delete': {
-    op: 'rm', paths: { path: 'entry' }, shows: ['path'], mutates: 'tree',
+    op: 'rm',
+    paths: { path: 'entry' },
+    shows: ['path'],
+    mutates: 'tree',
     params: z.object({ path, recursive: z.boolean().optional() }),
     result: z.object({ path: z.string(), deleted: int }),
     mcp: [
@@ -760,7 +1018,10 @@ export const methods = {
           '(all or nothing: if any entry may not be deleted, nothing is). Committed versions stay in the history and can be restored with revert.',
         args: {
           path: path.describe(pathDesc),
-          recursive: z.boolean().optional().describe('Delete a non-empty directory with all its contents (default false).'),
+          recursive: z
+            .boolean()
+            .optional()
+            .describe('Delete a non-empty directory with all its contents (default false).'),
         },
         output: { path: z.string(), deleted: z.number() },
         annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
@@ -771,10 +1032,26 @@ export const methods = {
    * `into_dir` (cp/mv, for the REST, MCP and CLI front ends): a `dst` that is an existing directory
    * (symlinks followed) means `dst/<basename of src>`. Without it `dst` is exactly the new path.
    */
-  'fs.copy': { op: 'copy', paths: { src: 'path', dst: 'entry' }, shows: ['src', 'dst'], mutates: 'tree', params: z.object({ src: path, dst: path, recursive: z.boolean().optional(), overwrite: z.boolean().optional(), into_dir: z.boolean().optional() }), result: z.object({ src: z.string(), dst: z.string(), copied: int }) },
+  'fs.copy': {
+    op: 'copy',
+    paths: { src: 'path', dst: 'entry' },
+    shows: ['src', 'dst'],
+    mutates: 'tree',
+    params: z.object({
+      src: path,
+      dst: path,
+      recursive: z.boolean().optional(),
+      overwrite: z.boolean().optional(),
+      into_dir: z.boolean().optional(),
+    }),
+    result: z.object({ src: z.string(), dst: z.string(), copied: int }),
+  },
   /** rename(2) semantics: replaces an existing file, or an empty directory with a directory. `into_dir` as for fs.copy. */
   'fs.move': {
-    op: 'rename', paths: { src: 'entry', dst: 'entry' }, shows: ['src', 'dst'], mutates: 'tree',
+    op: 'rename',
+    paths: { src: 'entry', dst: 'entry' },
+    shows: ['src', 'dst'],
+    mutates: 'tree',
     params: z.object({ src: path, dst: path, overwrite: z.boolean().optional(), into_dir: z.boolean().optional() }),
     result: z.object({ src: z.string(), dst: z.string() }),
     mcp: [
@@ -793,29 +1070,86 @@ export const methods = {
       },
     ],
   },
-  'fs.symlink': { op: 'symlink', paths: { path: 'entry' }, shows: ['path'], mutates: 'tree', params: z.object({ target: z.string().max(4096), path }), result: z.object({ path: z.string(), target: z.string() }) },
-  'fs.readlink': { op: 'readlink', paths: { path: 'path' }, shows: ['path'], params: z.object({ path }), result: z.object({ path: z.string(), target: z.string() }) },
+  'fs.symlink': {
+    op: 'symlink',
+    paths: { path: 'entry' },
+    shows: ['path'],
+    mutates: 'tree',
+    params: z.object({ target: z.string().max(4096), path }),
+    result: z.object({ path: z.string(), target: z.string() }),
+  },
+  'fs.readlink': {
+    op: 'readlink',
+    paths: { path: 'path' },
+    shows: ['path'],
+    params: z.object({ path }),
+    result: z.object({ path: z.string(), target: z.string() }),
+  },
   'fs.chmod': {
-    op: 'chmod', paths: { path: 'path' }, shows: ['path'], mutates: 'tree',
+    op: 'chmod',
+    paths: { path: 'path' },
+    shows: ['path'],
+    mutates: 'tree',
     params: z.object({ path, mode: modeSchema.describe('octal mode, e.g. "0644"') }),
     result: z.object({ path: z.string(), mode: z.string() }),
-    rest: { verb: 'post', route: '/admin/chmod{/*path}', summary: 'chmod (owner, wheel or root)', from: { path: 'path' }, hints: { mode: 'octal string such as "0644"' }, errors: COMMON },
+    rest: {
+      verb: 'post',
+      route: '/admin/chmod{/*path}',
+      summary: 'chmod (owner, wheel or root)',
+      from: { path: 'path' },
+      hints: { mode: 'octal string such as "0644"' },
+      errors: COMMON,
+    },
   },
   /** owner/group are names or numeric ids (as strings or numbers). */
   'fs.chown': {
-    op: 'chown', paths: { path: 'path' }, shows: ['path'], mutates: 'tree',
-    params: z.object({ path, owner: z.union([z.string(), z.number().int()]).optional(), group: z.union([z.string(), z.number().int()]).optional(), nofollow: z.boolean().optional() }),
+    op: 'chown',
+    paths: { path: 'path' },
+    shows: ['path'],
+    mutates: 'tree',
+    params: z.object({
+      path,
+      owner: z.union([z.string(), z.number().int()]).optional(),
+      group: z.union([z.string(), z.number().int()]).optional(),
+      nofollow: z.boolean().optional(),
+    }),
     result: z.object({ path: z.string(), uid: int, gid: int }),
     rest: {
-      verb: 'post', route: '/admin/chown{/*path}', summary: 'chown (only root gives files to another user; owners may chgrp to their own groups)', from: { path: 'path' }, errors: COMMON,
-      check: (p) => (p.owner === undefined && p.group === undefined ? "missing field 'owner' (and optional 'group')" : undefined),
+      verb: 'post',
+      route: '/admin/chown{/*path}',
+      summary: 'chown (only root gives files to another user; owners may chgrp to their own groups)',
+      from: { path: 'path' },
+      errors: COMMON,
+      check: (p) =>
+        p.owner === undefined && p.group === undefined ? "missing field 'owner' (and optional 'group')" : undefined,
     },
   },
   /** Times in nanoseconds as decimal strings, or numbers of milliseconds; omitted means now. `nofollow`: a symlink's own times. */
-  'fs.utimens': { op: 'utime', paths: { path: 'path' }, shows: ['path'], mutates: 'tree', params: z.object({ path, atime: z.union([z.string(), z.number()]).optional(), mtime: z.union([z.string(), z.number()]).optional(), nofollow: z.boolean().optional() }), result: pathResult },
+  'fs.utimens': {
+    op: 'utime',
+    paths: { path: 'path' },
+    shows: ['path'],
+    mutates: 'tree',
+    params: z.object({
+      path,
+      atime: z.union([z.string(), z.number()]).optional(),
+      mtime: z.union([z.string(), z.number()]).optional(),
+      nofollow: z.boolean().optional(),
+    }),
+    result: pathResult,
+  },
   /** access(2): mode bits R=4 W=2 X=1, 0 for existence. */
-  'fs.access': { op: 'access', paths: { path: 'path' }, shows: ['path'], params: z.object({ path, mode: z.number().int().min(0).max(7) }), result: pathResult },
-  'fs.statfs': { params: z.object({}), result: z.object({ bsize: int, blocks: int, bfree: int, bavail: int, files: int, ffree: int, namemax: int }) },
+  'fs.access': {
+    op: 'access',
+    paths: { path: 'path' },
+    shows: ['path'],
+    params: z.object({ path, mode: z.number().int().min(0).max(7) }),
+    result: pathResult,
+  },
+  'fs.statfs': {
+    params: z.object({}),
+    result: z.object({ bsize: int, blocks: int, bfree: int, bavail: int, files: int, ffree: int, namemax: int }),
+  },
 
   // search
   /**
@@ -825,25 +1159,39 @@ export const methods = {
    * `offset` of the next page.
    */
   'search.grep': {
-    op: 'grep', paths: { path: 'path' },
+    op: 'grep',
+    paths: { path: 'path' },
     params: z.object({
       pattern: z.string().max(10000).describe('regular expression'),
       path: pathOpt.describe('file or directory (default home)'),
       recursive: z.boolean().describe('include subdirectories').optional(),
       ignore_case: z.boolean().describe('case-insensitive').optional(),
       max_results: z.number().int().min(1).max(1_000_000).describe('stop after this many matches').optional(),
-      offset: z.number().int().min(0).max(1_000_000_000).describe('pass over this many matches first (the next_offset of the previous page)').optional(),
+      offset: z
+        .number()
+        .int()
+        .min(0)
+        .max(1_000_000_000)
+        .describe('pass over this many matches first (the next_offset of the previous page)')
+        .optional(),
     }),
     result: z
       .object({
         results: z.array(grepMatchSchema),
         count: int,
         truncated: z.boolean(),
-        skipped_binary: int.describe('binary files (a NUL byte in the first 8 KiB) not searched; present when not 0').optional(),
+        skipped_binary: int
+          .describe('binary files (a NUL byte in the first 8 KiB) not searched; present when not 0')
+          .optional(),
         next_offset: int.describe('the offset of the next page, when more matches follow').optional(),
       })
       .meta({ id: 'GrepResult' }),
-    rest: { verb: 'get', route: '/search/grep', summary: 'Regex search over file contents (JavaScript RegExp; bounded in time)', errors: COMMON },
+    rest: {
+      verb: 'get',
+      route: '/search/grep',
+      summary: 'Regex search over file contents (JavaScript RegExp; bounded in time)',
+      errors: COMMON,
+    },
     mcp: [
       {
         tool: 'search_files',
@@ -859,8 +1207,19 @@ export const methods = {
           path: path.optional().describe(`Directory or file to search. ${pathDesc} Defaults to your home directory.`),
           recursive: z.boolean().optional().describe('Descend into subdirectories (default true).'),
           ignore_case: z.boolean().optional().describe('Case-insensitive match (default false).'),
-          max_results: z.number().int().min(1).max(10000).optional().describe(`Most matching lines to return (default ${SEARCH_DEFAULT}).`),
-          offset: z.number().int().min(0).optional().describe('Matches to pass over first: the next_offset of the previous page.'),
+          max_results: z
+            .number()
+            .int()
+            .min(1)
+            .max(10000)
+            .optional()
+            .describe(`Most matching lines to return (default ${SEARCH_DEFAULT}).`),
+          offset: z
+            .number()
+            .int()
+            .min(0)
+            .optional()
+            .describe('Matches to pass over first: the next_offset of the previous page.'),
         },
         output: {
           results: z.array(z.object({ file: z.string(), line_num: z.number(), line: z.string() })),
@@ -874,8 +1233,13 @@ export const methods = {
     ],
   },
   'search.find': {
-    op: 'find', paths: { path: 'path' },
-    params: z.object({ path: pathOpt.describe('directory to search (default home)'), name: z.string().max(4096).describe('glob on the entry name, e.g. `*.md`').optional(), type: z.enum(['f', 'd', 'l']).optional() }),
+    op: 'find',
+    paths: { path: 'path' },
+    params: z.object({
+      path: pathOpt.describe('directory to search (default home)'),
+      name: z.string().max(4096).describe('glob on the entry name, e.g. `*.md`').optional(),
+      type: z.enum(['f', 'd', 'l']).optional(),
+    }),
     result: z.object({ results: z.array(z.string()), count: int, truncated: z.boolean().optional() }),
     rest: { verb: 'get', route: '/search/find', summary: 'Find by name (glob)', errors: COMMON },
     mcp: [
@@ -886,9 +1250,16 @@ export const methods = {
           'Find files and directories whose name matches a glob (e.g. "*.md", "notes-202?-*"), like `find -name`, under a directory ' +
           '(your home by default, recursively). Returns matching paths. Places you cannot read are skipped.',
         args: {
-          name: z.string().max(4096).optional().describe('Glob matched against each entry\'s name; omit to list everything.'),
+          name: z
+            .string()
+            .max(4096)
+            .optional()
+            .describe("Glob matched against each entry's name; omit to list everything."),
           path: path.optional().describe(`Directory to search. ${pathDesc} Defaults to your home directory.`),
-          type: z.enum(['f', 'd', 'l', 'file', 'directory', 'symlink']).optional().describe('Only files (f), directories (d) or symlinks (l).'),
+          type: z
+            .enum(['f', 'd', 'l', 'file', 'directory', 'symlink'])
+            .optional()
+            .describe('Only files (f), directories (d) or symlinks (l).'),
         },
         output: { results: z.array(z.string()), count: z.number(), truncated: z.boolean().optional() },
         annotations: READS,
@@ -896,29 +1267,56 @@ export const methods = {
     ],
   },
   'search.tree': {
-    op: 'tree', paths: { path: 'path' },
-    params: z.object({ path: pathOpt, depth: z.number().int().min(1).max(1_000_000).describe('maximum depth').optional() }),
-    result: z.object({ text: z.string(), directories: int, files: int, truncated: z.boolean().optional() }).meta({ id: 'Tree' }),
-    rest: { verb: 'get', route: '/tree{/*path}', summary: 'Directory tree like the Unix `tree` command', from: { path: 'path' }, text: { field: 'text', newline: true }, errors: COMMON },
+    op: 'tree',
+    paths: { path: 'path' },
+    params: z.object({
+      path: pathOpt,
+      depth: z.number().int().min(1).max(1_000_000).describe('maximum depth').optional(),
+    }),
+    result: z
+      .object({ text: z.string(), directories: int, files: int, truncated: z.boolean().optional() })
+      .meta({ id: 'Tree' }),
+    rest: {
+      verb: 'get',
+      route: '/tree{/*path}',
+      summary: 'Directory tree like the Unix `tree` command',
+      from: { path: 'path' },
+      text: { field: 'text', newline: true },
+      errors: COMMON,
+    },
   },
 
   // version control (scoped to the caller's workspace, if any)
   'vcs.commit': {
     mutates: 'tree',
-    params: z.object({ message: z.string().max(100000), paths: z.array(z.string().min(1)).max(10000).describe('only the changes at or below these paths').optional() }),
+    params: z.object({
+      message: z.string().max(100000),
+      paths: z.array(z.string().min(1)).max(10000).describe('only the changes at or below these paths').optional(),
+    }),
     result: commitRecordSchema,
-    rest: { verb: 'post', route: '/vcs/commit', summary: 'Commit the pending changes the caller may read (all of them for root and wheel), or those at or below `paths`', errors: [400, 401, 403, 500] },
+    rest: {
+      verb: 'post',
+      route: '/vcs/commit',
+      summary:
+        'Commit the pending changes the caller may read (all of them for root and wheel), or those at or below `paths`',
+      errors: [400, 401, 403, 500],
+    },
     mcp: [
       {
         tool: 'commit',
         title: 'Commit',
         description:
           'Record your pending changes as a new version (like `git commit -a`) with a message, so they can be found with ' +
-          'get_history and restored with revert: every change you may read (others\' private changes stay pending), or only those ' +
+          "get_history and restored with revert: every change you may read (others' private changes stay pending), or only those " +
           'at or below `paths`. Returns the short hash of the new commit.',
         args: {
           message: z.string().min(1).max(100000).describe('What changed and why.'),
-          paths: z.array(path).min(1).max(10000).optional().describe('Only the changes at or below these paths (default: every change you may read).'),
+          paths: z
+            .array(path)
+            .min(1)
+            .max(10000)
+            .optional()
+            .describe('Only the changes at or below these paths (default: every change you may read).'),
         },
         output: toolCommit.shape,
         annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
@@ -927,12 +1325,30 @@ export const methods = {
   },
   'vcs.show': {
     params: z.object({ rev: z.string().describe('commit name: HEAD, HEAD~n, a hash prefix') }),
-    result: z.object({ commit: commitRecordSchema, changes: z.array(changeRecordSchema), truncated: z.literal(true).optional(), more: int.optional() }),
-    rest: { verb: 'get', route: '/vcs/show', summary: 'A commit and, per changed path the caller may read, what happened and who changed it', errors: COMMON },
+    result: z.object({
+      commit: commitRecordSchema,
+      changes: z.array(changeRecordSchema),
+      truncated: z.literal(true).optional(),
+      more: int.optional(),
+    }),
+    rest: {
+      verb: 'get',
+      route: '/vcs/show',
+      summary: 'A commit and, per changed path the caller may read, what happened and who changed it',
+      errors: COMMON,
+    },
   },
   'vcs.log': {
-    params: z.object({ path: pathOpt.describe('only commits touching this path'), limit: z.number().int().min(1).max(1_000_000).describe('at most this many').optional(), cursor: z.string().describe('the `next` of the previous page').optional() }),
-    result: z.object({ commits: z.array(commitRecordSchema), truncated: z.boolean().optional(), next_cursor: z.string().describe('present when older commits remain: pass it as `cursor`').optional() }),
+    params: z.object({
+      path: pathOpt.describe('only commits touching this path'),
+      limit: z.number().int().min(1).max(1_000_000).describe('at most this many').optional(),
+      cursor: z.string().describe('the `next` of the previous page').optional(),
+    }),
+    result: z.object({
+      commits: z.array(commitRecordSchema),
+      truncated: z.boolean().optional(),
+      next_cursor: z.string().describe('present when older commits remain: pass it as `cursor`').optional(),
+    }),
     rest: { verb: 'get', route: '/vcs/log', summary: 'Commits, newest first', errors: [400, 401, 403, 500] },
     mcp: [
       {
@@ -943,7 +1359,11 @@ export const methods = {
         args: {
           path: path.optional().describe(`Only commits that changed this file or directory. ${pathDesc}`),
           limit: z.number().int().min(1).max(10000).optional().describe('At most this many commits (newest first).'),
-          cursor: z.string().max(200).optional().describe('The next_cursor of the previous call, to go on with older commits.'),
+          cursor: z
+            .string()
+            .max(200)
+            .optional()
+            .describe('The next_cursor of the previous call, to go on with older commits.'),
         },
         output: { commits: z.array(toolCommit), truncated: z.boolean().optional(), next_cursor: z.string().optional() },
         annotations: READS,
@@ -953,19 +1373,52 @@ export const methods = {
   'vcs.status': {
     params: z.object({}),
     result: statusResultSchema,
-    rest: { verb: 'get', route: '/vcs/status', summary: 'Changes since the last commit (plain text; `?format=json` for JSON)', text: { field: 'text', newline: true }, errors: [400, 401, 403, 500] },
+    rest: {
+      verb: 'get',
+      route: '/vcs/status',
+      summary: 'Changes since the last commit (plain text; `?format=json` for JSON)',
+      text: { field: 'text', newline: true },
+      errors: [400, 401, 403, 500],
+    },
   },
   /** Unified diff; `from`/`to` are commit prefixes, `to` omitted means the working tree, `from` omitted means HEAD. */
   'vcs.diff': {
-    params: z.object({ from: z.string().describe('commit prefix (default HEAD)').optional(), to: z.string().describe('commit prefix (default the working tree)').optional(), path: pathOpt.describe('limit to this path') }),
-    result: z.object({ diff: z.string(), truncated: z.literal(true).describe('present (true) when the diff was cut').optional() }),
-    rest: { verb: 'get', route: '/vcs/diff', summary: 'Unified diff between commits or against the working tree', text: { field: 'diff', type: 'text/x-diff; charset=utf-8' }, errors: COMMON },
+    params: z.object({
+      from: z.string().describe('commit prefix (default HEAD)').optional(),
+      to: z.string().describe('commit prefix (default the working tree)').optional(),
+      path: pathOpt.describe('limit to this path'),
+    }),
+    result: z.object({
+      diff: z.string(),
+      truncated: z.literal(true).describe('present (true) when the diff was cut').optional(),
+    }),
+    rest: {
+      verb: 'get',
+      route: '/vcs/diff',
+      summary: 'Unified diff between commits or against the working tree',
+      text: { field: 'diff', type: 'text/x-diff; charset=utf-8' },
+      errors: COMMON,
+    },
   },
   'vcs.revert': {
     mutates: 'tree',
-    params: z.object({ hash: z.string(), paths: z.array(z.string().min(1)).max(10000).describe('only these paths and what is below them').optional() }),
-    result: z.object({ hash: z.string(), reverted_to: z.string(), saved: z.string().nullable(), commit: commitRecordSchema }),
-    rest: { verb: 'post', route: '/vcs/revert', summary: "Restore the paths the caller may read (or `paths`) to a commit's state, as a new commit (the caller's uncommitted changes among them are committed first); all-or-nothing", errors: [...COMMON, 409] },
+    params: z.object({
+      hash: z.string(),
+      paths: z.array(z.string().min(1)).max(10000).describe('only these paths and what is below them').optional(),
+    }),
+    result: z.object({
+      hash: z.string(),
+      reverted_to: z.string(),
+      saved: z.string().nullable(),
+      commit: commitRecordSchema,
+    }),
+    rest: {
+      verb: 'post',
+      route: '/vcs/revert',
+      summary:
+        "Restore the paths the caller may read (or `paths`) to a commit's state, as a new commit (the caller's uncommitted changes among them are committed first); all-or-nothing",
+      errors: [...COMMON, 409],
+    },
     mcp: [
       {
         tool: 'revert',
@@ -977,7 +1430,12 @@ export const methods = {
           'Your uncommitted changes there are committed first and the restore is recorded as a new commit, so nothing is lost.',
         args: {
           hash: z.string().min(4).max(64).describe('Commit hash or unique prefix, or HEAD~n / <hash>~n.'),
-          paths: z.array(path).min(1).max(10000).optional().describe('Only restore these files or directories (default: every path you may read).'),
+          paths: z
+            .array(path)
+            .min(1)
+            .max(10000)
+            .optional()
+            .describe('Only restore these files or directories (default: every path you may read).'),
         },
         output: { hash: z.string(), reverted_to: z.string(), saved: z.string().nullable(), commit: toolCommit },
         annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
@@ -986,16 +1444,37 @@ export const methods = {
   },
   'vcs.undo': {
     mutates: 'tree',
-    params: z.object({ actor: z.string().min(1).max(256).describe('the user or agent whose changes to undo'), since: z.string().max(200).describe('a commit name or an ISO date-time (default: the last commit)').optional() }),
-    result: z.object({ hash: z.string(), reverted_to: z.string(), saved: z.string().nullable(), commit: commitRecordSchema, paths: z.array(z.string()) }),
-    rest: { verb: 'post', route: '/vcs/undo', summary: 'Restore every path last changed by `actor` since a commit or time to its state then (a revert narrowed to those paths: all-or-nothing), as a new commit', errors: [...COMMON, 409] },
+    params: z.object({
+      actor: z.string().min(1).max(256).describe('the user or agent whose changes to undo'),
+      since: z.string().max(200).describe('a commit name or an ISO date-time (default: the last commit)').optional(),
+    }),
+    result: z.object({
+      hash: z.string(),
+      reverted_to: z.string(),
+      saved: z.string().nullable(),
+      commit: commitRecordSchema,
+      paths: z.array(z.string()),
+    }),
+    rest: {
+      verb: 'post',
+      route: '/vcs/undo',
+      summary:
+        'Restore every path last changed by `actor` since a commit or time to its state then (a revert narrowed to those paths: all-or-nothing), as a new commit',
+      errors: [...COMMON, 409],
+    },
   },
   /** Read-only views of a commit's tree (for `.history` in the mount). Paths are absolute within the snapshot. */
   'vcs.ls': { params: z.object({ rev: z.string(), path: pathOpt }), result: listingSchema },
   'vcs.stat': { params: z.object({ rev: z.string(), path: pathOpt }), result: pathStatSchema },
   /** Content as the frame's raw bytes. */
-  'vcs.cat': { params: z.object({ rev: z.string(), path }), result: z.object({ path: z.string(), size: int, etag: z.string() }) },
-} as const satisfies Record<string, OpTraits & { params: z.ZodObject; result: z.ZodType; rest?: RestBinding; mcp?: readonly McpBinding[] }>;
+  'vcs.cat': {
+    params: z.object({ rev: z.string(), path }),
+    result: z.object({ path: z.string(), size: int, etag: z.string() }),
+  },
+} as const satisfies Record<
+  string,
+  OpTraits & { params: z.ZodObject; result: z.ZodType; rest?: RestBinding; mcp?: readonly McpBinding[] }
+>;
 
 export type Methods = typeof methods;
 export type Method = keyof Methods;
@@ -1004,7 +1483,9 @@ export type ParsedParams<M extends Method> = z.output<Methods[M]['params']>;
 export type Result<M extends Method> = z.infer<Methods[M]['result']>;
 
 /** Every MCP tool binding, with its method, in table order (the order of tools/list). */
-type ToolBindings = { [M in Method]: Methods[M] extends { mcp: readonly (infer B)[] } ? B & { method: M } : never }[Method];
+type ToolBindings = {
+  [M in Method]: Methods[M] extends { mcp: readonly (infer B)[] } ? B & { method: M } : never;
+}[Method];
 export type ToolName = ToolBindings['tool'];
 /** The arguments a tool's handler receives (its input schema, parsed). */
 export type ToolArgs<T extends ToolName> = z.output<z.ZodObject<Extract<ToolBindings, { tool: T }>['args']>>;

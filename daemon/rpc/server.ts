@@ -6,7 +6,16 @@
 import net from 'node:net';
 import { toWireError, VfsError, type WireError } from '../errors.js';
 import { slicer } from '../core/vfs.js';
-import { EncodedHeader, encodeReplySliced, FrameDecoder, FrameError, FrameTooLarge, FrameWriter, MAX_DATA, MAX_HEADER } from './framing.js';
+import {
+  EncodedHeader,
+  encodeReplySliced,
+  FrameDecoder,
+  FrameError,
+  FrameTooLarge,
+  FrameWriter,
+  MAX_DATA,
+  MAX_HEADER,
+} from './framing.js';
 import { credsSchema, isMethod, methods, type ChangeEvent, type Method, type RequestHeader } from './protocol.js';
 import type { Connection, Ctx, Handlers } from '../service.js';
 import { requestScope } from '../events.js';
@@ -27,7 +36,8 @@ class SocketConnection implements Connection {
 }
 
 /** What one request came to: its result (and raw bytes out), or the error to answer. */
-export type Outcome = { ok: true; result: unknown; out: Buffer | undefined } | { ok: false; error: WireError; cause: unknown };
+export type Outcome =
+  { ok: true; result: unknown; out: Buffer | undefined } | { ok: false; error: WireError; cause: unknown };
 
 /**
  * Runs one request against the handler table, wherever it came from (the socket server, or a core
@@ -35,13 +45,24 @@ export type Outcome = { ok: true; result: unknown; out: Buffer | undefined } | {
  * table and the credentials object, runs the handler, and maps a failure to its wire error (with
  * workspace paths for workspace callers).
  */
-export async function invoke(handlers: Handlers, req: { method: unknown; params: unknown; creds: unknown; data: Buffer | undefined }, extras: Pick<Ctx, 'subscribe' | 'push' | 'conn'> = {}): Promise<Outcome> {
+export async function invoke(
+  handlers: Handlers,
+  req: { method: unknown; params: unknown; creds: unknown; data: Buffer | undefined },
+  extras: Pick<Ctx, 'subscribe' | 'push' | 'conn'> = {},
+): Promise<Outcome> {
   let ctx: Ctx | undefined;
   try {
-    if (!isMethod(req.method)) throw new VfsError('ENOSYS', String(req.method).slice(0, 64), undefined, 'no such method');
+    if (!isMethod(req.method))
+      throw new VfsError('ENOSYS', String(req.method).slice(0, 64), undefined, 'no such method');
     const method: Method = req.method;
     const params = methods[method].params.safeParse(req.params ?? {});
-    if (!params.success) throw new VfsError('EINVAL', method, undefined, `invalid params: ${params.error.issues.map((i) => `${i.path.join('.') || 'params'}: ${i.message}`).join('; ')}`);
+    if (!params.success)
+      throw new VfsError(
+        'EINVAL',
+        method,
+        undefined,
+        `invalid params: ${params.error.issues.map((i) => `${i.path.join('.') || 'params'}: ${i.message}`).join('; ')}`,
+      );
     const creds = credsSchema.safeParse(req.creds ?? {});
     if (!creds.success) throw new VfsError('EINVAL', method, undefined, 'invalid credentials object');
     const c: Ctx = { creds: creds.data, data: req.data, ...extras };
@@ -145,7 +166,13 @@ export class RpcServer {
     });
   }
 
-  private reply(sock: net.Socket, id: number | null, error: WireError | undefined, result?: unknown, data?: Buffer): void {
+  private reply(
+    sock: net.Socket,
+    id: number | null,
+    error: WireError | undefined,
+    result?: unknown,
+    data?: Buffer,
+  ): void {
     if (sock.destroyed) return;
     const header = error !== undefined ? { id, error } : result instanceof EncodedHeader ? result : { id, result };
     const out = this.writers.get(sock);
@@ -161,7 +188,10 @@ export class RpcServer {
 
   private async dispatch(sock: net.Socket, header: unknown, data: Buffer | undefined): Promise<void> {
     if (header instanceof FrameError || typeof header !== 'object' || header === null) {
-      this.reply(sock, null, { code: 'EPROTO', message: `EPROTO: malformed request: ${header instanceof FrameError ? header.reason : 'not an object'}` });
+      this.reply(sock, null, {
+        code: 'EPROTO',
+        message: `EPROTO: malformed request: ${header instanceof FrameError ? header.reason : 'not an object'}`,
+      });
       return;
     }
     const h = header as Partial<RequestHeader>;
@@ -173,18 +203,36 @@ export class RpcServer {
     const started = process.hrtime.bigint();
     try {
       const conn = this.conns.get(sock);
-      const outcome = await invoke(this.handlers, { method: h.method, params: h.params, creds: h.creds, data }, { subscribe: () => this.subscribers.add(sock), push: (header) => this.pushEvent(sock, header), ...(conn === undefined ? {} : { conn }) });
+      const outcome = await invoke(
+        this.handlers,
+        { method: h.method, params: h.params, creds: h.creds, data },
+        {
+          subscribe: () => this.subscribers.add(sock),
+          push: (header) => this.pushEvent(sock, header),
+          ...(conn === undefined ? {} : { conn }),
+        },
+      );
       if (outcome.ok) {
         try {
           // a big result (a listing page, grep hits, a diff) is encoded in slices, not in one turn
-          this.reply(sock, id, undefined, (await encodeReplySliced(id, outcome.result, slicer)) ?? outcome.result, outcome.out);
+          this.reply(
+            sock,
+            id,
+            undefined,
+            (await encodeReplySliced(id, outcome.result, slicer)) ?? outcome.result,
+            outcome.out,
+          );
         } catch (err) {
           this.reply(sock, id, toWireError(err));
         }
         return;
       }
       const err = outcome.cause;
-      if (outcome.error.code === 'EIO') this.log.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err), method: h.method }, 'internal error');
+      if (outcome.error.code === 'EIO')
+        this.log.error(
+          { err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err), method: h.method },
+          'internal error',
+        );
       this.reply(sock, id, outcome.error);
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;

@@ -33,10 +33,29 @@ type Env = NodeJS.ProcessEnv;
  * test compares them), and the parsers below take their names from this type.
  */
 export const SETTINGS = [
-  'SERVICE_MODE', 'SERVICE_LISTEN', 'SERVICE_CORS_ORIGINS', 'SERVICE_DATA_DIR', 'SERVICE_MAX_FILE_SIZE', 'SERVICE_FSYNC',
-  'SERVICE_ANONYMOUS', 'SERVICE_USER_AUTH', 'SERVICE_REGEX_TIMEOUT_MS', 'SERVICE_IDLE_EXIT', 'SERVICE_FUSE', 'SERVICE_STORE', 'SERVICE_LEASE_TIMEOUT_MS', 'SERVICE_DAEMONS',
-  'SERVICE_AS_USER', 'SERVICE_TOKEN', 'SERVICE_ON_BEHALF_OF', 'SERVICE_WORKSPACE', 'SERVICE_URL',
-  'SERVICE_MCP_SESSION_TTL', 'SERVICE_MCP_MAX_SESSIONS', 'SERVICE_MCP_MAX_SESSIONS_PER_CLIENT', 'SERVICE_MCP_MAX_RESOURCES',
+  'SERVICE_MODE',
+  'SERVICE_LISTEN',
+  'SERVICE_CORS_ORIGINS',
+  'SERVICE_DATA_DIR',
+  'SERVICE_MAX_FILE_SIZE',
+  'SERVICE_FSYNC',
+  'SERVICE_ANONYMOUS',
+  'SERVICE_USER_AUTH',
+  'SERVICE_REGEX_TIMEOUT_MS',
+  'SERVICE_IDLE_EXIT',
+  'SERVICE_FUSE',
+  'SERVICE_STORE',
+  'SERVICE_LEASE_TIMEOUT_MS',
+  'SERVICE_DAEMONS',
+  'SERVICE_AS_USER',
+  'SERVICE_TOKEN',
+  'SERVICE_ON_BEHALF_OF',
+  'SERVICE_WORKSPACE',
+  'SERVICE_URL',
+  'SERVICE_MCP_SESSION_TTL',
+  'SERVICE_MCP_MAX_SESSIONS',
+  'SERVICE_MCP_MAX_SESSIONS_PER_CLIENT',
+  'SERVICE_MCP_MAX_RESOURCES',
 ] as const;
 export type SettingName = (typeof SETTINGS)[number];
 
@@ -67,9 +86,11 @@ export function fuseBindingFromEnv(env: Env = process.env): FuseBinding {
 export function authPolicyFromEnv(env: Env = process.env): AuthPolicy {
   const hosted = modeFromEnv(env) === 'hosted';
   const anon = env.SERVICE_ANONYMOUS || (hosted ? 'deny' : 'root');
-  if (anon !== 'root' && anon !== 'deny') throw new SettingsError(`SERVICE_ANONYMOUS must be root or deny, got '${anon.slice(0, 64)}'`);
+  if (anon !== 'root' && anon !== 'deny')
+    throw new SettingsError(`SERVICE_ANONYMOUS must be root or deny, got '${anon.slice(0, 64)}'`);
   const userAuth = env.SERVICE_USER_AUTH || (hosted ? 'off' : 'on');
-  if (userAuth !== 'on' && userAuth !== 'off') throw new SettingsError(`SERVICE_USER_AUTH must be on or off, got '${userAuth.slice(0, 64)}'`);
+  if (userAuth !== 'on' && userAuth !== 'off')
+    throw new SettingsError(`SERVICE_USER_AUTH must be on or off, got '${userAuth.slice(0, 64)}'`);
   return { anonymous: anon, userAuth: userAuth === 'on' };
 }
 
@@ -77,7 +98,10 @@ export function authPolicyFromEnv(env: Env = process.env): AuthPolicy {
 export function intFromEnv(env: Env, name: SettingName, dflt: number, min = 0): number {
   const v = env[name]?.trim();
   if (v === undefined || v === '') return dflt;
-  if (!/^\d{1,15}$/.test(v) || Number(v) < min) throw new SettingsError(`${name} must be a whole number${min > 0 ? ` of at least ${min}` : ''}, got '${v.slice(0, 64)}'`);
+  if (!/^\d{1,15}$/.test(v) || Number(v) < min)
+    throw new SettingsError(
+      `${name} must be a whole number${min > 0 ? ` of at least ${min}` : ''}, got '${v.slice(0, 64)}'`,
+    );
   return Number(v);
 }
 
@@ -115,7 +139,8 @@ export function parseListen(value: string | undefined): ListenAddress {
   if (v === '') return { host: DEFAULT_HOST, port: DEFAULT_PORT };
   const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(v) ?? /^()()(\d{1,5})$/.exec(v);
   const port = Number(m?.[3]);
-  if (!m || !Number.isInteger(port) || port > 65535) throw new SettingsError(`SERVICE_LISTEN must be host:port (got '${v.slice(0, 100)}')`);
+  if (!m || !Number.isInteger(port) || port > 65535)
+    throw new SettingsError(`SERVICE_LISTEN must be host:port (got '${v.slice(0, 100)}')`);
   return { host: m[1] || m[2] || DEFAULT_HOST, port };
 }
 
@@ -139,10 +164,13 @@ export function corsOriginsFromEnv(env: Env = process.env): ReadonlySet<string> 
     const entry = raw.trim();
     if (entry === '') continue;
     const bad = (why: string): never => {
-      throw new SettingsError(`SERVICE_CORS_ORIGINS: '${entry.slice(0, 100)}' is not an origin (${why}); list origins like https://app.example.com or http://localhost:5173, separated by commas`);
+      throw new SettingsError(
+        `SERVICE_CORS_ORIGINS: '${entry.slice(0, 100)}' is not an origin (${why}); list origins like https://app.example.com or http://localhost:5173, separated by commas`,
+      );
     };
     if (entry === '*') bad('use SERVICE_MODE=hosted for a server every origin may call');
-    if (!/^https?:\/\/(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(entry)) bad('scheme://host[:port], nothing after the port');
+    if (!/^https?:\/\/(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(entry))
+      bad('scheme://host[:port], nothing after the port');
     let origin: string;
     try {
       origin = new URL(entry).origin;
@@ -194,7 +222,14 @@ export function httpSettingsFromEnv(env: Env = process.env): HttpSettings {
       `refusing to listen on ${formatListen(listen)}: in local mode (the default) requests without credentials act as root, so the server only listens on loopback; set SERVICE_LISTEN=127.0.0.1:${listen.port}, or SERVICE_MODE=hosted to require bearer tokens and listen anywhere`,
     );
   }
-  return { mode, listen, corsOrigins: corsOriginsFromEnv(env), policy: authPolicyFromEnv(env), maxFileSize: maxFileSizeFromEnv(env), mcp: mcpSessionsFromEnv(env) };
+  return {
+    mode,
+    listen,
+    corsOrigins: corsOriginsFromEnv(env),
+    policy: authPolicyFromEnv(env),
+    maxFileSize: maxFileSizeFromEnv(env),
+    mcp: mcpSessionsFromEnv(env),
+  };
 }
 
 /** Where the daemon keeps its durable state: SQLite in the data dir (default) or PostgreSQL. */
@@ -211,11 +246,15 @@ export function storeFromEnv(env: Env = process.env): StoreSetting {
     try {
       new URL(v);
     } catch {
-      throw new SettingsError('SERVICE_STORE is not a valid postgres:// URL (its value is not shown: it may hold a password)');
+      throw new SettingsError(
+        'SERVICE_STORE is not a valid postgres:// URL (its value is not shown: it may hold a password)',
+      );
     }
     return { kind: 'postgres', url: v };
   }
-  throw new SettingsError("SERVICE_STORE must be sqlite or a postgres://user@host/db URL (its value is not shown: it may hold a password)");
+  throw new SettingsError(
+    'SERVICE_STORE must be sqlite or a postgres://user@host/db URL (its value is not shown: it may hold a password)',
+  );
 }
 
 /** The default of SERVICE_LEASE_TIMEOUT_MS. */
@@ -240,7 +279,10 @@ export function daemonsFromEnv(env: Env = process.env): string[] {
   if (v === '') return [];
   return v.split(',').map((raw) => {
     const p = raw.trim();
-    if (!p.startsWith('/')) throw new SettingsError(`SERVICE_DAEMONS must list absolute daemon socket paths separated by commas, got '${p.slice(0, 100)}'`);
+    if (!p.startsWith('/'))
+      throw new SettingsError(
+        `SERVICE_DAEMONS must list absolute daemon socket paths separated by commas, got '${p.slice(0, 100)}'`,
+      );
     return p;
   });
 }

@@ -77,7 +77,9 @@ export const GREP_ANSWER_MAX = 2 * 1024 * 1024;
 
 /** A line as returned: cut at GREP_LINE_MAX characters with a marker saying how long it was. */
 export function cutLine(line: string): string {
-  return line.length <= GREP_LINE_MAX ? line : `${line.slice(0, GREP_LINE_MAX)} [… line cut: ${line.length} characters]`;
+  return line.length <= GREP_LINE_MAX
+    ? line
+    : `${line.slice(0, GREP_LINE_MAX)} [… line cut: ${line.length} characters]`;
 }
 
 // Decoded contents by id, as sent by the pool, so repeated searches skip copying and decoding.

@@ -37,7 +37,10 @@ export class GrepPool {
   private readonly sent = new WeakMap<Worker, { ids: Set<string>; bytes: number }>();
   private readonly online = new WeakMap<Worker, Promise<void>>();
 
-  constructor(private readonly size: number, private readonly timeoutMs: number) {
+  constructor(
+    private readonly size: number,
+    private readonly timeoutMs: number,
+  ) {
     this.perCaller = Math.max(1, size - 1);
   }
 
@@ -91,11 +94,14 @@ export class GrepPool {
     w.unref();
     // The time bound is for the search, not for starting a thread on a loaded machine (or one whose
     // module loaders take long, as a test runner's do): the worker says when its module has loaded.
-    this.online.set(w, new Promise<void>((resolve) => {
-      w.once('message', () => resolve());
-      w.once('error', () => resolve());
-      w.once('exit', () => resolve());
-    }));
+    this.online.set(
+      w,
+      new Promise<void>((resolve) => {
+        w.once('message', () => resolve());
+        w.once('error', () => resolve());
+        w.once('exit', () => resolve());
+      }),
+    );
     return w;
   }
 
@@ -122,7 +128,10 @@ export class GrepPool {
         fresh.push(f);
       }
     }
-    return { head: { pattern: job.pattern, flags: job.flags, max: job.max, offset: job.offset, reset, paths, ids }, fresh };
+    return {
+      head: { pattern: job.pattern, flags: job.flags, max: job.max, offset: job.offset, reset, paths, ids },
+      fresh,
+    };
   }
 
   /**
@@ -134,7 +143,7 @@ export class GrepPool {
     return this.exec<GrepReply>(caller, 'grep', 'pattern', async (w) => {
       const { head, fresh } = this.plan(w, job);
       let reset = head.reset;
-      for (let i = 0; ; ) {
+      for (let i = 0; ;) {
         let j = i;
         let bytes = 0;
         while (j < fresh.length && (j === i || bytes + fresh[j]!.len <= WIRE_PART_BYTES)) bytes += fresh[j++]!.len;
@@ -160,7 +169,12 @@ export class GrepPool {
     return (await this.exec<MatchReply>(caller, op, 'glob', (w) => w.postMessage(job))).indices;
   }
 
-  private async exec<R>(caller: string, op: string, what: string, post: (w: Worker) => void | Promise<void>): Promise<R> {
+  private async exec<R>(
+    caller: string,
+    op: string,
+    what: string,
+    post: (w: Worker) => void | Promise<void>,
+  ): Promise<R> {
     await this.acquire(caller);
     const worker = this.idle.pop() ?? this.spawn();
     try {
@@ -169,7 +183,14 @@ export class GrepPool {
         const timer = setTimeout(() => {
           cleanup();
           void worker.terminate();
-          reject(new VfsError('ETIMEDOUT', op, undefined, `the ${what} took longer than ${this.timeoutMs} ms (catastrophic backtracking?); simplify it`));
+          reject(
+            new VfsError(
+              'ETIMEDOUT',
+              op,
+              undefined,
+              `the ${what} took longer than ${this.timeoutMs} ms (catastrophic backtracking?); simplify it`,
+            ),
+          );
         }, this.timeoutMs);
         const onMessage = (m: { ok?: R; error?: string }) => {
           cleanup();
@@ -189,7 +210,9 @@ export class GrepPool {
         };
         worker.on('message', onMessage);
         worker.on('error', onError);
-        Promise.resolve(post(worker)).catch((err: unknown) => onError(err instanceof Error ? err : new Error(String(err))));
+        Promise.resolve(post(worker)).catch((err: unknown) =>
+          onError(err instanceof Error ? err : new Error(String(err))),
+        );
       });
     } finally {
       this.release(caller);
@@ -254,7 +277,15 @@ const GREP_SLICED_ATTEMPTS = 3;
  * collects in one go at once (the reference the tests compare against); `pauser` makes the pause
  * function of an attempt (tests pass one that yields more often).
  */
-export async function grepFiles(vfs: Vfs, cred: Cred, abs: string, recursive: boolean, display: (p: string) => string, sliced = true, pauser: () => () => Promise<void> | undefined = slicer): Promise<GrepJob['files']> {
+export async function grepFiles(
+  vfs: Vfs,
+  cred: Cred,
+  abs: string,
+  recursive: boolean,
+  display: (p: string) => string,
+  sliced = true,
+  pauser: () => () => Promise<void> | undefined = slicer,
+): Promise<GrepJob['files']> {
   for (let attempt = 0; ; attempt++) {
     const gen = vfs.generation;
     const start = vfs.resolve(cred, abs, 'grep', true);
@@ -296,9 +327,21 @@ export async function grepFiles(vfs: Vfs, cred: Cred, abs: string, recursive: bo
  * walked here; the compiled glob runs in the worker pool under the grep time bound, because a glob
  * such as `*a*a*a*a*a*a*b` backtracks like a hostile regex.
  */
-export async function find(vfs: Vfs, pool: GrepPool, cred: Cred, abs: string, name: string | undefined, type: 'f' | 'd' | 'l' | undefined, display: (p: string) => string): Promise<string[]> {
+export async function find(
+  vfs: Vfs,
+  pool: GrepPool,
+  cred: Cred,
+  abs: string,
+  name: string | undefined,
+  type: 'f' | 'd' | 'l' | undefined,
+  display: (p: string) => string,
+): Promise<string[]> {
   const start = vfs.resolve(cred, abs, 'find', true);
-  const kindOk = (n: Node) => type === undefined || (type === 'f' && n.kind === 'file') || (type === 'd' && n.kind === 'directory') || (type === 'l' && n.kind === 'symlink');
+  const kindOk = (n: Node) =>
+    type === undefined ||
+    (type === 'f' && n.kind === 'file') ||
+    (type === 'd' && n.kind === 'directory') ||
+    (type === 'l' && n.kind === 'symlink');
   const paths: string[] = [];
   const subjects: string[] = [];
   const byPath = name !== undefined && name.includes('/');
@@ -317,7 +360,11 @@ export async function find(vfs: Vfs, pool: GrepPool, cred: Cred, abs: string, na
       subjects.push(byPath ? p.slice(prefix) : node.name);
     }
   }
-  const byOrder = (hits: number[]) => hits.map((i) => paths[i]!).sort(compareNames).map(display); // sorted paths, as grep
+  const byOrder = (hits: number[]) =>
+    hits
+      .map((i) => paths[i]!)
+      .sort(compareNames)
+      .map(display); // sorted paths, as grep
   if (name === undefined || name === '') return byOrder(paths.map((_, i) => i));
   const re = picomatch.makeRe(name, { dot: true, nocase: false });
   return byOrder(await pool.match(re, subjects, 'find', callerKey(cred)));
@@ -330,7 +377,11 @@ export async function find(vfs: Vfs, pool: GrepPool, cred: Cred, abs: string, na
 export const LISTING_ANSWER_MAX = 2 * 1024 * 1024;
 
 /** The leading items whose `size` fits `budget`, and whether any were left out. */
-export function capItems<T>(items: T[], size: (x: T) => number, budget = LISTING_ANSWER_MAX): { results: T[]; truncated: boolean } {
+export function capItems<T>(
+  items: T[],
+  size: (x: T) => number,
+  budget = LISTING_ANSWER_MAX,
+): { results: T[]; truncated: boolean } {
   for (let i = 0; i < items.length; i++) {
     budget -= size(items[i]!);
     if (budget < 0) return { results: items.slice(0, i), truncated: true };
@@ -347,7 +398,13 @@ export function capPaths(paths: string[]): { results: string[]; truncated: boole
 export const LOG_ANSWER_BYTES = 8 * 1024 * 1024;
 
 /** Text like the Unix `tree` command; unreadable directories are shown but not opened. */
-export function tree(vfs: Vfs, cred: Cred, abs: string, label: string, maxDepth: number | undefined): { text: string; directories: number; files: number; truncated?: boolean } {
+export function tree(
+  vfs: Vfs,
+  cred: Cred,
+  abs: string,
+  label: string,
+  maxDepth: number | undefined,
+): { text: string; directories: number; files: number; truncated?: boolean } {
   const start = vfs.resolve(cred, abs, 'tree', true);
   if (start.kind !== 'directory') throw new VfsError('ENOTDIR', 'tree', abs);
   if (!may(cred, start, R)) throw new VfsError('EACCES', 'tree', abs);
@@ -385,6 +442,11 @@ export function tree(vfs: Vfs, cred: Cred, abs: string, label: string, maxDepth:
     } else files++;
   }
   if (truncated) lines.push(`[… tree cut at ${LISTING_ANSWER_MAX} characters; pass a deeper path or a depth]`);
-  lines.push('', `${directories} director${directories === 1 ? 'y' : 'ies'}, ${files} file${files === 1 ? '' : 's'}${truncated ? ' shown' : ''}`);
-  return truncated ? { text: lines.join('\n') + '\n', directories, files, truncated } : { text: lines.join('\n') + '\n', directories, files };
+  lines.push(
+    '',
+    `${directories} director${directories === 1 ? 'y' : 'ies'}, ${files} file${files === 1 ? '' : 's'}${truncated ? ' shown' : ''}`,
+  );
+  return truncated
+    ? { text: lines.join('\n') + '\n', directories, files, truncated }
+    : { text: lines.join('\n') + '\n', directories, files };
 }

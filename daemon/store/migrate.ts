@@ -36,33 +36,58 @@ function canonical(rows: object[]): string {
   return rows.map(one).sort().join('\n');
 }
 
-export async function migrateStore(fromDir: string, toUrl: string, log: (line: string) => void): Promise<MigrateResult> {
+export async function migrateStore(
+  fromDir: string,
+  toUrl: string,
+  log: (line: string) => void,
+): Promise<MigrateResult> {
   const file = path.join(fromDir, 'store.db');
   if (!existsSync(file)) throw new VfsError('ENOENT', 'migrate', fromDir, `no store here (${file} does not exist)`);
   const src = new SqliteStore(fromDir, 'full');
   try {
     const before = src.fsck(Vcs.refsOf);
-    if (before.problems.length > 0) throw new VfsError('EIO', 'migrate', fromDir, `the source store has ${before.problems.length} problem(s), first: ${before.problems[0]}; run 'mdvfs fsck' and repair it first`);
+    if (before.problems.length > 0)
+      throw new VfsError(
+        'EIO',
+        'migrate',
+        fromDir,
+        `the source store has ${before.problems.length} problem(s), first: ${before.problems[0]}; run 'mdvfs fsck' and repair it first`,
+      );
     const inodes = src.inodeRows();
     const refs = src.refRows();
     const auth: RegistryRows = src.authRows();
     const dst = await PostgresStore.open(toUrl);
     try {
-      log(`migrate: copying ${before.objects} objects, ${inodes.length} inodes, ${refs.length} refs and ${auth.users.length} users to ${dst.where}`);
+      log(
+        `migrate: copying ${before.objects} objects, ${inodes.length} inodes, ${refs.length} refs and ${auth.users.length} users to ${dst.where}`,
+      );
       await dst.importAll({ objects: src.objects(), inodes, refs, auth });
       // Verify what PostgreSQL holds now, as a daemon starting on it would read it.
       const after = await dst.fsck(Vcs.refsOf);
       const problems = [...after.problems];
       if (after.objects !== before.objects) problems.push(`${after.objects} objects copied of ${before.objects}`);
-      if (canonical(await dst.inodeRows()) !== canonical(inodes)) problems.push('the copied inodes differ from the source');
+      if (canonical(await dst.inodeRows()) !== canonical(inodes))
+        problems.push('the copied inodes differ from the source');
       if (canonical(await dst.refRows()) !== canonical(refs)) problems.push('the copied refs differ from the source');
       const got = await dst.authRows();
-      for (const k of ['users', 'groups', 'workspaces', 'wsTokens', 'meta'] as const) if (canonical(got[k]) !== canonical(auth[k])) problems.push(`the copied ${k} differ from the source`);
+      for (const k of ['users', 'groups', 'workspaces', 'wsTokens', 'meta'] as const)
+        if (canonical(got[k]) !== canonical(auth[k])) problems.push(`the copied ${k} differ from the source`);
       const srcIds = new Set<string>();
       for (const o of src.objects()) srcIds.add(o.id);
-      for await (const o of dst.objects()) if (!srcIds.has(o.id)) problems.push(`object ${o.id.slice(0, 12)} is not in the source`);
-      if (problems.length > 0) throw new VfsError('EIO', 'migrate', dst.where, `the copy does not verify: ${problems.slice(0, 5).join('; ')}`);
-      return { objects: after.objects, inodes: after.inodes, refs: refs.length, users: auth.users.length, groups: auth.groups.length, workspaces: auth.workspaces.length, wsTokens: auth.wsTokens.length, to: dst.where };
+      for await (const o of dst.objects())
+        if (!srcIds.has(o.id)) problems.push(`object ${o.id.slice(0, 12)} is not in the source`);
+      if (problems.length > 0)
+        throw new VfsError('EIO', 'migrate', dst.where, `the copy does not verify: ${problems.slice(0, 5).join('; ')}`);
+      return {
+        objects: after.objects,
+        inodes: after.inodes,
+        refs: refs.length,
+        users: auth.users.length,
+        groups: auth.groups.length,
+        workspaces: auth.workspaces.length,
+        wsTokens: auth.wsTokens.length,
+        to: dst.where,
+      };
     } finally {
       await dst.close();
     }

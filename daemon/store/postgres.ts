@@ -24,7 +24,23 @@ import type { Node } from '../core/inode.js';
 import type { Registry } from '../auth/registry.js';
 import { DEFAULT_LEASE_TIMEOUT_MS, redactUrl } from '../rpc/settings.js';
 import { verifyObject } from '../core/objects.js';
-import { applyRegistryRows, BatchingJournal, inodeValues, isFresh, PendingChanges, registryRows, SCHEMA_VERSION, StoredCheck, type DecodeRefs, type FsckResult, type InodeRow, type LoadedState, type OpenedStore, type RegistryRows, type StoredObject } from './store.js';
+import {
+  applyRegistryRows,
+  BatchingJournal,
+  inodeValues,
+  isFresh,
+  PendingChanges,
+  registryRows,
+  SCHEMA_VERSION,
+  StoredCheck,
+  type DecodeRefs,
+  type FsckResult,
+  type InodeRow,
+  type LoadedState,
+  type OpenedStore,
+  type RegistryRows,
+  type StoredObject,
+} from './store.js';
 
 /** The advisory lock key of an mdvfs store (one per database): 'mdvfs' as a number. */
 const LOCK_KEY = 0x6d_64_76_66_73;
@@ -143,7 +159,13 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     try {
       const deadline = Date.now() + LOCK_WAIT_MS;
       while (!(await store.tryLead())) {
-        if (Date.now() > deadline) throw new VfsError('EBUSY', 'open store', store.where, `another mdvfs daemon (or mdvfs migrate) uses the PostgreSQL store at ${store.where}`);
+        if (Date.now() > deadline)
+          throw new VfsError(
+            'EBUSY',
+            'open store',
+            store.where,
+            `another mdvfs daemon (or mdvfs migrate) uses the PostgreSQL store at ${store.where}`,
+          );
         await sleep(100);
       }
     } catch (err) {
@@ -159,7 +181,10 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
    */
   static async connect(url: string, leaseTimeoutMs = DEFAULT_LEASE_TIMEOUT_MS): Promise<PostgresStore> {
     const where = redactUrl(url);
-    const clients = [new pg.Client({ connectionString: url, application_name: 'mdvfs' }), new pg.Client({ connectionString: url, application_name: 'mdvfs-lease' })] as const;
+    const clients = [
+      new pg.Client({ connectionString: url, application_name: 'mdvfs' }),
+      new pg.Client({ connectionString: url, application_name: 'mdvfs-lease' }),
+    ] as const;
     // Until the store takes over, a lost connection is an error of whatever awaits it.
     for (const c of clients) c.on('error', () => undefined);
     const endAll = (): Promise<unknown> => Promise.all(clients.map((c) => c.end().catch(() => undefined)));
@@ -167,25 +192,50 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       await Promise.all(clients.map((c) => c.connect()));
     } catch (err) {
       await endAll();
-      throw new VfsError('EIO', 'open store', where, `cannot connect to PostgreSQL at ${where}: ${(err as Error).message}`);
+      throw new VfsError(
+        'EIO',
+        'open store',
+        where,
+        `cannot connect to PostgreSQL at ${where}: ${(err as Error).message}`,
+      );
     }
     const [client, lease] = clients;
     const store = new PostgresStore(client, lease, where, leaseTimeoutMs);
     try {
       // A transaction left open by a paused daemon would hold the lease row: the server ends it.
-      await client.query(`SET synchronous_commit = on; SET idle_in_transaction_session_timeout = ${Math.ceil(leaseTimeoutMs)}`);
+      await client.query(
+        `SET synchronous_commit = on; SET idle_in_transaction_session_timeout = ${Math.ceil(leaseTimeoutMs)}`,
+      );
       // The lease connection is never idle for long while its daemon runs (heartbeat, or a standby's
       // polls): a paused or unreachable daemon's session ends, and its lock with it.
-      await lease.query(`SET idle_session_timeout = ${Math.ceil(leaseTimeoutMs)}; SET idle_in_transaction_session_timeout = ${Math.ceil(leaseTimeoutMs)}`);
+      await lease.query(
+        `SET idle_session_timeout = ${Math.ceil(leaseTimeoutMs)}; SET idle_in_transaction_session_timeout = ${Math.ceil(leaseTimeoutMs)}`,
+      );
       await store.migrate();
     } catch (err) {
       await endAll();
       if (err instanceof VfsError) throw err;
-      throw new VfsError('EIO', 'open store', where, `the PostgreSQL store at ${where} cannot be opened: ${(err as Error).message}`);
+      throw new VfsError(
+        'EIO',
+        'open store',
+        where,
+        `the PostgreSQL store at ${where} cannot be opened: ${(err as Error).message}`,
+      );
     }
     for (const c of clients) c.removeAllListeners('error');
-    client.on('error', (err) => store.fail(new VfsError('EIO', 'store', where, `lost the PostgreSQL connection: ${err.message}`)));
-    lease.on('error', (err) => store.fail(new VfsError('EIO', 'store', where, `lost the lease connection to PostgreSQL (${err.message}); ${store.epoch === undefined ? 'a standby' : `epoch ${store.epoch}`} stops without writing`)));
+    client.on('error', (err) =>
+      store.fail(new VfsError('EIO', 'store', where, `lost the PostgreSQL connection: ${err.message}`)),
+    );
+    lease.on('error', (err) =>
+      store.fail(
+        new VfsError(
+          'EIO',
+          'store',
+          where,
+          `lost the lease connection to PostgreSQL (${err.message}); ${store.epoch === undefined ? 'a standby' : `epoch ${store.epoch}`} stops without writing`,
+        ),
+      ),
+    );
     return store;
   }
 
@@ -194,50 +244,82 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
    * new epoch. Everything this store writes from now on carries that epoch.
    */
   async tryLead(): Promise<boolean> {
-    const r = await this.lease.query<{ ok: boolean; epoch: string; holder: string; head: string | null }>('SELECT pg_try_advisory_lock($1) AS ok, l.epoch, l.holder, (SELECT max(seq) FROM changes) AS head FROM lease l WHERE l.id = 1', [LOCK_KEY]);
+    const r = await this.lease.query<{ ok: boolean; epoch: string; holder: string; head: string | null }>(
+      'SELECT pg_try_advisory_lock($1) AS ok, l.epoch, l.holder, (SELECT max(seq) FROM changes) AS head FROM lease l WHERE l.id = 1',
+      [LOCK_KEY],
+    );
     const row = r.rows[0];
     if (row === undefined) throw new Error('the lease row is missing');
     this.seen = { epoch: Number(row.epoch), holder: row.holder };
     this.head = Number(row.head ?? 0);
     if (!row.ok) return false;
     const holder = `${os.hostname()}:${process.pid}`;
-    const bumped = await this.lease.query<{ epoch: string }>('UPDATE lease SET epoch = epoch + 1, holder = $1, acquired_at = now() WHERE id = 1 RETURNING epoch', [holder]);
+    const bumped = await this.lease.query<{ epoch: string }>(
+      'UPDATE lease SET epoch = epoch + 1, holder = $1, acquired_at = now() WHERE id = 1 RETURNING epoch',
+      [holder],
+    );
     this.epoch = Number(bumped.rows[0]!.epoch);
     this.seen = { epoch: this.epoch, holder };
     // The heartbeat keeps the lease connection busy (so the server's idle timeout ends only a paused
     // daemon's session) and notices a lease taken over while this daemon was paused.
-    const beat = setInterval(() => {
-      this.lease.query<{ epoch: string }>('SELECT epoch FROM lease WHERE id = 1').then(
-        (b) => {
-          const now = Number(b.rows[0]?.epoch);
-          if (now !== this.epoch) this.fail(this.leaseLost(now));
-        },
-        (err: Error) => this.fail(new VfsError('EIO', 'store', this.where, `lost the lease connection to PostgreSQL (${err.message}); epoch ${this.epoch} stops without writing`)),
-      );
-    }, Math.max(100, Math.floor(this.leaseTimeoutMs / 4)));
+    const beat = setInterval(
+      () => {
+        this.lease.query<{ epoch: string }>('SELECT epoch FROM lease WHERE id = 1').then(
+          (b) => {
+            const now = Number(b.rows[0]?.epoch);
+            if (now !== this.epoch) this.fail(this.leaseLost(now));
+          },
+          (err: Error) =>
+            this.fail(
+              new VfsError(
+                'EIO',
+                'store',
+                this.where,
+                `lost the lease connection to PostgreSQL (${err.message}); epoch ${this.epoch} stops without writing`,
+              ),
+            ),
+        );
+      },
+      Math.max(100, Math.floor(this.leaseTimeoutMs / 4)),
+    );
     beat.unref();
     this.timers.push(beat);
     return true;
   }
 
   private leaseLost(stored: number): VfsError {
-    return new VfsError('EIO', 'store', this.where, `this daemon lost the lease: its epoch is ${this.epoch}, the store's ${stored}; another daemon is active, so this one writes nothing and steps down`);
+    return new VfsError(
+      'EIO',
+      'store',
+      this.where,
+      `this daemon lost the lease: its epoch is ${this.epoch}, the store's ${stored}; another daemon is active, so this one writes nothing and steps down`,
+    );
   }
 
   /** The role, epoch and lag for `sys.status`. */
   leaseStatus(): LeaseStatus {
     if (this.epoch !== undefined) return { role: 'active', epoch: this.epoch, lag: 0, holder: this.seen.holder };
-    return { role: 'standby', epoch: this.seen.epoch, lag: Math.max(0, this.head - (this.mirror?.applied ?? 0)), holder: this.seen.holder };
+    return {
+      role: 'standby',
+      epoch: this.seen.epoch,
+      lag: Math.max(0, this.head - (this.mirror?.applied ?? 0)),
+      holder: this.seen.holder,
+    };
   }
 
   /** Brings the schema up to date in one transaction, under a lock every starting daemon takes. */
   private async migrate(): Promise<void> {
     await this.transaction(async () => {
       await this.client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATE_KEY]);
-      await this.client.query('CREATE TABLE IF NOT EXISTS mdvfs_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())');
+      await this.client.query(
+        'CREATE TABLE IF NOT EXISTS mdvfs_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
+      );
       const r = await this.client.query<{ v: number | null }>('SELECT max(version) AS v FROM mdvfs_migrations');
       const current = r.rows[0]?.v ?? 0;
-      if (current > MIGRATIONS.length) throw new Error(`its schema (migration ${current}) is newer than this mdvfs knows (${MIGRATIONS.length}); upgrade mdvfs`);
+      if (current > MIGRATIONS.length)
+        throw new Error(
+          `its schema (migration ${current}) is newer than this mdvfs knows (${MIGRATIONS.length}); upgrade mdvfs`,
+        );
       for (let v = current + 1; v <= MIGRATIONS.length; v++) {
         await this.client.query(MIGRATIONS[v - 1]!);
         await this.client.query('INSERT INTO mdvfs_migrations (version) VALUES ($1)', [v]);
@@ -294,7 +376,13 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     const m = this.mirror;
     this.mirror = undefined;
     if (m === undefined || (m.inodes.size === 0 && m.auth.users.length === 0)) return this.load();
-    if (m.version !== SCHEMA_VERSION) throw new VfsError('EIO', 'load store', this.where, `the store is corrupt: unknown schema version ${String(m.version)}. Refusing to start.`);
+    if (m.version !== SCHEMA_VERSION)
+      throw new VfsError(
+        'EIO',
+        'load store',
+        this.where,
+        `the store is corrupt: unknown schema version ${String(m.version)}. Refusing to start.`,
+      );
     this.auth = m.auth;
     return { inodes: [...m.inodes.values()], objects: [...m.objects.values()], refs: m.refs, fresh: false };
   }
@@ -307,7 +395,11 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       return;
     }
     this.following = this.applyChanges()
-      .catch((err: Error) => this.fail(new VfsError('EIO', 'store', this.where, `a standby could not follow the change stream: ${err.message}`)))
+      .catch((err: Error) =>
+        this.fail(
+          new VfsError('EIO', 'store', this.where, `a standby could not follow the change stream: ${err.message}`),
+        ),
+      )
       .finally(() => {
         this.following = undefined;
         if (this.followAgain) {
@@ -327,7 +419,8 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
   private async reloadMirror(): Promise<void> {
     await this.transaction(async () => {
       const head = await this.client.query<{ head: string | null }>('SELECT max(seq) AS head FROM changes');
-      const version = (await this.client.query<{ value: string }>('SELECT value FROM meta WHERE key = $1', ['schema'])).rows[0]?.value;
+      const version = (await this.client.query<{ value: string }>('SELECT value FROM meta WHERE key = $1', ['schema']))
+        .rows[0]?.value;
       const inodes = new Map<number, InodeRow>();
       for (const r of await this.inodeRows()) inodes.set(r.id, r);
       const objects = new Map<string, StoredObject>();
@@ -337,7 +430,14 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       }
       const refs = new Map<string, string>();
       for (const r of await this.refRows()) refs.set(r.scope, r.commit_id);
-      this.mirror = { inodes, objects, refs, auth: await this.authRows(), version, applied: Number(head.rows[0]?.head ?? 0) };
+      this.mirror = {
+        inodes,
+        objects,
+        refs,
+        auth: await this.authRows(),
+        version,
+        applied: Number(head.rows[0]?.head ?? 0),
+      };
     }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   }
 
@@ -347,12 +447,19 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     if (m === undefined) return;
     let reload = false;
     await this.transaction(async () => {
-      const trimmed = Number((await this.client.query<{ trimmed: string }>('SELECT trimmed FROM lease WHERE id = 1')).rows[0]?.trimmed ?? 0);
+      const trimmed = Number(
+        (await this.client.query<{ trimmed: string }>('SELECT trimmed FROM lease WHERE id = 1')).rows[0]?.trimmed ?? 0,
+      );
       if (trimmed > m.applied) {
         reload = true; // the rows we need are gone: read everything again
         return;
       }
-      const rows = (await this.client.query<{ seq: string; batch: ChangeKeys }>('SELECT seq, batch FROM changes WHERE seq > $1 ORDER BY seq', [m.applied])).rows;
+      const rows = (
+        await this.client.query<{ seq: string; batch: ChangeKeys }>(
+          'SELECT seq, batch FROM changes WHERE seq > $1 ORDER BY seq',
+          [m.applied],
+        )
+      ).rows;
       if (rows.length === 0) return;
       const inodes = new Set<number>();
       const objects = new Set<string>();
@@ -367,19 +474,34 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       const ids = [...inodes];
       const found = new Map<number, InodeRow>();
       for (let i = 0; i < ids.length; i += ROWS_PER_STATEMENT) {
-        for (const r of (await this.client.query<Record<string, string | null>>('SELECT * FROM inodes WHERE id = ANY($1::bigint[])', [ids.slice(i, i + ROWS_PER_STATEMENT).map(String)])).rows) found.set(Number(r.id), inodeRow(r));
+        for (const r of (
+          await this.client.query<Record<string, string | null>>('SELECT * FROM inodes WHERE id = ANY($1::bigint[])', [
+            ids.slice(i, i + ROWS_PER_STATEMENT).map(String),
+          ])
+        ).rows)
+          found.set(Number(r.id), inodeRow(r));
       }
       const oids = [...objects];
       const got = new Map<string, StoredObject>();
       for (let i = 0; i < oids.length; i += OBJECT_PAGE) {
-        for (const o of (await this.client.query<StoredObject>('SELECT id, type, data FROM objects WHERE id = ANY($1::text[])', [oids.slice(i, i + OBJECT_PAGE)])).rows) {
+        for (const o of (
+          await this.client.query<StoredObject>('SELECT id, type, data FROM objects WHERE id = ANY($1::text[])', [
+            oids.slice(i, i + OBJECT_PAGE),
+          ])
+        ).rows) {
           verifyObject(o.id, o.type, o.data);
           got.set(o.id, o);
         }
       }
-      const scopes = (await this.client.query<{ scope: string; commit_id: string }>('SELECT scope, commit_id FROM refs WHERE scope = ANY($1::text[])', [[...refs]])).rows;
+      const scopes = (
+        await this.client.query<{ scope: string; commit_id: string }>(
+          'SELECT scope, commit_id FROM refs WHERE scope = ANY($1::text[])',
+          [[...refs]],
+        )
+      ).rows;
       const authRows = auth ? await this.authRows() : undefined;
-      const version = (await this.client.query<{ value: string }>('SELECT value FROM meta WHERE key = $1', ['schema'])).rows[0]?.value;
+      const version = (await this.client.query<{ value: string }>('SELECT value FROM meta WHERE key = $1', ['schema']))
+        .rows[0]?.value;
       // Nothing is applied before every read succeeded: a failed catch-up leaves the mirror as it was.
       for (const id of ids) {
         const r = found.get(id);
@@ -404,11 +526,17 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
   /** Reads everything; throws EIO (refusing to start) on any corruption. */
   async load(): Promise<LoadedState> {
     try {
-      const version = (await this.client.query<{ value: string }>('SELECT value FROM meta WHERE key = $1', ['schema'])).rows[0]?.value;
-      const count = Number((await this.client.query<{ n: string }>('SELECT count(*) AS n FROM inodes')).rows[0]?.n ?? 0);
+      const version = (await this.client.query<{ value: string }>('SELECT value FROM meta WHERE key = $1', ['schema']))
+        .rows[0]?.value;
+      const count = Number(
+        (await this.client.query<{ n: string }>('SELECT count(*) AS n FROM inodes')).rows[0]?.n ?? 0,
+      );
       const users = Number((await this.client.query<{ n: string }>('SELECT count(*) AS n FROM users')).rows[0]?.n ?? 0);
       if (isFresh(version, count, users)) {
-        await this.client.query('INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value', ['schema', SCHEMA_VERSION]);
+        await this.client.query(
+          'INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value',
+          ['schema', SCHEMA_VERSION],
+        );
         return { inodes: [], objects: [], refs: new Map(), fresh: true };
       }
       if (version !== SCHEMA_VERSION) throw new Error(`unknown schema version ${String(version)}`);
@@ -423,7 +551,12 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       this.auth = await this.authRows();
       return { inodes, objects, refs, fresh: false };
     } catch (err) {
-      throw new VfsError('EIO', 'load store', this.where, `the store is corrupt: ${(err as Error).message}. Refusing to start; run 'mdvfs fsck' on a copy or restore a backup.`);
+      throw new VfsError(
+        'EIO',
+        'load store',
+        this.where,
+        `the store is corrupt: ${(err as Error).message}. Refusing to start; run 'mdvfs fsck' on a copy or restore a backup.`,
+      );
     }
   }
 
@@ -433,15 +566,46 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
   }
 
   async authRows(): Promise<RegistryRows> {
-    const all = async <T extends pg.QueryResultRow>(sql: string, map: (r: Record<string, unknown>) => T): Promise<T[]> => (await this.client.query(sql)).rows.map(map);
+    const all = async <T extends pg.QueryResultRow>(
+      sql: string,
+      map: (r: Record<string, unknown>) => T,
+    ): Promise<T[]> => (await this.client.query(sql)).rows.map(map);
     const num = (v: unknown): number => Number(v);
     const str = (v: unknown): string | null => (v === null ? null : String(v));
     return {
-      users: await all('SELECT * FROM users ORDER BY uid', (r) => ({ uid: num(r.uid), name: String(r.name), gid: num(r.gid), is_agent: num(r.is_agent), token_hash: str(r.token_hash), created: num(r.created) })),
-      groups: await all('SELECT * FROM groups_ ORDER BY gid', (r) => ({ gid: num(r.gid), name: String(r.name), members: String(r.members) })),
-      workspaces: await all('SELECT * FROM workspaces ORDER BY id', (r) => ({ id: String(r.id), name: String(r.name), root: String(r.root), owner_uid: num(r.owner_uid), created: num(r.created) })),
-      wsTokens: await all('SELECT * FROM ws_tokens ORDER BY hash', (r) => ({ hash: String(r.hash), id: str(r.id), workspace_id: String(r.workspace_id), name: String(r.name), agent_uid: num(r.agent_uid), agent_token_hash: str(r.agent_token_hash), created: num(r.created) })),
-      meta: await all('SELECT key, value FROM meta ORDER BY key', (r) => ({ key: String(r.key), value: String(r.value) })),
+      users: await all('SELECT * FROM users ORDER BY uid', (r) => ({
+        uid: num(r.uid),
+        name: String(r.name),
+        gid: num(r.gid),
+        is_agent: num(r.is_agent),
+        token_hash: str(r.token_hash),
+        created: num(r.created),
+      })),
+      groups: await all('SELECT * FROM groups_ ORDER BY gid', (r) => ({
+        gid: num(r.gid),
+        name: String(r.name),
+        members: String(r.members),
+      })),
+      workspaces: await all('SELECT * FROM workspaces ORDER BY id', (r) => ({
+        id: String(r.id),
+        name: String(r.name),
+        root: String(r.root),
+        owner_uid: num(r.owner_uid),
+        created: num(r.created),
+      })),
+      wsTokens: await all('SELECT * FROM ws_tokens ORDER BY hash', (r) => ({
+        hash: String(r.hash),
+        id: str(r.id),
+        workspace_id: String(r.workspace_id),
+        name: String(r.name),
+        agent_uid: num(r.agent_uid),
+        agent_token_hash: str(r.agent_token_hash),
+        created: num(r.created),
+      })),
+      meta: await all('SELECT key, value FROM meta ORDER BY key', (r) => ({
+        key: String(r.key),
+        value: String(r.value),
+      })),
     };
   }
 
@@ -449,7 +613,10 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
   async *objects(): AsyncIterable<StoredObject> {
     let after = '';
     for (;;) {
-      const page = await this.client.query<StoredObject>('SELECT id, type, data FROM objects WHERE id > $1 ORDER BY id LIMIT $2', [after, OBJECT_PAGE]);
+      const page = await this.client.query<StoredObject>(
+        'SELECT id, type, data FROM objects WHERE id > $1 ORDER BY id LIMIT $2',
+        [after, OBJECT_PAGE],
+      );
       for (const r of page.rows) yield r;
       if (page.rows.length < OBJECT_PAGE) return;
       after = page.rows[page.rows.length - 1]!.id;
@@ -457,15 +624,18 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
   }
 
   async inodeRows(): Promise<InodeRow[]> {
-    return (await this.client.query<Record<string, string | null>>('SELECT * FROM inodes ORDER BY id')).rows.map(inodeRow);
+    return (await this.client.query<Record<string, string | null>>('SELECT * FROM inodes ORDER BY id')).rows.map(
+      inodeRow,
+    );
   }
 
   async refRows(): Promise<{ scope: string; commit_id: string }[]> {
-    return (await this.client.query<{ scope: string; commit_id: string }>('SELECT scope, commit_id FROM refs ORDER BY scope')).rows;
+    return (
+      await this.client.query<{ scope: string; commit_id: string }>('SELECT scope, commit_id FROM refs ORDER BY scope')
+    ).rows;
   }
 
   // ---------- Journal ----------
-
 
   private hasPending(): boolean {
     return this.pending.any() || this.registry?.dirty === true;
@@ -506,7 +676,10 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       try {
         if (this.hasPending()) await this.writeBatch(this.takeBatch());
       } catch (err) {
-        this.fail(new VfsError('EIO', 'flush', undefined, `could not write to the store: ${(err as Error).message}`), waiters);
+        this.fail(
+          new VfsError('EIO', 'flush', undefined, `could not write to the store: ${(err as Error).message}`),
+          waiters,
+        );
         return;
       }
       for (const w of waiters) w.resolve();
@@ -528,11 +701,19 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     const reg = this.registry?.dirty ? this.registry : undefined;
     if (reg !== undefined) reg.dirty = false;
     const out: [string, Values][] = [];
-    if (p.deletedObjects.size > 0) out.push(['DELETE FROM objects WHERE id = ANY($1::text[])', [[...p.deletedObjects]]]);
+    if (p.deletedObjects.size > 0)
+      out.push(['DELETE FROM objects WHERE id = ANY($1::text[])', [[...p.deletedObjects]]]);
     for (const chunk of chunks([...p.objects], (o) => o[1].data.length)) {
-      out.push(['INSERT INTO objects (id, type, data) SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[]) ON CONFLICT (id) DO NOTHING', columns(chunk.map(([id, o]) => [id, o.type, o.data]), 3)]);
+      out.push([
+        'INSERT INTO objects (id, type, data) SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[]) ON CONFLICT (id) DO NOTHING',
+        columns(
+          chunk.map(([id, o]) => [id, o.type, o.data]),
+          3,
+        ),
+      ]);
     }
-    if (p.deletedInodes.size > 0) out.push(['DELETE FROM inodes WHERE id = ANY($1::bigint[])', [[...p.deletedInodes].map(String)]]);
+    if (p.deletedInodes.size > 0)
+      out.push(['DELETE FROM inodes WHERE id = ANY($1::bigint[])', [[...p.deletedInodes].map(String)]]);
     for (const chunk of chunks([...p.inodes.values()], () => 0)) {
       const rows = chunk.map((n) => inodeValues(n).map((v) => (typeof v === 'bigint' ? v.toString() : v)));
       out.push([
@@ -543,9 +724,18 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
         columns(rows, 14),
       ]);
     }
-    if (p.refs.size > 0) out.push(['INSERT INTO refs (scope, commit_id) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (scope) DO UPDATE SET commit_id = EXCLUDED.commit_id', columns([...p.refs], 2)]);
+    if (p.refs.size > 0)
+      out.push([
+        'INSERT INTO refs (scope, commit_id) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (scope) DO UPDATE SET commit_id = EXCLUDED.commit_id',
+        columns([...p.refs], 2),
+      ]);
     if (reg !== undefined) out.push(...authStatements(registryRows(reg)));
-    const keys: ChangeKeys = { i: [...p.deletedInodes, ...p.inodes.keys()], o: [...p.deletedObjects, ...p.objects.keys()], r: [...p.refs.keys()], a: reg !== undefined };
+    const keys: ChangeKeys = {
+      i: [...p.deletedInodes, ...p.inodes.keys()],
+      o: [...p.deletedObjects, ...p.objects.keys()],
+      r: [...p.refs.keys()],
+      a: reg !== undefined,
+    };
     return { statements: out, keys };
   }
 
@@ -557,10 +747,19 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
    */
   private async writeBatch({ statements, keys }: { statements: [string, Values][]; keys: ChangeKeys }): Promise<void> {
     await this.transaction(async () => {
-      const stored = Number((await this.client.query<{ epoch: string }>('SELECT epoch FROM lease WHERE id = 1 FOR SHARE')).rows[0]?.epoch);
+      const stored = Number(
+        (await this.client.query<{ epoch: string }>('SELECT epoch FROM lease WHERE id = 1 FOR SHARE')).rows[0]?.epoch,
+      );
       if (stored !== this.epoch) throw this.leaseLost(stored);
       for (const [sql, values] of statements) await this.client.query(sql, values);
-      const seq = Number((await this.client.query<{ seq: string }>('INSERT INTO changes (epoch, batch) VALUES ($1, $2) RETURNING seq', [this.epoch, JSON.stringify(keys)])).rows[0]!.seq);
+      const seq = Number(
+        (
+          await this.client.query<{ seq: string }>('INSERT INTO changes (epoch, batch) VALUES ($1, $2) RETURNING seq', [
+            this.epoch,
+            JSON.stringify(keys),
+          ])
+        ).rows[0]!.seq,
+      );
       if (seq >= this.nextTrim) {
         // Sequence numbers may skip (a rolled-back batch used one): trimming goes by distance, not by multiples.
         await this.client.query('DELETE FROM changes WHERE seq <= $1', [seq - KEEP_CHANGES]);
@@ -577,7 +776,13 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     return this.exclusive(async () => {
       const check = new StoredCheck(decodeRefs);
       for await (const r of this.objects()) check.object(r);
-      const rows = (await this.inodeRows()).map((r) => ({ id: r.id, parent: r.parent, name: r.name, kind: r.kind, blob: r.blob }));
+      const rows = (await this.inodeRows()).map((r) => ({
+        id: r.id,
+        parent: r.parent,
+        name: r.name,
+        kind: r.kind,
+        blob: r.blob,
+      }));
       return check.finish(rows, await this.refRows());
     });
   }
@@ -586,15 +791,38 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
    * Copies a whole store into this one (empty): objects, inodes, refs and the auth tables, in one
    * transaction (`mdvfs migrate`).
    */
-  async importAll(src: { objects: AsyncIterable<StoredObject> | Iterable<StoredObject>; inodes: InodeRow[]; refs: { scope: string; commit_id: string }[]; auth: RegistryRows }): Promise<void> {
-    const n = Number((await this.client.query<{ n: string }>('SELECT (SELECT count(*) FROM inodes) + (SELECT count(*) FROM objects) + (SELECT count(*) FROM users) AS n')).rows[0]?.n ?? 0);
-    if (n > 0) throw new VfsError('EEXIST', 'migrate', this.where, `the PostgreSQL store at ${this.where} is not empty; migrate only into an empty database`);
+  async importAll(src: {
+    objects: AsyncIterable<StoredObject> | Iterable<StoredObject>;
+    inodes: InodeRow[];
+    refs: { scope: string; commit_id: string }[];
+    auth: RegistryRows;
+  }): Promise<void> {
+    const n = Number(
+      (
+        await this.client.query<{ n: string }>(
+          'SELECT (SELECT count(*) FROM inodes) + (SELECT count(*) FROM objects) + (SELECT count(*) FROM users) AS n',
+        )
+      ).rows[0]?.n ?? 0,
+    );
+    if (n > 0)
+      throw new VfsError(
+        'EEXIST',
+        'migrate',
+        this.where,
+        `the PostgreSQL store at ${this.where} is not empty; migrate only into an empty database`,
+      );
     await this.transaction(async () => {
       let batch: StoredObject[] = [];
       let bytes = 0;
       const flush = async (): Promise<void> => {
         if (batch.length === 0) return;
-        await this.client.query('INSERT INTO objects (id, type, data) SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[])', columns(batch.map((o) => [o.id, o.type, o.data]), 3));
+        await this.client.query(
+          'INSERT INTO objects (id, type, data) SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[])',
+          columns(
+            batch.map((o) => [o.id, o.type, o.data]),
+            3,
+          ),
+        );
         batch = [];
         bytes = 0;
       };
@@ -605,14 +833,38 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       }
       await flush();
       for (let i = 0; i < src.inodes.length; i += ROWS_PER_STATEMENT) {
-        const rows = src.inodes.slice(i, i + ROWS_PER_STATEMENT).map((r) => [r.id, r.parent, r.name, r.kind, r.mode, r.uid, r.gid, r.atime.toString(), r.mtime.toString(), r.ctime.toString(), r.btime.toString(), r.blob, r.size, r.target]);
+        const rows = src.inodes
+          .slice(i, i + ROWS_PER_STATEMENT)
+          .map((r) => [
+            r.id,
+            r.parent,
+            r.name,
+            r.kind,
+            r.mode,
+            r.uid,
+            r.gid,
+            r.atime.toString(),
+            r.mtime.toString(),
+            r.ctime.toString(),
+            r.btime.toString(),
+            r.blob,
+            r.size,
+            r.target,
+          ]);
         await this.client.query(
           `INSERT INTO inodes (id, parent, name, kind, mode, uid, gid, atime, mtime, ctime, btime, blob, size, target)
            SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[], $14::text[])`,
           columns(rows, 14),
         );
       }
-      if (src.refs.length > 0) await this.client.query('INSERT INTO refs (scope, commit_id) SELECT * FROM unnest($1::text[], $2::text[])', columns(src.refs.map((r) => [r.scope, r.commit_id]), 2));
+      if (src.refs.length > 0)
+        await this.client.query(
+          'INSERT INTO refs (scope, commit_id) SELECT * FROM unnest($1::text[], $2::text[])',
+          columns(
+            src.refs.map((r) => [r.scope, r.commit_id]),
+            2,
+          ),
+        );
       for (const [sql, values] of authStatements(src.auth)) await this.client.query(sql, values);
     });
   }
@@ -676,14 +928,41 @@ function authStatements(rows: RegistryRows): [string, Values][] {
     ['DELETE FROM groups_', []],
     ['DELETE FROM workspaces', []],
     ['DELETE FROM ws_tokens', []],
-    ['INSERT INTO users (uid, name, gid, is_agent, token_hash, created) SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::int[], $5::text[], $6::bigint[])', columns(rows.users.map((u) => [u.uid, u.name, u.gid, u.is_agent, u.token_hash, u.created]), 6)],
-    ['INSERT INTO groups_ (gid, name, members) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[])', columns(rows.groups.map((g) => [g.gid, g.name, g.members]), 3)],
-    ['INSERT INTO workspaces (id, name, root, owner_uid, created) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])', columns(rows.workspaces.map((w) => [w.id, w.name, w.root, w.owner_uid, w.created]), 5)],
+    [
+      'INSERT INTO users (uid, name, gid, is_agent, token_hash, created) SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::int[], $5::text[], $6::bigint[])',
+      columns(
+        rows.users.map((u) => [u.uid, u.name, u.gid, u.is_agent, u.token_hash, u.created]),
+        6,
+      ),
+    ],
+    [
+      'INSERT INTO groups_ (gid, name, members) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[])',
+      columns(
+        rows.groups.map((g) => [g.gid, g.name, g.members]),
+        3,
+      ),
+    ],
+    [
+      'INSERT INTO workspaces (id, name, root, owner_uid, created) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])',
+      columns(
+        rows.workspaces.map((w) => [w.id, w.name, w.root, w.owner_uid, w.created]),
+        5,
+      ),
+    ],
     [
       'INSERT INTO ws_tokens (hash, id, workspace_id, name, agent_uid, agent_token_hash, created) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::bigint[])',
-      columns(rows.wsTokens.map((t) => [t.hash, t.id, t.workspace_id, t.name, t.agent_uid, t.agent_token_hash, t.created]), 7),
+      columns(
+        rows.wsTokens.map((t) => [t.hash, t.id, t.workspace_id, t.name, t.agent_uid, t.agent_token_hash, t.created]),
+        7,
+      ),
     ],
-    ['INSERT INTO meta (key, value) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value', columns(rows.meta.map((m) => [m.key, m.value]), 2)],
+    [
+      'INSERT INTO meta (key, value) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value',
+      columns(
+        rows.meta.map((m) => [m.key, m.value]),
+        2,
+      ),
+    ],
   ];
 }
 

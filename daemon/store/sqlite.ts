@@ -12,7 +12,23 @@ import path from 'node:path';
 import { VfsError } from '../errors.js';
 import type { Registry } from '../auth/registry.js';
 import { verifyObject } from '../core/objects.js';
-import { applyRegistryRows, BatchingJournal, inodeValues, isFresh, registryRows, SCHEMA_VERSION, StoredCheck, type DecodeRefs, type FsckResult, type InodeRow, type LoadedState, PendingChanges, type OpenedStore, type RegistryRows, type StoredObject } from './store.js';
+import {
+  applyRegistryRows,
+  BatchingJournal,
+  inodeValues,
+  isFresh,
+  registryRows,
+  SCHEMA_VERSION,
+  StoredCheck,
+  type DecodeRefs,
+  type FsckResult,
+  type InodeRow,
+  type LoadedState,
+  PendingChanges,
+  type OpenedStore,
+  type RegistryRows,
+  type StoredObject,
+} from './store.js';
 import type { Node } from '../core/inode.js';
 
 export { type InodeRow, type LoadedState, type Store } from './store.js';
@@ -45,7 +61,10 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
     throw err;
   };
 
-  constructor(readonly dataDir: string, fsync: Fsync = 'full') {
+  constructor(
+    readonly dataDir: string,
+    fsync: Fsync = 'full',
+  ) {
     super();
     const file = path.join(dataDir, 'store.db');
     try {
@@ -71,20 +90,34 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
       if (check !== 'ok') throw new Error(`integrity check failed: ${String(check)}`);
       this.db.exec(SCHEMA);
       // Stores made before workspace secrets had a public id and were bound to the agent's token.
-      const wsCols = new Set((this.db.prepare('PRAGMA table_info(ws_tokens)').all() as { name: string }[]).map((c) => c.name));
+      const wsCols = new Set(
+        (this.db.prepare('PRAGMA table_info(ws_tokens)').all() as { name: string }[]).map((c) => c.name),
+      );
       if (!wsCols.has('id')) this.db.exec('ALTER TABLE ws_tokens ADD COLUMN id TEXT');
       if (!wsCols.has('agent_token_hash')) this.db.exec('ALTER TABLE ws_tokens ADD COLUMN agent_token_hash TEXT');
     } catch (err) {
       const msg = (err as Error).message;
-      if (/locked|busy/i.test(msg)) throw new VfsError('EBUSY', 'open store', dataDir, `another mdvfs daemon owns this data dir (${file} is locked)`);
-      throw new VfsError('EIO', 'open store', dataDir, `the store ${file} is corrupt or unreadable: ${msg}. Refusing to start; restore it from a backup or move it away.`);
+      if (/locked|busy/i.test(msg))
+        throw new VfsError(
+          'EBUSY',
+          'open store',
+          dataDir,
+          `another mdvfs daemon owns this data dir (${file} is locked)`,
+        );
+      throw new VfsError(
+        'EIO',
+        'open store',
+        dataDir,
+        `the store ${file} is corrupt or unreadable: ${msg}. Refusing to start; restore it from a backup or move it away.`,
+      );
     }
   }
 
   /** Reads everything; throws EIO (refusing to start) on any corruption. */
   load(): LoadedState {
     try {
-      const version = this.db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get('schema') as string | undefined;
+      const version = this.db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get('schema') as
+        string | undefined;
       const count = this.db.prepare('SELECT count(*) FROM inodes').pluck().get() as number;
       const users = this.db.prepare('SELECT count(*) FROM users').pluck().get() as number;
       if (isFresh(version, count, users)) {
@@ -102,7 +135,12 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
       for (const r of this.refRows()) refs.set(r.scope, r.commit_id);
       return { inodes, objects, refs, fresh: false };
     } catch (err) {
-      throw new VfsError('EIO', 'load store', this.dataDir, `the store is corrupt: ${(err as Error).message}. Refusing to start; run 'mdvfs fsck' on a copy or restore a backup.`);
+      throw new VfsError(
+        'EIO',
+        'load store',
+        this.dataDir,
+        `the store is corrupt: ${(err as Error).message}. Refusing to start; run 'mdvfs fsck' on a copy or restore a backup.`,
+      );
     }
   }
 
@@ -122,7 +160,6 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
   }
 
   // ---------- Journal ----------
-
 
   private hasPending(): boolean {
     return this.pending.any() || this.registry?.dirty === true;
@@ -170,16 +207,24 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
   private statements(): Record<string, Database.Statement> {
     if (this.stmts === undefined) {
       this.stmts = {
-        upsertInode: this.db.prepare('INSERT OR REPLACE INTO inodes (id, parent, name, kind, mode, uid, gid, atime, mtime, ctime, btime, blob, size, target) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+        upsertInode: this.db.prepare(
+          'INSERT OR REPLACE INTO inodes (id, parent, name, kind, mode, uid, gid, atime, mtime, ctime, btime, blob, size, target) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        ),
         deleteInode: this.db.prepare('DELETE FROM inodes WHERE id = ?'),
         insertObject: this.db.prepare('INSERT OR IGNORE INTO objects (id, type, data) VALUES (?, ?, ?)'),
         deleteObject: this.db.prepare('DELETE FROM objects WHERE id = ?'),
         setRef: this.db.prepare('INSERT OR REPLACE INTO refs (scope, commit_id) VALUES (?, ?)'),
         setMeta: this.db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)'),
-        insertUser: this.db.prepare('INSERT INTO users (uid, name, gid, is_agent, token_hash, created) VALUES (?, ?, ?, ?, ?, ?)'),
+        insertUser: this.db.prepare(
+          'INSERT INTO users (uid, name, gid, is_agent, token_hash, created) VALUES (?, ?, ?, ?, ?, ?)',
+        ),
         insertGroup: this.db.prepare('INSERT INTO groups_ (gid, name, members) VALUES (?, ?, ?)'),
-        insertWorkspace: this.db.prepare('INSERT INTO workspaces (id, name, root, owner_uid, created) VALUES (?, ?, ?, ?, ?)'),
-        insertWsToken: this.db.prepare('INSERT INTO ws_tokens (hash, id, workspace_id, name, agent_uid, agent_token_hash, created) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+        insertWorkspace: this.db.prepare(
+          'INSERT INTO workspaces (id, name, root, owner_uid, created) VALUES (?, ?, ?, ?, ?)',
+        ),
+        insertWsToken: this.db.prepare(
+          'INSERT INTO ws_tokens (hash, id, workspace_id, name, agent_uid, agent_token_hash, created) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        ),
       };
     }
     return this.stmts;
@@ -210,7 +255,8 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
     for (const u of rows.users) s.insertUser!.run(u.uid, u.name, u.gid, u.is_agent, u.token_hash, u.created);
     for (const g of rows.groups) s.insertGroup!.run(g.gid, g.name, g.members);
     for (const w of rows.workspaces) s.insertWorkspace!.run(w.id, w.name, w.root, w.owner_uid, w.created);
-    for (const t of rows.wsTokens) s.insertWsToken!.run(t.hash, t.id, t.workspace_id, t.name, t.agent_uid, t.agent_token_hash, t.created);
+    for (const t of rows.wsTokens)
+      s.insertWsToken!.run(t.hash, t.id, t.workspace_id, t.name, t.agent_uid, t.agent_token_hash, t.created);
     for (const m of rows.meta) s.setMeta!.run(m.key, m.value);
   }
 
@@ -221,7 +267,9 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
 
   /** The stored inode rows and refs, as a restart would load them. */
   inodeRows(): InodeRow[] {
-    return (this.db.prepare('SELECT * FROM inodes ORDER BY id').safeIntegers(true).all() as Record<string, unknown>[]).map(rowToInode);
+    return (
+      this.db.prepare('SELECT * FROM inodes ORDER BY id').safeIntegers(true).all() as Record<string, unknown>[]
+    ).map(rowToInode);
   }
 
   refRows(): { scope: string; commit_id: string }[] {
@@ -235,7 +283,13 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
   fsck(decodeRefs: DecodeRefs): FsckResult {
     const check = new StoredCheck(decodeRefs);
     for (const r of this.objects()) check.object(r);
-    const rows = this.db.prepare('SELECT id, parent, name, kind, blob FROM inodes').all() as { id: number; parent: number | null; name: string; kind: string; blob: string | null }[];
+    const rows = this.db.prepare('SELECT id, parent, name, kind, blob FROM inodes').all() as {
+      id: number;
+      parent: number | null;
+      name: string;
+      kind: string;
+      blob: string | null;
+    }[];
     return check.finish(rows, this.refRows());
   }
 

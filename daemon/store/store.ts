@@ -80,8 +80,40 @@ export interface InodeRow {
 }
 
 /** An inode as its row, in column order (id, parent, name, kind, mode, uid, gid, atime, mtime, ctime, btime, blob, size, target). */
-export function inodeValues(n: Node): [number, number | null, string, Node['kind'], number, number, number, bigint, bigint, bigint, bigint, string | null, number, string | null] {
-  return [n.id, n.parent === null ? null : n.parent.id, n.name, n.kind, n.mode, n.uid, n.gid, n.atime, n.mtime, n.ctime, n.btime, n.kind === 'file' ? n.blob : null, n.kind === 'file' ? n.size : 0, n.kind === 'symlink' ? n.target : null];
+export function inodeValues(
+  n: Node,
+): [
+  number,
+  number | null,
+  string,
+  Node['kind'],
+  number,
+  number,
+  number,
+  bigint,
+  bigint,
+  bigint,
+  bigint,
+  string | null,
+  number,
+  string | null,
+] {
+  return [
+    n.id,
+    n.parent === null ? null : n.parent.id,
+    n.name,
+    n.kind,
+    n.mode,
+    n.uid,
+    n.gid,
+    n.atime,
+    n.mtime,
+    n.ctime,
+    n.btime,
+    n.kind === 'file' ? n.blob : null,
+    n.kind === 'file' ? n.size : 0,
+    n.kind === 'symlink' ? n.target : null,
+  ];
 }
 
 /** The auth tables as stored (column names as in the tables). */
@@ -89,19 +121,45 @@ export interface RegistryRows {
   users: { uid: number; name: string; gid: number; is_agent: number; token_hash: string | null; created: number }[];
   groups: { gid: number; name: string; members: string }[];
   workspaces: { id: string; name: string; root: string; owner_uid: number; created: number }[];
-  wsTokens: { hash: string; id: string | null; workspace_id: string; name: string; agent_uid: number; agent_token_hash: string | null; created: number }[];
+  wsTokens: {
+    hash: string;
+    id: string | null;
+    workspace_id: string;
+    name: string;
+    agent_uid: number;
+    agent_token_hash: string | null;
+    created: number;
+  }[];
   meta: { key: string; value: string }[];
 }
 
 /** Fills a registry from stored rows, upgrading rows written by older versions. */
 export function applyRegistryRows(reg: Registry, rows: RegistryRows): void {
-  for (const r of rows.users) reg.putUser({ uid: r.uid, name: r.name, gid: r.gid, isAgent: r.is_agent === 1, tokenHash: r.token_hash, created: r.created });
-  for (const r of rows.groups) reg.putGroup({ gid: r.gid, name: r.name, members: new Set(JSON.parse(r.members) as number[]) });
-  for (const r of rows.workspaces) reg.workspaces.set(r.id, { id: r.id, name: r.name, root: r.root, ownerUid: r.owner_uid, created: r.created });
+  for (const r of rows.users)
+    reg.putUser({
+      uid: r.uid,
+      name: r.name,
+      gid: r.gid,
+      isAgent: r.is_agent === 1,
+      tokenHash: r.token_hash,
+      created: r.created,
+    });
+  for (const r of rows.groups)
+    reg.putGroup({ gid: r.gid, name: r.name, members: new Set(JSON.parse(r.members) as number[]) });
+  for (const r of rows.workspaces)
+    reg.workspaces.set(r.id, { id: r.id, name: r.name, root: r.root, ownerUid: r.owner_uid, created: r.created });
   for (const r of rows.wsTokens) {
     // An older row is bound to the agent's token of today, so the next rotation revokes it.
     const agentTokenHash = r.agent_token_hash ?? reg.users.get(r.agent_uid)?.tokenHash ?? null;
-    reg.wsTokens.set(r.hash, { hash: r.hash, id: r.id ?? r.hash.slice(0, 16), workspaceId: r.workspace_id, name: r.name, agentUid: r.agent_uid, agentTokenHash, created: r.created });
+    reg.wsTokens.set(r.hash, {
+      hash: r.hash,
+      id: r.id ?? r.hash.slice(0, 16),
+      workspaceId: r.workspace_id,
+      name: r.name,
+      agentUid: r.agent_uid,
+      agentTokenHash,
+      created: r.created,
+    });
   }
   for (const m of rows.meta) {
     if (m.key === 'next_uid') reg.nextUid = Math.max(reg.nextUid, Number(m.value));
@@ -115,10 +173,35 @@ export function applyRegistryRows(reg: Registry, rows: RegistryRows): void {
 /** A registry as the rows to store (a snapshot: later changes do not reach it). */
 export function registryRows(reg: Registry): RegistryRows {
   return {
-    users: [...(reg.users.values() as Iterable<UserRow>)].map((u) => ({ uid: u.uid, name: u.name, gid: u.gid, is_agent: u.isAgent ? 1 : 0, token_hash: u.tokenHash, created: u.created })),
-    groups: [...(reg.groups.values() as Iterable<GroupRow>)].map((g) => ({ gid: g.gid, name: g.name, members: JSON.stringify([...g.members].sort((a, b) => a - b)) })),
-    workspaces: [...(reg.workspaces.values() as Iterable<WorkspaceRow>)].map((w) => ({ id: w.id, name: w.name, root: w.root, owner_uid: w.ownerUid, created: w.created })),
-    wsTokens: [...(reg.wsTokens.values() as Iterable<WsTokenRow>)].map((t) => ({ hash: t.hash, id: t.id, workspace_id: t.workspaceId, name: t.name, agent_uid: t.agentUid, agent_token_hash: t.agentTokenHash, created: t.created })),
+    users: [...(reg.users.values() as Iterable<UserRow>)].map((u) => ({
+      uid: u.uid,
+      name: u.name,
+      gid: u.gid,
+      is_agent: u.isAgent ? 1 : 0,
+      token_hash: u.tokenHash,
+      created: u.created,
+    })),
+    groups: [...(reg.groups.values() as Iterable<GroupRow>)].map((g) => ({
+      gid: g.gid,
+      name: g.name,
+      members: JSON.stringify([...g.members].sort((a, b) => a - b)),
+    })),
+    workspaces: [...(reg.workspaces.values() as Iterable<WorkspaceRow>)].map((w) => ({
+      id: w.id,
+      name: w.name,
+      root: w.root,
+      owner_uid: w.ownerUid,
+      created: w.created,
+    })),
+    wsTokens: [...(reg.wsTokens.values() as Iterable<WsTokenRow>)].map((t) => ({
+      hash: t.hash,
+      id: t.id,
+      workspace_id: t.workspaceId,
+      name: t.name,
+      agent_uid: t.agentUid,
+      agent_token_hash: t.agentTokenHash,
+      created: t.created,
+    })),
     meta: [
       { key: 'next_uid', value: String(reg.nextUid) },
       { key: 'next_gid', value: String(reg.nextGid) },
@@ -158,9 +241,14 @@ export class StoredCheck {
     }
   }
 
-  finish(rows: { id: number; parent: number | null; name: string; kind: string; blob: string | null }[], refs: { scope: string; commit_id: string }[]): FsckResult {
+  finish(
+    rows: { id: number; parent: number | null; name: string; kind: string; blob: string | null }[],
+    refs: { scope: string; commit_id: string }[],
+  ): FsckResult {
     const { problems, ids, types } = this;
-    for (const [id, refs] of this.refsOf) for (const ref of refs) if (!ids.has(ref)) problems.push(`object ${id.slice(0, 12)} refers to missing object ${ref.slice(0, 12)}`);
+    for (const [id, refs] of this.refsOf)
+      for (const ref of refs)
+        if (!ids.has(ref)) problems.push(`object ${id.slice(0, 12)} refers to missing object ${ref.slice(0, 12)}`);
     const inodeIds = new Map(rows.map((r) => [r.id, r]));
     let roots = 0;
     const seenNames = new Set<string>();
@@ -169,12 +257,14 @@ export class StoredCheck {
       else {
         const p = inodeIds.get(r.parent);
         if (p === undefined) problems.push(`inode ${r.id} ('${r.name}') has a missing parent ${r.parent}`);
-        else if (p.kind !== 'directory') problems.push(`inode ${r.id} ('${r.name}') has a parent ${r.parent} that is not a directory`);
+        else if (p.kind !== 'directory')
+          problems.push(`inode ${r.id} ('${r.name}') has a parent ${r.parent} that is not a directory`);
         const key = `${r.parent}/${r.name}`;
         if (seenNames.has(key)) problems.push(`two entries named '${r.name}' in directory ${r.parent}`);
         seenNames.add(key);
       }
-      if (r.kind === 'file' && (r.blob === null || types.get(r.blob) !== 'blob')) problems.push(`file inode ${r.id} ('${r.name}') refers to missing content ${String(r.blob).slice(0, 12)}`);
+      if (r.kind === 'file' && (r.blob === null || types.get(r.blob) !== 'blob'))
+        problems.push(`file inode ${r.id} ('${r.name}') refers to missing content ${String(r.blob).slice(0, 12)}`);
     }
     if (rows.length > 0 && roots !== 1) problems.push(`expected one root directory, found ${roots}`);
     // Every inode must hang off the root: a parent cycle or a lost subtree is unreachable.
@@ -197,10 +287,15 @@ export class StoredCheck {
       if (depth > deepest.depth) deepest = { id, depth };
       for (const c of children.get(id) ?? []) stack.push({ id: c, depth: depth + 1 });
     }
-    if (seen.size !== rows.length) problems.push(`${rows.length - seen.size} inode(s) are not reachable from / (a parent cycle or a lost subtree)`);
-    if (tooDeep > 0) problems.push(`${tooDeep} inode(s) lie deeper than the ${MAX_DEPTH}-level limit, down to level ${deepest.depth} (${pathBelow(inodeIds, deepest.id)}): they are served, but nothing can be created there; move that subtree up or delete it`);
+    if (seen.size !== rows.length)
+      problems.push(`${rows.length - seen.size} inode(s) are not reachable from / (a parent cycle or a lost subtree)`);
+    if (tooDeep > 0)
+      problems.push(
+        `${tooDeep} inode(s) lie deeper than the ${MAX_DEPTH}-level limit, down to level ${deepest.depth} (${pathBelow(inodeIds, deepest.id)}): they are served, but nothing can be created there; move that subtree up or delete it`,
+      );
     for (const r of refs) {
-      if (types.get(r.commit_id) !== 'commit') problems.push(`ref '${r.scope || 'HEAD'}' points to missing commit ${r.commit_id.slice(0, 12)}`);
+      if (types.get(r.commit_id) !== 'commit')
+        problems.push(`ref '${r.scope || 'HEAD'}' points to missing commit ${r.commit_id.slice(0, 12)}`);
     }
     return { problems, objects: this.objects, inodes: rows.length };
   }
@@ -247,7 +342,13 @@ export class PendingChanges {
   }
 
   any(): boolean {
-    return this.inodes.size > 0 || this.deletedInodes.size > 0 || this.objects.size > 0 || this.deletedObjects.size > 0 || this.refs.size > 0;
+    return (
+      this.inodes.size > 0 ||
+      this.deletedInodes.size > 0 ||
+      this.objects.size > 0 ||
+      this.deletedObjects.size > 0 ||
+      this.refs.size > 0
+    );
   }
 }
 

@@ -16,7 +16,12 @@ import type { Scope, Trees } from './trees.js';
  * The text diffs, the expensive part, then run in slices that yield the event loop, each file
  * bounded in time, and the output stops at DIFF_MAX_BYTES with `truncated` and a marker line.
  */
-export async function diff(v: Trees, cred: Cred, scope: Scope, opts: { from?: string; to?: string; path?: string }): Promise<{ diff: string; truncated: boolean }> {
+export async function diff(
+  v: Trees,
+  cred: Cred,
+  scope: Scope,
+  opts: { from?: string; to?: string; path?: string },
+): Promise<{ diff: string; truncated: boolean }> {
   const fromId = opts.from === undefined ? v.head(scope) : find(v, scope, opts.from, 'diff');
   const fromTree = fromId === null ? v.emptyTree : v.commits.get(fromId)!.tree;
   const toWorking = opts.to === undefined;
@@ -24,13 +29,25 @@ export async function diff(v: Trees, cred: Cred, scope: Scope, opts: { from?: st
   const changes = v.changesBetween(fromTree, toTree);
   const filter = opts.path === undefined ? undefined : opts.path.replace(/\/$/, '');
   const memo = new Map<string, boolean>();
-  const work: { label: string; before: TreeEntry | undefined; after: TreeEntry | undefined; a: Buffer | string; b: Buffer | string }[] = [];
+  const work: {
+    label: string;
+    before: TreeEntry | undefined;
+    after: TreeEntry | undefined;
+    a: Buffer | string;
+    b: Buffer | string;
+  }[] = [];
   for (const c of changes) {
     if (filter !== undefined && filter !== '' && c.path !== filter && !c.path.startsWith(filter + '/')) continue;
     if (c.path.endsWith('/')) continue;
     if (!visibleIn(v, cred, fromTree, c.path) || !visibleIn(v, cred, toTree, c.path)) continue;
     if (toWorking && !visibleNow(v, cred, scope, c.path, memo)) continue;
-    work.push({ label: c.path.slice(1), before: c.before, after: c.after, a: entryContent(v, c.before), b: entryContent(v, c.after) });
+    work.push({
+      label: c.path.slice(1),
+      before: c.before,
+      after: c.after,
+      a: entryContent(v, c.before),
+      b: entryContent(v, c.after),
+    });
   }
   const parts: string[] = [];
   let bytes = 0;
@@ -44,7 +61,8 @@ export async function diff(v: Trees, cred: Cred, scope: Scope, opts: { from?: st
     const a = textOf(w.a);
     const b = textOf(w.b);
     let part: string;
-    if (a === b) part = `diff ${w.label}\nmode ${w.before?.mode.toString(8) ?? '-'} -> ${w.after?.mode.toString(8) ?? '-'}\n`;
+    if (a === b)
+      part = `diff ${w.label}\nmode ${w.before?.mode.toString(8) ?? '-'} -> ${w.after?.mode.toString(8) ?? '-'}\n`;
     else {
       const oldName = w.before === undefined ? '/dev/null' : `a/${w.label}`;
       const newName = w.after === undefined ? '/dev/null' : `b/${w.label}`;
@@ -56,7 +74,9 @@ export async function diff(v: Trees, cred: Cred, scope: Scope, opts: { from?: st
     if (bytes + size > DIFF_MAX_BYTES) {
       // The first file alone is too big: show its beginning, cut at a line.
       if (shown === 0) parts.push(part.slice(0, part.lastIndexOf('\n', DIFF_MAX_BYTES / 2) + 1));
-      parts.push(`[diff truncated: the output is limited to ${DIFF_MAX_BYTES} bytes; ${work.length - shown} of ${work.length} changed files not shown (narrow it with a path)]\n`);
+      parts.push(
+        `[diff truncated: the output is limited to ${DIFF_MAX_BYTES} bytes; ${work.length - shown} of ${work.length} changed files not shown (narrow it with a path)]\n`,
+      );
       return { diff: parts.join(''), truncated: true };
     }
     parts.push(part);

@@ -7,7 +7,8 @@ import { EMPTY_TREE_ENTRIES, type Trees } from './trees.js';
  */
 export function reachableBlobs(v: Trees): Set<string> {
   const blobs = new Set<string>();
-  for (const t of v.persisted) for (const e of v.trees.get(t) ?? EMPTY_TREE_ENTRIES) if (e.kind === 'f') blobs.add(e.ref);
+  for (const t of v.persisted)
+    for (const e of v.trees.get(t) ?? EMPTY_TREE_ENTRIES) if (e.kind === 'f') blobs.add(e.ref);
   return blobs;
 }
 

@@ -17,7 +17,13 @@ import { attributionOf, joinScope, type Attribution, type Change, type Scope, ty
  * of the event loop); the cost grows with what changed since the last commit, and with what
  * `prehash` and `prepersist` did not already do.
  */
-export function commit(v: Trees, cred: Cred, scope: Scope, message: string, extra: { revert_of?: string; paths?: readonly string[] } = {}): CommitRecord {
+export function commit(
+  v: Trees,
+  cred: Cred,
+  scope: Scope,
+  message: string,
+  extra: { revert_of?: string; paths?: readonly string[] } = {},
+): CommitRecord {
   if (message.trim() === '') throw new VfsError('EINVAL', 'commit', undefined, 'a commit needs a message');
   const work = v.treeOf(v.scopeDir(scope));
   const parent = v.head(scope);
@@ -38,7 +44,16 @@ export function commit(v: Trees, cred: Cred, scope: Scope, message: string, extr
     mine ??= v.changesBetween(base, work);
     attribution = attribute(v, me, scope, mine);
   }
-  const c: CommitObject = { tree, parent, author: cred.user.name, scope: scope.id, root: scope.root, message, timestamp: Math.floor(Date.now() / 1000), changes: mine?.length ?? v.countChanges(base, work) };
+  const c: CommitObject = {
+    tree,
+    parent,
+    author: cred.user.name,
+    scope: scope.id,
+    root: scope.root,
+    message,
+    timestamp: Math.floor(Date.now() / 1000),
+    changes: mine?.length ?? v.countChanges(base, work),
+  };
   if (cred.delegate !== undefined) c.on_behalf_of = cred.delegate.name;
   if (extra.revert_of !== undefined) c.revert_of = extra.revert_of;
   if (attribution.length > 0) c.attribution = attribution;
@@ -65,7 +80,14 @@ function attribute(v: Trees, me: Attribution, scope: Scope, changes: readonly Ch
 }
 
 function record(id: string, c: CommitObject): CommitRecord {
-  const r: CommitRecord = { hash: shortId(id), message: c.message, author: c.author, timestamp: c.timestamp, parent: c.parent === null ? null : shortId(c.parent), changes: c.changes };
+  const r: CommitRecord = {
+    hash: shortId(id),
+    message: c.message,
+    author: c.author,
+    timestamp: c.timestamp,
+    parent: c.parent === null ? null : shortId(c.parent),
+    changes: c.changes,
+  };
   if (c.on_behalf_of !== undefined) r.on_behalf_of = c.on_behalf_of;
   if (c.scope !== '') r.workspace = c.scope;
   return r;
@@ -84,15 +106,23 @@ export function find(v: Trees, scope: Scope, rev: string, op = 'revert'): string
   let id: string;
   if (base.toUpperCase() === 'HEAD' || base === '@') {
     const head = v.head(scope);
-    if (head === null) throw new VfsError('ENOENT', op, undefined, `no commit ${shown}: nothing has been committed yet`);
+    if (head === null)
+      throw new VfsError('ENOENT', op, undefined, `no commit ${shown}: nothing has been committed yet`);
     id = head;
   } else {
     const p = base.toLowerCase();
-    if (m === null || !/^[0-9a-f]{4,64}$/.test(p)) throw new VfsError('EINVAL', op, undefined, `'${shown}' is not a commit: give HEAD, a hash of at least 4 hex digits, or either with ~n or ^`);
+    if (m === null || !/^[0-9a-f]{4,64}$/.test(p))
+      throw new VfsError(
+        'EINVAL',
+        op,
+        undefined,
+        `'${shown}' is not a commit: give HEAD, a hash of at least 4 hex digits, or either with ~n or ^`,
+      );
     const hits: string[] = [];
     for (let h = v.head(scope); h !== null; h = v.commits.get(h)?.parent ?? null) if (h.startsWith(p)) hits.push(h);
     if (hits.length === 0) throw new VfsError('ENOENT', op, undefined, `no commit ${p} in this history`);
-    if (hits.length > 1) throw new VfsError('EINVAL', op, undefined, `commit prefix ${p} is ambiguous: give more hex digits`);
+    if (hits.length > 1)
+      throw new VfsError('EINVAL', op, undefined, `commit prefix ${p} is ambiguous: give more hex digits`);
     id = hits[0]!;
   }
   let back = 0;
@@ -103,7 +133,13 @@ export function find(v: Trees, scope: Scope, rev: string, op = 'revert'): string
   }
   for (let i = 0; i < back; i++) {
     const parent = v.commits.get(id)?.parent ?? null;
-    if (parent === null) throw new VfsError('ENOENT', op, undefined, `no commit ${shown}: ${base} has only ${i} commit${i === 1 ? '' : 's'} before it`);
+    if (parent === null)
+      throw new VfsError(
+        'ENOENT',
+        op,
+        undefined,
+        `no commit ${shown}: ${base} has only ${i} commit${i === 1 ? '' : 's'} before it`,
+      );
     id = parent;
   }
   return id;
@@ -114,21 +150,30 @@ export function find(v: Trees, scope: Scope, rev: string, op = 'revert'): string
  * may see (`visibleCommit`). `cursor` names the last commit of a previous page: the log goes on
  * from its parent. `next_cursor` is set when the page is full and older commits remain.
  */
-export function log(v: Trees, scope: Scope, opts: { path?: string; limit?: number; cursor?: string }, cred: Cred): { commits: CommitRecord[]; next_cursor?: string } {
+export function log(
+  v: Trees,
+  scope: Scope,
+  opts: { path?: string; limit?: number; cursor?: string },
+  cred: Cred,
+): { commits: CommitRecord[]; next_cursor?: string } {
   // Security: a path's history would tell whether a file exists where the caller cannot look.
   if (opts.path !== undefined && !visibleNow(v, cred, scope, opts.path)) throw new VfsError('EACCES', 'log', opts.path);
   const out: CommitRecord[] = [];
   const limit = opts.limit ?? Number.MAX_SAFE_INTEGER;
   const memo = new Map<string, boolean>();
-  let id = opts.cursor === undefined ? v.head(scope) : (v.commits.get(find(v, scope, opts.cursor, 'log'))?.parent ?? null);
-  for (; id !== null && out.length < limit; ) {
+  let id =
+    opts.cursor === undefined ? v.head(scope) : (v.commits.get(find(v, scope, opts.cursor, 'log'))?.parent ?? null);
+  for (; id !== null && out.length < limit;) {
     const c = v.commits.get(id);
     if (c === undefined) break;
     // a commit that changed a path the caller may read now is visible to it, whatever else it changed
-    if (opts.path === undefined ? visibleCommit(v, cred, scope, id, c, memo) : touches(v, c, opts.path)) out.push(record(id, c));
+    if (opts.path === undefined ? visibleCommit(v, cred, scope, id, c, memo) : touches(v, c, opts.path))
+      out.push(record(id, c));
     id = c.parent;
   }
-  return id !== null && out.length === limit && out.length > 0 ? { commits: out, next_cursor: out[out.length - 1]!.hash } : { commits: out };
+  return id !== null && out.length === limit && out.length > 0
+    ? { commits: out, next_cursor: out[out.length - 1]!.hash }
+    : { commits: out };
 }
 
 /**
@@ -136,7 +181,14 @@ export function log(v: Trees, scope: Scope, opts: { path?: string; limit?: numbe
  * wheel see every commit; anyone else their own (made by them, or by an agent on their behalf)
  * and those that changed at least one path they may read now.
  */
-function visibleCommit(v: Trees, cred: Cred, scope: Scope, id: string, c: CommitObject, memo: Map<string, boolean>): boolean {
+function visibleCommit(
+  v: Trees,
+  cred: Cred,
+  scope: Scope,
+  id: string,
+  c: CommitObject,
+  memo: Map<string, boolean>,
+): boolean {
   if (isAdminCred(cred)) return true;
   const me = cred.delegate ?? cred.user;
   if (c.author === me.name || c.on_behalf_of === me.name) return true;
@@ -148,7 +200,9 @@ function visibleCommit(v: Trees, cred: Cred, scope: Scope, id: string, c: Commit
 function changedPaths(v: Trees, id: string, c: CommitObject): readonly string[] {
   const known = v.changedPaths.get(id);
   if (known !== undefined) return known;
-  const paths = v.changesBetween(c.parent === null ? v.emptyTree : v.commits.get(c.parent)!.tree, c.tree).map((ch) => ch.path);
+  const paths = v
+    .changesBetween(c.parent === null ? v.emptyTree : v.commits.get(c.parent)!.tree, c.tree)
+    .map((ch) => ch.path);
   if (paths.length <= CHANGES_MEMO) v.changedPaths.set(id, paths);
   return paths;
 }
@@ -162,11 +216,17 @@ const SHOW_MAX = 10000;
  * and who last changed it (the committer unless the commit recorded someone else). A commit the
  * caller may not see is answered as one that does not exist.
  */
-export function show(v: Trees, cred: Cred, scope: Scope, rev: string): { commit: CommitRecord; changes: ChangeRecord[]; truncated?: true; more?: number } {
+export function show(
+  v: Trees,
+  cred: Cred,
+  scope: Scope,
+  rev: string,
+): { commit: CommitRecord; changes: ChangeRecord[]; truncated?: true; more?: number } {
   const id = find(v, scope, rev, 'show');
   const c = v.commits.get(id)!;
   const memo = new Map<string, boolean>();
-  if (!visibleCommit(v, cred, scope, id, c, memo)) throw new VfsError('ENOENT', 'show', undefined, `no commit ${rev.trim().slice(0, 80)} in this history`);
+  if (!visibleCommit(v, cred, scope, id, c, memo))
+    throw new VfsError('ENOENT', 'show', undefined, `no commit ${rev.trim().slice(0, 80)} in this history`);
   const others = new Map((c.attribution ?? []).map((a) => [a[0], a]));
   const changes: ChangeRecord[] = [];
   let more = 0;
@@ -180,7 +240,9 @@ export function show(v: Trees, cred: Cred, scope: Scope, rev: string): { commit:
     const a = others.get(ch.path);
     const by = a === undefined ? c.author : a[1];
     const obo = a === undefined ? c.on_behalf_of : a[2];
-    changes.push(obo === undefined ? { path: ch.path, op: ch.kind, by } : { path: ch.path, op: ch.kind, by, on_behalf_of: obo });
+    changes.push(
+      obo === undefined ? { path: ch.path, op: ch.kind, by } : { path: ch.path, op: ch.kind, by, on_behalf_of: obo },
+    );
   }
   return more > 0 ? { commit: record(id, c), changes, truncated: true, more } : { commit: record(id, c), changes };
 }
@@ -191,5 +253,11 @@ function touches(v: Trees, c: CommitObject, rel: string): boolean {
   const before = c.parent === null ? undefined : v.entryAt(v.commits.get(c.parent)!.tree, rel);
   if (now === undefined && before === undefined) return false;
   if (now === undefined || before === undefined) return true;
-  return now.ref !== before.ref || now.mode !== before.mode || now.kind !== before.kind || now.uid !== before.uid || now.gid !== before.gid;
+  return (
+    now.ref !== before.ref ||
+    now.mode !== before.mode ||
+    now.kind !== before.kind ||
+    now.uid !== before.uid ||
+    now.gid !== before.gid
+  );
 }

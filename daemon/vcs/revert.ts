@@ -6,7 +6,17 @@
 import { VfsError } from '../errors.js';
 import { depthOf, markDirty, pathOf, type DirNode, type Node } from '../core/inode.js';
 import { components, MAX_DEPTH } from '../core/paths.js';
-import { actor, isAdminCred, W, X, requireUnlink, requireAccess, requireChmod, requireChown, type Cred } from '../core/perms.js';
+import {
+  actor,
+  isAdminCred,
+  W,
+  X,
+  requireUnlink,
+  requireAccess,
+  requireChmod,
+  requireChown,
+  type Cred,
+} from '../core/perms.js';
 import { shortId, type TreeEntry } from '../core/objects.js';
 import type { CommitRecord } from '../rpc/protocol.js';
 import { commit, find } from './history.js';
@@ -19,13 +29,26 @@ import { joinScope, type Change, type Scope, type Trees } from './trees.js';
  * permission-checked before anything is applied (all-or-nothing); the caller's own pending changes
  * among them are committed first (`saved`). root and wheel restore the whole scope.
  */
-export function revert(v: Trees, cred: Cred, scope: Scope, prefix: string, paths?: readonly string[], message?: string): { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord } {
+export function revert(
+  v: Trees,
+  cred: Cred,
+  scope: Scope,
+  prefix: string,
+  paths?: readonly string[],
+  message?: string,
+): { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord } {
   const target = find(v, scope, prefix);
   const targetTree = v.commits.get(target)!.tree;
   const dir = v.scopeDir(scope);
   // Security: a commit taken before the depth limit may hold a deeper tree; it is not rebuilt.
   const deepest = depthOf(dir) + v.treeHeight(targetTree);
-  if (deepest > MAX_DEPTH) throw new VfsError('ENAMETOOLONG', 'revert', scope.root, `commit ${shortId(target)} holds a tree reaching level ${deepest}, and the tree may be at most ${MAX_DEPTH} levels deep`);
+  if (deepest > MAX_DEPTH)
+    throw new VfsError(
+      'ENAMETOOLONG',
+      'revert',
+      scope.root,
+      `commit ${shortId(target)} holds a tree reaching level ${deepest}, and the tree may be at most ${MAX_DEPTH} levels deep`,
+    );
   const work = v.treeOf(dir);
   const admin = isAdminCred(cred);
   // What the working tree becomes: the target where the caller may restore, as it is elsewhere.
@@ -34,13 +57,18 @@ export function revert(v: Trees, cred: Cred, scope: Scope, prefix: string, paths
     const all = v.changesBetween(work, targetTree);
     const within = paths === undefined ? undefined : pathFilter(paths);
     const memo = new Map<string, boolean>();
-    const mine = all.filter((c) => (within === undefined || within(c.path)) && (admin || (visibleNow(v, cred, scope, c.path, memo) && visibleIn(v, cred, targetTree, c.path))));
+    const mine = all.filter(
+      (c) =>
+        (within === undefined || within(c.path)) &&
+        (admin || (visibleNow(v, cred, scope, c.path, memo) && visibleIn(v, cred, targetTree, c.path))),
+    );
     if (mine.length !== all.length) wanted = v.graft(work, targetTree, mine);
   }
   checkRevert(v, cred, scope, dir, wanted);
   const extra = paths === undefined ? {} : { paths };
   let saved: string | null = null;
-  if (pendingFor(v, cred, scope, v.changesBetween(v.headTree(scope), work), paths).length > 0) saved = commit(v, cred, scope, `save uncommitted changes before revert to ${shortId(target)}`, extra).hash;
+  if (pendingFor(v, cred, scope, v.changesBetween(v.headTree(scope), work), paths).length > 0)
+    saved = commit(v, cred, scope, `save uncommitted changes before revert to ${shortId(target)}`, extra).hash;
   applyTree(v, dir, wanted);
   const done = commit(v, cred, scope, message ?? `revert to ${shortId(target)}`, { ...extra, revert_of: target });
   return { hash: done.hash, reverted_to: shortId(target), saved, commit: done };
@@ -73,7 +101,13 @@ function checkRevert(v: Trees, cred: Cred, scope: Scope, dir: DirNode, wanted: s
         const parts = components(rel);
         for (let i = Math.max(0, from); i < parts.length; i++) {
           const e = v.entryAt(wanted, '/' + parts.slice(0, i + 1).join('/'));
-          if (e !== undefined && e.uid !== me) throw new VfsError('EACCES', 'revert', joinScope(scope.root, '/' + parts.slice(0, i + 1).join('/')), `revert would bring back an entry owned by uid ${e.uid}, which only its owner or an administrator may restore`);
+          if (e !== undefined && e.uid !== me)
+            throw new VfsError(
+              'EACCES',
+              'revert',
+              joinScope(scope.root, '/' + parts.slice(0, i + 1).join('/')),
+              `revert would bring back an entry owned by uid ${e.uid}, which only its owner or an administrator may restore`,
+            );
         }
       } else if (existing !== undefined) checkRemove(v, cred, dir, existing, rel, wanted);
     }
@@ -88,7 +122,8 @@ function checkRevert(v: Trees, cred: Cred, scope: Scope, dir: DirNode, wanted: s
 function checkModify(v: Trees, cred: Cred, node: Node, want: TreeEntry, abs: string): void {
   if (node.kind === 'file' && node.blob !== want.ref) requireAccess(cred, node, W, 'revert', abs);
   // a symlink's target cannot be written, only replaced (its 0777 mode grants nothing)
-  if (node.kind === 'symlink' && node.target !== want.ref && node.parent !== null) requireUnlink(cred, node.parent, node, 'revert', abs);
+  if (node.kind === 'symlink' && node.target !== want.ref && node.parent !== null)
+    requireUnlink(cred, node.parent, node, 'revert', abs);
   if (node.mode !== want.mode) requireChmod(cred, node, 'revert', abs);
   if (node.uid !== want.uid || node.gid !== want.gid) requireChown(cred, node, want.uid, want.gid, 'revert', abs);
 }
@@ -170,7 +205,18 @@ function materialize(v: Trees, parent: DirNode, top: TreeEntry): void {
   const stack: { parent: DirNode; e: TreeEntry }[] = [{ parent, e: top }];
   while (stack.length > 0) {
     const { parent: into, e } = stack.pop()!;
-    const node = v.vfs.createUnchecked(into, { name: e.name, kind: kindOf(e), mode: e.mode, uid: e.uid, gid: e.gid, ...(e.kind === 'f' ? { blob: e.ref, size: e.size } : e.kind === 'l' ? { target: e.ref } : { height: v.treeHeight(e.ref) }) });
+    const node = v.vfs.createUnchecked(into, {
+      name: e.name,
+      kind: kindOf(e),
+      mode: e.mode,
+      uid: e.uid,
+      gid: e.gid,
+      ...(e.kind === 'f'
+        ? { blob: e.ref, size: e.size }
+        : e.kind === 'l'
+          ? { target: e.ref }
+          : { height: v.treeHeight(e.ref) }),
+    });
     if (node.kind !== 'directory') continue;
     const children = v.trees.get(e.ref) ?? [];
     for (let k = children.length - 1; k >= 0; k--) stack.push({ parent: node, e: children[k]! });

@@ -53,10 +53,16 @@ export function visibleIn(v: Trees, cred: Cred, tree: string, rel: string): bool
   for (let i = 0; i < parts.length; i++) {
     const e = entries === undefined ? undefined : findEntry(entries, parts[i]!);
     if (e === undefined) return true; // absent here: nothing to hide
-    const node = { mode: e.mode, uid: e.uid, gid: e.gid, kind: e.kind === 'd' ? 'directory' : e.kind === 'f' ? 'file' : 'symlink' } as Node;
+    const node = {
+      mode: e.mode,
+      uid: e.uid,
+      gid: e.gid,
+      kind: e.kind === 'd' ? 'directory' : e.kind === 'f' ? 'file' : 'symlink',
+    } as Node;
     const last = i === parts.length - 1;
     const bits = e.kind === 'd' ? (last ? R | X : X) : e.kind === 'f' ? R : 0;
-    for (const p of cred.delegate === undefined ? [cred.user] : [cred.user, cred.delegate]) if (bits !== 0 && !principalMay(p, node, bits)) return false;
+    for (const p of cred.delegate === undefined ? [cred.user] : [cred.user, cred.delegate])
+      if (bits !== 0 && !principalMay(p, node, bits)) return false;
     if (e.kind !== 'd') return true;
     entries = v.trees.get(e.ref);
   }
@@ -118,7 +124,14 @@ export function status(v: Trees, cred: Cred, scope: Scope): StatusResult {
     for (const p of deleted) lines.push(`\tdeleted:  ${p}`);
     if (more > 0) lines.push(`\t... and ${more} more changes (only the first ${STATUS_MAX} are listed)`);
   }
-  const r: StatusResult = { added, modified, deleted, clean: added.length + modified.length + deleted.length === 0, head: head === null ? null : shortId(head), text: lines.join('\n') + '\n' };
+  const r: StatusResult = {
+    added,
+    modified,
+    deleted,
+    clean: added.length + modified.length + deleted.length === 0,
+    head: head === null ? null : shortId(head),
+    text: lines.join('\n') + '\n',
+  };
   if (more > 0) {
     r.truncated = true;
     r.more = more;

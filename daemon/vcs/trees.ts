@@ -12,7 +12,15 @@ import { components, isWithin } from '../core/paths.js';
 import { slicer, type Vfs } from '../core/vfs.js';
 import type { Cred } from '../core/perms.js';
 import type { Journal } from '../core/blobs.js';
-import { decodeCommit, decodeTree, encodeTree, objectId, shortId, type CommitObject, type TreeEntry } from '../core/objects.js';
+import {
+  decodeCommit,
+  decodeTree,
+  encodeTree,
+  objectId,
+  shortId,
+  type CommitObject,
+  type TreeEntry,
+} from '../core/objects.js';
 
 export interface Scope {
   id: string; // '' or a workspace id
@@ -79,7 +87,10 @@ export class Trees {
   readonly changedPaths = new Map<string, readonly string[]>();
   private seq = 0;
 
-  constructor(readonly vfs: Vfs, readonly store: VcsJournal) {
+  constructor(
+    readonly vfs: Vfs,
+    readonly store: VcsJournal,
+  ) {
     this.emptyTree = objectId('tree', encodeTree([]));
     this.trees.set(this.emptyTree, []);
     vfs.onChange((paths, by, subtree) => {
@@ -91,7 +102,8 @@ export class Trees {
 
   /** Whether a change below `root` not yet committed was made by someone other than `me`. */
   markedByOthers(root: string, me: Attribution): boolean {
-    for (const [p, m] of this.marks) if ((m.by !== me.by || m.on_behalf_of !== me.on_behalf_of) && isWithin(p, root)) return true;
+    for (const [p, m] of this.marks)
+      if ((m.by !== me.by || m.on_behalf_of !== me.on_behalf_of) && isWithin(p, root)) return true;
     return false;
   }
 
@@ -103,12 +115,16 @@ export class Trees {
   /** Who last changed `abs`: its own mark, or a newer one of an ancestor whose whole subtree changed. */
   attributed(abs: string): Attribution | undefined {
     let best = this.marks.get(abs);
-    for (let p = abs; p !== '/'; ) {
+    for (let p = abs; p !== '/';) {
       p = p.slice(0, p.lastIndexOf('/')) || '/';
       const m = this.marks.get(p);
       if (m !== undefined && m.subtree && (best === undefined || m.seq > best.seq)) best = m;
     }
-    return best === undefined ? undefined : best.on_behalf_of === undefined ? { by: best.by } : { by: best.by, on_behalf_of: best.on_behalf_of };
+    return best === undefined
+      ? undefined
+      : best.on_behalf_of === undefined
+        ? { by: best.by }
+        : { by: best.by, on_behalf_of: best.on_behalf_of };
   }
 
   // ---------- loading ----------
@@ -124,7 +140,10 @@ export class Trees {
 
   /** Object ids a stored object refers to (for fsck). */
   static refsOf(type: 'blob' | 'tree' | 'commit', data: Buffer): string[] {
-    if (type === 'tree') return decodeTree(data).filter((e) => e.kind !== 'l').map((e) => e.ref);
+    if (type === 'tree')
+      return decodeTree(data)
+        .filter((e) => e.kind !== 'l')
+        .map((e) => e.ref);
     if (type === 'commit') {
       const c = decodeCommit(data);
       return c.parent === null ? [c.tree] : [c.tree, c.parent];
@@ -166,8 +185,18 @@ export class Trees {
       const name = names[i]!;
       const c = dir.children.get(name)!;
       // one object shape for every entry (no spreads): this loop runs over whole directories
-      if (c.kind === 'file') entries[i] = { name, kind: 'f', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.blob, size: c.size };
-      else if (c.kind === 'symlink') entries[i] = { name, kind: 'l', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.target, size: Buffer.byteLength(c.target) };
+      if (c.kind === 'file')
+        entries[i] = { name, kind: 'f', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.blob, size: c.size };
+      else if (c.kind === 'symlink')
+        entries[i] = {
+          name,
+          kind: 'l',
+          mode: c.mode,
+          uid: c.uid,
+          gid: c.gid,
+          ref: c.target,
+          size: Buffer.byteLength(c.target),
+        };
       else entries[i] = { name, kind: 'd', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.treeId!, size: 0 };
     }
     const payload = encodeTree(entries);
@@ -205,7 +234,8 @@ export class Trees {
       }
       if (!item.expanded) {
         item.expanded = true;
-        for (const c of item.dir.children.values()) if (c.kind === 'directory' && !this.cached(c)) stack.push({ dir: c, expanded: false });
+        for (const c of item.dir.children.values())
+          if (c.kind === 'directory' && !this.cached(c)) stack.push({ dir: c, expanded: false });
         continue;
       }
       stack.pop();
@@ -256,7 +286,8 @@ export class Trees {
       if (entries === undefined) return false; // dropped by a gc meanwhile: the commit hashes it again
       if (!item.expanded) {
         item.expanded = true;
-        for (const e of entries) if (e.kind === 'd' && !this.persisted.has(e.ref)) stack.push({ id: e.ref, expanded: false });
+        for (const e of entries)
+          if (e.kind === 'd' && !this.persisted.has(e.ref)) stack.push({ id: e.ref, expanded: false });
         continue;
       }
       stack.pop();
@@ -366,7 +397,8 @@ export class Trees {
     let cur: Node = this.vfs.root;
     for (const name of components(scope.root)) {
       const next: Node | undefined = cur.kind === 'directory' ? cur.children.get(name) : undefined;
-      if (next === undefined || next.kind !== 'directory') throw new VfsError('ENOENT', 'vcs', scope.root, 'the workspace root no longer exists');
+      if (next === undefined || next.kind !== 'directory')
+        throw new VfsError('ENOENT', 'vcs', scope.root, 'the workspace root no longer exists');
       cur = next;
     }
     if (cur.kind !== 'directory') throw new VfsError('ENOTDIR', 'vcs', scope.root);
@@ -391,9 +423,16 @@ export class Trees {
    * after (one may be absent), in the directory `prefix`; a directory present in both comes only
    * when its own attributes differ.
    */
-  private walkDiff(a: string, b: string, prefix: string, on: (x: TreeEntry | undefined, y: TreeEntry | undefined, prefix: string) => void): void {
+  private walkDiff(
+    a: string,
+    b: string,
+    prefix: string,
+    on: (x: TreeEntry | undefined, y: TreeEntry | undefined, prefix: string) => void,
+  ): void {
     if (a === b) return;
-    const frames = [{ ea: this.trees.get(a) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(b) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0, prefix }];
+    const frames = [
+      { ea: this.trees.get(a) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(b) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0, prefix },
+    ];
     while (frames.length > 0) {
       const f = frames[frames.length - 1]!;
       const { ea, eb } = f;
@@ -405,10 +444,26 @@ export class Trees {
       const cmp = f.i >= ea.length ? 1 : f.j >= eb.length ? -1 : compareNames(ea[f.i]!.name, eb[f.j]!.name);
       const x = cmp <= 0 ? ea[f.i++] : undefined;
       const y = cmp >= 0 ? eb[f.j++] : undefined;
-      if (x !== undefined && y !== undefined && x.ref === y.ref && x.kind === y.kind && x.mode === y.mode && x.uid === y.uid && x.gid === y.gid) continue;
+      if (
+        x !== undefined &&
+        y !== undefined &&
+        x.ref === y.ref &&
+        x.kind === y.kind &&
+        x.mode === y.mode &&
+        x.uid === y.uid &&
+        x.gid === y.gid
+      )
+        continue;
       if (x !== undefined && y !== undefined && x.kind === 'd' && y.kind === 'd') {
         if (x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid) on(x, y, f.prefix);
-        if (x.ref !== y.ref) frames.push({ ea: this.trees.get(x.ref) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(y.ref) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0, prefix: `${f.prefix}/${x.name}` });
+        if (x.ref !== y.ref)
+          frames.push({
+            ea: this.trees.get(x.ref) ?? EMPTY_TREE_ENTRIES,
+            eb: this.trees.get(y.ref) ?? EMPTY_TREE_ENTRIES,
+            i: 0,
+            j: 0,
+            prefix: `${f.prefix}/${x.name}`,
+          });
         continue;
       }
       on(x, y, f.prefix);
@@ -418,7 +473,8 @@ export class Trees {
   diffTrees(a: string, b: string, prefix: string, out: Change[]): void {
     this.walkDiff(a, b, prefix, (x, y, dir) => {
       const p = `${dir}/${(x ?? y)!.name}`;
-      if (x !== undefined && y !== undefined && x.kind === y.kind) out.push({ path: x.kind === 'd' ? p + '/' : p, kind: 'modified', before: x, after: y });
+      if (x !== undefined && y !== undefined && x.kind === y.kind)
+        out.push({ path: x.kind === 'd' ? p + '/' : p, kind: 'modified', before: x, after: y });
       else {
         if (x !== undefined) this.pushAll(x, p, 'deleted', out);
         if (y !== undefined) this.pushAll(y, p, 'added', out);
@@ -450,7 +506,8 @@ export class Trees {
           d.subs.delete(name);
         } else {
           const cur = d.entries.get(name);
-          if (cur !== undefined) d.entries.set(name, { ...cur, mode: c.after.mode, uid: c.after.uid, gid: c.after.gid });
+          if (cur !== undefined)
+            d.entries.set(name, { ...cur, mode: c.after.mode, uid: c.after.uid, gid: c.after.gid });
         }
         continue;
       }
@@ -475,7 +532,10 @@ export class Trees {
     let e = d.entries.get(name);
     if (e === undefined || e.kind !== 'd') {
       const w = this.entryAt(work, path);
-      e = w !== undefined && w.kind === 'd' ? { ...w, ref: this.emptyTree } : { name, kind: 'd', mode: 0o755, uid: 0, gid: 0, ref: this.emptyTree, size: 0 };
+      e =
+        w !== undefined && w.kind === 'd'
+          ? { ...w, ref: this.emptyTree }
+          : { name, kind: 'd', mode: 0o755, uid: 0, gid: 0, ref: this.emptyTree, size: 0 };
       d.entries.set(name, e);
     }
     const sub: Draft = { entries: this.entriesOf(e.ref), subs: new Map(), path };
@@ -553,7 +613,8 @@ export class Trees {
         continue;
       }
       const entries = this.trees.get(e.ref) ?? [];
-      if (entries.length === 0) out.push(kind === 'added' ? { path: p + '/', kind, after: e } : { path: p + '/', kind, before: e });
+      if (entries.length === 0)
+        out.push(kind === 'added' ? { path: p + '/', kind, after: e } : { path: p + '/', kind, before: e });
       for (let k = entries.length - 1; k >= 0; k--) stack.push({ e: entries[k]!, p: `${p}/${entries[k]!.name}` });
     }
   }
@@ -583,7 +644,9 @@ export class Trees {
 
 /** An entry of a tree by name: tree entries are sorted by compareNames, so a binary search. */
 export function attributionOf(cred: Cred): Attribution {
-  return cred.delegate === undefined ? { by: cred.user.name } : { by: cred.user.name, on_behalf_of: cred.delegate.name };
+  return cred.delegate === undefined
+    ? { by: cred.user.name }
+    : { by: cred.user.name, on_behalf_of: cred.delegate.name };
 }
 
 export function findEntry(entries: TreeEntry[], name: string): TreeEntry | undefined {
@@ -603,4 +666,3 @@ export function joinScope(root: string, rel: string): string {
   if (rel === '' || rel === '/') return root;
   return root === '/' ? rel : root + rel;
 }
-

@@ -11,9 +11,16 @@ import { find } from './history.js';
 import { revert } from './revert.js';
 import { joinScope, type Scope, type Trees } from './trees.js';
 
-export function undo(v: Trees, cred: Cred, scope: Scope, actor: string, since?: string): { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord; paths: string[] } {
+export function undo(
+  v: Trees,
+  cred: Cred,
+  scope: Scope,
+  actor: string,
+  since?: string,
+): { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord; paths: string[] } {
   const base = since === undefined ? v.head(scope) : sinceCommit(v, scope, since);
-  if (base === null) throw new VfsError('ENOENT', 'undo', undefined, 'nothing has been committed yet: there is no state to go back to');
+  if (base === null)
+    throw new VfsError('ENOENT', 'undo', undefined, 'nothing has been committed yet: there is no state to go back to');
   // Newest first: what is pending, then each commit back to `base`; a path's first sighting is its last change.
   const last = new Map<string, string>();
   const work = v.treeOf(v.scopeDir(scope));
@@ -21,14 +28,19 @@ export function undo(v: Trees, cred: Cred, scope: Scope, actor: string, since?: 
     const who = v.attributed(joinScope(scope.root, c.path.replace(/\/$/, '')));
     if (who !== undefined) last.set(c.path, who.by);
   }
-  for (let id = v.head(scope); id !== null && id !== base; ) {
+  for (let id = v.head(scope); id !== null && id !== base;) {
     const c = v.commits.get(id)!;
     const others = new Map((c.attribution ?? []).map((a) => [a[0], a[1]]));
-    for (const ch of v.changesBetween(c.parent === null ? v.emptyTree : v.commits.get(c.parent)!.tree, c.tree)) if (!last.has(ch.path)) last.set(ch.path, others.get(ch.path) ?? c.author);
+    for (const ch of v.changesBetween(c.parent === null ? v.emptyTree : v.commits.get(c.parent)!.tree, c.tree))
+      if (!last.has(ch.path)) last.set(ch.path, others.get(ch.path) ?? c.author);
     id = c.parent;
   }
-  const paths = [...last].filter(([, by]) => by === actor).map(([p]) => p.replace(/\/$/, '') || '/').sort();
-  if (paths.length === 0) throw new VfsError('ENOENT', 'undo', undefined, `no change by ${actor.slice(0, 64)} since ${shortId(base)}`);
+  const paths = [...last]
+    .filter(([, by]) => by === actor)
+    .map(([p]) => p.replace(/\/$/, '') || '/')
+    .sort();
+  if (paths.length === 0)
+    throw new VfsError('ENOENT', 'undo', undefined, `no change by ${actor.slice(0, 64)} since ${shortId(base)}`);
   const r = revert(v, cred, scope, base, paths, `undo ${actor} since ${shortId(base)}`);
   return { ...r, paths };
 }
@@ -37,7 +49,9 @@ export function undo(v: Trees, cred: Cred, scope: Scope, actor: string, since?: 
 function sinceCommit(v: Trees, scope: Scope, since: string): string | null {
   if (!/^\d{4}-\d\d-\d\d/.test(since)) return find(v, scope, since, 'undo');
   const t = Date.parse(since);
-  if (Number.isNaN(t)) throw new VfsError('EINVAL', 'undo', undefined, `'${since.slice(0, 80)}' is neither a commit nor a date`);
-  for (let id = v.head(scope); id !== null; id = v.commits.get(id)!.parent) if (v.commits.get(id)!.timestamp * 1000 < t) return id;
+  if (Number.isNaN(t))
+    throw new VfsError('EINVAL', 'undo', undefined, `'${since.slice(0, 80)}' is neither a commit nor a date`);
+  for (let id = v.head(scope); id !== null; id = v.commits.get(id)!.parent)
+    if (v.commits.get(id)!.timestamp * 1000 < t) return id;
   return null;
 }

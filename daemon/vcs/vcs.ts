@@ -18,7 +18,12 @@ import { Trees, type Scope } from './trees.js';
 export type { Scope };
 
 export class Vcs extends Trees {
-  commit(cred: Cred, scope: Scope, message: string, extra: { revert_of?: string; paths?: readonly string[] } = {}): CommitRecord {
+  commit(
+    cred: Cred,
+    scope: Scope,
+    message: string,
+    extra: { revert_of?: string; paths?: readonly string[] } = {},
+  ): CommitRecord {
     return commit(this, cred, scope, message, extra);
   }
 
@@ -38,11 +43,20 @@ export class Vcs extends Trees {
     return status(this, cred, scope);
   }
 
-  diff(cred: Cred, scope: Scope, opts: { from?: string; to?: string; path?: string }): Promise<{ diff: string; truncated: boolean }> {
+  diff(
+    cred: Cred,
+    scope: Scope,
+    opts: { from?: string; to?: string; path?: string },
+  ): Promise<{ diff: string; truncated: boolean }> {
     return diff(this, cred, scope, opts);
   }
 
-  revert(cred: Cred, scope: Scope, prefix: string, paths?: readonly string[]): { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord } {
+  revert(
+    cred: Cred,
+    scope: Scope,
+    prefix: string,
+    paths?: readonly string[],
+  ): { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord } {
     return revert(this, cred, scope, prefix, paths);
   }
 
@@ -50,11 +64,21 @@ export class Vcs extends Trees {
     return undo(this, cred, scope, actor, since);
   }
 
-  snapshotStat(cred: Cred, scope: Scope, rev: string, path: string): { entry: TreeEntry; timestamp: number; rel: string } {
+  snapshotStat(
+    cred: Cred,
+    scope: Scope,
+    rev: string,
+    path: string,
+  ): { entry: TreeEntry; timestamp: number; rel: string } {
     return snapshotStat(this, cred, scope, rev, path);
   }
 
-  snapshotList(cred: Cred, scope: Scope, rev: string, path: string): { entries: TreeEntry[]; timestamp: number; rel: string } {
+  snapshotList(
+    cred: Cred,
+    scope: Scope,
+    rev: string,
+    path: string,
+  ): { entries: TreeEntry[]; timestamp: number; rel: string } {
     return snapshotList(this, cred, scope, rev, path);
   }
 

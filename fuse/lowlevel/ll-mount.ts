@@ -64,7 +64,13 @@ export class LowLevelMount {
     // Listings come with every entry's attributes (readdirplus, always: `ls -l`, `find`, `grep -r` then
     // send no lookup per file).
     const caps = this.ll.caps;
-    this.ll.create(mnt, args, caps.ATOMIC_O_TRUNC | caps.EXPLICIT_INVAL_DATA | caps.READDIRPLUS, caps.AUTO_INVAL_DATA | caps.WRITEBACK_CACHE | caps.READDIRPLUS_AUTO, (op, req, ino, a, b, c, s1, s2, extra) => this.dispatch(op, req, ino, a, b, c, s1, s2, extra));
+    this.ll.create(
+      mnt,
+      args,
+      caps.ATOMIC_O_TRUNC | caps.EXPLICIT_INVAL_DATA | caps.READDIRPLUS,
+      caps.AUTO_INVAL_DATA | caps.WRITEBACK_CACHE | caps.READDIRPLUS_AUTO,
+      (op, req, ino, a, b, c, s1, s2, extra) => this.dispatch(op, req, ino, a, b, c, s1, s2, extra),
+    );
   }
 
   unmount(): void {
@@ -118,7 +124,17 @@ export class LowLevelMount {
     }
   }
 
-  private dispatch(op: number, req: number, ino: number, a: number, b: number, c: number, s1: Name, s2: Name, extra: Buffer | SetAttr | undefined): void {
+  private dispatch(
+    op: number,
+    req: number,
+    ino: number,
+    a: number,
+    b: number,
+    c: number,
+    s1: Name,
+    s2: Name,
+    extra: Buffer | SetAttr | undefined,
+  ): void {
     if (op === Op.FORGET) {
       this.nodes.forget(ino, a);
       return;
@@ -134,7 +150,17 @@ export class LowLevelMount {
   }
 
   /** Answers one request (a rejection is answered with its errno by dispatch). */
-  private async serve(op: number, req: number, ino: number, a: number, b: number, c: number, s1: Name, s2: Name, extra: Buffer | SetAttr | undefined): Promise<void> {
+  private async serve(
+    op: number,
+    req: number,
+    ino: number,
+    a: number,
+    b: number,
+    c: number,
+    s1: Name,
+    s2: Name,
+    extra: Buffer | SetAttr | undefined,
+  ): Promise<void> {
     const ll = this.ll;
     const fs = this.fs;
     switch (op) {
@@ -230,7 +256,8 @@ export class LowLevelMount {
         // The kernel keeps this file's pages across opens: a change event drops them (invalidate).
         // Closing a descriptor opened for reading has nothing to send: no flush request for it.
         const readOnly = (a & O_ACCMODE) === O_RDONLY && !(a & O_TRUNC);
-        if (ll.replyOpen(req, fh, OPEN_FLAGS.KEEP_CACHE | (readOnly ? OPEN_FLAGS.NOFLUSH : 0)) !== 0) await fs.release(fh); // the opener is gone
+        if (ll.replyOpen(req, fh, OPEN_FLAGS.KEEP_CACHE | (readOnly ? OPEN_FLAGS.NOFLUSH : 0)) !== 0)
+          await fs.release(fh); // the opener is gone
         return;
       }
       case Op.CREATE: {
@@ -239,7 +266,14 @@ export class LowLevelMount {
         const st = await fs.getattr(path);
         const node = this.nodes.remember(path, false);
         node.attr = st;
-        if (ll.replyCreate(req, { ino: node.ino, attr: st, entryTimeout: LONG, attrTimeout: LONG }, fh, OPEN_FLAGS.KEEP_CACHE) !== 0) {
+        if (
+          ll.replyCreate(
+            req,
+            { ino: node.ino, attr: st, entryTimeout: LONG, attrTimeout: LONG },
+            fh,
+            OPEN_FLAGS.KEEP_CACHE,
+          ) !== 0
+        ) {
           this.nodes.forget(node.ino, 1);
           await fs.release(fh);
         }
@@ -332,14 +366,20 @@ export class LowLevelMount {
   private async setattr(path: string, fh: number, s: SetAttr): Promise<void> {
     const fs = this.fs;
     if (s.valid & SET_ATTR.MODE) await fs.chmod(path, s.mode);
-    if (s.valid & (SET_ATTR.UID | SET_ATTR.GID)) await fs.chown(path, s.valid & SET_ATTR.UID ? s.uid : -1, s.valid & SET_ATTR.GID ? s.gid : -1);
+    if (s.valid & (SET_ATTR.UID | SET_ATTR.GID))
+      await fs.chown(path, s.valid & SET_ATTR.UID ? s.uid : -1, s.valid & SET_ATTR.GID ? s.gid : -1);
     if (s.valid & SET_ATTR.SIZE) {
       if (fh >= 0) await fs.ftruncate(fh, s.size);
       else await fs.truncate(path, s.size);
     }
     if (s.valid & (SET_ATTR.ATIME | SET_ATTR.MTIME)) {
-      const time = (set: number, now: number, ns: bigint): UtimeArg => (!(s.valid & set) ? 'omit' : s.valid & now ? 'now' : ns);
-      await fs.utimens(path, time(SET_ATTR.ATIME, SET_ATTR.ATIME_NOW, s.atime), time(SET_ATTR.MTIME, SET_ATTR.MTIME_NOW, s.mtime));
+      const time = (set: number, now: number, ns: bigint): UtimeArg =>
+        !(s.valid & set) ? 'omit' : s.valid & now ? 'now' : ns;
+      await fs.utimens(
+        path,
+        time(SET_ATTR.ATIME, SET_ATTR.ATIME_NOW, s.atime),
+        time(SET_ATTR.MTIME, SET_ATTR.MTIME_NOW, s.mtime),
+      );
     }
   }
 
@@ -347,7 +387,8 @@ export class LowLevelMount {
     const node = this.nodes.remember(path, (st.mode & S_IFMT) === S_IFDIR);
     node.attr = st;
     // Not answered (the request was interrupted): the kernel holds no reference.
-    if (this.ll.replyEntry(req, { ino: node.ino, attr: st, entryTimeout: LONG, attrTimeout: LONG }) !== 0) this.nodes.forget(node.ino, 1);
+    if (this.ll.replyEntry(req, { ino: node.ino, attr: st, entryTimeout: LONG, attrTimeout: LONG }) !== 0)
+      this.nodes.forget(node.ino, 1);
   }
 
   /** A change reported while the answer about `path` was being prepared: the kernel may hold it stale. */

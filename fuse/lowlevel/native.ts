@@ -48,7 +48,16 @@ export interface SetAttr {
   mtime: bigint;
 }
 
-export const SET_ATTR = { MODE: 1 << 0, UID: 1 << 1, GID: 1 << 2, SIZE: 1 << 3, ATIME: 1 << 4, MTIME: 1 << 5, ATIME_NOW: 1 << 7, MTIME_NOW: 1 << 8 } as const;
+export const SET_ATTR = {
+  MODE: 1 << 0,
+  UID: 1 << 1,
+  GID: 1 << 2,
+  SIZE: 1 << 3,
+  ATIME: 1 << 4,
+  MTIME: 1 << 5,
+  ATIME_NOW: 1 << 7,
+  MTIME_NOW: 1 << 8,
+} as const;
 
 /** Bits of replyOpen/replyCreate's `flags`. */
 export const OPEN_FLAGS = { DIRECT_IO: 1, KEEP_CACHE: 2, NOFLUSH: 4, CACHE_READDIR: 8 } as const;
@@ -56,7 +65,19 @@ export const OPEN_FLAGS = { DIRECT_IO: 1, KEEP_CACHE: 2, NOFLUSH: 4, CACHE_READD
 /** A name that is not valid UTF-8 arrives as null. */
 export type Name = string | null | undefined;
 
-export type Handler = (op: number, req: number, ino: number, a: number, b: number, c: number, s1: Name, s2: Name, extra: Buffer | SetAttr | undefined, uid: number, gid: number) => void;
+export type Handler = (
+  op: number,
+  req: number,
+  ino: number,
+  a: number,
+  b: number,
+  c: number,
+  s1: Name,
+  s2: Name,
+  extra: Buffer | SetAttr | undefined,
+  uid: number,
+  gid: number,
+) => void;
 
 export interface Entry {
   /** 0 for a negative entry (the name does not exist, cached for entryTimeout seconds). */
@@ -124,11 +145,17 @@ function addonPath(): string | null {
 /** Loads the addon, or throws one sentence saying how to get it. */
 export function loadLowLevel(): FuseLowLevel {
   const p = addonPath();
-  const hint = 'install libfuse3-dev, pkg-config, make and g++ (Debian/Ubuntu), then run npm install again so fuse/native is built';
-  if (p === null) throw new Error(`the libfuse3 mount is not built: ${hint} (or set SERVICE_FUSE=fuse2 for the older libfuse2 mount)`);
+  const hint =
+    'install libfuse3-dev, pkg-config, make and g++ (Debian/Ubuntu), then run npm install again so fuse/native is built';
+  if (p === null)
+    throw new Error(
+      `the libfuse3 mount is not built: ${hint} (or set SERVICE_FUSE=fuse2 for the older libfuse2 mount)`,
+    );
   try {
     return createRequire(import.meta.url)(p) as FuseLowLevel;
   } catch (err) {
-    throw new Error(`the libfuse3 mount does not load (${(err as Error).message.split('\n')[0]}): ${hint} (or set SERVICE_FUSE=fuse2 for the older libfuse2 mount)`);
+    throw new Error(
+      `the libfuse3 mount does not load (${(err as Error).message.split('\n')[0]}): ${hint} (or set SERVICE_FUSE=fuse2 for the older libfuse2 mount)`,
+    );
   }
 }

@@ -2,11 +2,54 @@
 import { VfsError } from '../../daemon/errors.js';
 import { httpError } from '../errors.js';
 import { LIST_PAGE_MAX } from '../../daemon/rpc/protocol.js';
-import { boolQuery, callerOf, intQuery, parseEtags, query, quoteEtag, rawBody, requiredQuery, sendJson, wildcardPath, type Registrar, type RouteContext } from '../request.js';
+import {
+  boolQuery,
+  callerOf,
+  intQuery,
+  parseEtags,
+  query,
+  quoteEtag,
+  rawBody,
+  requiredQuery,
+  sendJson,
+  wildcardPath,
+  type Registrar,
+  type RouteContext,
+} from '../request.js';
 
 const FS = '/fs{/*path}';
 
-const TEXT_EXT = new Set(['txt', 'text', 'json', 'yaml', 'yml', 'toml', 'csv', 'tsv', 'ini', 'cfg', 'conf', 'log', 'xml', 'ts', 'js', 'mjs', 'py', 'sh', 'rs', 'go', 'c', 'h', 'java', 'css', 'sql', 'tex', 'rst', 'adoc', 'org']);
+const TEXT_EXT = new Set([
+  'txt',
+  'text',
+  'json',
+  'yaml',
+  'yml',
+  'toml',
+  'csv',
+  'tsv',
+  'ini',
+  'cfg',
+  'conf',
+  'log',
+  'xml',
+  'ts',
+  'js',
+  'mjs',
+  'py',
+  'sh',
+  'rs',
+  'go',
+  'c',
+  'h',
+  'java',
+  'css',
+  'sql',
+  'tex',
+  'rst',
+  'adoc',
+  'org',
+]);
 
 /**
  * Markdown is served as text/markdown; other text as text/plain (never text/html: user content
@@ -34,7 +77,8 @@ export function registerFs(r: Registrar, ctx: RouteContext): void {
     if (boolQuery(req, 'stat')) {
       // lstat(2) by default: a symlink is described as itself (`kind: 'symlink'`); `follow=true` describes its target.
       const follow = boolQuery(req, 'follow');
-      if (follow && boolQuery(req, 'nofollow')) throw httpError('EINVAL', 'give either follow=true or nofollow=true, not both', path);
+      if (follow && boolQuery(req, 'nofollow'))
+        throw httpError('EINVAL', 'give either follow=true or nofollow=true, not both', path);
       sendJson(res, await as.call('fs.stat', { path, nofollow: !follow }));
       return;
     }
@@ -63,7 +107,10 @@ export function registerFs(r: Registrar, ctx: RouteContext): void {
     const wanted = parseEtags(req.get('if-none-match'));
     try {
       const only = wanted.length === 1 && wanted[0] !== '*' ? wanted[0] : undefined;
-      const { result, data } = await as.request('fs.read', only === undefined ? { path } : { path, if_none_match: only });
+      const { result, data } = await as.request(
+        'fs.read',
+        only === undefined ? { path } : { path, if_none_match: only },
+      );
       res.setHeader('ETag', quoteEtag(result.etag));
       res.setHeader('Cache-Control', 'no-cache');
       if (result.not_modified === true || wanted.includes(result.etag) || wanted.includes('*')) {
@@ -90,9 +137,13 @@ export function registerFs(r: Registrar, ctx: RouteContext): void {
     const type = (req.get('x-service-type') ?? 'file').trim().toLowerCase();
     switch (type) {
       case 'directory': {
-        const r = await as.call('fs.mkdir', mode === undefined ? { path, parents: true } : { path, parents: true, mode });
+        const r = await as.call(
+          'fs.mkdir',
+          mode === undefined ? { path, parents: true } : { path, parents: true, mode },
+        );
         // `If-None-Match: *` means create only, for a directory as for a file.
-        if (!r.created && parseEtags(req.get('if-none-match'))[0] === '*') throw httpError('EPRECOND', 'the directory exists already (If-None-Match: *)', r.path);
+        if (!r.created && parseEtags(req.get('if-none-match'))[0] === '*')
+          throw httpError('EPRECOND', 'the directory exists already (If-None-Match: *)', r.path);
         sendJson(res, r);
         return;
       }
@@ -105,12 +156,16 @@ export function registerFs(r: Registrar, ctx: RouteContext): void {
       case 'file': {
         const ifMatch = parseEtags(req.get('if-match'));
         const ifNoneMatch = parseEtags(req.get('if-none-match'));
-        const r = await as.call('fs.write', {
-          path,
-          ...(mode === undefined ? {} : { mode }),
-          ...(ifMatch[0] === undefined ? {} : { if_match: ifMatch[0] }),
-          ...(ifNoneMatch[0] === undefined ? {} : { if_none_match: ifNoneMatch[0] }),
-        }, { data: body });
+        const r = await as.call(
+          'fs.write',
+          {
+            path,
+            ...(mode === undefined ? {} : { mode }),
+            ...(ifMatch[0] === undefined ? {} : { if_match: ifMatch[0] }),
+            ...(ifNoneMatch[0] === undefined ? {} : { if_none_match: ifNoneMatch[0] }),
+          },
+          { data: body },
+        );
         res.setHeader('ETag', quoteEtag(r.etag));
         sendJson(res, { path: r.path, size: r.size, etag: r.etag });
         return;
@@ -121,7 +176,10 @@ export function registerFs(r: Registrar, ctx: RouteContext): void {
   });
 
   r.add('delete', FS, async (req, res) => {
-    sendJson(res, await callerOf(ctx, req).call('fs.delete', { path: wildcardPath(req), recursive: boolQuery(req, 'recursive') }));
+    sendJson(
+      res,
+      await callerOf(ctx, req).call('fs.delete', { path: wildcardPath(req), recursive: boolQuery(req, 'recursive') }),
+    );
   });
 
   r.add('post', FS, async (req, res) => {
@@ -134,7 +192,11 @@ export function registerFs(r: Registrar, ctx: RouteContext): void {
     const ow = query(req, 'overwrite') === undefined ? {} : { overwrite: boolQuery(req, 'overwrite') };
     // Like cp/mv: an existing directory as dst receives the source as dst/<name> (into_dir=false: dst is exact).
     const into_dir = boolQuery(req, 'into_dir', true);
-    if (op === 'copy') sendJson(res, await as.call('fs.copy', { src, dst, recursive: boolQuery(req, 'recursive', true), into_dir, ...ow }));
+    if (op === 'copy')
+      sendJson(
+        res,
+        await as.call('fs.copy', { src, dst, recursive: boolQuery(req, 'recursive', true), into_dir, ...ow }),
+      );
     else sendJson(res, await as.call('fs.move', { src, dst, into_dir, ...ow }));
   });
 }

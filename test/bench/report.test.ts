@@ -67,11 +67,58 @@ void t.test('the report lists every row, the unmet targets with their finding, a
     command: 'npm run bench -- --quick',
     quick: true,
     seconds: 100,
-    meta: { cpu: 'cpu', cores: 2, memoryGiB: 4, node: 'v20', kernel: '6.1', os: 'linux', commit: 'abcdef0123456789', dirty: false, libraries: { express: '5.0.0' }, tools: { git: 'git', grep: 'grep', bindfs: 'bindfs', sqlite: '12' } },
+    meta: {
+      cpu: 'cpu',
+      cores: 2,
+      memoryGiB: 4,
+      node: 'v20',
+      kernel: '6.1',
+      os: 'linux',
+      commit: 'abcdef0123456789',
+      dirty: false,
+      libraries: { express: '5.0.0' },
+      tools: { git: 'git', grep: 'grep', bindfs: 'bindfs', sqlite: '12' },
+    },
     modules: [
-      { key: 'writes', seconds: 3, tables: [{ title: 'Group commit', rows: [compareRow({ name: 'burst', unit: 'writes/s', better: 'higher', ours: 5000, baseline: 200, target: 10 })] }] },
-      { key: 'rest', seconds: 3, tables: [{ title: 'REST', rows: [compareRow({ name: 'GET 4 KiB, c=32: mdvfs vs bare express', unit: 'req/s', better: 'higher', ours: 300, baseline: 1000, target: 0.7 }), compareRow({ name: 'unexplained', unit: 'req/s', better: 'higher', ours: 1, baseline: 2, target: 1 })] }] },
-      { key: 'fuse', seconds: 0, tables: [{ title: 'FUSE', rows: [{ ...errorRow('FUSE', 'x'), note: 'not run: bench/fuse.ts does not exist yet' }] }] },
+      {
+        key: 'writes',
+        seconds: 3,
+        tables: [
+          {
+            title: 'Group commit',
+            rows: [
+              compareRow({ name: 'burst', unit: 'writes/s', better: 'higher', ours: 5000, baseline: 200, target: 10 }),
+            ],
+          },
+        ],
+      },
+      {
+        key: 'rest',
+        seconds: 3,
+        tables: [
+          {
+            title: 'REST',
+            rows: [
+              compareRow({
+                name: 'GET 4 KiB, c=32: mdvfs vs bare express',
+                unit: 'req/s',
+                better: 'higher',
+                ours: 300,
+                baseline: 1000,
+                target: 0.7,
+              }),
+              compareRow({ name: 'unexplained', unit: 'req/s', better: 'higher', ours: 1, baseline: 2, target: 1 }),
+            ],
+          },
+        ],
+      },
+      {
+        key: 'fuse',
+        seconds: 0,
+        tables: [
+          { title: 'FUSE', rows: [{ ...errorRow('FUSE', 'x'), note: 'not run: bench/fuse.ts does not exist yet' }] },
+        ],
+      },
     ],
   };
   const md = renderMarkdown(res);

@@ -13,15 +13,15 @@ t.test('export skips every link that resolves outside the export directory', asy
   await root.call('fs.mkdir', { path: '/src/a/b', parents: true });
   await root.call('fs.write', { path: '/src/note.md' }, { data: Buffer.from('note\n') });
   const links: Record<string, string> = {
-    'chain1': 'chain2', // chain1 -> chain2 -> ../../etc
-    'chain2': '../../etc',
+    chain1: 'chain2', // chain1 -> chain2 -> ../../etc
+    chain2: '../../etc',
     'a/up': '..', // a/up is the export root itself: fine
-    'via': 'a/up/../../etc', // lexically "../etc"... but a/up is a link: really the root's parent's etc
-    'sneaky': 'a/b/../up/../../etc', // climbs out through a/up
-    'abs': '/etc/passwd',
-    'ok': 'a/b',
+    via: 'a/up/../../etc', // lexically "../etc"... but a/up is a link: really the root's parent's etc
+    sneaky: 'a/b/../up/../../etc', // climbs out through a/up
+    abs: '/etc/passwd',
+    ok: 'a/b',
     'ok-chain': 'a/up/note.md', // through a link, still inside
-    'dangling': 'missing/file',
+    dangling: 'missing/file',
   };
   for (const [name, target] of Object.entries(links)) await root.call('fs.symlink', { path: `/src/${name}`, target });
   const host = tempDir(t, 'mdvfs-export-');
@@ -33,7 +33,11 @@ t.test('export skips every link that resolves outside the export directory', asy
   const realOut = realpathSync(out);
   for (const name of ['chain1', 'chain2', 'via', 'sneaky', 'abs']) {
     t.notOk(existsSync(path.join(out, name)) || lstatExists(path.join(out, name)), `${name} was not created`);
-    t.match(r.stderr, new RegExp(`skipped /src/${name}: symlink -> \\S+ resolves outside the exported tree`), `and ${name} is named in a warning`);
+    t.match(
+      r.stderr,
+      new RegExp(`skipped /src/${name}: symlink -> \\S+ resolves outside the exported tree`),
+      `and ${name} is named in a warning`,
+    );
   }
   for (const name of ['a/up', 'ok', 'ok-chain', 'dangling']) {
     t.equal(readlinkSync(path.join(out, name)), links[name], `${name} is recreated`);

@@ -8,14 +8,52 @@ const ERR_LINE = /^mdvfs: .+ \([A-Z][A-Z0-9_]+\)\n$/;
 void t.test('file commands', async (t) => {
   const cli = await cliEnv(t);
   const root = (args: string[], input?: string | Buffer) => cli.run(args, input === undefined ? {} : { input });
-  const alice = (args: string[], input?: string | Buffer) => cli.run(args, input === undefined ? { user: 'alice' } : { user: 'alice', input });
+  const alice = (args: string[], input?: string | Buffer) =>
+    cli.run(args, input === undefined ? { user: 'alice' } : { user: 'alice', input });
 
   t.equal((await root(['useradd', 'alice'])).code, 0);
   t.equal((await root(['useradd', 'bob'])).code, 0);
 
   await t.test('--help on every command exits 0 and shows its usage', async (t) => {
-    const cmds = ['ls', 'cat', 'write', 'mkdir', 'rm', 'mv', 'cp', 'stat', 'tree', 'find', 'grep', 'chmod', 'chown', 'ln', 'commit', 'log', 'status', 'diff', 'revert',
-      'useradd', 'userdel', 'groupadd', 'usermod', 'token', 'whoami', 'workspace', 'import', 'export', 'shell', 'fsck', 'gc', 'migrate', 'daemon', 'serve', 'http', 'mount', 'umount'];
+    const cmds = [
+      'ls',
+      'cat',
+      'write',
+      'mkdir',
+      'rm',
+      'mv',
+      'cp',
+      'stat',
+      'tree',
+      'find',
+      'grep',
+      'chmod',
+      'chown',
+      'ln',
+      'commit',
+      'log',
+      'status',
+      'diff',
+      'revert',
+      'useradd',
+      'userdel',
+      'groupadd',
+      'usermod',
+      'token',
+      'whoami',
+      'workspace',
+      'import',
+      'export',
+      'shell',
+      'fsck',
+      'gc',
+      'migrate',
+      'daemon',
+      'serve',
+      'http',
+      'mount',
+      'umount',
+    ];
     for (let i = 0; i < cmds.length; i += 6) {
       const batch = cmds.slice(i, i + 6);
       const results = await Promise.all(batch.map((c) => root([c, '--help'])));
@@ -31,11 +69,22 @@ void t.test('file commands', async (t) => {
     }
     const top = await root(['--help']);
     t.equal(top.code, 0);
-    for (const c of ['ls', 'grep', 'commit', 'useradd', 'workspace', 'import', 'shell']) t.match(top.stdout, new RegExp(`\\n  ${c}\\b`));
+    for (const c of ['ls', 'grep', 'commit', 'useradd', 'workspace', 'import', 'shell'])
+      t.match(top.stdout, new RegExp(`\\n  ${c}\\b`));
   });
 
   await t.test('usage errors exit 2 with one line on stderr', async (t) => {
-    for (const args of [['ls', '--bogus'], ['cat'], ['nosuchcommand'], ['ln', 'a', 'b'], ['chmod', 'u+q', 'a.md'], ['find', '--type', 'x'], ['commit'], ['log', '-n', 'zero'], ['write']]) {
+    for (const args of [
+      ['ls', '--bogus'],
+      ['cat'],
+      ['nosuchcommand'],
+      ['ln', 'a', 'b'],
+      ['chmod', 'u+q', 'a.md'],
+      ['find', '--type', 'x'],
+      ['commit'],
+      ['log', '-n', 'zero'],
+      ['write'],
+    ]) {
       const r = await alice(args);
       t.equal(r.code, 2, `${args.join(' ')} exits 2`);
       t.match(r.stderr, ERR_LINE, `${args.join(' ')} stderr is one line`);
@@ -69,7 +118,7 @@ void t.test('file commands', async (t) => {
     t.match(r.stderr, /nope\.md.*\(ENOENT\)/);
   });
 
-  await t.test('permissions come from the daemon: bob cannot read alice\'s home', async (t) => {
+  await t.test("permissions come from the daemon: bob cannot read alice's home", async (t) => {
     const r = await cli.run(['cat', '/home/alice/notes/a.md'], { user: 'bob' });
     t.equal(r.code, 1);
     t.match(r.stderr, /\(EACCES\)\n$/);
@@ -102,7 +151,10 @@ void t.test('file commands', async (t) => {
     r = await alice(['ls', 'notes/a.md']);
     t.equal(r.stdout, 'notes/a.md\n', 'ls of a file shows the file');
     r = await alice(['ls', '--json', 'notes']);
-    t.same(JSON.parse(r.stdout).entries.map((e: { name: string }) => e.name), ['a.md', 'b.md', 'bin.dat', 'sub']);
+    t.same(
+      JSON.parse(r.stdout).entries.map((e: { name: string }) => e.name),
+      ['a.md', 'b.md', 'bin.dat', 'sub'],
+    );
     r = await alice(['ls', 'missing']);
     t.equal(r.code, 1);
     t.match(r.stderr, /\(ENOENT\)\n$/);
@@ -135,7 +187,7 @@ void t.test('file commands', async (t) => {
     t.match(r.stderr, /\(ENOENT\)\n$/);
     t.equal((await alice(['rm', '-f', 'notes/sub/a.md'])).code, 0, 'rm -f ignores missing files');
     r = await root(['rm', '-r', '/']);
-    t.equal(r.code, 1, "rm -r / is refused");
+    t.equal(r.code, 1, 'rm -r / is refused');
     t.equal((await root(['ls', '/home'])).stdout, 'alice\nbob\n');
   });
 
@@ -145,7 +197,8 @@ void t.test('file commands', async (t) => {
     t.match(r.stdout, /File: \/home\/alice\/notes\/a\.md\n/);
     t.match(r.stdout, /Kind: file +Size: 12/);
     t.match(r.stdout, /Access: \(0644\/-rw-r--r--\) +Uid: \(\d+\/alice\)/);
-    const mode = async (p: string) => (JSON.parse((await alice(['stat', '--json', p])).stdout) as { mode: string }).mode;
+    const mode = async (p: string) =>
+      (JSON.parse((await alice(['stat', '--json', p])).stdout) as { mode: string }).mode;
     t.equal((await alice(['chmod', '600', 'notes/a.md'])).code, 0);
     t.equal(await mode('notes/a.md'), '0600');
     t.equal((await alice(['chmod', 'g+r,o+rw', 'notes/a.md'])).code, 0);
@@ -154,13 +207,19 @@ void t.test('file commands', async (t) => {
     t.equal(await mode('notes/sub'), '0555');
     await alice(['chmod', '755', 'notes/sub']);
     r = await cli.run(['chmod', '777', '/home/alice/notes/a.md'], { user: 'bob' });
-    t.equal(r.code, 1, 'bob cannot chmod alice\'s file');
+    t.equal(r.code, 1, "bob cannot chmod alice's file");
     r = await alice(['chown', 'bob', 'notes/a.md']);
     t.equal(r.code, 1, 'only root may give files away');
     t.match(r.stderr, /\((EPERM|EACCES)\)\n$/);
     t.equal((await root(['chown', 'bob:bob', '/home/alice/notes/a.md'])).code, 0);
-    const st = JSON.parse((await root(['stat', '--json', '/home/alice/notes/a.md'])).stdout) as { uid: number; gid: number };
-    const bob = JSON.parse((await cli.run(['whoami', '--json'], { user: 'bob' })).stdout) as { uid: number; gid: number };
+    const st = JSON.parse((await root(['stat', '--json', '/home/alice/notes/a.md'])).stdout) as {
+      uid: number;
+      gid: number;
+    };
+    const bob = JSON.parse((await cli.run(['whoami', '--json'], { user: 'bob' })).stdout) as {
+      uid: number;
+      gid: number;
+    };
     t.same([st.uid, st.gid], [bob.uid, bob.gid]);
     await root(['chown', 'alice:alice', '/home/alice/notes/a.md']);
     t.equal((await alice(['ln', '-s', 'a.md', 'notes/link.md'])).code, 0);
@@ -180,9 +239,23 @@ void t.test('file commands', async (t) => {
     t.match(r.stdout, /── sub\n/);
     t.match(r.stdout, /── deep\.md\n/);
     r = await alice(['find', 'notes', '--name', '*.md']);
-    t.same(r.stdout.trimEnd().split('\n').sort(), ['/home/alice/notes/a.md', '/home/alice/notes/link.md', '/home/alice/notes/sub/c.md', '/home/alice/notes/sub/deep.md'].sort());
+    t.same(
+      r.stdout.trimEnd().split('\n').sort(),
+      [
+        '/home/alice/notes/a.md',
+        '/home/alice/notes/link.md',
+        '/home/alice/notes/sub/c.md',
+        '/home/alice/notes/sub/deep.md',
+      ].sort(),
+    );
     r = await alice(['find', 'notes', '--type', 'd']);
-    t.same(r.stdout.trimEnd().split('\n'), ['/home/alice/notes/sub'].concat(r.stdout.includes('/home/alice/notes\n') ? ['/home/alice/notes'] : []).sort().filter((p) => r.stdout.includes(p)));
+    t.same(
+      r.stdout.trimEnd().split('\n'),
+      ['/home/alice/notes/sub']
+        .concat(r.stdout.includes('/home/alice/notes\n') ? ['/home/alice/notes'] : [])
+        .sort()
+        .filter((p) => r.stdout.includes(p)),
+    );
     t.notMatch(r.stdout, /\.md/);
     r = await alice(['grep', 'hello', 'notes/a.md']);
     t.equal(r.stdout, 'hello world\n', 'one file: lines only');
@@ -190,7 +263,7 @@ void t.test('file commands', async (t) => {
     t.equal(r.stdout, '1:hello world\n');
     r = await alice(['grep', 'hello', 'notes']);
     t.match(r.stdout, /^\/home\/alice\/notes\/a\.md:hello world\n/);
-    t.notMatch(r.stdout, /deep\.md/, 'no -r: only the directory\'s own files');
+    t.notMatch(r.stdout, /deep\.md/, "no -r: only the directory's own files");
     r = await alice(['grep', '-r', '-i', 'HELLO', 'notes']);
     t.match(r.stdout, /\/home\/alice\/notes\/sub\/deep\.md:Hello again x\n/);
     r = await alice(['grep', '-r', '-l', 'ello', 'notes']);

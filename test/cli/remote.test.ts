@@ -18,7 +18,11 @@ void t.test('file and VCS commands over --url', async (t) => {
   t.equal(r.code, 0, r.stderr);
   t.equal((await run(['whoami'], 'alice')).stdout, 'alice\n');
   const tok = (await run(['token', 'alice'])).stdout.trim();
-  t.equal((await runCli({ ...env, SERVICE_URL: '' }, ['whoami', '--url', svc.base, '--token', tok])).stdout, 'alice\n', '--url flag and --token');
+  t.equal(
+    (await runCli({ ...env, SERVICE_URL: '' }, ['whoami', '--url', svc.base, '--token', tok])).stdout,
+    'alice\n',
+    '--url flag and --token',
+  );
 
   t.equal((await run(['mkdir', 'notes'], 'alice')).code, 0);
   r = await run(['mkdir', 'notes'], 'alice');
@@ -49,7 +53,11 @@ void t.test('file and VCS commands over --url', async (t) => {
   r = await run(['grep', '-r', 'remote', 'notes'], 'alice');
   t.match(r.stdout, /\/home\/alice\/notes\/a\.md:hello remote\n/);
   r = await run(['find', 'notes', '--name', '*.md', '--type', 'f'], 'alice');
-  t.same(r.stdout.trimEnd().split('\n').sort(), ['/home/alice/notes/a.md', '/home/alice/notes/b.md', '/home/alice/notes/d.md']);
+  t.same(r.stdout.trimEnd().split('\n').sort(), [
+    '/home/alice/notes/a.md',
+    '/home/alice/notes/b.md',
+    '/home/alice/notes/d.md',
+  ]);
   r = await run(['tree', 'notes'], 'alice');
   t.match(r.stdout, /── d\.md/);
   t.equal((await run(['rm', 'notes/d.md'], 'alice')).code, 0);

@@ -18,7 +18,11 @@ async function scenario(t: Test, run: Run): Promise<void> {
   const m = /^token: (mdvfs_\S+)$/m.exec(made.stdout);
   t.ok(m, `the agent's token is on stdout: ${made.stdout}`);
   t.notOk(made.stderr.includes('mdvfs_'), 'and not on stderr');
-  t.equal((await run(['whoami'], { token: m?.[1] ?? 'none' })).stdout, 'bot9\n', 'the printed token authenticates as the agent');
+  t.equal(
+    (await run(['whoami'], { token: m?.[1] ?? 'none' })).stdout,
+    'bot9\n',
+    'the printed token authenticates as the agent',
+  );
   const user = await ok(['useradd', 'dave']);
   t.notMatch(user.stdout, /token/, 'a user gets no token');
   const as = { user: 'dave' };

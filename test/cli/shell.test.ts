@@ -23,7 +23,11 @@ void t.test('first run: create the first admin, then work in the shell', async (
   t.ok(token, 'the token is printed once');
   const who = await cli.run(['whoami', '-v', '--token', token ?? '']);
   t.match(who.stdout, /^user: alice \(admin\)\n/, 'the token belongs to the new admin');
-  t.notMatch(sh.screen().slice(sh.screen().indexOf(token ?? '') + 1), new RegExp(token ?? 'x'), 'the token is not shown again');
+  t.notMatch(
+    sh.screen().slice(sh.screen().indexOf(token ?? '') + 1),
+    new RegExp(token ?? 'x'),
+    'the token is not shown again',
+  );
 
   const run = async (line: string, expectText: string | RegExp, prompt = '$ ') => {
     sh.mark();
@@ -125,7 +129,9 @@ void t.test('an existing user: no admin offer, cd errors, exit status', async (t
   sh.mark();
   sh.write('exit 3\r');
   // Without a terminal the shell reads commands from stdin: no prompt, the same commands.
-  const piped = await cli.run(['shell', '--user', 'bob'], { input: 'pwd\ncat todo.md | wc -c\ncd /nope\necho still here\nexit 4\necho never\n' });
+  const piped = await cli.run(['shell', '--user', 'bob'], {
+    input: 'pwd\ncat todo.md | wc -c\ncd /nope\necho still here\nexit 4\necho never\n',
+  });
   t.equal(piped.stdout, '/home/bob\n4\nstill here\n');
   t.match(piped.stderr, /^cd: .*\(ENOENT\)\n$/);
   t.equal(piped.code, 4);
@@ -133,58 +139,76 @@ void t.test('an existing user: no admin offer, cd errors, exit status', async (t
   t.equal(exit.exitCode, 3);
 });
 
-void t.test('history is kept across sessions, privately, without first-run answers or space-prefixed lines', async (t) => {
-  const cli = await cliEnv(t);
-  const file = path.join(cli.env.XDG_STATE_HOME ?? '', 'mdvfs', 'shell_history');
-  const first = await spawnShell(t, cli.env);
-  await first.expect('Create the first admin user now? [Y/n] ');
-  first.write('y\r');
-  await first.expect('Admin user name: ');
-  first.write('hist-admin\r');
-  await first.expect('hist-admin@mdvfs:~ $ ');
-  for (const line of ['echo one', 'echo two', ' echo hidden-from-file']) {
-    first.mark();
-    first.write(`${line}\r`);
-    await first.expect(/\$ $/);
-  }
-  first.write(CTRL_D);
-  t.equal((await first.exited).exitCode, 0);
-  t.equal(readFileSync(file, 'utf8'), 'echo one\necho two\n', 'the file holds the commands, oldest first, and nothing else');
-  t.equal(statSync(file).mode & 0o777, 0o600, 'readable by its owner only');
-  t.equal(statSync(path.dirname(file)).mode & 0o777, 0o700);
+void t.test(
+  'history is kept across sessions, privately, without first-run answers or space-prefixed lines',
+  async (t) => {
+    const cli = await cliEnv(t);
+    const file = path.join(cli.env.XDG_STATE_HOME ?? '', 'mdvfs', 'shell_history');
+    const first = await spawnShell(t, cli.env);
+    await first.expect('Create the first admin user now? [Y/n] ');
+    first.write('y\r');
+    await first.expect('Admin user name: ');
+    first.write('hist-admin\r');
+    await first.expect('hist-admin@mdvfs:~ $ ');
+    for (const line of ['echo one', 'echo two', ' echo hidden-from-file']) {
+      first.mark();
+      first.write(`${line}\r`);
+      await first.expect(/\$ $/);
+    }
+    first.write(CTRL_D);
+    t.equal((await first.exited).exitCode, 0);
+    t.equal(
+      readFileSync(file, 'utf8'),
+      'echo one\necho two\n',
+      'the file holds the commands, oldest first, and nothing else',
+    );
+    t.equal(statSync(file).mode & 0o777, 0o600, 'readable by its owner only');
+    t.equal(statSync(path.dirname(file)).mode & 0o777, 0o700);
 
-  // A later session (as a user now: root has no history of its own here) recalls them with the up arrow.
-  const second = await spawnShell(t, cli.env, ['--user', 'hist-admin']);
-  await second.expect('hist-admin@mdvfs:~ $ ');
-  second.mark();
-  second.write(UP);
-  await second.expect('echo two');
-  second.write(UP);
-  await second.expect('echo one');
-  second.mark();
-  second.write('\r');
-  await second.expect(/\none\n/);
-  second.write(CTRL_D);
-  await second.exited;
-  t.equal(readFileSync(file, 'utf8'), 'echo two\necho one\n', 'a recalled command moves to the end (duplicates removed)');
+    // A later session (as a user now: root has no history of its own here) recalls them with the up arrow.
+    const second = await spawnShell(t, cli.env, ['--user', 'hist-admin']);
+    await second.expect('hist-admin@mdvfs:~ $ ');
+    second.mark();
+    second.write(UP);
+    await second.expect('echo two');
+    second.write(UP);
+    await second.expect('echo one');
+    second.mark();
+    second.write('\r');
+    await second.expect(/\none\n/);
+    second.write(CTRL_D);
+    await second.exited;
+    t.equal(
+      readFileSync(file, 'utf8'),
+      'echo two\necho one\n',
+      'a recalled command moves to the end (duplicates removed)',
+    );
 
-  // A history file that cannot be written (its directory is under a regular file: ENOTDIR, even for root)
-  // is a warning, not a failure.
-  const blocker = path.join(path.dirname(file), 'blocker');
-  writeFileSync(blocker, '');
-  const third = await spawnShell(t, { ...cli.env, XDG_STATE_HOME: path.join(blocker, 'state') }, ['--user', 'hist-admin']);
-  await third.expect('hist-admin@mdvfs:~ $ ');
-  third.mark();
-  third.write('echo still-works\r');
-  await third.expect(/\nstill-works\n/);
-  third.mark();
-  third.write('echo again\r');
-  await third.expect(/\nagain\n/);
-  t.match(third.screen(), /history file .*blocker\/state.*\n?.*\(history is kept for this session only\)/, 'a warning names the file');
-  t.equal(third.screen().split('history is kept for this session only').length, 2, 'once, not at every command');
-  third.write(CTRL_D);
-  t.equal((await third.exited).exitCode, 0);
-});
+    // A history file that cannot be written (its directory is under a regular file: ENOTDIR, even for root)
+    // is a warning, not a failure.
+    const blocker = path.join(path.dirname(file), 'blocker');
+    writeFileSync(blocker, '');
+    const third = await spawnShell(t, { ...cli.env, XDG_STATE_HOME: path.join(blocker, 'state') }, [
+      '--user',
+      'hist-admin',
+    ]);
+    await third.expect('hist-admin@mdvfs:~ $ ');
+    third.mark();
+    third.write('echo still-works\r');
+    await third.expect(/\nstill-works\n/);
+    third.mark();
+    third.write('echo again\r');
+    await third.expect(/\nagain\n/);
+    t.match(
+      third.screen(),
+      /history file .*blocker\/state.*\n?.*\(history is kept for this session only\)/,
+      'a warning names the file',
+    );
+    t.equal(third.screen().split('history is kept for this session only').length, 2, 'once, not at every command');
+    third.write(CTRL_D);
+    t.equal((await third.exited).exitCode, 0);
+  },
+);
 
 void t.test('Ctrl-C interrupts a running command: the prompt returns, the rest of the line never runs', async (t) => {
   // A catastrophic regex keeps the daemon's grep busy until its time bound (4 s here).
@@ -214,9 +238,22 @@ void t.test('Ctrl-C interrupts a running command: the prompt returns, the rest o
   await new Promise((r) => setTimeout(r, 5000));
   t.notMatch(sh.screen(), /ETIMEDOUT|took longer/, 'the interrupted command prints nothing afterwards');
   const client = await cli.client();
-  await t.rejects(client.call('fs.stat', { path: '/home/dora/found.md' }), { code: 'ENOENT' }, 'its redirect never wrote');
-  await t.rejects(client.call('fs.stat', { path: '/home/dora/after.md' }), { code: 'ENOENT' }, 'the next command of the line never ran');
-  t.equal(sh.screen().includes('exit 7') && (await Promise.race([sh.exited.then(() => 'exited'), new Promise((r) => setTimeout(() => r('alive'), 200))])), 'alive', 'the interrupted `| exit 7` never ran');
+  await t.rejects(
+    client.call('fs.stat', { path: '/home/dora/found.md' }),
+    { code: 'ENOENT' },
+    'its redirect never wrote',
+  );
+  await t.rejects(
+    client.call('fs.stat', { path: '/home/dora/after.md' }),
+    { code: 'ENOENT' },
+    'the next command of the line never ran',
+  );
+  t.equal(
+    sh.screen().includes('exit 7') &&
+      (await Promise.race([sh.exited.then(() => 'exited'), new Promise((r) => setTimeout(() => r('alive'), 200))])),
+    'alive',
+    'the interrupted `| exit 7` never ran',
+  );
   const size = (await client.call('fs.stat', { path: '/home/dora/slow.md' })).size;
   sh.mark();
   sh.write('cat slow.md | wc -c\r');

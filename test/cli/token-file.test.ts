@@ -50,7 +50,10 @@ t.test('over the local daemon', async (t) => {
     t.equal(r.code, 0, r.stderr);
     t.equal(r.stdout, 'bot\n');
     t.equal(r.stderr.trim().split('\n').length, 1, 'one line');
-    t.match(r.stderr, /warning: --token shows the secret to every local user \(ps\); use SERVICE_TOKEN or --token-file instead/);
+    t.match(
+      r.stderr,
+      /warning: --token shows the secret to every local user \(ps\); use SERVICE_TOKEN or --token-file instead/,
+    );
     noSecret(t, r, token);
   });
 

@@ -1,6 +1,18 @@
 /** `mdvfs import` and `mdvfs export`: a byte-exact round trip of 1,000 files, and what import refuses. */
 import { randomBytes } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, utimesSync, writeFileSync, chmodSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+  chmodSync,
+} from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import t from 'tap';
@@ -27,16 +39,35 @@ function snapshot(dir: string): Map<string, string | Buffer> {
 
 /** 1,000 files in nested directories with unicode names (NFC and NFD), empty and binary contents. */
 function generate(root: string): void {
-  const dirNames = ['notes', 'Журнал', '日記', 'café', 'cafe\u0301-nfd', 'emoji 🚀', 'spaces in name', 'a', 'ünïcødé', 'mixed-Ω≈ç'];
+  const dirNames = [
+    'notes',
+    'Журнал',
+    '日記',
+    'café',
+    'cafe\u0301-nfd',
+    'emoji 🚀',
+    'spaces in name',
+    'a',
+    'ünïcødé',
+    'mixed-Ω≈ç',
+  ];
   let n = 0;
   for (let i = 0; i < 10; i++) {
     for (let j = 0; j < 5; j++) {
       const dir = path.join(root, dirNames[i] ?? `d${i}`, `sub ${j} ✓`, j % 2 === 0 ? 'deeper' : '');
       mkdirSync(dir, { recursive: true });
       for (let k = 0; k < 20; k++) {
-        const name = k === 0 ? `note-${n}.md` : k % 3 === 0 ? `ノート ${n}.md` : k % 3 === 1 ? `zażółć-${n}.md` : `${n} — “quoted” & odd.md`;
+        const name =
+          k === 0
+            ? `note-${n}.md`
+            : k % 3 === 0
+              ? `ノート ${n}.md`
+              : k % 3 === 1
+                ? `zażółć-${n}.md`
+                : `${n} — “quoted” & odd.md`;
         const size = n % 50 === 0 ? 0 : (n * 7919) % 5000;
-        const body = n % 10 === 0 ? randomBytes(size) : Buffer.from(`# Note ${n}\n\n${'lorem ipsum '.repeat(size / 12)}\n`);
+        const body =
+          n % 10 === 0 ? randomBytes(size) : Buffer.from(`# Note ${n}\n\n${'lorem ipsum '.repeat(size / 12)}\n`);
         writeFileSync(path.join(dir, name), body);
         n++;
       }
@@ -151,7 +182,11 @@ void t.test('import never follows symlinks out of the folder and reports what it
   t.notMatch(find.stdout, /passwords|leak/, 'nothing from outside the folder was imported');
   t.match(find.stdout, /\/imp\/ok\.md\n/);
   t.match(find.stdout, /\/imp\/sub\/also\.md\n/);
-  t.equal((await cli.run(['cat', '/imp/inside.md'])).stdout, 'fine too', 'a symlink inside the folder is kept as a link');
+  t.equal(
+    (await cli.run(['cat', '/imp/inside.md'])).stdout,
+    'fine too',
+    'a symlink inside the folder is kept as a link',
+  );
   t.equal(JSON.parse((await cli.run(['stat', '--json', '/imp/inside.md'])).stdout).target, 'sub/also.md');
 });
 
@@ -165,7 +200,14 @@ void t.test('import and export keep modification times, of files and directories
   writeFileSync(path.join(src, 'old', 'deep', 'b.md'), 'b');
   writeFileSync(path.join(src, 'top.md'), 'top');
   // Distinct times in the past, children before their directories (writing into one changes its time).
-  const times: Record<string, number> = { 'old/deep/b.md': 1_000_000_001, 'old/a.md': 1_100_000_002.25, 'top.md': 1_200_000_003, 'old/deep': 1_300_000_004, old: 1_400_000_005, '': 1_500_000_006 };
+  const times: Record<string, number> = {
+    'old/deep/b.md': 1_000_000_001,
+    'old/a.md': 1_100_000_002.25,
+    'top.md': 1_200_000_003,
+    'old/deep': 1_300_000_004,
+    old: 1_400_000_005,
+    '': 1_500_000_006,
+  };
   for (const [rel, sec] of Object.entries(times)) utimesSync(path.join(src, rel), sec, sec);
 
   let r = await cli.run(['import', src, '--to', 'imp'], { user: 'alice' });
@@ -175,7 +217,11 @@ void t.test('import and export keep modification times, of files and directories
     const st = await client.call('fs.stat', { path: `/home/alice/imp${rel === '' ? '' : `/${rel}`}` });
     t.equal(st.modified, Math.floor(sec), `import: ${rel || 'the folder itself'} keeps its modification time`);
   }
-  t.equal((await client.call('fs.stat', { path: '/home/alice/imp/old/a.md' })).mtime_ns, '1100000002250000000', 'to the nanosecond');
+  t.equal(
+    (await client.call('fs.stat', { path: '/home/alice/imp/old/a.md' })).mtime_ns,
+    '1100000002250000000',
+    'to the nanosecond',
+  );
 
   // Times set in the filesystem (one file written now, one touched to a known time) go out with export.
   await client.call('fs.write', { path: '/home/alice/imp/old/fresh.md' }, { data: Buffer.from('fresh') });
@@ -191,7 +237,11 @@ void t.test('import and export keep modification times, of files and directories
   t.equal(hostSec('old/a.md'), 1_100_000_002);
   t.equal(hostSec('old/deep/b.md'), 1_000_000_001);
   t.equal(hostSec('old/deep'), 1_300_000_004, 'export: a directory keeps its time');
-  t.equal(hostSec('old'), old.modified, 'export: a directory gets its time in the filesystem (changed by the new file)');
+  t.equal(
+    hostSec('old'),
+    old.modified,
+    'export: a directory gets its time in the filesystem (changed by the new file)',
+  );
   t.equal(hostSec(''), 1_500_000_006, 'export: the exported directory itself too');
 
   // Copied into folders that were there already, import and export leave those folders' own times alone.
@@ -200,8 +250,16 @@ void t.test('import and export keep modification times, of files and directories
   await client.call('fs.chmod', { path: '/home/alice/existing', mode: '0777' });
   r = await cli.run(['import', src, '--to', 'existing'], { user: 'alice' });
   t.equal(r.code, 0, r.stderr);
-  t.not((await client.call('fs.stat', { path: '/home/alice/existing' })).modified, 1_500_000_006, 'import: an existing target keeps its own time');
-  t.equal((await client.call('fs.stat', { path: '/home/alice/existing/old' })).modified, 1_400_000_005, 'while what it copied keeps the source times');
+  t.not(
+    (await client.call('fs.stat', { path: '/home/alice/existing' })).modified,
+    1_500_000_006,
+    'import: an existing target keeps its own time',
+  );
+  t.equal(
+    (await client.call('fs.stat', { path: '/home/alice/existing/old' })).modified,
+    1_400_000_005,
+    'while what it copied keeps the source times',
+  );
   const there = path.join(tmp, 'there');
   mkdirSync(there);
   r = await cli.run(['export', 'imp', there], { user: 'alice' });

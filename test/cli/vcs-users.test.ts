@@ -31,12 +31,18 @@ void t.test('users, groups, tokens', async (t) => {
   t.match(r.stdout, /^created group team \(gid (\d+)\)\n$/);
   const teamGid = Number(/gid (\d+)/.exec(r.stdout)?.[1]);
   t.equal((await cli.run(['usermod', '-aG', 'team', 'alice'])).code, 0);
-  let who = JSON.parse((await cli.run(['whoami', '--json'], { user: 'alice' })).stdout) as { groups: number[]; is_admin: boolean };
+  let who = JSON.parse((await cli.run(['whoami', '--json'], { user: 'alice' })).stdout) as {
+    groups: number[];
+    is_admin: boolean;
+  };
   t.ok(who.groups.includes(teamGid), 'alice is in team');
   r = await cli.run(['usermod', '-G', 'team', 'alice']);
   t.equal(r.code, 2, 'usermod needs -a or -r');
   t.equal((await cli.run(['usermod', '-rG', 'team', 'alice'])).code, 0);
-  who = JSON.parse((await cli.run(['whoami', '--json'], { user: 'alice' })).stdout) as { groups: number[]; is_admin: boolean };
+  who = JSON.parse((await cli.run(['whoami', '--json'], { user: 'alice' })).stdout) as {
+    groups: number[];
+    is_admin: boolean;
+  };
   t.notOk(who.groups.includes(teamGid), 'alice left team');
   t.equal((await cli.run(['usermod', '-aG', 'wheel', 'alice'])).code, 0);
   r = await cli.run(['whoami', '-v'], { user: 'alice' });
@@ -71,9 +77,14 @@ void t.test('users, groups, tokens', async (t) => {
     r = await cli.run(['write', 'private.md', 'hi'], { token: botToken, env: { SERVICE_ON_BEHALF_OF: 'alice' } });
     t.equal(r.code, 1, 'the agent may not write where only alice may');
     t.match(r.stderr, /\(EACCES\)\n$/);
-    r = await cli.run(['write', 'shared/from-bot.md', 'hi'], { token: botToken, env: { SERVICE_ON_BEHALF_OF: 'alice' } });
+    r = await cli.run(['write', 'shared/from-bot.md', 'hi'], {
+      token: botToken,
+      env: { SERVICE_ON_BEHALF_OF: 'alice' },
+    });
     t.equal(r.code, 0, r.stderr);
-    const st = JSON.parse((await cli.run(['stat', '--json', '/home/alice/shared/from-bot.md'])).stdout) as { uid: number };
+    const st = JSON.parse((await cli.run(['stat', '--json', '/home/alice/shared/from-bot.md'])).stdout) as {
+      uid: number;
+    };
     const alice = JSON.parse((await cli.run(['whoami', '--json'], { user: 'alice' })).stdout) as { uid: number };
     t.equal(st.uid, alice.uid, 'the delegate owns what the agent wrote in her home');
     r = await cli.run(['whoami', '-v', '--on-behalf-of', 'alice'], { token: botToken });
@@ -91,7 +102,12 @@ void t.test('users, groups, tokens', async (t) => {
     t.match(id, /^[0-9a-f-]{36}$/);
     r = await cli.run(['workspace', 'list']);
     t.match(r.stdout, new RegExp(`^${id} +proj +\\S+ +/srv/proj\\n`, 'm'));
-    t.same(JSON.parse((await cli.run(['workspace', 'list', '--json'])).stdout).workspaces.map((w: { name: string }) => w.name), ['proj']);
+    t.same(
+      JSON.parse((await cli.run(['workspace', 'list', '--json'])).stdout).workspaces.map(
+        (w: { name: string }) => w.name,
+      ),
+      ['proj'],
+    );
     r = await cli.run(['workspace', 'token', 'proj', 'ci']);
     t.equal(r.code, 2, 'an agent token is needed');
     r = await cli.run(['workspace', 'token', 'proj', 'ci', '--agent-token', botToken]);
@@ -100,7 +116,11 @@ void t.test('users, groups, tokens', async (t) => {
     const ws = { token: secret, env: { SERVICE_WORKSPACE: id } };
     t.equal((await cli.run(['ls', '/'], ws)).stdout, 'readme.md\n', 'inside the workspace, / is its root');
     t.equal((await cli.run(['cat', 'readme.md'], ws)).stdout, 'project\n');
-    t.equal((await cli.run(['ls', '/', '--workspace', id, '--token', secret])).stdout, 'readme.md\n', 'the same with flags');
+    t.equal(
+      (await cli.run(['ls', '/', '--workspace', id, '--token', secret])).stdout,
+      'readme.md\n',
+      'the same with flags',
+    );
     r = await cli.run(['cat', '/../../home/alice/shared/from-bot.md'], ws);
     t.not(r.stdout, 'hi\n', 'paths cannot escape the workspace');
     t.equal(r.code, 1);
@@ -139,14 +159,24 @@ void t.test('version control', async (t) => {
   r = await alice(['diff', first ?? '', second]);
   t.match(r.stdout, /^\+two$/m, 'diff between two commits');
   r = await alice(['log']);
-  t.match(r.stdout, new RegExp(`^commit ${second}\\nAuthor: alice\\nDate: +\\d{4}-\\d\\d-\\d\\dT[\\d:]+Z\\n\\n    second\\n    \\n    with a body\\n\\ncommit ${first}\\n`));
+  t.match(
+    r.stdout,
+    new RegExp(
+      `^commit ${second}\\nAuthor: alice\\nDate: +\\d{4}-\\d\\d-\\d\\dT[\\d:]+Z\\n\\n    second\\n    \\n    with a body\\n\\ncommit ${first}\\n`,
+    ),
+  );
   r = await alice(['log', '--oneline']);
   t.equal(r.stdout, `${second} second\n${first} first\n`);
   r = await alice(['log', '--oneline', '-n', '1']);
   t.equal(r.stdout, `${second} second\n`);
   r = await alice(['log', '--oneline', '--path', 'b.md']);
   t.equal(r.stdout, `${second} second\n`, 'log --path shows only commits touching the path');
-  t.same((JSON.parse((await alice(['log', '--json'])).stdout) as { commits: Array<{ hash: string }> }).commits.map((c) => c.hash), [second, first]);
+  t.same(
+    (JSON.parse((await alice(['log', '--json'])).stdout) as { commits: Array<{ hash: string }> }).commits.map(
+      (c) => c.hash,
+    ),
+    [second, first],
+  );
   await alice(['write', 'a.md', 'uncommitted']);
   r = await alice(['revert', (first ?? '').slice(0, 6)]);
   t.equal(r.code, 0);

@@ -15,7 +15,10 @@ void t.test('import --watch follows a folder until SIGINT', async (t) => {
   writeFileSync(path.join(vault, 'index.md'), '# Index\n');
   writeFileSync(path.join(vault, 'daily', 'monday.md'), 'gym\n');
 
-  const proc = spawn(process.execPath, [CLI, 'import', vault, '--watch'], { env: { ...cli.env, SERVICE_AS_USER: 'alice' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [CLI, 'import', vault, '--watch'], {
+    env: { ...cli.env, SERVICE_AS_USER: 'alice' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   proc.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
@@ -40,14 +43,24 @@ void t.test('import --watch follows a folder until SIGINT', async (t) => {
   t.equal(await read('vault/daily/monday.md'), 'gym\n');
 
   writeFileSync(path.join(vault, 'daily', 'monday.md'), 'gym\nread\n');
-  t.ok(await until(async () => (await read('vault/daily/monday.md')) === 'gym\nread\n', 2000), 'an edit arrives within 2 s');
+  t.ok(
+    await until(async () => (await read('vault/daily/monday.md')) === 'gym\nread\n', 2000),
+    'an edit arrives within 2 s',
+  );
 
   writeFileSync(path.join(vault, 'daily', 'tuesday.md'), 'swim\n');
-  t.ok(await until(async () => (await read('vault/daily/tuesday.md')) === 'swim\n', 2000), 'a new file arrives within 2 s');
+  t.ok(
+    await until(async () => (await read('vault/daily/tuesday.md')) === 'swim\n', 2000),
+    'a new file arrives within 2 s',
+  );
 
   renameSync(path.join(vault, 'daily', 'tuesday.md'), path.join(vault, 'daily', 'wednesday.md'));
   t.ok(
-    await until(async () => (await read('vault/daily/wednesday.md')) === 'swim\n' && (await read('vault/daily/tuesday.md')) === null, 2000),
+    await until(
+      async () =>
+        (await read('vault/daily/wednesday.md')) === 'swim\n' && (await read('vault/daily/tuesday.md')) === null,
+      2000,
+    ),
     'a rename arrives within 2 s',
   );
 
@@ -56,9 +69,23 @@ void t.test('import --watch follows a folder until SIGINT', async (t) => {
 
   mkdirSync(path.join(vault, 'projects', 'x'), { recursive: true });
   writeFileSync(path.join(vault, 'projects', 'x', 'plan.md'), 'plan\n');
-  t.ok(await until(async () => (await read('vault/projects/x/plan.md')) === 'plan\n', 2000), 'a new directory with a file arrives within 2 s');
+  t.ok(
+    await until(async () => (await read('vault/projects/x/plan.md')) === 'plan\n', 2000),
+    'a new directory with a file arrives within 2 s',
+  );
   rmSync(path.join(vault, 'projects'), { recursive: true });
-  t.ok(await until(async () => (await read('vault/projects/x/plan.md')) === null && (await alice.call('fs.stat', { path: 'vault/projects' }).then(() => false, () => true)), 2000), 'a removed directory goes too');
+  t.ok(
+    await until(
+      async () =>
+        (await read('vault/projects/x/plan.md')) === null &&
+        (await alice.call('fs.stat', { path: 'vault/projects' }).then(
+          () => false,
+          () => true,
+        )),
+      2000,
+    ),
+    'a removed directory goes too',
+  );
 
   proc.kill('SIGINT');
   t.equal(await exited, 0, 'SIGINT stops the watcher cleanly');

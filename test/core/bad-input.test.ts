@@ -29,14 +29,30 @@ t.test('bad input', async (t) => {
     const longUtf8 = 'é'.repeat(128); // 256 bytes in UTF-8
     await refuses(t, [
       ['256-byte name (write)', () => alice.call('fs.write', { path: long }, text('x')), 'ENAMETOOLONG'],
-      ['256-byte UTF-8 name (write)', () => alice.call('fs.write', { path: `d/${longUtf8}` }, text('x')), 'ENAMETOOLONG'],
-      ['overlong directory component', () => alice.call('fs.write', { path: `new/${long}/x.md` }, text('x')), 'ENAMETOOLONG'],
+      [
+        '256-byte UTF-8 name (write)',
+        () => alice.call('fs.write', { path: `d/${longUtf8}` }, text('x')),
+        'ENAMETOOLONG',
+      ],
+      [
+        'overlong directory component',
+        () => alice.call('fs.write', { path: `new/${long}/x.md` }, text('x')),
+        'ENAMETOOLONG',
+      ],
       ['overlong name (mkdir)', () => alice.call('fs.mkdir', { path: long }), 'ENAMETOOLONG'],
-      ['overlong name (mkdir -p)', () => alice.call('fs.mkdir', { path: `a/${long}/b`, parents: true }), 'ENAMETOOLONG'],
+      [
+        'overlong name (mkdir -p)',
+        () => alice.call('fs.mkdir', { path: `a/${long}/b`, parents: true }),
+        'ENAMETOOLONG',
+      ],
       ['overlong name (symlink)', () => alice.call('fs.symlink', { target: 'file.md', path: long }), 'ENAMETOOLONG'],
       ['overlong name (move)', () => alice.call('fs.move', { src: 'file.md', dst: long }), 'ENAMETOOLONG'],
       ['overlong name (copy)', () => alice.call('fs.copy', { src: 'file.md', dst: `x/${long}` }), 'ENAMETOOLONG'],
-      ['overlong path (> 4096 bytes)', () => alice.call('fs.write', { path: 'd/'.repeat(2100) + 'x' }, text('x')), 'ENAMETOOLONG'],
+      [
+        'overlong path (> 4096 bytes)',
+        () => alice.call('fs.write', { path: 'd/'.repeat(2100) + 'x' }, text('x')),
+        'ENAMETOOLONG',
+      ],
       ['NUL in a name (write)', () => alice.call('fs.write', { path: 'a\0b.md' }, text('x')), 'EINVAL'],
       ['NUL in a directory (write)', () => alice.call('fs.write', { path: 'dir\0/b.md' }, text('x')), 'EINVAL'],
       ['NUL (mkdir)', () => alice.call('fs.mkdir', { path: 'a\0', parents: true }), 'EINVAL'],
@@ -44,9 +60,17 @@ t.test('bad input', async (t) => {
       ['NUL (move dst)', () => alice.call('fs.move', { src: 'file.md', dst: 'x\0y' }), 'EINVAL'],
       ['NUL in a symlink target', () => alice.call('fs.symlink', { target: 'a\0b', path: 'ln' }), 'EINVAL'],
       ['empty symlink target', () => alice.call('fs.symlink', { target: '', path: 'ln' }), 'EINVAL'],
-      ['symlink target over 4096 bytes', () => alice.call('fs.symlink', { target: 'x/'.repeat(2049), path: 'ln' }), 'EINVAL'],
+      [
+        'symlink target over 4096 bytes',
+        () => alice.call('fs.symlink', { target: 'x/'.repeat(2049), path: 'ln' }),
+        'EINVAL',
+      ],
       ['"." as the last name of a write', () => alice.call('fs.write', { path: 'sub/.' }, text('x')), 'EINVAL'],
-      ['"." naming an existing directory (write)', () => alice.call('fs.write', { path: '/tmp/.' }, text('x')), 'EINVAL'],
+      [
+        '"." naming an existing directory (write)',
+        () => alice.call('fs.write', { path: '/tmp/.' }, text('x')),
+        'EINVAL',
+      ],
       ['".." as the last name of a write', () => alice.call('fs.write', { path: '/tmp/..' }, text('x')), 'EINVAL'],
       ['mkdir "."', () => alice.call('fs.mkdir', { path: '.' }), 'EINVAL'],
       ['mkdir -p "x/.."', () => alice.call('fs.mkdir', { path: 'x/..', parents: true }), 'EINVAL'],
@@ -58,8 +82,16 @@ t.test('bad input', async (t) => {
       ['copy to ".."', () => alice.call('fs.copy', { src: 'file.md', dst: '..' }), 'EINVAL'],
       ['unlink "file.md/."', () => alice.call('fs.unlink', { path: 'file.md/.' }), 'EINVAL'],
       ['rmdir "sub/.."', () => alice.call('fs.rmdir', { path: 'sub/..' }), 'EINVAL'],
-      ['delete -r "x/.." (would be the home)', () => alice.call('fs.delete', { path: 'x/..', recursive: true }), 'EINVAL'],
-      ['delete -r "/home/alice/.." as root', () => root.call('fs.delete', { path: '/home/alice/..', recursive: true }), 'EINVAL'],
+      [
+        'delete -r "x/.." (would be the home)',
+        () => alice.call('fs.delete', { path: 'x/..', recursive: true }),
+        'EINVAL',
+      ],
+      [
+        'delete -r "/home/alice/.." as root',
+        () => root.call('fs.delete', { path: '/home/alice/..', recursive: true }),
+        'EINVAL',
+      ],
       ['delete -r "/tmp/./" as root', () => root.call('fs.delete', { path: '/tmp/./', recursive: true }), 'EINVAL'],
       ['the root cannot be written', () => root.call('fs.write', { path: '/' }, text('x')), 'EINVAL'],
       ['the root cannot be removed', () => root.call('fs.delete', { path: '/', recursive: true }), 'EBUSY'],
@@ -67,7 +99,17 @@ t.test('bad input', async (t) => {
       ['the empty path is the home: not a file', () => alice.call('fs.write', { path: '' }, text('x')), 'EISDIR'],
     ]);
     // 255 bytes is fine, and names are otherwise free-form
-    for (const n of ['n'.repeat(255), 'é'.repeat(127) + 'x', ' spaces and\ttabs ', '...', '.hidden', '-rf', '*?[]', 'a\\b', '日本語.md']) {
+    for (const n of [
+      'n'.repeat(255),
+      'é'.repeat(127) + 'x',
+      ' spaces and\ttabs ',
+      '...',
+      '.hidden',
+      '-rf',
+      '*?[]',
+      'a\\b',
+      '日本語.md',
+    ]) {
       await alice.call('fs.write', { path: `names/${n}` }, text(n));
     }
     t.equal((await alice.call('fs.list', { path: 'names' })).entries.length, 9);
@@ -108,21 +150,41 @@ t.test('bad input', async (t) => {
       ["group named like a user's personal group", () => root.call('admin.groupAdd', { name: 'carol' }), 'EEXIST'],
       ['member: unknown user', () => root.call('admin.groupMemberAdd', { user: 'nobody', group: 'team' }), 'ENOENT'],
       ['member: unknown group', () => root.call('admin.groupMemberAdd', { user: 'alice', group: 'nogroup' }), 'ENOENT'],
-      ['remove from primary group', () => root.call('admin.groupMemberDel', { user: 'alice', group: 'alice' }), 'EINVAL'],
+      [
+        'remove from primary group',
+        () => root.call('admin.groupMemberDel', { user: 'alice', group: 'alice' }),
+        'EINVAL',
+      ],
       ['root leaves wheel', () => root.call('admin.groupMemberDel', { user: 'root', group: 'wheel' }), 'EPERM'],
       ['delete unknown user', () => root.call('admin.userDel', { name: 'nobody' }), 'ENOENT'],
       ['token for unknown user', () => root.call('admin.token', { name: 'nobody' }), 'ENOENT'],
       ['chown to an unknown user', () => root.call('fs.chown', { path: '/tmp/file.md', owner: 'nobody' }), 'EINVAL'],
       ['chown to uid 2^32 - 1', () => root.call('fs.chown', { path: '/tmp/file.md', owner: 4294967295 }), 'EINVAL'],
       ['chown to an unknown group', () => root.call('fs.chown', { path: '/tmp/file.md', group: 'nogroup' }), 'EINVAL'],
-      ['chown to a gid beyond 32 bits', () => root.call('fs.chown', { path: '/tmp/file.md', group: '99999999999' }), 'EINVAL'],
+      [
+        'chown to a gid beyond 32 bits',
+        () => root.call('fs.chown', { path: '/tmp/file.md', group: '99999999999' }),
+        'EINVAL',
+      ],
       ['chown of a missing file', () => root.call('fs.chown', { path: '/tmp/missing', owner: 'alice' }), 'ENOENT'],
-      ['on behalf of an unknown user', () => d.client.as({ onBehalfOf: 'nobody' }).call('fs.list', { path: '/' }), 'EAUTH'],
-      ['as an unknown user', () => d.client.as({ authorization: 'User nobody' }).call('fs.list', { path: '/' }), 'EAUTH'],
+      [
+        'on behalf of an unknown user',
+        () => d.client.as({ onBehalfOf: 'nobody' }).call('fs.list', { path: '/' }),
+        'EAUTH',
+      ],
+      [
+        'as an unknown user',
+        () => d.client.as({ authorization: 'User nobody' }).call('fs.list', { path: '/' }),
+        'EAUTH',
+      ],
       ['workspace at a relative path', () => root.call('ws.create', { name: 'w', root_path: 'relative' }), 'EINVAL'],
       ['workspace with an empty name', () => root.call('ws.create', { name: '', root_path: '/tmp' }), 'EINVAL'],
       ['workspace on a file', () => root.call('ws.create', { name: 'w', root_path: '/tmp/file.md' }), 'EEXIST'],
-      ['token for an unknown workspace', () => root.call('ws.token', { id: 'nope', name: 'x', agent_token: p.tokens.agent }), 'ENOENT'],
+      [
+        'token for an unknown workspace',
+        () => root.call('ws.token', { id: 'nope', name: 'x', agent_token: p.tokens.agent }),
+        'ENOENT',
+      ],
     );
     await refuses(t, cases);
     // the boundaries that are fine
@@ -132,18 +194,44 @@ t.test('bad input', async (t) => {
   });
 
   t.test('invalid modes', async (t) => {
-    const bad: (string | number)[] = ['999', '8', '0o644', '77777', '-1', 'rwx', '', ' 644', '0x1ff', -1, 0o10000, 1.5, 4096];
+    const bad: (string | number)[] = [
+      '999',
+      '8',
+      '0o644',
+      '77777',
+      '-1',
+      'rwx',
+      '',
+      ' 644',
+      '0x1ff',
+      -1,
+      0o10000,
+      1.5,
+      4096,
+    ];
     const cases: [string, () => Promise<unknown>, string][] = [];
     for (const m of bad) {
       cases.push([`chmod ${JSON.stringify(m)}`, () => alice.call('fs.chmod', { path: 'file.md', mode: m }), 'EINVAL']);
-      cases.push([`mkdir mode ${JSON.stringify(m)}`, () => alice.call('fs.mkdir', { path: 'badmode', mode: m }), 'EINVAL']);
-      cases.push([`write mode ${JSON.stringify(m)}`, () => alice.call('fs.write', { path: 'badmode.md', mode: m }, text('x')), 'EINVAL']);
+      cases.push([
+        `mkdir mode ${JSON.stringify(m)}`,
+        () => alice.call('fs.mkdir', { path: 'badmode', mode: m }),
+        'EINVAL',
+      ]);
+      cases.push([
+        `write mode ${JSON.stringify(m)}`,
+        () => alice.call('fs.write', { path: 'badmode.md', mode: m }, text('x')),
+        'EINVAL',
+      ]);
     }
     cases.push(['access mode 8', () => alice.call('fs.access', { path: 'file.md', mode: 8 }), 'EINVAL']);
     cases.push(['negative truncate', () => alice.call('fs.truncate', { path: 'file.md', size: -1 }), 'EINVAL']);
     cases.push(['fractional truncate', () => alice.call('fs.truncate', { path: 'file.md', size: 1.5 }), 'EINVAL']);
     cases.push(['bad time', () => alice.call('fs.utimens', { path: 'file.md', mtime: '12abc' }), 'EINVAL']);
-    cases.push(['infinite time', () => alice.call('fs.utimens', { path: 'file.md', mtime: Number.POSITIVE_INFINITY }), 'EINVAL']);
+    cases.push([
+      'infinite time',
+      () => alice.call('fs.utimens', { path: 'file.md', mtime: Number.POSITIVE_INFINITY }),
+      'EINVAL',
+    ]);
     await refuses(t, cases);
   });
 });
@@ -182,7 +270,8 @@ t.test('tokens', async (t) => {
     const tok = (await root.call('admin.token', { name: 'bob' })).token;
     const files = ['store.db', 'store.db-wal'].map((f) => path.join(d.dataDir, f)).filter((f) => existsSync(f));
     t.ok(files.length > 0);
-    for (const f of files) t.notOk(readFileSync(f).includes(Buffer.from(tok.slice(6))), `${path.basename(f)} does not hold the raw token`);
+    for (const f of files)
+      t.notOk(readFileSync(f).includes(Buffer.from(tok.slice(6))), `${path.basename(f)} does not hold the raw token`);
     t.equal((await as(`Bearer ${tok}`).call('auth.whoami', {})).user, 'bob');
   });
 
@@ -222,9 +311,23 @@ t.test('tokens', async (t) => {
     ]) {
       await t.rejects(c.as({ authorization: auth }).call('auth.whoami', {}), { code: 'EAUTH' }, JSON.stringify(auth));
     }
-    await t.rejects(c.as({ authorization: `Bearer ${good}`, workspace: '00000000-0000-0000-0000-000000000000' }).call('auth.whoami', {}), { code: 'EAUTH' }, 'an agent token is no workspace secret');
-    await t.rejects(c.as({ workspace: 'x' }).call('auth.whoami', {}), { code: 'EAUTH' }, 'a workspace without a secret');
-    t.equal((await c.as({ authorization: `  Bearer   ${good}  ` }).call('auth.whoami', {})).user, 'agent', 'surrounding blanks are tolerated');
+    await t.rejects(
+      c
+        .as({ authorization: `Bearer ${good}`, workspace: '00000000-0000-0000-0000-000000000000' })
+        .call('auth.whoami', {}),
+      { code: 'EAUTH' },
+      'an agent token is no workspace secret',
+    );
+    await t.rejects(
+      c.as({ workspace: 'x' }).call('auth.whoami', {}),
+      { code: 'EAUTH' },
+      'a workspace without a secret',
+    );
+    t.equal(
+      (await c.as({ authorization: `  Bearer   ${good}  ` }).call('auth.whoami', {})).user,
+      'agent',
+      'surrounding blanks are tolerated',
+    );
   });
 });
 
@@ -236,7 +339,9 @@ t.test('SERVICE_ANONYMOUS=deny and SERVICE_USER_AUTH=off apply to remote request
   const tok = (await root.call('admin.token', { name: 'alice' })).token;
   await t.rejects(c.as({ origin: 'remote' }).call('auth.whoami', {}), { code: 'EAUTH' });
   await t.rejects(c.as({ origin: 'remote' }).call('fs.list', { path: '/' }), { code: 'EAUTH' });
-  await t.rejects(c.as({ origin: 'remote' }).call('fs.write', { path: '/tmp/anon.md' }, { data: Buffer.from('x') }), { code: 'EAUTH' });
+  await t.rejects(c.as({ origin: 'remote' }).call('fs.write', { path: '/tmp/anon.md' }, { data: Buffer.from('x') }), {
+    code: 'EAUTH',
+  });
   await t.rejects(c.as({ origin: 'remote', authorization: 'User alice' }).call('auth.whoami', {}), { code: 'EAUTH' });
   await t.rejects(c.as({ origin: 'remote' }).call('auth.login', { username: 'alice' }), { code: 'EAUTH' });
   t.equal((await c.as({ origin: 'remote', authorization: `Bearer ${tok}` }).call('auth.whoami', {})).user, 'alice');

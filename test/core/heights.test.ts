@@ -8,7 +8,15 @@ import { Vcs } from '../../daemon/vcs/vcs.js';
 import type { Node } from '../../daemon/core/inode.js';
 import type { Cred } from '../../daemon/core/perms.js';
 
-const journal = { inode: () => undefined, inodeRemoved: () => undefined, object: () => undefined, objectRemoved: () => undefined, setRef: () => undefined, durable: () => Promise.resolve(), close: () => undefined };
+const journal = {
+  inode: () => undefined,
+  inodeRemoved: () => undefined,
+  object: () => undefined,
+  objectRemoved: () => undefined,
+  setRef: () => undefined,
+  durable: () => Promise.resolve(),
+  close: () => undefined,
+};
 const root: Cred = { user: { uid: 0, gid: 0, groups: new Set([0]), name: 'root', home: '/', isAgent: false } };
 
 /** Levels below a node, counted from scratch. */
@@ -25,7 +33,8 @@ function counted(n: Node): number {
 
 function wrongHeights(vfs: Vfs): string[] {
   const bad: string[] = [];
-  for (const n of vfs.nodes.values()) if (n.kind === 'directory' && n.height !== counted(n)) bad.push(`${n.name}: ${n.height} != ${counted(n)}`);
+  for (const n of vfs.nodes.values())
+    if (n.kind === 'directory' && n.height !== counted(n)) bad.push(`${n.name}: ${n.height} != ${counted(n)}`);
   return bad;
 }
 
@@ -83,7 +92,10 @@ t.test('heights stay exact through random operations and reverts', async (t) => 
     }
   }
   t.pass('every directory height matched a fresh count after each of 400 operations');
-  t.ok(succeeded.every((n) => n > 0) && reverts > 0, `every kind of operation succeeded at least once (${succeeded.join(', ')}; ${reverts} reverts)`);
+  t.ok(
+    succeeded.every((n) => n > 0) && reverts > 0,
+    `every kind of operation succeeded at least once (${succeeded.join(', ')}; ${reverts} reverts)`,
+  );
 });
 
 function pathOf(n: Node): string {

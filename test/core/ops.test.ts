@@ -3,7 +3,15 @@
  * Permission rules per persona live in test/perms; bad input in bad-input.test.ts.
  */
 import t from 'tap';
-import { spawnDaemon, makePersonas, readText, text, treeSnapshot, sha256, blobId as objectIdOf } from '../helpers/daemon.js';
+import {
+  spawnDaemon,
+  makePersonas,
+  readText,
+  text,
+  treeSnapshot,
+  sha256,
+  blobId as objectIdOf,
+} from '../helpers/daemon.js';
 
 t.test('filesystem operations', async (t) => {
   const d = await spawnDaemon(t);
@@ -13,7 +21,10 @@ t.test('filesystem operations', async (t) => {
 
   t.test('a fresh tree has /, /home and a sticky /tmp', async (t) => {
     const l = await root.call('fs.list', { path: '/' });
-    t.same(l.entries.map((e) => e.name), ['home', 'tmp']);
+    t.same(
+      l.entries.map((e) => e.name),
+      ['home', 'tmp'],
+    );
     t.equal((await root.call('fs.stat', { path: '/tmp' })).mode, '1777');
     t.equal((await root.call('fs.stat', { path: '/' })).mode, '0755');
     const home = await root.call('fs.stat', { path: '/home/alice' });
@@ -81,14 +92,18 @@ t.test('filesystem operations', async (t) => {
 
   t.test('write preconditions: if_match, if_none_match, exclusive', async (t) => {
     const w = await alice.call('fs.write', { path: 'pre.md' }, text('v1'));
-    await t.rejects(alice.call('fs.write', { path: 'pre.md', if_match: objectIdOf('other') }, text('v2')), { code: 'EPRECOND' });
+    await t.rejects(alice.call('fs.write', { path: 'pre.md', if_match: objectIdOf('other') }, text('v2')), {
+      code: 'EPRECOND',
+    });
     t.equal(await readText(alice, 'pre.md'), 'v1');
     const ok = await alice.call('fs.write', { path: 'pre.md', if_match: w.etag }, text('v2'));
     t.equal(ok.created, false);
     // the old etag no longer matches: a lost update is refused
     await t.rejects(alice.call('fs.write', { path: 'pre.md', if_match: w.etag }, text('v3')), { code: 'EPRECOND' });
     t.equal(await readText(alice, 'pre.md'), 'v2');
-    await t.rejects(alice.call('fs.write', { path: 'pre-missing.md', if_match: w.etag }, text('x')), { code: 'EPRECOND' });
+    await t.rejects(alice.call('fs.write', { path: 'pre-missing.md', if_match: w.etag }, text('x')), {
+      code: 'EPRECOND',
+    });
     await t.rejects(alice.call('fs.write', { path: 'pre-missing.md', if_match: '*' }, text('x')), { code: 'EPRECOND' });
     await t.rejects(alice.call('fs.stat', { path: 'pre-missing.md' }), { code: 'ENOENT' });
     await t.rejects(alice.call('fs.write', { path: 'pre.md', if_none_match: '*' }, text('v3')), { code: 'EPRECOND' });
@@ -141,7 +156,10 @@ t.test('filesystem operations', async (t) => {
     await alice.call('fs.symlink', { target: '/home/alice/deep/a', path: 'sl/dirlink' });
     await alice.call('fs.write', { path: 'sl/dirlink/via.md' }, text('via'));
     t.equal(await readText(alice, 'deep/a/via.md'), 'via');
-    t.same((await alice.call('fs.list', { path: 'sl/dirlink' })).entries.map((e) => e.name), ['b', 'via.md']);
+    t.same(
+      (await alice.call('fs.list', { path: 'sl/dirlink' })).entries.map((e) => e.name),
+      ['b', 'via.md'],
+    );
   });
 
   t.test('stat follows symlinks, lstat (nofollow) does not; readlink', async (t) => {
@@ -153,7 +171,10 @@ t.test('filesystem operations', async (t) => {
     t.equal(ls.target, 'target.md');
     t.equal(ls.mode, '0777');
     t.equal(ls.size, Buffer.byteLength('target.md'));
-    t.same(await alice.call('fs.readlink', { path: 'sl/abs-link' }), { path: '/home/alice/sl/abs-link', target: '/home/alice/sl/target.md' });
+    t.same(await alice.call('fs.readlink', { path: 'sl/abs-link' }), {
+      path: '/home/alice/sl/abs-link',
+      target: '/home/alice/sl/target.md',
+    });
     await t.rejects(alice.call('fs.readlink', { path: 'sl/target.md' }), { code: 'EINVAL' });
     await t.rejects(alice.call('fs.symlink', { target: 'x', path: 'sl/target.md' }), { code: 'EEXIST' });
     await t.rejects(alice.call('fs.symlink', { target: '', path: 'sl/empty-target' }), { code: 'EINVAL' });
@@ -163,12 +184,16 @@ t.test('filesystem operations', async (t) => {
   });
 
   t.test('list: name order, entry fields, ENOTDIR', async (t) => {
-    for (const n of ['b.md', 'a.md', 'C.md', '_x', '10', '9', 'é.md']) await alice.call('fs.write', { path: `order/${n}` }, text(n));
+    for (const n of ['b.md', 'a.md', 'C.md', '_x', '10', '9', 'é.md'])
+      await alice.call('fs.write', { path: `order/${n}` }, text(n));
     await alice.call('fs.mkdir', { path: 'order/dir' });
     await alice.call('fs.symlink', { target: 'a.md', path: 'order/link' });
     const l = await alice.call('fs.list', { path: 'order' });
     t.equal(l.path, '/home/alice/order');
-    t.same(l.entries.map((e) => e.name), ['10', '9', 'C.md', '_x', 'a.md', 'b.md', 'dir', 'link', 'é.md']);
+    t.same(
+      l.entries.map((e) => e.name),
+      ['10', '9', 'C.md', '_x', 'a.md', 'b.md', 'dir', 'link', 'é.md'],
+    );
     const dir = l.entries.find((e) => e.name === 'dir')!;
     t.match(dir, { is_dir: true, is_symlink: false, mode: '0755', uid: aliceUser.uid });
     const link = l.entries.find((e) => e.name === 'link')!;
@@ -199,8 +224,14 @@ t.test('filesystem operations', async (t) => {
     await t.rejects(alice.call('fs.mkdir', { path: 'mk' }), { code: 'EEXIST' });
     await t.rejects(alice.call('fs.mkdir', { path: 'mk/x/y' }), { code: 'ENOENT' });
     await t.rejects(alice.call('fs.stat', { path: 'mk/x' }), { code: 'ENOENT' });
-    t.same(await alice.call('fs.mkdir', { path: 'mk/x/y', parents: true }), { path: '/home/alice/mk/x/y', created: true });
-    t.same(await alice.call('fs.mkdir', { path: 'mk/x/y', parents: true }), { path: '/home/alice/mk/x/y', created: false });
+    t.same(await alice.call('fs.mkdir', { path: 'mk/x/y', parents: true }), {
+      path: '/home/alice/mk/x/y',
+      created: true,
+    });
+    t.same(await alice.call('fs.mkdir', { path: 'mk/x/y', parents: true }), {
+      path: '/home/alice/mk/x/y',
+      created: false,
+    });
     await alice.call('fs.mkdir', { path: 'mk/m700', mode: '0700' });
     t.equal((await alice.call('fs.stat', { path: 'mk/m700' })).mode, '0700');
     await alice.call('fs.write', { path: 'mk/file' }, text('f'));
@@ -228,7 +259,10 @@ t.test('filesystem operations', async (t) => {
     await t.rejects(alice.call('fs.rmdir', { path: 'rd/full/f.md' }), { code: 'ENOTDIR' });
     await t.rejects(alice.call('fs.rmdir', { path: 'rd/none' }), { code: 'ENOENT' });
     t.same(await alice.call('fs.rmdir', { path: 'rd/empty' }), { path: '/home/alice/rd/empty' });
-    t.same((await alice.call('fs.list', { path: 'rd' })).entries.map((e) => e.name), ['full']);
+    t.same(
+      (await alice.call('fs.list', { path: 'rd' })).entries.map((e) => e.name),
+      ['full'],
+    );
   });
 
   t.test('delete: a file, an empty directory, a subtree with recursive', async (t) => {
@@ -243,14 +277,20 @@ t.test('filesystem operations', async (t) => {
     await t.rejects(alice.call('fs.delete', { path: 'del/a' }), { code: 'ENOTEMPTY' });
     t.equal(await treeSnapshot(root, '/home/alice/del'), before);
     // a, a/b, a/b/c.md, a/d.md, a/tmplink
-    t.same(await alice.call('fs.delete', { path: 'del/a', recursive: true }), { path: '/home/alice/del/a', deleted: 5 });
+    t.same(await alice.call('fs.delete', { path: 'del/a', recursive: true }), {
+      path: '/home/alice/del/a',
+      deleted: 5,
+    });
     t.same((await alice.call('fs.list', { path: 'del' })).entries, []);
     t.equal((await root.call('fs.stat', { path: '/tmp' })).kind, 'directory', 'a link inside is removed, not followed');
     await t.rejects(alice.call('fs.delete', { path: 'del/a', recursive: true }), { code: 'ENOENT' });
     // deleting a link to a directory, even recursively, removes the link only
     await alice.call('fs.write', { path: 'del/target/keep.md' }, text('k'));
     await alice.call('fs.symlink', { target: 'target', path: 'del/dirlink' });
-    t.same(await alice.call('fs.delete', { path: 'del/dirlink', recursive: true }), { path: '/home/alice/del/dirlink', deleted: 1 });
+    t.same(await alice.call('fs.delete', { path: 'del/dirlink', recursive: true }), {
+      path: '/home/alice/del/dirlink',
+      deleted: 1,
+    });
     t.equal(await readText(alice, 'del/target/keep.md'), 'k');
   });
 
@@ -274,16 +314,25 @@ t.test('filesystem operations', async (t) => {
 
     const c2 = await alice.call('fs.copy', { src: 'cp/src', dst: 'cp/into/dst', recursive: true });
     t.equal(c2.copied, 5); // src, a.md, link, sub, sub/b.md
-    t.same((await alice.call('fs.list', { path: 'cp/into/dst' })).entries.map((e) => e.name), ['a.md', 'link', 'sub']);
+    t.same(
+      (await alice.call('fs.list', { path: 'cp/into/dst' })).entries.map((e) => e.name),
+      ['a.md', 'link', 'sub'],
+    );
     t.equal(await readText(alice, 'cp/into/dst/sub/b.md'), 'B');
     t.equal((await alice.call('fs.stat', { path: 'cp/into/dst/sub/b.md' })).mode, '0600', 'permission bits are copied');
-    t.equal((await alice.call('fs.readlink', { path: 'cp/into/dst/link' })).target, 'a.md', 'links are copied as links');
+    t.equal(
+      (await alice.call('fs.readlink', { path: 'cp/into/dst/link' })).target,
+      'a.md',
+      'links are copied as links',
+    );
 
     // file over file: replaced by default, refused with overwrite:false
     await alice.call('fs.copy', { src: 'cp/src/a.md', dst: 'cp/a-copy.md' });
     t.equal(await readText(alice, 'cp/a-copy.md'), 'A');
     await alice.call('fs.write', { path: 'cp/a-copy.md' }, text('keep'));
-    await t.rejects(alice.call('fs.copy', { src: 'cp/src/a.md', dst: 'cp/a-copy.md', overwrite: false }), { code: 'EEXIST' });
+    await t.rejects(alice.call('fs.copy', { src: 'cp/src/a.md', dst: 'cp/a-copy.md', overwrite: false }), {
+      code: 'EEXIST',
+    });
     t.equal(await readText(alice, 'cp/a-copy.md'), 'keep');
     await t.rejects(alice.call('fs.copy', { src: 'cp/missing', dst: 'cp/x' }), { code: 'ENOENT' });
   });
@@ -291,7 +340,9 @@ t.test('filesystem operations', async (t) => {
   t.test('copy of a directory into itself is EINVAL and creates nothing', async (t) => {
     const before = await treeSnapshot(root, '/home/alice/cp');
     await t.rejects(alice.call('fs.copy', { src: 'cp/src', dst: 'cp/src/inner', recursive: true }), { code: 'EINVAL' });
-    await t.rejects(alice.call('fs.copy', { src: 'cp/src', dst: 'cp/src/new/deeper/x', recursive: true }), { code: 'EINVAL' });
+    await t.rejects(alice.call('fs.copy', { src: 'cp/src', dst: 'cp/src/new/deeper/x', recursive: true }), {
+      code: 'EINVAL',
+    });
     await t.rejects(alice.call('fs.copy', { src: 'cp/src', dst: 'cp/src', recursive: true }), { code: 'EINVAL' });
     t.equal(await treeSnapshot(root, '/home/alice/cp'), before);
   });
@@ -299,7 +350,10 @@ t.test('filesystem operations', async (t) => {
   t.test('move renames files and directories', async (t) => {
     await alice.call('fs.write', { path: 'mv/f.md' }, text('F'));
     const ino = (await alice.call('fs.stat', { path: 'mv/f.md' })).inode_id;
-    t.same(await alice.call('fs.move', { src: 'mv/f.md', dst: 'mv/g.md' }), { src: '/home/alice/mv/f.md', dst: '/home/alice/mv/g.md' });
+    t.same(await alice.call('fs.move', { src: 'mv/f.md', dst: 'mv/g.md' }), {
+      src: '/home/alice/mv/f.md',
+      dst: '/home/alice/mv/g.md',
+    });
     await t.rejects(alice.call('fs.stat', { path: 'mv/f.md' }), { code: 'ENOENT' });
     const g = await alice.call('fs.stat', { path: 'mv/g.md' });
     t.equal(g.inode_id, ino, 'rename keeps the inode');
@@ -337,7 +391,9 @@ t.test('filesystem operations', async (t) => {
     await t.rejects(alice.call('fs.move', { src: 'mo/d2', dst: 'mo/dst.md' }), { code: 'ENOTDIR' });
     await alice.call('fs.write', { path: 'mo/other.md' }, text('o'));
     const before2 = await treeSnapshot(root, '/home/alice/mo');
-    await t.rejects(alice.call('fs.move', { src: 'mo/other.md', dst: 'mo/dst.md', overwrite: false }), { code: 'EEXIST' });
+    await t.rejects(alice.call('fs.move', { src: 'mo/other.md', dst: 'mo/dst.md', overwrite: false }), {
+      code: 'EEXIST',
+    });
     t.equal(await treeSnapshot(root, '/home/alice/mo'), before2);
     t.not(before, before2);
   });
@@ -353,7 +409,10 @@ t.test('filesystem operations', async (t) => {
 
   t.test('chmod: octal strings and numbers, special bits, through symlinks', async (t) => {
     await alice.call('fs.write', { path: 'cm/f.md' }, text('f'));
-    t.same(await alice.call('fs.chmod', { path: 'cm/f.md', mode: '600' }), { path: '/home/alice/cm/f.md', mode: '0600' });
+    t.same(await alice.call('fs.chmod', { path: 'cm/f.md', mode: '600' }), {
+      path: '/home/alice/cm/f.md',
+      mode: '0600',
+    });
     t.equal((await alice.call('fs.chmod', { path: 'cm/f.md', mode: 0o640 })).mode, '0640');
     t.equal((await alice.call('fs.stat', { path: 'cm/f.md' })).mode, '0640');
     await alice.call('fs.mkdir', { path: 'cm/d' });
@@ -373,9 +432,17 @@ t.test('filesystem operations', async (t) => {
     const bob = users.find((u) => u.name === 'bob')!;
     const team = (await root.call('admin.groupList', {})).groups.find((g) => g.name === 'team')!;
     await alice.call('fs.write', { path: 'co/f.md' }, text('f'));
-    t.same(await root.call('fs.chown', { path: '/home/alice/co/f.md', owner: 'bob' }), { path: '/home/alice/co/f.md', uid: bob.uid, gid: aliceUser.gid });
+    t.same(await root.call('fs.chown', { path: '/home/alice/co/f.md', owner: 'bob' }), {
+      path: '/home/alice/co/f.md',
+      uid: bob.uid,
+      gid: aliceUser.gid,
+    });
     t.equal((await root.call('fs.chown', { path: '/home/alice/co/f.md', group: 'team' })).gid, team.gid);
-    const r = await root.call('fs.chown', { path: '/home/alice/co/f.md', owner: aliceUser.uid, group: String(aliceUser.gid) });
+    const r = await root.call('fs.chown', {
+      path: '/home/alice/co/f.md',
+      owner: aliceUser.uid,
+      group: String(aliceUser.gid),
+    });
     t.equal(r.uid, aliceUser.uid);
     t.equal(r.gid, aliceUser.gid);
     const s = await alice.call('fs.stat', { path: 'co/f.md' });
@@ -392,16 +459,33 @@ t.test('filesystem operations', async (t) => {
     const r = await root.call('fs.chown', { path: '/home/alice/co/num.md', owner: 54321, group: '65432' });
     t.same([r.uid, r.gid], [54321, 65432], 'an id no user or group has (tar x, rsync -a as root)');
     await root.call('fs.chown', { path: '/home/alice/co/num.md', owner: aliceUser.uid, group: aliceUser.gid });
-    await t.rejects(alice.call('fs.chown', { path: 'co/num.md', owner: 54321 }), { code: 'EPERM' }, 'only root gives a file away');
-    await t.rejects(alice.call('fs.chown', { path: 'co/num.md', group: 65432 }), { code: 'EPERM' }, 'a group the owner is not in');
-    await t.rejects(root.call('fs.chown', { path: '/home/alice/co/num.md', owner: 4294967295 }), { code: 'EINVAL' }, '2^32 - 1 is no id');
+    await t.rejects(
+      alice.call('fs.chown', { path: 'co/num.md', owner: 54321 }),
+      { code: 'EPERM' },
+      'only root gives a file away',
+    );
+    await t.rejects(
+      alice.call('fs.chown', { path: 'co/num.md', group: 65432 }),
+      { code: 'EPERM' },
+      'a group the owner is not in',
+    );
+    await t.rejects(
+      root.call('fs.chown', { path: '/home/alice/co/num.md', owner: 4294967295 }),
+      { code: 'EINVAL' },
+      '2^32 - 1 is no id',
+    );
   });
 
-  t.test('utimens nofollow: a symlink\'s own times, never its target\'s', async (t) => {
-    await alice.call('fs.write', { path: 'uh/target.md' , parents: true }, text('t'));
+  t.test("utimens nofollow: a symlink's own times, never its target's", async (t) => {
+    await alice.call('fs.write', { path: 'uh/target.md', parents: true }, text('t'));
     await alice.call('fs.symlink', { target: 'target.md', path: 'uh/link' });
     const before = (await alice.call('fs.stat', { path: 'uh/target.md' })).mtime_ns;
-    await alice.call('fs.utimens', { path: 'uh/link', atime: '1000000000000000007', mtime: '1100000000000000009', nofollow: true });
+    await alice.call('fs.utimens', {
+      path: 'uh/link',
+      atime: '1000000000000000007',
+      mtime: '1100000000000000009',
+      nofollow: true,
+    });
     const link = await alice.call('fs.stat', { path: 'uh/link', nofollow: true });
     t.same([link.atime_ns, link.mtime_ns], ['1000000000000000007', '1100000000000000009'], 'the link has the times');
     t.equal((await alice.call('fs.stat', { path: 'uh/target.md' })).mtime_ns, before, 'the target kept its own');
@@ -471,7 +555,9 @@ t.test('SERVICE_MAX_FILE_SIZE: EFBIG for writes, appends and truncates past the 
   await t.rejects(root.call('fs.write', { path: '/tmp/big.md' }, { data: Buffer.alloc(101, 0x61) }), { code: 'EFBIG' });
   await t.rejects(root.call('fs.stat', { path: '/tmp/big.md' }), { code: 'ENOENT' });
   await t.rejects(root.call('fs.write', { path: '/tmp/limit.md', append: true }, text('b')), { code: 'EFBIG' });
-  await t.rejects(root.call('fs.write', { path: '/tmp/newdir/big.md' }, { data: Buffer.alloc(101) }), { code: 'EFBIG' });
+  await t.rejects(root.call('fs.write', { path: '/tmp/newdir/big.md' }, { data: Buffer.alloc(101) }), {
+    code: 'EFBIG',
+  });
   await t.rejects(root.call('fs.stat', { path: '/tmp/newdir' }), { code: 'ENOENT' }, 'no parent was created');
   await root.call('fs.write', { path: '/tmp/small.md' }, text('s'));
   await t.rejects(root.call('fs.truncate', { path: '/tmp/small.md', size: 101 }), { code: 'EFBIG' });

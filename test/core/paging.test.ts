@@ -15,12 +15,20 @@ const name = (i: number): string => `e${String(i).padStart(5, '0')}.md`;
 /** Creates `n` small files in `dir`, pipelined. */
 async function fill(c: Caller, dir: string, n: number): Promise<string[]> {
   const names = Array.from({ length: n }, (_, i) => name(i));
-  for (let s = 0; s < n; s += 500) await Promise.all(names.slice(s, s + 500).map((x) => c.call('fs.write', { path: `${dir}/${x}` }, { data: Buffer.from(x) })));
+  for (let s = 0; s < n; s += 500)
+    await Promise.all(
+      names.slice(s, s + 500).map((x) => c.call('fs.write', { path: `${dir}/${x}` }, { data: Buffer.from(x) })),
+    );
   return names;
 }
 
 /** Follows the cursor to the end with `page` and checks each page's shape; returns every name seen in order. */
-async function pages(t: Test, page: (cursor: string | undefined) => Promise<Listing>, limit: number, between?: (n: number) => Promise<void>): Promise<string[]> {
+async function pages(
+  t: Test,
+  page: (cursor: string | undefined) => Promise<Listing>,
+  limit: number,
+  between?: (n: number) => Promise<void>,
+): Promise<string[]> {
   const seen: string[] = [];
   let cursor: string | undefined;
   for (let n = 0; ; n++) {
@@ -40,7 +48,11 @@ async function pages(t: Test, page: (cursor: string | undefined) => Promise<List
 function exactlyOnce(t: Test, seen: string[], expected: string[]): void {
   t.equal(new Set(seen).size, seen.length, 'no entry comes twice');
   const s = new Set(seen);
-  t.same(expected.filter((x) => !s.has(x)), [], 'every entry that existed throughout is listed');
+  t.same(
+    expected.filter((x) => !s.has(x)),
+    [],
+    'every entry that existed throughout is listed',
+  );
   t.same(seen, [...seen].sort(), 'in name order');
 }
 
@@ -54,7 +66,14 @@ const big = await fill(root, '/srv/big', 10050);
 void t.test('socket: pages of `limit` cover the directory exactly once, also while entries are created', async (t) => {
   const plain = await root.call('fs.list', { path: '/srv/small' });
   t.same(Object.keys(plain).sort(), ['entries', 'path'], 'a small directory answers as it always did');
-  t.same(await pages(t, (cursor) => root.call('fs.list', { path: '/srv/pg', limit: 7, ...(cursor === undefined ? {} : { cursor }) }), 7), forty);
+  t.same(
+    await pages(
+      t,
+      (cursor) => root.call('fs.list', { path: '/srv/pg', limit: 7, ...(cursor === undefined ? {} : { cursor }) }),
+      7,
+    ),
+    forty,
+  );
   // New names land before and after the cursor while we page.
   const seen = await pages(
     t,
@@ -75,13 +94,20 @@ void t.test('socket: the default cap cuts an unbounded listing at 10,000 entries
   const rest = await root.call('fs.list', { path: '/srv/big', cursor: first.next_cursor! });
   t.equal(rest.entries.length, 50);
   t.equal(rest.truncated, undefined);
-  t.same([...first.entries, ...rest.entries].map((e) => e.name), big);
+  t.same(
+    [...first.entries, ...rest.entries].map((e) => e.name),
+    big,
+  );
 });
 
 void t.test('socket: a bad cursor or limit is a clear EINVAL', async (t) => {
   const slash = `c1.${Buffer.from('a/b').toString('base64url')}`;
   for (const cursor of ['nonsense', 'c1.', 'c1.!!', slash, `c1.${Buffer.from('x').toString('base64url')}=`]) {
-    await t.rejects(root.call('fs.list', { path: '/srv/pg', cursor }), { code: 'EINVAL', message: /invalid cursor/ }, `cursor ${cursor}`);
+    await t.rejects(
+      root.call('fs.list', { path: '/srv/pg', cursor }),
+      { code: 'EINVAL', message: /invalid cursor/ },
+      `cursor ${cursor}`,
+    );
   }
   await t.rejects(root.call('fs.list', { path: '/srv/pg', limit: 0 }), { code: 'EINVAL' });
   await t.rejects(root.call('fs.list', { path: '/srv/pg', limit: 10001 }), { code: 'EINVAL' });
@@ -93,7 +119,11 @@ void t.test('REST: GET /fs/<dir>?limit=&cursor= pages; garbage is a 400', async 
   const seen = await pages(
     t,
     async (cursor) => {
-      const r = await request(svc, 'GET', `/fs//srv/big?limit=4000${cursor === undefined ? '' : `&cursor=${encodeURIComponent(cursor)}`}`);
+      const r = await request(
+        svc,
+        'GET',
+        `/fs//srv/big?limit=4000${cursor === undefined ? '' : `&cursor=${encodeURIComponent(cursor)}`}`,
+      );
       t.equal(r.status, 200);
       return r.json as Listing;
     },
@@ -112,7 +142,14 @@ void t.test('MCP list_directory: limit and cursor through the SDK client', async
   const { client } = await httpClient(t, svc);
   const seen = await pages(
     t,
-    async (cursor) => data(await call(client, 'list_directory', { path: '/srv/pg', limit: 9, ...(cursor === undefined ? {} : { cursor }) })) as Listing,
+    async (cursor) =>
+      data(
+        await call(client, 'list_directory', {
+          path: '/srv/pg',
+          limit: 9,
+          ...(cursor === undefined ? {} : { cursor }),
+        }),
+      ) as Listing,
     9,
   );
   exactlyOnce(t, seen, forty);
@@ -127,5 +164,8 @@ void t.test('CLI ls lists a directory bigger than a page in full', async (t) => 
   const r = await cli.run(['ls', '--json', '/srv/big']);
   t.equal(r.code, 0, r.stderr);
   const listed = JSON.parse(r.stdout) as Listing;
-  t.same(listed.entries.map((e) => e.name), big);
+  t.same(
+    listed.entries.map((e) => e.name),
+    big,
+  );
 });

@@ -28,7 +28,8 @@ t.test('path resolution', async (t) => {
       ['~alice/x', '/home/alice/~alice/x'], // no ~user expansion: a plain relative name
       ['a~/b', '/home/alice/a~/b'],
     ];
-    for (const [written, resolved] of table) t.equal((await alice.call('fs.resolve', { path: written })).path, resolved, JSON.stringify(written));
+    for (const [written, resolved] of table)
+      t.equal((await alice.call('fs.resolve', { path: written })).path, resolved, JSON.stringify(written));
   });
 
   t.test('writes land where the table says', async (t) => {
@@ -80,9 +81,13 @@ t.test('path resolution', async (t) => {
       ['~/../../../..', '/'],
       ['/tmp/../..', '/'],
     ];
-    for (const [written, resolved] of table) t.equal((await alice.call('fs.resolve', { path: written })).path, resolved, JSON.stringify(written));
+    for (const [written, resolved] of table)
+      t.equal((await alice.call('fs.resolve', { path: written })).path, resolved, JSON.stringify(written));
     t.equal((await root.call('fs.write', { path: '/../../srv/shared/esc.md' }, text('e'))).path, '/srv/shared/esc.md');
-    t.same((await root.call('fs.list', { path: '/../..' })).entries.map((e) => e.name), ['home', 'srv', 'tmp']);
+    t.same(
+      (await root.call('fs.list', { path: '/../..' })).entries.map((e) => e.name),
+      ['home', 'srv', 'tmp'],
+    );
     // through a symlink: .. inside a link target stops at / as well
     await root.call('fs.symlink', { target: '../../../../../srv', path: '/tmp/up' });
     t.equal(await readText(root, '/tmp/up/shared/esc.md'), 'e');

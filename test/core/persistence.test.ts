@@ -90,7 +90,10 @@ t.test('state after kill -9 is exactly the acknowledged state', async (t) => {
     await d.client.as({ authorization: 'User alice' }).call('fs.delete', { path: 'a/hist.md' });
     await root2.call('sys.gc', {});
     t.equal((await root2.call('sys.fsck', {})).ok, true);
-    t.equal((await root2.request('vcs.cat', { rev: commit.hash, path: '/home/alice/a/hist.md' })).data.toString(), 'kept only by history');
+    t.equal(
+      (await root2.request('vcs.cat', { rev: commit.hash, path: '/home/alice/a/hist.md' })).data.toString(),
+      'kept only by history',
+    );
     t.equal(await readText(root2, '/home/alice/a/same2.md'), 'shared');
   });
 
@@ -100,7 +103,10 @@ t.test('state after kill -9 is exactly the acknowledged state', async (t) => {
     await d.kill('SIGTERM');
     await d.restart();
     t.equal(await treeSnapshot(d.client.as({})), before);
-    t.equal((await d.client.request('vcs.cat', { rev: commit.hash, path: '/home/alice/a/hist.md' })).data.toString(), 'kept only by history');
+    t.equal(
+      (await d.client.request('vcs.cat', { rev: commit.hash, path: '/home/alice/a/hist.md' })).data.toString(),
+      'kept only by history',
+    );
     t.same((await d.client.call('sys.fsck', {})).problems, []);
   });
 });

@@ -11,7 +11,9 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 t.test('the README settings table and SETTINGS agree', async (t) => {
   const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
   const rows = readme.split('\n').filter((l) => /^\| `SERVICE_/.test(l));
-  const documented = new Set(rows.flatMap((l) => [...l.split('|')[1]!.matchAll(/`(SERVICE_[A-Z_]+)`/g)].map((m) => m[1]!)));
+  const documented = new Set(
+    rows.flatMap((l) => [...l.split('|')[1]!.matchAll(/`(SERVICE_[A-Z_]+)`/g)].map((m) => m[1]!)),
+  );
   t.same([...documented].sort(), [...SETTINGS].sort());
 });
 
@@ -21,7 +23,8 @@ t.test('the code reads only listed SERVICE_* variables', async (t) => {
     for (const name of readdirSync(dir)) {
       const p = path.join(dir, name);
       if (statSync(p).isDirectory()) walk(p);
-      else if (p.endsWith('.ts')) for (const m of readFileSync(p, 'utf8').matchAll(/\bSERVICE_[A-Z][A-Z_]*[A-Z]\b/g)) used.add(m[0]);
+      else if (p.endsWith('.ts'))
+        for (const m of readFileSync(p, 'utf8').matchAll(/\bSERVICE_[A-Z][A-Z_]*[A-Z]\b/g)) used.add(m[0]);
     }
   };
   for (const d of ['daemon', 'http', 'mcp', 'cli', 'fuse']) walk(path.join(ROOT, d));

@@ -6,10 +6,17 @@ import path from 'node:path';
 import t from 'tap';
 import { ROOT, tempDataDir } from '../helpers/http.js';
 
-const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string; bin: Record<string, string> };
+const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+  version: string;
+  bin: Record<string, string>;
+};
 const DIST = process.env.MDVFS_TEST_DIST;
 
-function run(file: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(
+  file: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     // The bin file itself (its shebang and mode), as npm links it.
     const p = spawn(file, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -36,7 +43,8 @@ for (const [name, rel] of Object.entries(pkg.bin)) {
       const dataDir = path.join(parent, 'data');
       const r = await run(file, [flag], { ...process.env, SERVICE_DATA_DIR: dataDir });
       t.equal(r.code, 0, `exit 0 (stderr: ${r.stderr})`);
-      if (flag === '--version' || flag === '-V') t.equal(r.stdout, `${pkg.version}\n`, 'the version from package.json, alone');
+      if (flag === '--version' || flag === '-V')
+        t.equal(r.stdout, `${pkg.version}\n`, 'the version from package.json, alone');
       else t.match(r.stdout, new RegExp(`^Usage: ${name}\\b`), 'usage on stdout');
       t.equal(r.stderr, '', 'nothing on stderr');
       t.notOk(existsSync(dataDir), 'started nothing: no data dir');

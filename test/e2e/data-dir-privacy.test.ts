@@ -4,7 +4,18 @@
  * and a data dir owned by another user is refused.
  */
 import t, { type Test } from 'tap';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runCli, until } from '../helpers/cli.js';
@@ -23,7 +34,8 @@ function openParent(): string {
 
 function cliEnvFor(dataDir: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, SERVICE_DATA_DIR: dataDir };
-  for (const k of ['SERVICE_AS_USER', 'SERVICE_TOKEN', 'SERVICE_ON_BEHALF_OF', 'SERVICE_WORKSPACE', 'SERVICE_URL']) delete env[k];
+  for (const k of ['SERVICE_AS_USER', 'SERVICE_TOKEN', 'SERVICE_ON_BEHALF_OF', 'SERVICE_WORKSPACE', 'SERVICE_URL'])
+    delete env[k];
   return env;
 }
 
@@ -97,7 +109,11 @@ t.test('a second local user', async (t) => {
     for (const name of readdirSync(dataDir)) chmodSync(path.join(dataDir, name), 0o644);
     writeFileSync(path.join(dataDir, 'store.db-wal'), `${SECRET}\n`, { flag: 'a' });
     chmodSync(path.join(dataDir, 'store.db-wal'), 0o644);
-    t.equal((await evil.run('cat', [path.join(dataDir, 'store.db')])).code, 0, 'sanity: the old layout is readable by others');
+    t.equal(
+      (await evil.run('cat', [path.join(dataDir, 'store.db')])).code,
+      0,
+      'sanity: the old layout is readable by others',
+    );
     const r = await runCli(env, ['cat', '/secret.md']);
     t.equal(r.code, 0, r.stderr);
     t.equal(r.stdout.trimEnd(), SECRET);
@@ -105,13 +121,16 @@ t.test('a second local user', async (t) => {
     await assertSealed(t, evil, dataDir);
   });
 
-  t.test("a data dir owned by another user is refused, by the CLI and by serve", async (t) => {
+  t.test('a data dir owned by another user is refused, by the CLI and by serve', async (t) => {
     const dataDir = path.join(openParent(), 'data');
     mkdirSync(dataDir, { mode: 0o700 });
     chownSync(dataDir, evil.uid, evil.gid);
     const r = await runCli(cliEnvFor(dataDir), ['ls', '/']);
     t.equal(r.code, 1);
-    t.match(r.stderr, new RegExp(`refusing to use the data dir ${dataDir}: it is owned by uid ${evil.uid}, not by you`));
+    t.match(
+      r.stderr,
+      new RegExp(`refusing to use the data dir ${dataDir}: it is owned by uid ${evil.uid}, not by you`),
+    );
     t.same(readdirSync(dataDir), [], 'nothing was created in it');
     const svc = await startService(t, { dataDir }).then(
       () => 'started',

@@ -25,13 +25,20 @@ t.test('a user cannot build or nest chains past 1,024 levels', async (t) => {
     await alice.call('fs.write', { path: chain('/home/alice', LIMIT - 3) + '/f.md' }, text('at the limit'));
     await alice.call('fs.symlink', { path: chain('/home/alice', LIMIT - 3) + '/l', target: 'f.md' });
     const before = await treeSnapshot(root, '/home/alice');
-    const e = await alice.call('fs.mkdir', { path: deepest + '/x' }).then(() => undefined, (err: Error) => err);
+    const e = await alice.call('fs.mkdir', { path: deepest + '/x' }).then(
+      () => undefined,
+      (err: Error) => err,
+    );
     t.match(e, tooDeep);
     t.match(e?.message, `'${deepest}/x'`, 'the message names the path');
     t.match(e?.message, /level 1025/);
     await t.rejects(alice.call('fs.mkdir', { path: deepest + '/x/y/z', parents: true }), tooDeep);
     await t.rejects(alice.call('fs.write', { path: deepest + '/f.md' }, text('x')), tooDeep);
-    await t.rejects(alice.call('fs.write', { path: deepest + '/a/b/f.md' }, text('x')), tooDeep, 'auto-created parents count');
+    await t.rejects(
+      alice.call('fs.write', { path: deepest + '/a/b/f.md' }, text('x')),
+      tooDeep,
+      'auto-created parents count',
+    );
     await t.rejects(alice.call('fs.symlink', { path: deepest + '/l', target: '/tmp' }), tooDeep);
     t.equal(await treeSnapshot(root, '/home/alice'), before, 'nothing changed');
   });
@@ -50,9 +57,12 @@ t.test('a user cannot build or nest chains past 1,024 levels', async (t) => {
     await alice.call('fs.write', { path: chain('/home/alice/b', 600) + '/f.md' }, text('deep'));
     const before = await treeSnapshot(root, '/home/alice');
     const into = chain('/home/alice/a', 600) + '/b';
-    const e = await alice.call('fs.move', { src: '/home/alice/b', dst: into }).then(() => undefined, (err: Error) => err);
+    const e = await alice.call('fs.move', { src: '/home/alice/b', dst: into }).then(
+      () => undefined,
+      (err: Error) => err,
+    );
     t.match(e, tooDeep);
-    t.match(e?.message, /level 1205/, 'the moved subtree\'s own height counts');
+    t.match(e?.message, /level 1205/, "the moved subtree's own height counts");
     await t.rejects(alice.call('fs.move', { src: '/home/alice/b', dst: into + '/more/parents' }), tooDeep);
     await t.rejects(alice.call('fs.copy', { src: '/home/alice/b', dst: into, recursive: true }), tooDeep);
     t.equal(await treeSnapshot(root, '/home/alice'), before, 'nothing changed');
@@ -85,7 +95,11 @@ t.test('over REST: a PUT one level past the limit is 400 ENAMETOOLONG and create
   t.equal(r.status, 400);
   t.equal(r.json?.code, 'ENAMETOOLONG');
   t.match(r.json?.error, /at most 1024 levels deep, and this would reach level 1025/);
-  t.equal((await alice.get('/fs/' + chain('', LIMIT - 2).slice(1) + '?stat=true')).status, 404, 'not even the missing parent was made');
+  t.equal(
+    (await alice.get('/fs/' + chain('', LIMIT - 2).slice(1) + '?stat=true')).status,
+    404,
+    'not even the missing parent was made',
+  );
 });
 
 t.test('a store holding a 10,000-level tree (written before the limit) starts and serves everyone', async (t) => {
@@ -101,17 +115,49 @@ t.test('a store holding a 10,000-level tree (written before the limit) starts an
   const row = db.prepare("SELECT * FROM inodes WHERE name = 'x.md'").get() as Record<string, unknown>;
   const home = db.prepare("SELECT id FROM inodes WHERE name = 'bob' AND kind = 'directory'").pluck().get() as number;
   const maxId = db.prepare('SELECT max(id) FROM inodes').pluck().get() as number;
-  const insert = db.prepare('INSERT INTO inodes (id, parent, name, kind, mode, uid, gid, atime, mtime, ctime, btime, blob, size, target) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+  const insert = db.prepare(
+    'INSERT INTO inodes (id, parent, name, kind, mode, uid, gid, atime, mtime, ctime, btime, blob, size, target) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  );
   db.transaction(() => {
     let parent = home;
     for (let i = 0; i < LEVELS; i++) {
       const id = maxId + 1 + i;
-      insert.run(id, parent, i === 0 ? 'deep' : 'd', 'directory', 0o755, row.uid, row.gid, row.atime, row.mtime, row.ctime, row.btime, null, 0, null);
+      insert.run(
+        id,
+        parent,
+        i === 0 ? 'deep' : 'd',
+        'directory',
+        0o755,
+        row.uid,
+        row.gid,
+        row.atime,
+        row.mtime,
+        row.ctime,
+        row.btime,
+        null,
+        0,
+        null,
+      );
       parent = id;
     }
     db.prepare('UPDATE inodes SET parent = ? WHERE id = ?').run(parent, row.id);
     // and a file at level 1030, deeper than the limit but still reachable by path
-    insert.run(maxId + 1 + LEVELS, maxId + 1027, 'mid.md', 'file', 0o644, row.uid, row.gid, row.atime, row.mtime, row.ctime, row.btime, row.blob, row.size, null);
+    insert.run(
+      maxId + 1 + LEVELS,
+      maxId + 1027,
+      'mid.md',
+      'file',
+      0o644,
+      row.uid,
+      row.gid,
+      row.atime,
+      row.mtime,
+      row.ctime,
+      row.btime,
+      row.blob,
+      row.size,
+      null,
+    );
   })();
   db.close();
 
@@ -125,7 +171,10 @@ t.test('a store holding a 10,000-level tree (written before the limit) starts an
   t.test('fsck runs and reports the excess depth', async (t) => {
     const r = await root.call('sys.fsck', {});
     t.equal(r.ok, false);
-    t.match(r.problems.join('\n'), /8980 inode\(s\) lie deeper than the 1024-level limit, down to level 10003 \(\/home\/bob\/deep\/d\/\.\.\.\/d\/d\/x\.md\)/);
+    t.match(
+      r.problems.join('\n'),
+      /8980 inode\(s\) lie deeper than the 1024-level limit, down to level 10003 \(\/home\/bob\/deep\/d\/\.\.\.\/d\/d\/x\.md\)/,
+    );
   });
 
   t.test('other users are served: status, commit, grep, find, tree', async (t) => {
@@ -135,13 +184,21 @@ t.test('a store holding a 10,000-level tree (written before the limit) starts an
     await alice.call('fs.write', { path: 'notes/c.md' }, text('more'));
     t.match((await alice.call('vcs.diff', {})).diff, /\+more/);
     t.equal((await alice.call('search.grep', { pattern: 'notes', path: '~', recursive: true })).count, 1);
-    t.same((await alice.call('search.find', { path: '/', name: '*.md' })).results, ['/home/alice/notes/a.md', '/home/alice/notes/b.md', '/home/alice/notes/c.md']);
+    t.same((await alice.call('search.find', { path: '/', name: '*.md' })).results, [
+      '/home/alice/notes/a.md',
+      '/home/alice/notes/b.md',
+      '/home/alice/notes/c.md',
+    ]);
     t.match((await alice.call('search.tree', { path: '~' })).text, /c\.md/);
   });
 
   t.test('the deep tree itself is served: walks over it work for its owner and root', async (t) => {
     t.same((await bob.call('search.find', { path: '~', name: 'x.md' })).count, 1);
-    t.equal((await root.call('search.grep', { pattern: 'needle', path: '/', recursive: true })).count, 2, 'x.md at level 10003 and mid.md at 1030');
+    t.equal(
+      (await root.call('search.grep', { pattern: 'needle', path: '/', recursive: true })).count,
+      2,
+      'x.md at level 10003 and mid.md at 1030',
+    );
     t.match((await root.call('search.tree', { path: '/home/bob', depth: 3 })).text, /deep/);
     t.ok((await root.call('vcs.commit', { message: 'everything, deep chain included' })).hash);
     t.equal((await root.call('vcs.status', {})).clean, true);
@@ -153,7 +210,11 @@ t.test('a store holding a 10,000-level tree (written before the limit) starts an
     t.equal((await bob.call('fs.stat', { path: level1030 })).kind, 'directory');
     await t.rejects(bob.call('fs.mkdir', { path: level1030 + '/more' }), tooDeep);
     await t.rejects(bob.call('fs.write', { path: level1030 + '/f.md' }, text('x')), tooDeep);
-    await bob.call('fs.write', { path: chain('/home/bob/deep', 1026) + '/mid.md' }, text('an existing file may still be written'));
+    await bob.call(
+      'fs.write',
+      { path: chain('/home/bob/deep', 1026) + '/mid.md' },
+      text('an existing file may still be written'),
+    );
     t.equal((await bob.call('fs.stat', { path: chain('/home/bob/deep', 1026) + '/mid.md' })).size, 37);
     await t.rejects(bob.call('fs.move', { src: '/home/bob/deep', dst: '/home/bob/sub/deep' }), tooDeep);
     await t.rejects(bob.call('fs.copy', { src: '/home/bob/deep', dst: '/home/bob/copy', recursive: true }), tooDeep);
@@ -163,10 +224,17 @@ t.test('a store holding a 10,000-level tree (written before the limit) starts an
 
   t.test('reverting to a commit that holds the deep tree is refused; deleting it works', async (t) => {
     const withDeep = (await root.call('vcs.commit', { message: 'moved' })).hash;
-    t.equal((await root.call('fs.delete', { path: '/srv-deep', recursive: true })).deleted, LEVELS + 1, 'the 9,999 directories below its first level, x.md and mid.md');
+    t.equal(
+      (await root.call('fs.delete', { path: '/srv-deep', recursive: true })).deleted,
+      LEVELS + 1,
+      'the 9,999 directories below its first level, x.md and mid.md',
+    );
     await root.call('vcs.commit', { message: 'deep chain gone' });
     const before = await treeSnapshot(root, '/home');
-    await t.rejects(root.call('vcs.revert', { hash: withDeep }), { code: 'ENAMETOOLONG', message: /reaching level 10000/ });
+    await t.rejects(root.call('vcs.revert', { hash: withDeep }), {
+      code: 'ENAMETOOLONG',
+      message: /reaching level 10000/,
+    });
     t.equal(await treeSnapshot(root, '/home'), before, 'nothing changed');
     t.equal((await root.call('sys.fsck', {})).ok, true, 'the store is within the limit again');
   });
@@ -174,6 +242,9 @@ t.test('a store holding a 10,000-level tree (written before the limit) starts an
   t.test('and the daemon restarts on its own store', async (t) => {
     await d.kill('SIGTERM');
     await d.restart();
-    t.equal((await d.client.as({ authorization: 'User alice' }).call('fs.read', { path: 'notes/a.md' })).path, '/home/alice/notes/a.md');
+    t.equal(
+      (await d.client.as({ authorization: 'User alice' }).call('fs.read', { path: 'notes/a.md' })).path,
+      '/home/alice/notes/a.md',
+    );
   });
 });

@@ -13,9 +13,31 @@ const FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'golden-ans
 const RECORD = process.env.MDVFS_GOLDEN === 'record';
 
 const VOLATILE = new Set([
-  'timestamp', 'created', 'modified', 'changed', 'accessed', 'mtime_ns', 'atime_ns', 'ctime_ns', 'birthtime_ns',
-  'uptime', 'token', 'secret', 'hash', 'parent', 'id', 'workspace_id', 'token_id', 'revoked', 'reverted_to', 'saved',
-  'inode_id', 'pid', 'next_cursor', 'version', 'mcp-session-id',
+  'timestamp',
+  'created',
+  'modified',
+  'changed',
+  'accessed',
+  'mtime_ns',
+  'atime_ns',
+  'ctime_ns',
+  'birthtime_ns',
+  'uptime',
+  'token',
+  'secret',
+  'hash',
+  'parent',
+  'id',
+  'workspace_id',
+  'token_id',
+  'revoked',
+  'reverted_to',
+  'saved',
+  'inode_id',
+  'pid',
+  'next_cursor',
+  'version',
+  'mcp-session-id',
 ]);
 
 /** Placeholders for what changes from run to run; everything else must match exactly. */
@@ -32,7 +54,8 @@ function scrub(v: unknown, key = ''): unknown {
       .replace(/\b1\d{9}\b/g, '<time>');
   }
   if (Array.isArray(v)) return v.map((x) => scrub(x));
-  if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, scrub(x, k)]));
+  if (v !== null && typeof v === 'object')
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, scrub(x, k)]));
   return v;
 }
 
@@ -45,12 +68,27 @@ const got: Entry[] = [];
 const svc = await startService(t, { env: { SERVICE_MODE: 'local' } });
 const root = 'User root';
 
-async function rest(name: string, method: string, p: string, opts: { auth?: string; body?: string | object; headers?: Record<string, string> } = {}): Promise<void> {
-  const r = await request(svc, method, p, { auth: opts.auth ?? root, ...(opts.body === undefined ? {} : { body: opts.body }), ...(opts.headers === undefined ? {} : { headers: opts.headers }) });
+async function rest(
+  name: string,
+  method: string,
+  p: string,
+  opts: { auth?: string; body?: string | object; headers?: Record<string, string> } = {},
+): Promise<void> {
+  const r = await request(svc, method, p, {
+    auth: opts.auth ?? root,
+    ...(opts.body === undefined ? {} : { body: opts.body }),
+    ...(opts.headers === undefined ? {} : { headers: opts.headers }),
+  });
   const type = String(r.headers['content-type'] ?? '');
   got.push({
     name: `REST ${name}: ${method} ${p}`,
-    answer: scrub({ status: r.status, type, etag: r.headers.etag === undefined ? undefined : 'present', allow: r.headers.allow, body: r.json ?? r.text }),
+    answer: scrub({
+      status: r.status,
+      type,
+      etag: r.headers.etag === undefined ? undefined : 'present',
+      allow: r.headers.allow,
+      body: r.json ?? r.text,
+    }),
   });
 }
 
@@ -69,7 +107,10 @@ await rest('list groups', 'GET', '/admin/groups');
 await rest('member add', 'POST', '/admin/users/alice/groups/team');
 await rest('member del', 'DELETE', '/admin/users/alice/groups/team');
 await rest('user bad body', 'POST', '/admin/users', { body: { name: 3 } });
-await rest('write', 'PUT', '/fs//notes/a.md', { body: '# A\nline one\nline two\n', headers: { 'content-type': 'text/markdown' } });
+await rest('write', 'PUT', '/fs//notes/a.md', {
+  body: '# A\nline one\nline two\n',
+  headers: { 'content-type': 'text/markdown' },
+});
 await rest('write b', 'PUT', '/fs//notes/sub/b.md', { body: 'bee\n' });
 await rest('read', 'GET', '/fs//notes/a.md');
 await rest('read missing', 'GET', '/fs//notes/missing.md');
@@ -78,7 +119,9 @@ await rest('list page', 'GET', '/fs//notes?limit=1');
 await rest('list bad limit', 'GET', '/fs//notes?limit=0');
 await rest('stat', 'GET', '/fs//notes/a.md?stat=true');
 await rest('mkdir', 'PUT', '/fs//notes/dir', { headers: { 'x-service-type': 'directory' } });
-await rest('mkdir exists', 'PUT', '/fs//notes/dir', { headers: { 'x-service-type': 'directory', 'if-none-match': '*' } });
+await rest('mkdir exists', 'PUT', '/fs//notes/dir', {
+  headers: { 'x-service-type': 'directory', 'if-none-match': '*' },
+});
 await rest('symlink', 'PUT', '/fs//notes/link.md', { body: 'a.md', headers: { 'x-service-type': 'symlink' } });
 await rest('stat link', 'GET', '/fs//notes/link.md?stat=true');
 await rest('stat link follow', 'GET', '/fs//notes/link.md?stat=true&follow=true');
@@ -117,7 +160,11 @@ await rest('anonymous whoami', 'GET', '/auth/whoami', { auth: '' });
 await rest('bad bearer', 'GET', '/auth/whoami', { auth: 'Bearer nope' });
 
 // ---- MCP over HTTP with the SDK client ----
-const { client } = await httpClient(t, { ...svc, url: new URL('/mcp', svc.base), stderr: svc.stderr }, { authorization: root });
+const { client } = await httpClient(
+  t,
+  { ...svc, url: new URL('/mcp', svc.base), stderr: svc.stderr },
+  { authorization: root },
+);
 const tools = await client.listTools();
 got.push({ name: 'MCP tools/list', answer: scrub(tools) });
 async function mcp(name: string, tool: string, args: Record<string, unknown>): Promise<void> {
@@ -144,6 +191,10 @@ if (RECORD) {
   t.pass(`recorded ${got.length} answers to ${FILE}`);
 } else {
   const want = JSON.parse(readFileSync(FILE, 'utf8')) as Entry[];
-  t.same(got.map((e) => e.name), want.map((e) => e.name), 'the same requests');
+  t.same(
+    got.map((e) => e.name),
+    want.map((e) => e.name),
+    'the same requests',
+  );
   for (const [i, e] of got.entries()) t.same(e.answer, want[i]?.answer, e.name);
 }

@@ -16,7 +16,10 @@ import { startPostgres } from '../helpers/postgres.js';
 const cluster = startPostgres(t);
 cluster.catch(() => undefined); // each test awaits it and fails with the reason
 
-const exitOf = (p: ChildProcess): Promise<number | null> => (p.exitCode !== null || p.signalCode !== null ? Promise.resolve(p.exitCode) : new Promise((resolve) => p.once('exit', (code) => resolve(code))));
+const exitOf = (p: ChildProcess): Promise<number | null> =>
+  p.exitCode !== null || p.signalCode !== null
+    ? Promise.resolve(p.exitCode)
+    : new Promise((resolve) => p.once('exit', (code) => resolve(code)));
 const role = async (d: TestDaemon): Promise<string | undefined> => (await d.client.call('sys.status', {})).role;
 
 /** What a request that must not succeed came to: its error code, or 'ok'. */
@@ -53,7 +56,11 @@ t.test('a standby follows the change stream, answers EAGAIN and shows its role, 
   for (let i = 0; i < 20; i++) await a.client.as({}).call('fs.write', { path: `/f${i}.md` }, text(`v${i}`));
   await until(async () => (await b.client.call('sys.status', {})).lag === 0, 'the standby to catch up');
   const cli = await runCli({ ...process.env, SERVICE_DATA_DIR: b.dataDir }, ['daemon', 'status']);
-  t.match(cli.stdout, new RegExp(`role: +standby, epoch ${sa.epoch}, lag 0 change\\(s\\)`), 'mdvfs daemon status shows the role, epoch and lag');
+  t.match(
+    cli.stdout,
+    new RegExp(`role: +standby, epoch ${sa.epoch}, lag 0 change\\(s\\)`),
+    'mdvfs daemon status shows the role, epoch and lag',
+  );
   const cliA = await runCli({ ...process.env, SERVICE_DATA_DIR: a.dataDir }, ['daemon', 'status']);
   t.match(cliA.stdout, new RegExp(`role: +active, epoch ${sa.epoch}`));
 });
@@ -69,7 +76,9 @@ t.test('a paused leader (SIGSTOP) loses the lease; woken (SIGCONT), it writes no
   const epochA = (await a.client.call('sys.status', {})).epoch!;
   a.proc.kill('SIGSTOP');
   // Sent while the leader sleeps: the request waits in its socket buffer.
-  const late: Promise<unknown> = a.client.as({}).call('fs.write', { path: '/late.md' }, text('written by a stale leader'));
+  const late: Promise<unknown> = a.client
+    .as({})
+    .call('fs.write', { path: '/late.md' }, text('written by a stale leader'));
   await until(async () => (await role(b)) === 'active', 'the standby to take over from the paused leader');
   const sb = await b.client.call('sys.status', {});
   t.ok(sb.epoch! > epochA, 'the new leader has a newer epoch');
@@ -80,7 +89,11 @@ t.test('a paused leader (SIGSTOP) loses the lease; woken (SIGCONT), it writes no
   t.equal(await exited, 1, 'it steps down (exits) once it wakes');
   t.match(a.stderr(), /lost the lease/);
   t.same(await pg.query(db, "SELECT id FROM inodes WHERE name = 'late.md'"), [], 'its write is not in PostgreSQL');
-  t.same(await pg.query(db, 'SELECT DISTINCT epoch::int AS epoch FROM changes WHERE epoch > $1', [sb.epoch]), [], 'no batch of another epoch after the takeover');
+  t.same(
+    await pg.query(db, 'SELECT DISTINCT epoch::int AS epoch FROM changes WHERE epoch > $1', [sb.epoch]),
+    [],
+    'no batch of another epoch after the takeover',
+  );
   t.equal(await readText(b.client.as({}), '/before.md'), 'before');
   t.equal(await readText(b.client.as({}), '/after.md'), 'after');
   t.same((await b.client.call('sys.fsck', {})).problems, []);
@@ -97,10 +110,18 @@ t.test('a batch of a daemon whose epoch was taken over is refused inside its tra
   const exited = exitOf(a.proc);
   // Another leader's epoch, while this daemon's connections live on (a partition healed, say).
   await pg.query(db, 'UPDATE lease SET epoch = epoch + 1');
-  t.equal(await outcome(root.call('fs.write', { path: '/fenced.md' }, text('must not land'))), 'EIO', 'the write is refused');
+  t.equal(
+    await outcome(root.call('fs.write', { path: '/fenced.md' }, text('must not land'))),
+    'EIO',
+    'the write is refused',
+  );
   t.equal(await exited, 1, 'the daemon steps down');
   t.match(a.stderr(), /lost the lease: its epoch is \d+, the store's \d+/);
-  t.same(await pg.query(db, "SELECT id FROM inodes WHERE name = 'fenced.md'"), [], 'nothing of the refused batch is in PostgreSQL');
+  t.same(
+    await pg.query(db, "SELECT id FROM inodes WHERE name = 'fenced.md'"),
+    [],
+    'nothing of the refused batch is in PostgreSQL',
+  );
   t.equal((await pg.query(db, "SELECT count(*)::int AS n FROM inodes WHERE name = 'kept.md'"))[0]?.n, 1);
 });
 
@@ -125,7 +146,11 @@ t.test('a standby that fell behind a trim of the change stream reads everything 
   await a.kill('SIGKILL');
   await until(async () => (await role(b)) === 'active', 'the standby to take over');
   t.equal(await readText(b.client.as({}), '/early.md'), 'early');
-  t.equal(await readText(b.client.as({}), '/mid.md'), 'trimmed away', 'the batch whose change row was trimmed is there');
+  t.equal(
+    await readText(b.client.as({}), '/mid.md'),
+    'trimmed away',
+    'the batch whose change row was trimmed is there',
+  );
   t.equal(await readText(b.client.as({}), '/late.md'), 'late');
   t.same((await b.client.call('sys.fsck', {})).problems, []);
 });

@@ -34,10 +34,18 @@ t.test('front ends given SERVICE_DAEMONS use the active daemon and follow it aft
   t.equal(w.code, 0, w.stderr);
   t.equal(await readText(a.client.as({}), '/cli.md'), 'from the cli', 'the CLI wrote through the active daemon');
   const mcp = await stdioClient(t, nowhere, { SERVICE_DAEMONS: daemons });
-  t.equal(errorCode(await call(mcp.client, 'write_file', { path: '/mcp.md', content: 'from mcp' })), undefined, 'MCP writes through the active daemon');
+  t.equal(
+    errorCode(await call(mcp.client, 'write_file', { path: '/mcp.md', content: 'from mcp' })),
+    undefined,
+    'MCP writes through the active daemon',
+  );
   await a.kill('SIGKILL');
   await until(async () => (await role(b)) === 'active', 'the standby to take over');
-  t.equal(toolText(await call(mcp.client, 'read_file', { path: '/mcp.md' })).includes('from mcp'), true, 'the MCP server reconnected to the new active daemon');
+  t.equal(
+    toolText(await call(mcp.client, 'read_file', { path: '/mcp.md' })).includes('from mcp'),
+    true,
+    'the MCP server reconnected to the new active daemon',
+  );
   t.equal(errorCode(await call(mcp.client, 'write_file', { path: '/mcp2.md', content: 'after failover' })), undefined);
   t.equal(await readText(b.client.as({}), '/mcp2.md'), 'after failover');
   const r = await runCli(cliEnv, ['cat', '/cli.md']);
@@ -48,43 +56,59 @@ t.test('front ends given SERVICE_DAEMONS use the active daemon and follow it aft
   t.notOk(existsSync(nowhere), 'no data dir was made for them');
 });
 
-t.test('two mdvfs serve on one database: REST through either keeps working across a kill -9 of the active daemon', async (t) => {
-  const pg = await cluster;
-  const url = await pg.createDb();
-  const dirA = tempDir();
-  const dirB = tempDir();
-  t.teardown(() => {
-    rmSync(dirA, { recursive: true, force: true });
-    rmSync(dirB, { recursive: true, force: true });
-  });
-  const env = { SERVICE_STORE: url, SERVICE_DAEMONS: `${socketPathFor(dirA)},${socketPathFor(dirB)}` };
-  const sa = await startServe(t, { dataDir: dirA, env });
-  await until(() => existsSync(socketPathFor(dirA)), 'the first daemon');
-  const sb = await startServe(t, { dataDir: dirB, env });
-  const put = async (base: string, p: string, body: string): Promise<number> => (await fetch(`${base}/fs/${p}`, { method: 'PUT', body })).status;
-  const get = async (base: string, p: string): Promise<string | number> => {
-    const r = await fetch(`${base}/fs/${p}`);
-    return r.status === 200 ? await r.text() : r.status;
-  };
-  t.equal(await put(sb.base, 'via-b.md', 'through serve B'), 200, "serve B's sidecar writes through the active daemon (serve A's)");
-  t.equal(await get(sa.base, 'via-b.md'), 'through serve B');
-  const daemonA = servePids(sa.proc.pid!).daemon;
-  t.ok(daemonA !== undefined, "serve A's daemon");
-  process.kill(daemonA!, 'SIGKILL');
-  // Both sidecars lose their daemon connection, are restarted by their serve, and find the new active daemon.
-  await until(async () => (await get(sa.base, 'via-b.md')) === 'through serve B', 'REST through serve A after the failover', 60000);
-  await until(async () => (await get(sb.base, 'via-b.md')) === 'through serve B', 'REST through serve B after the failover', 60000);
-  t.equal(await put(sa.base, 'after.md', 'after the failover'), 200);
-  const b = await connectSocket(socketPathFor(dirB));
-  t.teardown(() => b.close());
-  t.equal((await b.call('sys.status', {})).role, 'active', "serve B's daemon is the active one now");
-  t.equal(await readText(b.as({}), '/after.md'), 'after the failover');
-  await until(async () => {
-    const c = await connectSocket(socketPathFor(dirA));
-    try {
-      return (await c.call('sys.status', {})).role === 'standby';
-    } finally {
-      c.close();
-    }
-  }, "serve A's restarted daemon to wait as a standby");
-});
+t.test(
+  'two mdvfs serve on one database: REST through either keeps working across a kill -9 of the active daemon',
+  async (t) => {
+    const pg = await cluster;
+    const url = await pg.createDb();
+    const dirA = tempDir();
+    const dirB = tempDir();
+    t.teardown(() => {
+      rmSync(dirA, { recursive: true, force: true });
+      rmSync(dirB, { recursive: true, force: true });
+    });
+    const env = { SERVICE_STORE: url, SERVICE_DAEMONS: `${socketPathFor(dirA)},${socketPathFor(dirB)}` };
+    const sa = await startServe(t, { dataDir: dirA, env });
+    await until(() => existsSync(socketPathFor(dirA)), 'the first daemon');
+    const sb = await startServe(t, { dataDir: dirB, env });
+    const put = async (base: string, p: string, body: string): Promise<number> =>
+      (await fetch(`${base}/fs/${p}`, { method: 'PUT', body })).status;
+    const get = async (base: string, p: string): Promise<string | number> => {
+      const r = await fetch(`${base}/fs/${p}`);
+      return r.status === 200 ? await r.text() : r.status;
+    };
+    t.equal(
+      await put(sb.base, 'via-b.md', 'through serve B'),
+      200,
+      "serve B's sidecar writes through the active daemon (serve A's)",
+    );
+    t.equal(await get(sa.base, 'via-b.md'), 'through serve B');
+    const daemonA = servePids(sa.proc.pid!).daemon;
+    t.ok(daemonA !== undefined, "serve A's daemon");
+    process.kill(daemonA!, 'SIGKILL');
+    // Both sidecars lose their daemon connection, are restarted by their serve, and find the new active daemon.
+    await until(
+      async () => (await get(sa.base, 'via-b.md')) === 'through serve B',
+      'REST through serve A after the failover',
+      60000,
+    );
+    await until(
+      async () => (await get(sb.base, 'via-b.md')) === 'through serve B',
+      'REST through serve B after the failover',
+      60000,
+    );
+    t.equal(await put(sa.base, 'after.md', 'after the failover'), 200);
+    const b = await connectSocket(socketPathFor(dirB));
+    t.teardown(() => b.close());
+    t.equal((await b.call('sys.status', {})).role, 'active', "serve B's daemon is the active one now");
+    t.equal(await readText(b.as({}), '/after.md'), 'after the failover');
+    await until(async () => {
+      const c = await connectSocket(socketPathFor(dirA));
+      try {
+        return (await c.call('sys.status', {})).role === 'standby';
+      } finally {
+        c.close();
+      }
+    }, "serve A's restarted daemon to wait as a standby");
+  },
+);

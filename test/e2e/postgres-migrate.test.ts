@@ -37,7 +37,10 @@ t.test('mdvfs migrate copies a SQLite store into PostgreSQL exactly, and verifie
   await src.kill('SIGTERM');
   const r = await runCli(process.env, ['migrate', '--from', src.dataDir, '--to', url]);
   t.equal(r.code, 0, r.stderr);
-  t.match(r.stdout, /^migrate: ok \(\d+ objects, \d+ inodes, 1 refs, 6 users, \d+ groups, 1 workspaces, 1 workspace tokens\)/);
+  t.match(
+    r.stdout,
+    /^migrate: ok \(\d+ objects, \d+ inodes, 1 refs, 6 users, \d+ groups, 1 workspaces, 1 workspace tokens\)/,
+  );
 
   const again = await runCli(process.env, ['migrate', '--from', src.dataDir, '--to', url]);
   t.not(again.code, 0, 'never into a database that already holds a store');
@@ -47,10 +50,22 @@ t.test('mdvfs migrate copies a SQLite store into PostgreSQL exactly, and verifie
   const root2 = d.client.as({});
   t.equal(await treeSnapshot(root2), tree, 'the tree, modes, owners, times and inode numbers are identical');
   t.equal(await authSnapshot(root2), auth, 'users, groups and workspaces are identical');
-  t.equal((await d.client.as({ authorization: `Bearer ${p.tokens.admin}` }).call('auth.whoami', {})).user, 'admin', 'tokens still authenticate');
-  t.equal((await d.client.as({ authorization: `Bearer ${wsSecret}`, workspace: ws.id }).call('auth.whoami', {})).workspace?.id, ws.id, 'workspace secrets too');
+  t.equal(
+    (await d.client.as({ authorization: `Bearer ${p.tokens.admin}` }).call('auth.whoami', {})).user,
+    'admin',
+    'tokens still authenticate',
+  );
+  t.equal(
+    (await d.client.as({ authorization: `Bearer ${wsSecret}`, workspace: ws.id }).call('auth.whoami', {})).workspace
+      ?.id,
+    ws.id,
+    'workspace secrets too',
+  );
   t.equal((await root2.call('vcs.log', {})).commits[0]!.hash, commit.hash, 'history is there');
-  t.equal((await root2.request('vcs.cat', { rev: commit.hash, path: '/home/alice/a/hist.md' })).data.toString(), 'kept only by history');
+  t.equal(
+    (await root2.request('vcs.cat', { rev: commit.hash, path: '/home/alice/a/hist.md' })).data.toString(),
+    'kept only by history',
+  );
   const fsck = await runCli(d.env, ['fsck']);
   t.equal(fsck.code, 0, fsck.stderr);
   t.match(fsck.stdout, /^fsck: ok/);

@@ -24,9 +24,19 @@ t.test('the daemon keeps its state in PostgreSQL, and nothing in the data dir', 
   const d = await spawnDaemon(t, { SERVICE_STORE: url });
   const root = d.client.as({});
   await root.call('fs.write', { path: '/a.md' }, text('in postgres'));
-  t.same(await pg.query(db, 'SELECT type FROM objects WHERE id = $1', [blobId('in postgres')]), [{ type: 'blob' }], 'the content is a row in PostgreSQL once acknowledged');
-  t.same(await pg.query(db, "SELECT name, size::int AS size FROM inodes WHERE name = 'a.md'"), [{ name: 'a.md', size: 11 }]);
-  t.same(await pg.query(db, 'SELECT version FROM mdvfs_migrations ORDER BY version'), [{ version: 1 }, { version: 2 }], 'the schema is recorded as migrations');
+  t.same(
+    await pg.query(db, 'SELECT type FROM objects WHERE id = $1', [blobId('in postgres')]),
+    [{ type: 'blob' }],
+    'the content is a row in PostgreSQL once acknowledged',
+  );
+  t.same(await pg.query(db, "SELECT name, size::int AS size FROM inodes WHERE name = 'a.md'"), [
+    { name: 'a.md', size: 11 },
+  ]);
+  t.same(
+    await pg.query(db, 'SELECT version FROM mdvfs_migrations ORDER BY version'),
+    [{ version: 1 }, { version: 2 }],
+    'the schema is recorded as migrations',
+  );
   t.notOk(existsSync(path.join(d.dataDir, 'store.db')), 'no SQLite store in the data dir');
   await root.call('admin.userAdd', { name: 'bob' });
   const tok = (await root.call('admin.token', { name: 'bob' })).token;
@@ -47,21 +57,38 @@ t.test('one active daemon per database; the password in SERVICE_STORE is never s
   const other = tempDir();
   t.teardown(() => runCli({ ...process.env, SERVICE_DATA_DIR: other }, ['stop']));
   const second = await spawnDaemon(t, { SERVICE_STORE: url }, other);
-  t.equal((await second.client.call('sys.status', {})).role, 'standby', 'a second daemon on the same database waits as a standby');
+  t.equal(
+    (await second.client.call('sys.status', {})).role,
+    'standby',
+    'a second daemon on the same database waits as a standby',
+  );
   t.equal((await d.client.call('sys.status', {})).role, 'active');
   t.notMatch(second.stderr(), /s3cret-pw/, 'the password is not printed');
   const busy = await PostgresStore.open(url).then(
     () => undefined,
     (err: Error) => err,
   );
-  t.match(busy?.message, /EBUSY: another mdvfs daemon .*uses the PostgreSQL store/, 'mdvfs migrate (which must hold the lease) is refused');
+  t.match(
+    busy?.message,
+    /EBUSY: another mdvfs daemon .*uses the PostgreSQL store/,
+    'mdvfs migrate (which must hold the lease) is refused',
+  );
   t.notMatch(busy?.message, /s3cret-pw/, 'the password is not shown');
   t.match(busy?.message, /\*\*\*/, 'it is shown masked');
-  const bad = await runCli({ ...process.env, SERVICE_DATA_DIR: other, SERVICE_STORE: 'mysql://u:s3cret-pw@h/db' }, ['daemon']);
+  const bad = await runCli({ ...process.env, SERVICE_DATA_DIR: other, SERVICE_STORE: 'mysql://u:s3cret-pw@h/db' }, [
+    'daemon',
+  ]);
   t.equal(bad.code, 2);
   t.match(bad.stderr, /SERVICE_STORE must be sqlite or a postgres:/);
   t.notMatch(bad.stderr, /s3cret-pw/);
-  const unreachable = await runCli({ ...process.env, SERVICE_DATA_DIR: other, SERVICE_STORE: `postgres://mdvfs:s3cret-pw@localhost/nodb?host=${encodeURIComponent(path.join(pg.dir, 'nowhere'))}` }, ['daemon']);
+  const unreachable = await runCli(
+    {
+      ...process.env,
+      SERVICE_DATA_DIR: other,
+      SERVICE_STORE: `postgres://mdvfs:s3cret-pw@localhost/nodb?host=${encodeURIComponent(path.join(pg.dir, 'nowhere'))}`,
+    },
+    ['daemon'],
+  );
   t.equal(unreachable.code, 1);
   t.match(unreachable.stderr, /cannot connect to PostgreSQL/);
   t.notMatch(unreachable.stderr, /s3cret-pw/);
@@ -86,7 +113,11 @@ t.test('a daemon that loses its PostgreSQL connection stops instead of diverging
   const d = await spawnDaemon(t, { SERVICE_STORE: url });
   await d.client.as({}).call('fs.write', { path: '/before.md' }, text('before'));
   const exited = new Promise<number | null>((resolve) => d.proc.once('exit', (code) => resolve(code)));
-  const killed = await pg.query(db, "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = 'mdvfs' AND datname = $1", [db]);
+  const killed = await pg.query(
+    db,
+    "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = 'mdvfs' AND datname = $1",
+    [db],
+  );
   t.same(killed, [{ ok: true }], "the daemon's session is ended by PostgreSQL");
   t.equal(await exited, 1, 'the daemon exits with status 1');
   t.match(d.stderr(), /lost the PostgreSQL connection|could not write to the store/);

@@ -14,7 +14,16 @@ interface Teardown {
 /** The env for CLI runs on `dataDir` (no identity from the outer environment). */
 function cliEnvFor(dataDir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, SERVICE_DATA_DIR: dataDir, ...extra };
-  for (const k of ['SERVICE_AS_USER', 'SERVICE_TOKEN', 'SERVICE_ON_BEHALF_OF', 'SERVICE_WORKSPACE', 'SERVICE_URL', 'MDVFS_SERVE_PID', 'MDVFS_STARTED_BY']) delete env[k];
+  for (const k of [
+    'SERVICE_AS_USER',
+    'SERVICE_TOKEN',
+    'SERVICE_ON_BEHALF_OF',
+    'SERVICE_WORKSPACE',
+    'SERVICE_URL',
+    'MDVFS_SERVE_PID',
+    'MDVFS_STARTED_BY',
+  ])
+    delete env[k];
   return env;
 }
 
@@ -29,34 +38,43 @@ function pidFile(dataDir: string): number {
   return Number(readFileSync(path.join(dataDir, 'daemon.pid'), 'utf8').trim());
 }
 
-t.test('a second serve on a served data dir exits at once, naming the data dir and the serve that holds it', async (t) => {
-  const svc = await startService(t);
-  reapDaemons(t, svc.dataDir);
-  const root = client(svc);
-  t.equal((await root.put('/fs/first.md', 'first')).status, 200);
-  const second = spawn(process.execPath, [CLI, 'serve'], { env: { ...process.env, SERVICE_DATA_DIR: svc.dataDir, SERVICE_LISTEN: '127.0.0.1:0' }, stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  second.stderr!.on('data', (b: Buffer) => (err += b.toString()));
-  const exited = new Promise<number | null>((resolve) => second.once('exit', (code) => resolve(code)));
-  t.teardown(() => {
-    if (second.exitCode === null && second.signalCode === null) second.kill('SIGKILL');
-  });
-  let code: number | null | undefined;
-  void exited.then((c) => (code = c));
-  await until(() => code !== undefined, `the second serve to exit (it printed: ${err})`, 20000);
-  t.equal(code, 1, 'exit status 1');
-  const lines = err.trim().split('\n');
-  t.equal(lines.length, 1, 'one line');
-  t.match(lines[0], svc.dataDir, 'names the data dir');
-  t.match(lines[0], `pid ${svc.proc.pid}`, 'names the pid of the serve that holds it');
-  t.equal((await root.get('/fs/first.md')).text, 'first', 'the first serve still serves');
-});
+t.test(
+  'a second serve on a served data dir exits at once, naming the data dir and the serve that holds it',
+  async (t) => {
+    const svc = await startService(t);
+    reapDaemons(t, svc.dataDir);
+    const root = client(svc);
+    t.equal((await root.put('/fs/first.md', 'first')).status, 200);
+    const second = spawn(process.execPath, [CLI, 'serve'], {
+      env: { ...process.env, SERVICE_DATA_DIR: svc.dataDir, SERVICE_LISTEN: '127.0.0.1:0' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let err = '';
+    second.stderr!.on('data', (b: Buffer) => (err += b.toString()));
+    const exited = new Promise<number | null>((resolve) => second.once('exit', (code) => resolve(code)));
+    t.teardown(() => {
+      if (second.exitCode === null && second.signalCode === null) second.kill('SIGKILL');
+    });
+    let code: number | null | undefined;
+    void exited.then((c) => (code = c));
+    await until(() => code !== undefined, `the second serve to exit (it printed: ${err})`, 20000);
+    t.equal(code, 1, 'exit status 1');
+    const lines = err.trim().split('\n');
+    t.equal(lines.length, 1, 'one line');
+    t.match(lines[0], svc.dataDir, 'names the data dir');
+    t.match(lines[0], `pid ${svc.proc.pid}`, 'names the pid of the serve that holds it');
+    t.equal((await root.get('/fs/first.md')).text, 'first', 'the first serve still serves');
+  },
+);
 
 t.test('two serves started together on a fresh data dir: one serves, the other exits 1', async (t) => {
   const dataDir = tempDataDir(t);
   reapDaemons(t, dataDir);
   const procs = [0, 1].map(() => {
-    const p = spawn(process.execPath, [CLI, 'serve'], { env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: '127.0.0.1:0' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const p = spawn(process.execPath, [CLI, 'serve'], {
+      env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: '127.0.0.1:0' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     const s = { p, err: '', code: undefined as number | null | undefined };
     p.stderr!.on('data', (b: Buffer) => (s.err += b.toString()));
     p.once('exit', (c) => (s.code = c));
@@ -65,7 +83,11 @@ t.test('two serves started together on a fresh data dir: one serves, the other e
     });
     return s;
   });
-  await until(() => procs.some((s) => s.code !== undefined) && procs.some((s) => /listening on/.test(s.err)), `one serve to exit and one to listen (${procs.map((s) => s.err).join(' | ')})`, 60000);
+  await until(
+    () => procs.some((s) => s.code !== undefined) && procs.some((s) => /listening on/.test(s.err)),
+    `one serve to exit and one to listen (${procs.map((s) => s.err).join(' | ')})`,
+    60000,
+  );
   const loser = procs.find((s) => s.code !== undefined)!;
   const winner = procs.find((s) => s !== loser)!;
   t.equal(loser.code, 1, 'the other exits 1');
@@ -86,43 +108,61 @@ t.test('serve brings back a daemon it found running (started by the CLI) after k
   t.match(svc.stderr(), /already serves/, 'serve uses the running daemon');
   t.equal((await root.get('/fs/kept.md')).text, 'kept\n');
   process.kill(background, 'SIGKILL');
-  await until(async () => (await root.get('/fs/kept.md')).status === 200 && !alive(background), 'REST to answer again from a new daemon', 30000);
+  await until(
+    async () => (await root.get('/fs/kept.md')).status === 200 && !alive(background),
+    'REST to answer again from a new daemon',
+    30000,
+  );
   t.equal((await root.get('/fs/kept.md')).text, 'kept\n', 'same data');
   t.equal((await root.put('/fs/after.md', 'after')).status, 200, 'writes work again');
   const now = pidFile(dataDir);
   t.not(now, background, 'a new daemon');
   // And serve keeps the new one up too.
   process.kill(now, 'SIGKILL');
-  await until(async () => (await root.get('/fs/after.md')).status === 200 && !alive(now), 'REST to answer again after a second kill -9', 30000);
+  await until(
+    async () => (await root.get('/fs/after.md')).status === 200 && !alive(now),
+    'REST to answer again after a second kill -9',
+    30000,
+  );
   t.same(await svc.stop('SIGTERM'), { code: 0, signal: null }, 'serve stops cleanly');
   await until(() => daemonPidsFor(dataDir).every((p) => !alive(p)), 'its daemon to stop too');
 });
 
-t.test('a background daemon exits after SERVICE_IDLE_EXIT seconds with no client; a foreground one does not', async (t) => {
-  const fgDir = tempDataDir(t);
-  const bgDir = tempDataDir(t);
-  reapDaemons(t, fgDir);
-  reapDaemons(t, bgDir);
-  // Foreground first (`mdvfs daemon`), never connected to until the background one has idled out.
-  const fg = spawn(process.execPath, [CLI, 'daemon'], { env: cliEnvFor(fgDir, { SERVICE_IDLE_EXIT: '1' }), stdio: ['ignore', 'ignore', 'ignore'] });
-  t.teardown(() => {
-    if (fg.exitCode === null && fg.signalCode === null) fg.kill('SIGTERM');
-  });
-  await until(() => existsSync(path.join(fgDir, 'daemon.pid')), 'the foreground daemon to start');
-  const env = cliEnvFor(bgDir, { SERVICE_IDLE_EXIT: '1' });
-  t.equal((await runCli(env, ['whoami'])).code, 0);
-  const bg = pidFile(bgDir);
-  await until(() => !alive(bg), 'the background daemon to exit when idle', 30000);
-  t.match(readFileSync(path.join(bgDir, 'daemon.log'), 'utf8'), /no client for 1 s, flushing and stopping/, 'it says why in its log');
-  t.notOk(existsSync(path.join(bgDir, 'daemon.sock')), 'its socket is gone');
-  t.ok(alive(fg.pid!), 'the foreground daemon, idle longer, still runs');
-  const st = await runCli(cliEnvFor(fgDir), ['daemon', 'status', '--json']);
-  t.equal(st.code, 0);
-  t.match(JSON.parse(st.stdout), { running: true, pid: fg.pid, started_by: 'foreground', idle_exit: 0 });
-  // The next command starts a new background daemon on the same data: nothing was lost.
-  t.equal((await runCli(env, ['write', '/again.md', 'again'])).code, 0);
-  t.equal((await runCli(env, ['cat', '/again.md'])).stdout, 'again\n');
-});
+t.test(
+  'a background daemon exits after SERVICE_IDLE_EXIT seconds with no client; a foreground one does not',
+  async (t) => {
+    const fgDir = tempDataDir(t);
+    const bgDir = tempDataDir(t);
+    reapDaemons(t, fgDir);
+    reapDaemons(t, bgDir);
+    // Foreground first (`mdvfs daemon`), never connected to until the background one has idled out.
+    const fg = spawn(process.execPath, [CLI, 'daemon'], {
+      env: cliEnvFor(fgDir, { SERVICE_IDLE_EXIT: '1' }),
+      stdio: ['ignore', 'ignore', 'ignore'],
+    });
+    t.teardown(() => {
+      if (fg.exitCode === null && fg.signalCode === null) fg.kill('SIGTERM');
+    });
+    await until(() => existsSync(path.join(fgDir, 'daemon.pid')), 'the foreground daemon to start');
+    const env = cliEnvFor(bgDir, { SERVICE_IDLE_EXIT: '1' });
+    t.equal((await runCli(env, ['whoami'])).code, 0);
+    const bg = pidFile(bgDir);
+    await until(() => !alive(bg), 'the background daemon to exit when idle', 30000);
+    t.match(
+      readFileSync(path.join(bgDir, 'daemon.log'), 'utf8'),
+      /no client for 1 s, flushing and stopping/,
+      'it says why in its log',
+    );
+    t.notOk(existsSync(path.join(bgDir, 'daemon.sock')), 'its socket is gone');
+    t.ok(alive(fg.pid!), 'the foreground daemon, idle longer, still runs');
+    const st = await runCli(cliEnvFor(fgDir), ['daemon', 'status', '--json']);
+    t.equal(st.code, 0);
+    t.match(JSON.parse(st.stdout), { running: true, pid: fg.pid, started_by: 'foreground', idle_exit: 0 });
+    // The next command starts a new background daemon on the same data: nothing was lost.
+    t.equal((await runCli(env, ['write', '/again.md', 'again'])).code, 0);
+    t.equal((await runCli(env, ['cat', '/again.md'])).stdout, 'again\n');
+  },
+);
 
 t.test('mdvfs daemon status and mdvfs stop', async (t) => {
   const dataDir = tempDataDir(t);
@@ -142,7 +182,18 @@ t.test('mdvfs daemon status and mdvfs stop', async (t) => {
   const js = await runCli(env, ['daemon', 'status', '--json']);
   t.equal(js.code, 0, js.stderr);
   const st = JSON.parse(js.stdout);
-  t.match(st, { running: true, pid, data_dir: dataDir, socket: path.join(dataDir, 'daemon.sock'), started_by: 'background', idle_exit: 300, users: 2, files: 2, commits: 1, clients: 0 });
+  t.match(st, {
+    running: true,
+    pid,
+    data_dir: dataDir,
+    socket: path.join(dataDir, 'daemon.sock'),
+    started_by: 'background',
+    idle_exit: 300,
+    users: 2,
+    files: 2,
+    commits: 1,
+    clients: 0,
+  });
   t.type(st.uptime, 'number');
   t.notOk('served_by' in st);
   const text = await runCli(env, ['daemon', 'status']);
@@ -183,7 +234,11 @@ t.test('a front end that creates the data dir says so, once', async (t) => {
   const env = cliEnvFor(dataDir);
   const first = await runCli(env, ['ls', '/']);
   t.equal(first.code, 0, first.stderr);
-  t.equal(first.stderr, `mdvfs: created a new data dir ${dataDir} (set SERVICE_DATA_DIR to use another)\n`, 'one line on stderr');
+  t.equal(
+    first.stderr,
+    `mdvfs: created a new data dir ${dataDir} (set SERVICE_DATA_DIR to use another)\n`,
+    'one line on stderr',
+  );
   const second = await runCli(env, ['ls', '/']);
   t.equal(second.stderr, '', 'not again');
   await runCli(env, ['stop']);

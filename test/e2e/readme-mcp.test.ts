@@ -52,16 +52,28 @@ async function useSnippet(t: Test, entry: ServerEntry, extraEnv: Record<string, 
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('SERVICE_')) env[k] = v;
   Object.assign(env, entry.env, { SERVICE_DATA_DIR: dataDir }, extraEnv);
   // As Claude Desktop does: started from elsewhere, not from the checkout.
-  const transport = new StdioClientTransport({ command: entry.command, args: entry.args ?? [], env, cwd: '/', stderr: 'pipe' });
+  const transport = new StdioClientTransport({
+    command: entry.command,
+    args: entry.args ?? [],
+    env,
+    cwd: '/',
+    stderr: 'pipe',
+  });
   const client = new Client({ name: 'readme-test', version: '1' });
   await client.connect(transport);
   t.teardown(() => client.close());
   const tools = await client.listTools();
-  t.ok(tools.tools.some((x) => x.name === 'write_file'), 'the tools are listed');
-  const res = await client.callTool({ name: 'write_file', arguments: { path: 'notes/readme.md', content: 'from the snippet' } });
+  t.ok(
+    tools.tools.some((x) => x.name === 'write_file'),
+    'the tools are listed',
+  );
+  const res = await client.callTool({
+    name: 'write_file',
+    arguments: { path: 'notes/readme.md', content: 'from the snippet' },
+  });
   t.notOk(res.isError, JSON.stringify(res.content));
   const cat = await runCli({ ...process.env, SERVICE_DATA_DIR: dataDir }, ['cat', '/home/alice/notes/readme.md']);
-  t.equal(cat.stdout, 'from the snippet', 'written as alice (the snippet\'s SERVICE_AS_USER)');
+  t.equal(cat.stdout, 'from the snippet', "written as alice (the snippet's SERVICE_AS_USER)");
 }
 
 t.test('the Claude/Cursor stdio snippet, with the checkout path filled in', async (t) => {
@@ -88,9 +100,16 @@ t.test('the Inspector stdio commands, verbatim, in the checkout', async (t) => {
   const dataDir = await dataDirWithAlice(t);
   const env = { ...process.env, SERVICE_DATA_DIR: dataDir };
   const list = await sh(cmds[0]!, { cwd: ROOT, env, timeout: 180_000, shell: '/bin/bash' });
-  t.ok((JSON.parse(list.stdout) as { tools: { name: string }[] }).tools.some((x) => x.name === 'read_file'), 'tools/list');
+  t.ok(
+    (JSON.parse(list.stdout) as { tools: { name: string }[] }).tools.some((x) => x.name === 'read_file'),
+    'tools/list',
+  );
   const call = await sh(cmds[1]!, { cwd: ROOT, env, timeout: 180_000, shell: '/bin/bash' });
-  t.match(JSON.parse(call.stdout), { structuredContent: { path: '/home/alice/notes/hello.md' } }, 'tools/call write_file');
+  t.match(
+    JSON.parse(call.stdout),
+    { structuredContent: { path: '/home/alice/notes/hello.md' } },
+    'tools/call write_file',
+  );
   const cat = await runCli(env, ['cat', '/home/alice/notes/hello.md']);
   t.equal(cat.stdout, '# Hello');
 });

@@ -84,7 +84,11 @@ t.test('a socket path squatted by another local user', async (t) => {
   t.equal(got, '', 'the attacker received nothing');
   t.notOk(got.includes(TOKEN), 'in particular not the token');
   t.equal(r.code, 1, 'the CLI fails');
-  t.match(r.stderr, /refusing to connect to the daemon socket .*(owned by uid \d+, not by you|open to other users)/, 'and says why');
+  t.match(
+    r.stderr,
+    /refusing to connect to the daemon socket .*(owned by uid \d+, not by you|open to other users)/,
+    'and says why',
+  );
   t.notOk(r.stderr.includes(TOKEN) || r.stdout.includes(TOKEN), 'the token is never printed');
 });
 

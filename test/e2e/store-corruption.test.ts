@@ -8,7 +8,10 @@ import { SqliteStore } from '../../daemon/store/sqlite.js';
 /** Starts a daemon on a data dir expecting it to refuse; returns its exit code and stderr. */
 function startExpectingRefusal(dataDir: string): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [DAEMON_ENTRY], { env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_STORE: 'sqlite' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const p = spawn(process.execPath, [DAEMON_ENTRY], {
+      env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_STORE: 'sqlite' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     p.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
     const timer = setTimeout(() => p.kill('SIGKILL'), 20000);
@@ -51,14 +54,17 @@ t.test('two entries with one name in a directory make the daemon refuse to start
   t.match(r.stderr, /two entries named 'b'/);
 });
 
-t.test('a store left by a daemon killed before its first batch (only the schema row) starts as a fresh one', async (t) => {
-  // exactly what a first start writes before its first batch: load() records the schema version
-  const dir = tempDir();
-  const s = new SqliteStore(dir);
-  t.equal(s.load().fresh, true);
-  s.close();
-  const d = await spawnDaemon(t, { SERVICE_STORE: 'sqlite' }, dir);
-  t.equal((await d.client.as({}).call('auth.whoami', {})).user, 'root');
-  await d.client.as({}).call('fs.write', { path: '/after.md' }, text('ok'));
-  t.same((await d.client.call('sys.fsck', {})).problems, []);
-});
+t.test(
+  'a store left by a daemon killed before its first batch (only the schema row) starts as a fresh one',
+  async (t) => {
+    // exactly what a first start writes before its first batch: load() records the schema version
+    const dir = tempDir();
+    const s = new SqliteStore(dir);
+    t.equal(s.load().fresh, true);
+    s.close();
+    const d = await spawnDaemon(t, { SERVICE_STORE: 'sqlite' }, dir);
+    t.equal((await d.client.as({}).call('auth.whoami', {})).user, 'root');
+    await d.client.as({}).call('fs.write', { path: '/after.md' }, text('ok'));
+    t.same((await d.client.call('sys.fsck', {})).problems, []);
+  },
+);

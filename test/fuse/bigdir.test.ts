@@ -10,7 +10,10 @@ skipWithoutFuse(t);
 const d = await startDaemon(t);
 const root = d.client;
 const names = Array.from({ length: 10050 }, (_, i) => `e${String(i).padStart(5, '0')}.md`);
-for (let s = 0; s < names.length; s += 500) await Promise.all(names.slice(s, s + 500).map((n) => root.call('fs.write', { path: `/big/${n}` }, { data: Buffer.from(n) })));
+for (let s = 0; s < names.length; s += 500)
+  await Promise.all(
+    names.slice(s, s + 500).map((n) => root.call('fs.write', { path: `/big/${n}` }, { data: Buffer.from(n) })),
+  );
 const m = await mount(t, d);
 
 void t.test('ls in the mount shows every entry of a 10,050-entry directory once', async (t) => {

@@ -19,7 +19,8 @@ const root = d.client;
 await root.call('admin.userAdd', { name: 'alice' });
 await root.call('admin.groupAdd', { name: 'team' });
 await root.call('admin.groupMemberAdd', { user: 'alice', group: 'team' });
-const write = (path: string, text: string, mode = '0644') => root.call('fs.write', { path, mode }, { data: Buffer.from(text) });
+const write = (path: string, text: string, mode = '0644') =>
+  root.call('fs.write', { path, mode }, { data: Buffer.from(text) });
 const m = await mount(t, d, ['--user', 'alice']);
 
 /** Longer than the kernel's attribute and entry timeouts (1 s): later requests reach the mount. */
@@ -54,7 +55,10 @@ void t.test('a second pass over unchanged files needs no daemon call', async (t)
   d.proc.kill('SIGSTOP'); // a daemon call would now wait (until the mount's 120 s request timeout)
   try {
     // Run from outside the mount (a working directory inside it costs an access(2) check, never cached).
-    const second = await sh(`timeout 20 grep -rc needle '${m.dir}/warm' | sed 's|^${m.dir}/||' | sort | tr "\\n" " "`, '/');
+    const second = await sh(
+      `timeout 20 grep -rc needle '${m.dir}/warm' | sed 's|^${m.dir}/||' | sort | tr "\\n" " "`,
+      '/',
+    );
     t.equal(second.stdout, first.stdout, 'the second pass finds the same, with the daemon stopped');
     const stat = await sh(`timeout 20 stat -c %s '${m.dir}/warm/d0/f0.md'`, '/');
     t.equal(stat.stdout, `${'note 0\nneedle-0\n'.length}\n`, 'stat answers from the cache too');
@@ -62,9 +66,15 @@ void t.test('a second pass over unchanged files needs no daemon call', async (t)
     d.proc.kill('SIGCONT');
   }
   await write('/warm/d0/f0.md', 'changed\nneedle-new\n');
-  t.ok(await eventually(async () => (await cat(m, 'warm/d0/f0.md')).stdout === 'changed\nneedle-new\n', WITHIN_MS, 20), 'a write through the daemon shows within 1 s');
+  t.ok(
+    await eventually(async () => (await cat(m, 'warm/d0/f0.md')).stdout === 'changed\nneedle-new\n', WITHIN_MS, 20),
+    'a write through the daemon shows within 1 s',
+  );
   await write('/warm/d1/added.md', 'needle-added\n');
-  t.ok(await eventually(async () => (await m.sh('ls warm/d1')).stdout.includes('added.md'), WITHIN_MS, 20), 'a new file is listed within 1 s');
+  t.ok(
+    await eventually(async () => (await m.sh('ls warm/d1')).stdout.includes('added.md'), WITHIN_MS, 20),
+    'a new file is listed within 1 s',
+  );
 });
 
 void t.test('chmod of the file drops its cached content', async (t) => {
@@ -80,7 +90,10 @@ void t.test('chmod and chown of a directory above drop the cached content below 
   await root.call('fs.chmod', { path: '/c2/sub', mode: '0700' });
   await refusedSoon(t, 'c2/sub/deep/f.md', 'ancestor chmod 0700');
   await root.call('fs.chmod', { path: '/c2/sub', mode: '0755' });
-  t.ok(await eventually(async () => (await cat(m, 'c2/sub/deep/f.md')).stdout === 'two\n', WITHIN_MS, 20), 'readable again after chmod back');
+  t.ok(
+    await eventually(async () => (await cat(m, 'c2/sub/deep/f.md')).stdout === 'two\n', WITHIN_MS, 20),
+    'readable again after chmod back',
+  );
   await readsTwice(t, 'c2/sub/deep/f.md', 'two\n');
   await root.call('fs.chmod', { path: '/c2/sub', mode: '0770' });
   const { uid } = await root.call('fs.stat', { path: '/home/alice' });
@@ -96,7 +109,10 @@ void t.test('a directory listing is refused once its mode forbids it', async (t)
   await sleep(CACHE_EXPIRY_MS);
   t.equal((await m.sh('ls c3/dir')).stdout, 'f.md\n', 'listed again (from the cache)');
   await root.call('fs.chmod', { path: '/c3/dir', mode: '0711' });
-  t.ok(await eventually(async () => /Permission denied/.test((await m.sh('ls c3/dir')).stderr), WITHIN_MS, 20), 'ls fails with EACCES within 1 s');
+  t.ok(
+    await eventually(async () => /Permission denied/.test((await m.sh('ls c3/dir')).stderr), WITHIN_MS, 20),
+    'ls fails with EACCES within 1 s',
+  );
 });
 
 void t.test('leaving the group that granted access drops the cached content', async (t) => {
@@ -107,39 +123,89 @@ void t.test('leaving the group that granted access drops the cached content', as
   await root.call('admin.groupMemberDel', { user: 'alice', group: 'team' });
   await refusedSoon(t, 'c4/team.md', 'removed from the group');
   await root.call('admin.groupMemberAdd', { user: 'alice', group: 'team' });
-  t.ok(await eventually(async () => (await cat(m, 'c4/team.md')).stdout === 'for the team\n', WITHIN_MS, 20), 'readable again once back in the group');
+  t.ok(
+    await eventually(async () => (await cat(m, 'c4/team.md')).stdout === 'for the team\n', WITHIN_MS, 20),
+    'readable again once back in the group',
+  );
 });
 
 void t.test('renaming or removing a directory above drops what was cached below it', async (t) => {
   await write('/c5/old/f.md', 'five\n');
   await readsTwice(t, 'c5/old/f.md', 'five\n');
   await root.call('fs.move', { src: '/c5/old', dst: '/c5/new' });
-  t.ok(await eventually(async () => /No such file/.test((await cat(m, 'c5/old/f.md')).stderr), WITHIN_MS, 20), 'the old path is gone within 1 s');
+  t.ok(
+    await eventually(async () => /No such file/.test((await cat(m, 'c5/old/f.md')).stderr), WITHIN_MS, 20),
+    'the old path is gone within 1 s',
+  );
   t.equal((await cat(m, 'c5/new/f.md')).stdout, 'five\n', 'the new path reads');
   await readsTwice(t, 'c5/new/f.md', 'five\n');
   await root.call('fs.delete', { path: '/c5/new', recursive: true });
-  t.ok(await eventually(async () => /No such file/.test((await cat(m, 'c5/new/f.md')).stderr), WITHIN_MS, 20), 'a removed tree is gone within 1 s');
+  t.ok(
+    await eventually(async () => /No such file/.test((await cat(m, 'c5/new/f.md')).stderr), WITHIN_MS, 20),
+    'a removed tree is gone within 1 s',
+  );
 });
 
-void t.test('files created in the mount: answered from what the create returned, foreign changes still seen', async (t) => {
-  const made = await m.sh('mkdir -p home/alice/mk/sub && for i in 1 2 3; do printf "file %d\\n" $i > home/alice/mk/sub/f$i.md; done && stat -c "%s %a" home/alice/mk/sub/f3.md && ls home/alice/mk/sub');
-  t.equal(made.code, 0, made.stderr);
-  t.equal(made.stdout, '7 644\nf1.md\nf2.md\nf3.md\n', 'size and mode of a new file; the listing has every new file');
-  t.equal((await root.request('fs.read', { path: '/home/alice/mk/sub/f2.md' })).data.toString(), 'file 2\n', 'the content is in the daemon');
-  // Someone else creates a file in the directory whose listing the mount keeps up to date itself:
-  // the mount must not answer "no such file" from that listing once the change is reported.
-  await write('/home/alice/mk/sub/other.md', 'from elsewhere\n');
-  t.ok(await eventually(async () => (await cat(m, 'home/alice/mk/sub/other.md')).stdout === 'from elsewhere\n', WITHIN_MS, 20), 'a file created elsewhere reads within 1 s');
-  t.equal((await m.sh('ls home/alice/mk/sub')).stdout, 'f1.md\nf2.md\nf3.md\nother.md\n', 'and is listed');
-  await root.call('fs.unlink', { path: '/home/alice/mk/sub/f1.md' });
-  t.ok(await eventually(async () => (await m.sh('ls home/alice/mk/sub')).stdout === 'f2.md\nf3.md\nother.md\n', WITHIN_MS, 20), 'a file removed elsewhere leaves the listing within 1 s');
-  await write('/home/alice/mk/sub/f2.md', 'rewritten elsewhere\n');
-  t.ok(await eventually(async () => (await cat(m, 'home/alice/mk/sub/f2.md')).stdout === 'rewritten elsewhere\n', WITHIN_MS, 20), 'a file the mount wrote, rewritten elsewhere, reads the new content within 1 s');
-  await root.call('fs.chmod', { path: '/home/alice/mk/sub/f3.md', mode: '0200' });
-  t.ok(await eventually(async () => /Permission denied/.test((await cat(m, 'home/alice/mk/sub/f3.md')).stderr), WITHIN_MS, 20), 'a file the mount wrote is not read from its buffer once unreadable');
-  t.equal((await m.sh('echo replaced > home/alice/mk/sub/f3.md')).code, 0, 'still writable');
-  t.match((await cat(m, 'home/alice/mk/sub/f3.md')).stderr, /Permission denied/, 'what the mount itself wrote to a write-only file is not read back from its cache');
-});
+void t.test(
+  'files created in the mount: answered from what the create returned, foreign changes still seen',
+  async (t) => {
+    const made = await m.sh(
+      'mkdir -p home/alice/mk/sub && for i in 1 2 3; do printf "file %d\\n" $i > home/alice/mk/sub/f$i.md; done && stat -c "%s %a" home/alice/mk/sub/f3.md && ls home/alice/mk/sub',
+    );
+    t.equal(made.code, 0, made.stderr);
+    t.equal(made.stdout, '7 644\nf1.md\nf2.md\nf3.md\n', 'size and mode of a new file; the listing has every new file');
+    t.equal(
+      (await root.request('fs.read', { path: '/home/alice/mk/sub/f2.md' })).data.toString(),
+      'file 2\n',
+      'the content is in the daemon',
+    );
+    // Someone else creates a file in the directory whose listing the mount keeps up to date itself:
+    // the mount must not answer "no such file" from that listing once the change is reported.
+    await write('/home/alice/mk/sub/other.md', 'from elsewhere\n');
+    t.ok(
+      await eventually(
+        async () => (await cat(m, 'home/alice/mk/sub/other.md')).stdout === 'from elsewhere\n',
+        WITHIN_MS,
+        20,
+      ),
+      'a file created elsewhere reads within 1 s',
+    );
+    t.equal((await m.sh('ls home/alice/mk/sub')).stdout, 'f1.md\nf2.md\nf3.md\nother.md\n', 'and is listed');
+    await root.call('fs.unlink', { path: '/home/alice/mk/sub/f1.md' });
+    t.ok(
+      await eventually(
+        async () => (await m.sh('ls home/alice/mk/sub')).stdout === 'f2.md\nf3.md\nother.md\n',
+        WITHIN_MS,
+        20,
+      ),
+      'a file removed elsewhere leaves the listing within 1 s',
+    );
+    await write('/home/alice/mk/sub/f2.md', 'rewritten elsewhere\n');
+    t.ok(
+      await eventually(
+        async () => (await cat(m, 'home/alice/mk/sub/f2.md')).stdout === 'rewritten elsewhere\n',
+        WITHIN_MS,
+        20,
+      ),
+      'a file the mount wrote, rewritten elsewhere, reads the new content within 1 s',
+    );
+    await root.call('fs.chmod', { path: '/home/alice/mk/sub/f3.md', mode: '0200' });
+    t.ok(
+      await eventually(
+        async () => /Permission denied/.test((await cat(m, 'home/alice/mk/sub/f3.md')).stderr),
+        WITHIN_MS,
+        20,
+      ),
+      'a file the mount wrote is not read from its buffer once unreadable',
+    );
+    t.equal((await m.sh('echo replaced > home/alice/mk/sub/f3.md')).code, 0, 'still writable');
+    t.match(
+      (await cat(m, 'home/alice/mk/sub/f3.md')).stderr,
+      /Permission denied/,
+      'what the mount itself wrote to a write-only file is not read back from its cache',
+    );
+  },
+);
 
 void t.test('directories made on the way by a write elsewhere show in cached listings within 1 s', async (t) => {
   await write('/pd/a.md', 'a\n');
@@ -147,46 +213,58 @@ void t.test('directories made on the way by a write elsewhere show in cached lis
   await sleep(CACHE_EXPIRY_MS);
   t.equal((await m.sh('ls pd')).stdout, 'a.md\n', 'listed again (from the cache)');
   await write('/pd/new/deep/f.md', 'deep\n'); // fs.write makes the missing parents
-  t.ok(await eventually(async () => (await m.sh('ls pd')).stdout === 'a.md\nnew\n', WITHIN_MS, 20), 'the new directory is listed within 1 s');
+  t.ok(
+    await eventually(async () => (await m.sh('ls pd')).stdout === 'a.md\nnew\n', WITHIN_MS, 20),
+    'the new directory is listed within 1 s',
+  );
   t.equal((await cat(m, 'pd/new/deep/f.md')).stdout, 'deep\n', 'and its file reads');
 });
 
-void t.test('a dropped daemon connection drops the caches: changes made before the mount reconnects are not missed', async (t) => {
-  await write('/r1/f.md', 'before\n');
-  await readsTwice(t, 'r1/f.md', 'before\n');
-  const gone = new Promise((resolve) => d.proc.once('exit', resolve));
-  d.proc.kill('SIGTERM');
-  await gone;
-  // A new daemon for the same data dir, changed at once: the mount is not subscribed to it yet.
-  const next = spawn(process.execPath, [CLI, 'daemon'], { env: { ...process.env, SERVICE_DATA_DIR: d.dataDir }, stdio: 'ignore' });
-  t.teardown(() => {
-    next.kill('SIGTERM');
-  });
-  let c: DaemonClient | undefined;
-  await eventually(async () => {
-    c = await connectSocket(socketPathFor(d.dataDir)).catch(() => undefined);
-    return c !== undefined;
-  }, 30000);
-  t.teardown(() => c?.close());
-  // Whichever daemon won the data dir (ours, or one the mount's reconnect started in the background)
-  // serves the later tests; it is stopped when the whole file ends.
-  const { pid } = await c!.call('sys.ping', {});
-  top.teardown(() => {
-    try {
-      process.kill(pid, 'SIGTERM');
-    } catch {
-      // already gone
-    }
-  });
-  await c!.call('fs.chmod', { path: '/r1/f.md', mode: '0600' });
-  // From outside the mount: a working directory inside it would cost an access(2) call, which reconnects.
-  t.match((await sh(`cat '${m.dir}/r1/f.md'`, '/')).stderr, /Permission denied/, 'the mount asks the new daemon');
-});
+void t.test(
+  'a dropped daemon connection drops the caches: changes made before the mount reconnects are not missed',
+  async (t) => {
+    await write('/r1/f.md', 'before\n');
+    await readsTwice(t, 'r1/f.md', 'before\n');
+    const gone = new Promise((resolve) => d.proc.once('exit', resolve));
+    d.proc.kill('SIGTERM');
+    await gone;
+    // A new daemon for the same data dir, changed at once: the mount is not subscribed to it yet.
+    const next = spawn(process.execPath, [CLI, 'daemon'], {
+      env: { ...process.env, SERVICE_DATA_DIR: d.dataDir },
+      stdio: 'ignore',
+    });
+    t.teardown(() => {
+      next.kill('SIGTERM');
+    });
+    let c: DaemonClient | undefined;
+    await eventually(async () => {
+      c = await connectSocket(socketPathFor(d.dataDir)).catch(() => undefined);
+      return c !== undefined;
+    }, 30000);
+    t.teardown(() => c?.close());
+    // Whichever daemon won the data dir (ours, or one the mount's reconnect started in the background)
+    // serves the later tests; it is stopped when the whole file ends.
+    const { pid } = await c!.call('sys.ping', {});
+    top.teardown(() => {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+    });
+    await c!.call('fs.chmod', { path: '/r1/f.md', mode: '0600' });
+    // From outside the mount: a working directory inside it would cost an access(2) call, which reconnects.
+    t.match((await sh(`cat '${m.dir}/r1/f.md'`, '/')).stderr, /Permission denied/, 'the mount asks the new daemon');
+  },
+);
 
 void t.test('the mount root stays reachable after a create at the top level (root mount)', async (t) => {
   const rm = await mount(t, d);
-  t.equal((await sh(`ls '${rm.dir}' > /dev/null && echo x > '${rm.dir}/top.md'`, '/')).code, 0, 'list the root, create a file in it');
+  t.equal(
+    (await sh(`ls '${rm.dir}' > /dev/null && echo x > '${rm.dir}/top.md'`, '/')).code,
+    0,
+    'list the root, create a file in it',
+  );
   const st = await sh(`stat -c %F '${rm.dir}' && cat '${rm.dir}/top.md'`, '/');
   t.equal(st.stdout, 'directory\nx\n', st.stderr);
 });
-

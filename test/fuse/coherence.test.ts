@@ -30,7 +30,11 @@ void t.test('changes through the daemon appear in the mount within 1 s', async (
   t.equal((await m.sh('cat co/a.md')).stdout, 'version two, longer\n', 'a longer content');
   await write('/co/a.md', 'version 3, longer\n'.slice(0, 20).padEnd(20, '!'));
   await sleep(CACHE_EXPIRY_MS);
-  t.equal((await m.sh('cat co/a.md')).stdout, 'version 3, longer\n!!', 'a same-size content (page cache dropped on mtime change)');
+  t.equal(
+    (await m.sh('cat co/a.md')).stdout,
+    'version 3, longer\n!!',
+    'a same-size content (page cache dropped on mtime change)',
+  );
   await write('/co/new.md', 'fresh\n');
   await sleep(CACHE_EXPIRY_MS);
   t.equal((await m.sh('ls co')).stdout, 'a.md\nnew.md\n', 'a new file is listed');
@@ -42,7 +46,10 @@ void t.test('changes through the daemon appear in the mount within 1 s', async (
   t.equal((await m.sh('stat -c %a co/new.md')).stdout, '600\n', 'a mode change shows');
   const start = Date.now();
   await write('/co/poll.md', 'polled\n');
-  t.ok(await eventually(async () => (await m.sh('cat co/poll.md 2>/dev/null')).stdout === 'polled\n', 5000, 20), 'a new file shows');
+  t.ok(
+    await eventually(async () => (await m.sh('cat co/poll.md 2>/dev/null')).stdout === 'polled\n', 5000, 20),
+    'a new file shows',
+  );
   t.comment(`new file visible in the mount after ${Date.now() - start} ms`);
 });
 
@@ -94,7 +101,11 @@ void t.test('.history: old versions, read-only, not listed', async (t) => {
   t.match(ls.stdout, new RegExp(`^${c.hash}$`, 'm'), '.history lists the commit');
   t.equal((await m.sh(`cat .history/${c.hash}/hist/h.md`)).stdout, 'old\n', 'the commit has the old version');
   t.equal((await m.sh('cat hist/h.md')).stdout, 'new\n', 'the working tree has the new one');
-  t.equal((await m.sh(`cat .history/${c.hash.slice(0, 6)}/hist/h.md`)).stdout, 'old\n', 'a unique hash prefix works too');
+  t.equal(
+    (await m.sh(`cat .history/${c.hash.slice(0, 6)}/hist/h.md`)).stdout,
+    'old\n',
+    'a unique hash prefix works too',
+  );
   t.match((await m.sh('ls .history/0123456789ab')).stderr, /No such file or directory/, 'an unknown commit is ENOENT');
   t.equal((await m.sh(`diff .history/${c.hash}/hist/h.md hist/h.md`)).code, 1, 'diff sees them differ');
   t.match((await m.sh(`grep -r old .history/${c.hash}/hist`)).stdout, /h\.md:old/, 'grep -r works on a commit');
@@ -114,10 +125,17 @@ void t.test('SIGTERM unmounts cleanly, sending what open files hold', async (t) 
   t.ok(isMounted(m2.dir));
   // A writer that has not closed its file yet when the mount is stopped.
   // (Not a shell: closing the descriptor copies a shell makes for `>&3` would flush it, as close(2) must.)
-  const writer = spawn(process.execPath, ['-e', "const fs = require('fs'); fs.writeSync(fs.openSync('pending.md', 'w'), 'pending\\n'); console.log('ready'); setTimeout(() => {}, 60000);"], {
-    cwd: m2.dir,
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
+  const writer = spawn(
+    process.execPath,
+    [
+      '-e',
+      "const fs = require('fs'); fs.writeSync(fs.openSync('pending.md', 'w'), 'pending\\n'); console.log('ready'); setTimeout(() => {}, 60000);",
+    ],
+    {
+      cwd: m2.dir,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    },
+  );
   t.teardown(() => writer.kill('SIGKILL'));
   await new Promise((resolve) => writer.stdout.once('data', resolve));
   t.equal(await read('/pending.md'), '', 'not sent before close');
@@ -162,7 +180,11 @@ void t.test('the mount reconnects when its daemon restarts', async (t) => {
       // already gone
     }
   });
-  t.equal((await c.request('fs.read', { path: '/restart/after.md' })).data.toString(), 'after\n', 'and a write after it reached the new daemon');
+  t.equal(
+    (await c.request('fs.read', { path: '/restart/after.md' })).data.toString(),
+    'after\n',
+    'and a write after it reached the new daemon',
+  );
   c.close();
   t.match(m.stderr(), /reconnected to the daemon/);
 });

@@ -27,7 +27,11 @@ void t.test('a name that is not UTF-8 is refused with EILSEQ, and nothing is ove
     t.match(look.stderr, /Invalid or incomplete multibyte or wide character/, `looking ${bad} up: EILSEQ`);
   }
   t.equal(await ok(t, 'cat n1/*'), 'kept\n', 'the file named U+FFFD kept its content');
-  t.same((await d.client.call('fs.list', { path: '/n1' })).entries.map((e) => e.name), ['a\uFFFD'], 'the daemon has that one file only');
+  t.same(
+    (await d.client.call('fs.list', { path: '/n1' })).entries.map((e) => e.name),
+    ['a\uFFFD'],
+    'the daemon has that one file only',
+  );
 });
 
 void t.test('a name over 255 bytes is refused with ENAMETOOLONG', async (t) => {

@@ -31,7 +31,11 @@ void t.test('mounted as bob', async (t) => {
 
   t.equal((await m.sh('cat shared/readme.md')).stdout, 'read me\n', 'a world-readable file reads fine');
   await root.call('fs.chmod', { path: '/shared/readme.md', mode: '0600' });
-  t.match((await m.sh('cat shared/readme.md')).stderr, /Permission denied/, 'a chmod through the daemon takes effect at once');
+  t.match(
+    (await m.sh('cat shared/readme.md')).stderr,
+    /Permission denied/,
+    'a chmod through the daemon takes effect at once',
+  );
   await root.call('fs.chmod', { path: '/shared/readme.md', mode: '0644' });
   t.equal((await m.sh('cat shared/readme.md')).stdout, 'read me\n');
   const create = await m.sh('echo x > shared/new.md');
@@ -42,7 +46,11 @@ void t.test('mounted as bob', async (t) => {
   t.match((await m.sh('rm shared/readme.md')).stderr, /Permission denied/);
   t.match((await m.sh('mv shared/readme.md shared/moved.md')).stderr, /Permission denied/);
   t.match((await m.sh('chmod 777 shared/readme.md')).stderr, /Operation not permitted|Permission denied/);
-  t.equal((await root.request('fs.read', { path: '/shared/readme.md' })).data.toString(), 'read me\n', 'nothing changed');
+  t.equal(
+    (await root.request('fs.read', { path: '/shared/readme.md' })).data.toString(),
+    'read me\n',
+    'nothing changed',
+  );
   await t.rejects(root.call('fs.stat', { path: '/shared/new.md' }), { code: 'ENOENT' });
 
   const mine = await m.sh('echo mine > home/bob/mine.md && stat -c "%u %g %a" home/bob/mine.md');
@@ -51,7 +59,11 @@ void t.test('mounted as bob', async (t) => {
   const st = await root.call('fs.stat', { path: '/home/bob/mine.md' });
   t.equal(st.uid, bob.uid, 'the daemon records bob as the owner');
   t.equal((await m.sh('stat -c %u home/alice')).stdout, `${alice.uid}\n`, "alice's home shows alice's uid");
-  t.equal((await m.sh('test -w home/bob/mine.md && ! test -w shared/readme.md && echo ok')).stdout, 'ok\n', 'access(2) answers for bob');
+  t.equal(
+    (await m.sh('test -w home/bob/mine.md && ! test -w shared/readme.md && echo ok')).stdout,
+    'ok\n',
+    'access(2) answers for bob',
+  );
 });
 
 void t.test('mounted with a token file (never on the command line)', async (t) => {
@@ -72,7 +84,11 @@ void t.test('mounted as root on behalf of alice', async (t) => {
   const m = await mount(t, d, ['--on-behalf-of', 'alice']);
   t.equal((await m.sh('cat home/alice/private.md')).stdout, 'secret\n');
   t.equal((await m.sh('echo new > home/alice/delegated.md')).code, 0);
-  t.equal((await root.call('fs.stat', { path: '/home/alice/delegated.md' })).uid, alice.uid, 'new files belong to the delegate');
+  t.equal(
+    (await root.call('fs.stat', { path: '/home/alice/delegated.md' })).uid,
+    alice.uid,
+    'new files belong to the delegate',
+  );
   t.match((await m.sh('ls home/bob')).stderr, /Permission denied/, 'and the delegate must be allowed too');
 });
 

@@ -26,7 +26,11 @@ void t.test('touch -h sets the times of the symlink, never of its target', async
   await ok(t, 'touch -h -d @1000000000 th-link');
   const link = await root.call('fs.stat', { path: '/th-link', nofollow: true });
   t.equal(link.mtime_ns, '1000000000000000000', 'the link has the time (daemon)');
-  t.equal((await root.call('fs.stat', { path: '/th-target.md' })).mtime_ns, before.mtime_ns, 'the target kept its own (daemon)');
+  t.equal(
+    (await root.call('fs.stat', { path: '/th-target.md' })).mtime_ns,
+    before.mtime_ns,
+    'the target kept its own (daemon)',
+  );
   t.equal((await ok(t, 'stat -c %Y th-link')).trim(), '1000000000', 'the link has it (mount)');
   t.not((await ok(t, 'stat -L -c %Y th-link')).trim(), '1000000000', 'the target has not (mount)');
 });
@@ -43,7 +47,11 @@ void t.test('explicit times keep their nanoseconds (touch -d, cp -p)', async (t)
   await ok(t, `touch -d '2015-01-02 03:04:05.987654321 UTC' ${src}`);
   for (let i = 0; i < 5; i++) {
     await ok(t, `cp -p ${src} cp-${i}.md`);
-    t.equal((await ok(t, `stat -c %.9Y cp-${i}.md`)).trim(), '1420167845.987654321', `cp -p copy ${i} has the source's mtime exactly`);
+    t.equal(
+      (await ok(t, `stat -c %.9Y cp-${i}.md`)).trim(),
+      '1420167845.987654321',
+      `cp -p copy ${i} has the source's mtime exactly`,
+    );
   }
 });
 
@@ -60,7 +68,11 @@ void t.test('a directory has 2 links plus one per subdirectory', async (t) => {
   t.equal((await ok(t, 'stat -c %h nl/a')).trim(), '2', 'an empty directory');
   await ok(t, 'rmdir nl/a && mv nl/c nl/b/');
   t.equal((await ok(t, 'stat -c %h nl nl/b')).trim(), '3\n3', 'after rmdir and a move');
-  t.equal((await ok(t, 'find nl -type d | sort')).trim(), 'nl\nnl/b\nnl/b/c\nnl/b/c/deep', 'find trusts the counts and still finds every directory');
+  t.equal(
+    (await ok(t, 'find nl -type d | sort')).trim(),
+    'nl\nnl/b\nnl/b/c\nnl/b/c/deep',
+    'find trusts the counts and still finds every directory',
+  );
 });
 
 void t.test('root gives files to any numeric uid and gid (tar x, rsync -a, cp -a)', async (t) => {
@@ -69,30 +81,55 @@ void t.test('root gives files to any numeric uid and gid (tar x, rsync -a, cp -a
   const st = await root.call('fs.stat', { path: '/own.md' });
   t.same([st.uid, st.gid], [54321, 65432], 'the daemon holds them');
   await ok(t, 'ln -s own.md own-link && chown -h 777:778 own-link');
-  t.same((({ uid, gid }) => [uid, gid])(await root.call('fs.stat', { path: '/own-link', nofollow: true })), [777, 778], 'chown -h: the link itself');
+  t.same(
+    (({ uid, gid }) => [uid, gid])(await root.call('fs.stat', { path: '/own-link', nofollow: true })),
+    [777, 778],
+    'chown -h: the link itself',
+  );
   const local = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-posix-tar-'));
   t.teardown(() => void m.sh(`rm -rf ${local}`));
-  await ok(t, `mkdir -p ${local}/src/sub && echo a > ${local}/src/sub/a.md && chown -R 4242:4343 ${local}/src && tar -C ${local} -cf ${local}/t.tar src`);
+  await ok(
+    t,
+    `mkdir -p ${local}/src/sub && echo a > ${local}/src/sub/a.md && chown -R 4242:4343 ${local}/src && tar -C ${local} -cf ${local}/t.tar src`,
+  );
   await ok(t, `mkdir untar && tar -C untar -xpf ${local}/t.tar`);
-  t.equal((await ok(t, 'stat -c %u:%g untar/src untar/src/sub/a.md')).trim(), '4242:4343\n4242:4343', 'tar x as root keeps the owners');
+  t.equal(
+    (await ok(t, 'stat -c %u:%g untar/src untar/src/sub/a.md')).trim(),
+    '4242:4343\n4242:4343',
+    'tar x as root keeps the owners',
+  );
 });
 
 void t.test('a file the size of a git pack or an SQLite database is taken whole', async (t) => {
   const local = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-posix-big-'));
   t.teardown(() => void m.sh(`rm -rf ${local}`));
-  await ok(t, `head -c 24000000 /dev/urandom > ${local}/big.bin && cp ${local}/big.bin big.bin && cmp ${local}/big.bin big.bin`);
+  await ok(
+    t,
+    `head -c 24000000 /dev/urandom > ${local}/big.bin && cp ${local}/big.bin big.bin && cmp ${local}/big.bin big.bin`,
+  );
   t.equal((await root.call('fs.stat', { path: '/big.bin' })).size, 24000000, 'the daemon holds all of it');
 });
 
-void t.test('beyond SERVICE_MAX_FILE_SIZE a file fails at close with EFBIG, and the message names the limit', async (t) => {
-  const small = await startDaemon(t, { SERVICE_MAX_FILE_SIZE: '1000000' });
-  const sm = await mount(t, small);
-  const r = await sm.sh('head -c 1100000 /dev/zero > too-big.bin');
-  t.not(r.code, 0);
-  t.match(r.stderr, /File too large/);
-  await t.rejects(small.client.call('fs.stat', { path: '/too-big.bin' }).then((s) => (s.size === 1100000 ? s : Promise.reject(new Error('short')))), 'the daemon did not take it');
-  await t.rejects(small.client.call('fs.write', { path: '/too-big.bin' }, { data: Buffer.alloc(1100000) }), { code: 'EFBIG', message: /1000000 bytes \(SERVICE_MAX_FILE_SIZE\)/ });
-});
+void t.test(
+  'beyond SERVICE_MAX_FILE_SIZE a file fails at close with EFBIG, and the message names the limit',
+  async (t) => {
+    const small = await startDaemon(t, { SERVICE_MAX_FILE_SIZE: '1000000' });
+    const sm = await mount(t, small);
+    const r = await sm.sh('head -c 1100000 /dev/zero > too-big.bin');
+    t.not(r.code, 0);
+    t.match(r.stderr, /File too large/);
+    await t.rejects(
+      small.client
+        .call('fs.stat', { path: '/too-big.bin' })
+        .then((s) => (s.size === 1100000 ? s : Promise.reject(new Error('short')))),
+      'the daemon did not take it',
+    );
+    await t.rejects(small.client.call('fs.write', { path: '/too-big.bin' }, { data: Buffer.alloc(1100000) }), {
+      code: 'EFBIG',
+      message: /1000000 bytes \(SERVICE_MAX_FILE_SIZE\)/,
+    });
+  },
+);
 
 void t.test('no operation above failed with an internal error in the mount', async (t) => {
   t.notMatch(m.stderr(), /unexpected error/, m.stderr());

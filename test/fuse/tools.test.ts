@@ -29,7 +29,10 @@ void t.test('echo >, >>, cat and ls -l', async (t) => {
 });
 
 void t.test('mkdir -p, cp -r, grep -r, find', async (t) => {
-  await ok(t, 'mkdir -p proj/docs/deep/er && printf "alpha\\nneedle here\\n" > proj/docs/deep/er/x.md && printf "needle too\\n" > proj/docs/y.md');
+  await ok(
+    t,
+    'mkdir -p proj/docs/deep/er && printf "alpha\\nneedle here\\n" > proj/docs/deep/er/x.md && printf "needle too\\n" > proj/docs/y.md',
+  );
   await ok(t, 'cp -r proj proj-copy');
   t.equal(await daemonText('/proj-copy/docs/deep/er/x.md'), 'alpha\nneedle here\n');
   const grep = await ok(t, 'grep -rn needle proj-copy | sort');
@@ -81,7 +84,11 @@ void t.test('chmod, touch -d, ln -s and readlink', async (t) => {
   t.equal((await root.call('fs.stat', { path: '/perm.md' })).mode, '0624');
   await ok(t, 'touch -d "2021-02-03 04:05:06 UTC" perm.md');
   t.equal(await ok(t, 'TZ=UTC stat -c %y perm.md'), '2021-02-03 04:05:06.000000000 +0000\n');
-  t.equal((await root.call('fs.stat', { path: '/perm.md' })).modified, Date.UTC(2021, 1, 3, 4, 5, 6) / 1000, 'the daemon has the time');
+  t.equal(
+    (await root.call('fs.stat', { path: '/perm.md' })).modified,
+    Date.UTC(2021, 1, 3, 4, 5, 6) / 1000,
+    'the daemon has the time',
+  );
   await ok(t, 'ln -s perm.md link.md');
   t.equal(await ok(t, 'readlink link.md'), 'perm.md\n');
   t.equal(await ok(t, 'cat link.md'), 'x\n', 'reading through the symlink');
@@ -113,13 +120,19 @@ void t.test('an atomic save: write a temp file, then rename it over the original
   t.equal(await daemonText('/saved.md'), 'new content\n');
   t.equal(await ok(t, 'ls -a | grep -c saved'), '1\n', 'only the saved file remains');
   // The same through a program that keeps the temp file open while renaming (node's write + rename).
-  await ok(t, `node -e "const fs=require('fs');const fd=fs.openSync('.s2','w');fs.writeSync(fd,'v2\\n');fs.fsyncSync(fd);fs.renameSync('.s2','saved.md');fs.closeSync(fd)"`);
+  await ok(
+    t,
+    `node -e "const fs=require('fs');const fd=fs.openSync('.s2','w');fs.writeSync(fd,'v2\\n');fs.fsyncSync(fd);fs.renameSync('.s2','saved.md');fs.closeSync(fd)"`,
+  );
   t.equal(await daemonText('/saved.md'), 'v2\n');
 });
 
 void t.test('git init, add, commit and status inside the mount', async (t) => {
   const git = 'git -c user.name=T -c user.email=t@example.com -c init.defaultBranch=main';
-  await ok(t, `mkdir -p repo && cd repo && printf "# Repo\\n" > README.md && mkdir -p docs && echo doc > docs/a.md && ${git} init -q && ${git} add -A && ${git} commit -q -m first`);
+  await ok(
+    t,
+    `mkdir -p repo && cd repo && printf "# Repo\\n" > README.md && mkdir -p docs && echo doc > docs/a.md && ${git} init -q && ${git} add -A && ${git} commit -q -m first`,
+  );
   t.equal(await ok(t, 'cd repo && git status --porcelain'), '', 'the work tree is clean after the commit');
   t.match(await ok(t, 'cd repo && git log --oneline'), /first/);
   await ok(t, 'cd repo && echo more >> README.md');
@@ -137,10 +150,17 @@ void t.test('names with spaces and non-ASCII characters', async (t) => {
 });
 
 void t.test('a file deleted while open stays readable through its descriptor', async (t) => {
-  const r = await m.sh('echo kept > open-del.md && exec 3< open-del.md && rm open-del.md && cat <&3 && test ! -e open-del.md && echo gone');
+  const r = await m.sh(
+    'echo kept > open-del.md && exec 3< open-del.md && rm open-del.md && cat <&3 && test ! -e open-del.md && echo gone',
+  );
   t.equal(r.stdout, 'kept\ngone\n', r.stderr);
   await t.rejects(root.call('fs.stat', { path: '/open-del.md' }), { code: 'ENOENT' });
-  t.ok(await eventually(async () => !/fuse_hidden/.test((await root.call('fs.list', { path: '/' })).entries.map((e) => e.name).join(' '))), 'the hidden name is gone after the close');
+  t.ok(
+    await eventually(
+      async () => !/fuse_hidden/.test((await root.call('fs.list', { path: '/' })).entries.map((e) => e.name).join(' ')),
+    ),
+    'the hidden name is gone after the close',
+  );
 });
 
 void t.test('no operation above failed with an internal error in the mount', async (t) => {

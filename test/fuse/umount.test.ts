@@ -18,7 +18,11 @@ const read = async (p: string): Promise<string> => (await d.client.request('fs.r
  * writes the line to the file (answer 'wrote'), `send('close')` closes it and exits, `send('exit')`
  * exits with the file open (the kernel closes it); `send('')` waits for 'open'.
  */
-function holder(t: { teardown(fn: () => unknown): void }, file: string, flags: 'w' | 'r'): { proc: ChildProcess; send(cmd: string): Promise<string> } {
+function holder(
+  t: { teardown(fn: () => unknown): void },
+  file: string,
+  flags: 'w' | 'r',
+): { proc: ChildProcess; send(cmd: string): Promise<string> } {
   const src = `
 const fs = require('fs');
 const fd = fs.openSync(${JSON.stringify(file)}, '${flags}');
@@ -41,7 +45,7 @@ process.stdin.on('data', (b) => {
   proc.stdout!.setEncoding('utf8');
   proc.stdout!.on('data', (s: string) => {
     out += s;
-    for (let i; (i = out.indexOf('\n')) >= 0; ) {
+    for (let i; (i = out.indexOf('\n')) >= 0;) {
       const l = out.slice(0, i);
       out = out.slice(i + 1);
       const w = waiting.shift();
@@ -59,31 +63,38 @@ process.stdin.on('data', (b) => {
   };
 }
 
-void t.test('a busy mount: umount refuses, umount --lazy detaches, the mount exits once the file is closed', async (t) => {
-  const m = await mount(t, d);
-  const w = holder(t, path.join(m.dir, 'held.md'), 'w');
-  t.equal(await w.send(''), 'open');
-  t.equal(await w.send('before umount'), 'wrote');
+void t.test(
+  'a busy mount: umount refuses, umount --lazy detaches, the mount exits once the file is closed',
+  async (t) => {
+    const m = await mount(t, d);
+    const w = holder(t, path.join(m.dir, 'held.md'), 'w');
+    t.equal(await w.send(''), 'open');
+    t.equal(await w.send('before umount'), 'wrote');
 
-  const busy = await sh(`node ${CLI} umount ${m.dir}`, '/');
-  t.equal(busy.code, 1, 'umount of a busy mount fails');
-  t.match(busy.stderr, /cannot unmount .*: it is busy .*mdvfs umount --lazy .*\(EBUSY\)/, 'saying it is busy and how to force it');
-  t.ok(isMounted(m.dir), 'the mount stays');
-  t.equal(m.proc.exitCode, null, 'and the mount process runs');
-  t.equal((await m.sh('cat held.md')).code, 0, 'and serves');
+    const busy = await sh(`node ${CLI} umount ${m.dir}`, '/');
+    t.equal(busy.code, 1, 'umount of a busy mount fails');
+    t.match(
+      busy.stderr,
+      /cannot unmount .*: it is busy .*mdvfs umount --lazy .*\(EBUSY\)/,
+      'saying it is busy and how to force it',
+    );
+    t.ok(isMounted(m.dir), 'the mount stays');
+    t.equal(m.proc.exitCode, null, 'and the mount process runs');
+    t.equal((await m.sh('cat held.md')).code, 0, 'and serves');
 
-  const lazy = await sh(`node ${CLI} umount --lazy ${m.dir}`, '/');
-  t.equal(lazy.code, 0, lazy.stderr);
-  t.notOk(isMounted(m.dir), 'detached at once');
-  t.equal(await w.send('after umount'), 'wrote', 'the open file keeps working');
-  t.ok(await eventually(() => /still open/.test(m.stderr()), 10000), 'the mount says it waits for the open file');
-  t.equal(m.proc.exitCode, null, 'and runs while the file is open');
+    const lazy = await sh(`node ${CLI} umount --lazy ${m.dir}`, '/');
+    t.equal(lazy.code, 0, lazy.stderr);
+    t.notOk(isMounted(m.dir), 'detached at once');
+    t.equal(await w.send('after umount'), 'wrote', 'the open file keeps working');
+    t.ok(await eventually(() => /still open/.test(m.stderr()), 10000), 'the mount says it waits for the open file');
+    t.equal(m.proc.exitCode, null, 'and runs while the file is open');
 
-  t.equal(await w.send('close'), 'closed');
-  t.ok(await eventually(() => m.proc.exitCode !== null, 10000), 'the mount process exits once the file is closed');
-  t.equal(m.proc.exitCode, 0);
-  t.equal(await read('/held.md'), 'before umount\nafter umount\n', 'everything written reached the daemon');
-});
+    t.equal(await w.send('close'), 'closed');
+    t.ok(await eventually(() => m.proc.exitCode !== null, 10000), 'the mount process exits once the file is closed');
+    t.equal(m.proc.exitCode, 0);
+    t.equal(await read('/held.md'), 'before umount\nafter umount\n', 'everything written reached the daemon');
+  },
+);
 
 void t.test('a file open for reading, closed by its process exiting: the mount exits too', async (t) => {
   await d.client.call('fs.write', { path: '/r.md' }, { data: Buffer.from('r\n') });

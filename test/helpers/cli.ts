@@ -70,7 +70,11 @@ export function runCli(env: NodeJS.ProcessEnv, args: string[], opts: RunOptions 
   if (opts.user !== undefined) e.SERVICE_AS_USER = opts.user;
   if (opts.token !== undefined) e.SERVICE_TOKEN = opts.token;
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [CLI, ...args], { env: e, cwd: opts.cwd ?? ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, [CLI, ...args], {
+      env: e,
+      cwd: opts.cwd ?? ROOT,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     p.stdout.on('data', (b: Buffer) => out.push(b));
@@ -89,8 +93,15 @@ export async function cliEnv(t: Teardown, extraEnv: NodeJS.ProcessEnv = {}): Pro
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-cli-'));
   // The shell keeps its history under XDG_STATE_HOME: one per test, never the real home's.
   const stateDir = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-cli-state-'));
-  const env: NodeJS.ProcessEnv = { ...process.env, SERVICE_DATA_DIR: dataDir, XDG_STATE_HOME: stateDir, ...(await testStoreEnv(dataDir)), ...extraEnv };
-  for (const k of ['SERVICE_AS_USER', 'SERVICE_TOKEN', 'SERVICE_ON_BEHALF_OF', 'SERVICE_WORKSPACE', 'SERVICE_URL']) if (!(k in extraEnv)) delete env[k];
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    SERVICE_DATA_DIR: dataDir,
+    XDG_STATE_HOME: stateDir,
+    ...(await testStoreEnv(dataDir)),
+    ...extraEnv,
+  };
+  for (const k of ['SERVICE_AS_USER', 'SERVICE_TOKEN', 'SERVICE_ON_BEHALF_OF', 'SERVICE_WORKSPACE', 'SERVICE_URL'])
+    if (!(k in extraEnv)) delete env[k];
   let client: DaemonClient | undefined;
   const getClient = async (): Promise<DaemonClient> => {
     if (client) return client;
@@ -174,7 +185,13 @@ export interface ShellPty {
 /** Starts `mdvfs shell` in a pseudo-terminal (node-pty). */
 export async function spawnShell(t: Teardown, env: NodeJS.ProcessEnv, args: string[] = []): Promise<ShellPty> {
   const pty = await import('node-pty');
-  const p = pty.spawn(process.execPath, [CLI, 'shell', ...args], { name: 'xterm-256color', cols: 120, rows: 40, cwd: ROOT, env: env as Record<string, string> });
+  const p = pty.spawn(process.execPath, [CLI, 'shell', ...args], {
+    name: 'xterm-256color',
+    cols: 120,
+    rows: 40,
+    cwd: ROOT,
+    env: env as Record<string, string>,
+  });
   let raw = '';
   let markAt = 0;
   p.onData((d) => {
@@ -194,7 +211,10 @@ export async function spawnShell(t: Teardown, env: NodeJS.ProcessEnv, args: stri
     },
     write: (s) => p.write(s),
     async expect(what, ms = 10000) {
-      const ok = await until(() => (typeof what === 'string' ? self.sinceMark().includes(what) : what.test(self.sinceMark())), ms);
+      const ok = await until(
+        () => (typeof what === 'string' ? self.sinceMark().includes(what) : what.test(self.sinceMark())),
+        ms,
+      );
       if (!ok) throw new Error(`terminal never showed ${String(what)}; it shows:\n${self.sinceMark()}`);
       return self.sinceMark();
     },

@@ -17,8 +17,12 @@ import type { Creds } from '../../daemon/rpc/protocol.js';
 import { DIST } from './http.js';
 
 // The built core (as the black-box tests use): its grep workers are plain JavaScript threads.
-const { configFromEnv, openCore: open } = (await import(pathToFileURL(path.join(DIST, 'daemon', 'main.js')).href)) as typeof import('../../daemon/main.js');
-const { InProcessCaller: Caller } = (await import(pathToFileURL(path.join(DIST, 'daemon', 'rpc', 'in-process.js')).href)) as typeof import('../../daemon/rpc/in-process.js');
+const { configFromEnv, openCore: open } = (await import(
+  pathToFileURL(path.join(DIST, 'daemon', 'main.js')).href
+)) as typeof import('../../daemon/main.js');
+const { InProcessCaller: Caller } = (await import(
+  pathToFileURL(path.join(DIST, 'daemon', 'rpc', 'in-process.js')).href
+)) as typeof import('../../daemon/rpc/in-process.js');
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -53,7 +57,12 @@ export async function coreFrom(t: Teardown, files: Record<string, Entry> = {}): 
     else if (spec.symlink !== undefined) await root.call('fs.symlink', { path: p, target: spec.symlink });
     else await root.call('fs.write', { path: p }, { data: Buffer.from(spec.content ?? '') });
     if (spec.owner !== undefined || spec.group !== undefined) {
-      await root.call('fs.chown', { path: p, ...(spec.owner === undefined ? {} : { owner: spec.owner }), ...(spec.group === undefined ? {} : { group: spec.group }), nofollow: true });
+      await root.call('fs.chown', {
+        path: p,
+        ...(spec.owner === undefined ? {} : { owner: spec.owner }),
+        ...(spec.group === undefined ? {} : { group: spec.group }),
+        nofollow: true,
+      });
     }
     if (spec.mode !== undefined) await root.call('fs.chmod', { path: p, mode: spec.mode });
   }

@@ -91,13 +91,21 @@ class WriterLog {
 /** Runs `rounds` kill -9 rounds against the daemon `d` and checks every acknowledged write after each. */
 export async function crashRounds(t: Test, d: TestDaemon, rounds: number): Promise<void> {
   const log = new WriterLog();
-  const writer: ChildProcessWithoutNullStreams = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT_DIR, 'test', 'e2e', 'crash-writer.ts'), d.dataDir], { cwd: ROOT_DIR, env: process.env });
+  const writer: ChildProcessWithoutNullStreams = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(ROOT_DIR, 'test', 'e2e', 'crash-writer.ts'), d.dataDir],
+    { cwd: ROOT_DIR, env: process.env },
+  );
   let writerErr = '';
   writer.stdout.setEncoding('utf8').on('data', (s: string) => log.feed(s));
   writer.stderr.on('data', (b: Buffer) => (writerErr += b.toString()));
   // a second writer runs every other kind of mutation at the same time
   const mixedLog = new WriterLog();
-  const mixer: ChildProcessWithoutNullStreams = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT_DIR, 'test', 'e2e', 'crash-writer.ts'), d.dataDir, 'mixed'], { cwd: ROOT_DIR, env: process.env });
+  const mixer: ChildProcessWithoutNullStreams = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(ROOT_DIR, 'test', 'e2e', 'crash-writer.ts'), d.dataDir, 'mixed'],
+    { cwd: ROOT_DIR, env: process.env },
+  );
   mixer.stdout.setEncoding('utf8').on('data', (s: string) => mixedLog.feed(s));
   mixer.stderr.on('data', (b: Buffer) => (writerErr += b.toString()));
   t.teardown(() => {
@@ -139,10 +147,17 @@ export async function crashRounds(t: Test, d: TestDaemon, rounds: number): Promi
       } catch (err) {
         if ((err as { code?: string }).code !== 'ENOENT') throw err;
       }
-      if (!log.allowed(p).has(actual)) bad.push(`${p}: has ${actual.slice(0, 12)}, allowed ${[...log.allowed(p)].map((s) => s.slice(0, 12)).join(',')}`);
+      if (!log.allowed(p).has(actual))
+        bad.push(
+          `${p}: has ${actual.slice(0, 12)}, allowed ${[...log.allowed(p)].map((s) => s.slice(0, 12)).join(',')}`,
+        );
       checked++;
     }
-    t.same(bad, [], `round ${round}: ${checked} paths hold their last acknowledged content (${log.acked} acknowledged writes so far)`);
+    t.same(
+      bad,
+      [],
+      `round ${round}: ${checked} paths hold their last acknowledged content (${log.acked} acknowledged writes so far)`,
+    );
     // the mixed writer's tree loads and lists fully, every file readable
     const found = await root.call('search.find', { path: '/', type: 'f' });
     for (const f of found.results.filter((x) => x.startsWith('/mixed/'))) await root.call('fs.read', { path: f });

@@ -55,7 +55,11 @@ async function waitForSocket(sock: string, proc: ChildProcess, err: () => string
 }
 
 /** Starts the daemon (`dist/daemon/main.js`, what `mdvfs daemon` runs) on a fresh data dir; stops it and removes the dir at teardown. */
-export async function spawnDaemon(t: Teardown, extraEnv: NodeJS.ProcessEnv = {}, dataDir = tempDir()): Promise<TestDaemon> {
+export async function spawnDaemon(
+  t: Teardown,
+  extraEnv: NodeJS.ProcessEnv = {},
+  dataDir = tempDir(),
+): Promise<TestDaemon> {
   const env = { ...process.env, SERVICE_DATA_DIR: dataDir, ...(await testStoreEnv(dataDir)), ...extraEnv };
   let errText = '';
   const start = () => {
@@ -149,7 +153,21 @@ export async function treeSnapshot(root: Caller, dir = '/'): Promise<string> {
     for (const e of l.entries) {
       const child = p === '/' ? `/${e.name}` : `${p}/${e.name}`;
       const s = await root.call('fs.stat', { path: child, nofollow: true });
-      out.push(JSON.stringify([child, s.kind, s.mode, s.uid, s.gid, s.size, s.etag ?? null, s.target ?? null, s.mtime_ns, s.ctime_ns, s.inode_id]));
+      out.push(
+        JSON.stringify([
+          child,
+          s.kind,
+          s.mode,
+          s.uid,
+          s.gid,
+          s.size,
+          s.etag ?? null,
+          s.target ?? null,
+          s.mtime_ns,
+          s.ctime_ns,
+          s.inode_id,
+        ]),
+      );
       if (e.is_dir) await walk(child);
     }
   };

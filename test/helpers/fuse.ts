@@ -98,7 +98,8 @@ export async function startDaemon(t: Teardown, env: Record<string, string> = {})
       t.teardown(() => client.close());
       return { dataDir, client, proc };
     } catch (e) {
-      if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`daemon did not start (${String(e)}); stderr:\n${err}`);
+      if (proc.exitCode !== null || Date.now() > deadline)
+        throw new Error(`daemon did not start (${String(e)}); stderr:\n${err}`);
       await sleep(50);
     }
   }
@@ -113,10 +114,19 @@ export interface ShResult {
 /** Runs a bash command line (async, never blocking this process), with a generous safety timeout. */
 export function sh(cmd: string, cwd: string, env: Record<string, string> = {}): Promise<ShResult> {
   return new Promise((resolve) => {
-    execFile('bash', ['-c', cmd], { cwd, env: { ...process.env, ...env }, timeout: 120000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      'bash',
+      ['-c', cmd],
+      { cwd, env: { ...process.env, ...env }, timeout: 120000, maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        const code = err
+          ? typeof (err as { code?: unknown }).code === 'number'
+            ? (err as { code: number }).code
+            : 1
+          : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -193,12 +203,21 @@ export async function mount(t: Teardown, d: { dataDir: string }, args: string[] 
 }
 
 /** Runs a mount that is expected to fail; resolves with its exit code and stderr. */
-export function mountFailure(t: Teardown, d: { dataDir: string }, args: string[]): Promise<{ code: number | null; stderr: string }> {
+export function mountFailure(
+  t: Teardown,
+  d: { dataDir: string },
+  args: string[],
+): Promise<{ code: number | null; stderr: string }> {
   const dir = tempDir(t, 'mdvfs-mnt-bad-');
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, 'mount', dir, ...args], { env: { ...process.env, SERVICE_DATA_DIR: d.dataDir }, timeout: 30000 }, (err, _out, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr });
-    });
+    execFile(
+      process.execPath,
+      [CLI, 'mount', dir, ...args],
+      { env: { ...process.env, SERVICE_DATA_DIR: d.dataDir }, timeout: 30000 },
+      (err, _out, stderr) => {
+        resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr });
+      },
+    );
   });
 }
 

@@ -109,7 +109,13 @@ export interface StartOptions {
 /** Starts `node dist/cli/main.js serve` and waits for its "listening on" line. */
 export async function startService(t: Teardown, opts: StartOptions = {}): Promise<Service> {
   const dataDir = opts.dataDir ?? tempDataDir(t);
-  const env: NodeJS.ProcessEnv = { ...process.env, ...(await testStoreEnv(dataDir)), ...opts.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: `127.0.0.1:${opts.port ?? 0}` };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...(await testStoreEnv(dataDir)),
+    ...opts.env,
+    SERVICE_DATA_DIR: dataDir,
+    SERVICE_LISTEN: `127.0.0.1:${opts.port ?? 0}`,
+  };
   const proc = spawn(process.execPath, [CLI, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   proc.stderr!.setEncoding('utf8');
@@ -117,7 +123,9 @@ export async function startService(t: Teardown, opts: StartOptions = {}): Promis
     err += s;
   });
   proc.stdout!.resume();
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
     return exited;
@@ -127,7 +135,8 @@ export async function startService(t: Teardown, opts: StartOptions = {}): Promis
     const kids = servePids(proc.pid!);
     proc.kill('SIGTERM');
     const timer = setTimeout(() => {
-      for (const pid of [proc.pid!, kids.daemon, kids.http]) if (pid !== undefined && alive(pid)) process.kill(pid, 'SIGKILL');
+      for (const pid of [proc.pid!, kids.daemon, kids.http])
+        if (pid !== undefined && alive(pid)) process.kill(pid, 'SIGKILL');
     }, 15000);
     await exited;
     clearTimeout(timer);
@@ -181,28 +190,32 @@ export function request(svc: { port: number }, method: string, rawPath: string, 
   else if (typeof opts.body === 'string') payload = Buffer.from(opts.body);
   else if (opts.body !== undefined) {
     payload = Buffer.from(JSON.stringify(opts.body));
-    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
+      headers['content-type'] = 'application/json';
   }
   if (payload !== undefined) headers['content-length'] = String(payload.length);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: svc.port, method, path: rawPath, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const body = Buffer.concat(chunks);
-        const text = body.toString('utf8');
-        let json: unknown;
-        if (/json/.test(String(res.headers['content-type']))) {
-          try {
-            json = JSON.parse(text);
-          } catch {
-            json = undefined;
+    const req = http.request(
+      { host: '127.0.0.1', port: svc.port, method, path: rawPath, headers, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const body = Buffer.concat(chunks);
+          const text = body.toString('utf8');
+          let json: unknown;
+          if (/json/.test(String(res.headers['content-type']))) {
+            try {
+              json = JSON.parse(text);
+            } catch {
+              json = undefined;
+            }
           }
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text, json });
-      });
-      res.on('error', reject);
-    });
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text, json });
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(payload);
   });
@@ -213,8 +226,10 @@ export function client(svc: { port: number }, base: Omit<ReqOptions, 'body' | 'h
   const go = (method: string, p: string, opts: ReqOptions = {}) => request(svc, method, p, { ...base, ...opts });
   return {
     get: (p: string, o?: ReqOptions) => go('GET', p, o),
-    put: (p: string, body?: string | Buffer, o?: ReqOptions) => go('PUT', p, { ...o, ...(body === undefined ? {} : { body }) }),
-    post: (p: string, body?: object | string, o?: ReqOptions) => go('POST', p, { ...o, ...(body === undefined ? {} : { body }) }),
+    put: (p: string, body?: string | Buffer, o?: ReqOptions) =>
+      go('PUT', p, { ...o, ...(body === undefined ? {} : { body }) }),
+    post: (p: string, body?: object | string, o?: ReqOptions) =>
+      go('POST', p, { ...o, ...(body === undefined ? {} : { body }) }),
     del: (p: string, o?: ReqOptions) => go('DELETE', p, o),
     req: go,
   };
@@ -234,7 +249,11 @@ export async function withCast(t: Teardown, opts: StartOptions = {}) {
   const boot = await root.post('/auth/bootstrap', { username: 'admin' });
   if (boot.status !== 200) throw new Error(`bootstrap failed: ${boot.status} ${boot.text}`);
   const adminToken: string = boot.json.token;
-  for (const [name, is_agent] of [['alice', false], ['bob', false], ['bot', true]] as const) {
+  for (const [name, is_agent] of [
+    ['alice', false],
+    ['bob', false],
+    ['bot', true],
+  ] as const) {
     const r = await root.post('/admin/users', { name, is_agent });
     if (r.status !== 200) throw new Error(`user ${name}: ${r.status} ${r.text}`);
   }

@@ -60,9 +60,18 @@ export interface Service {
 }
 
 /** Starts `node dist/cli/main.js serve` on 127.0.0.1:0 and waits for its "listening on" line. */
-export async function startServe(t: Teardown, opts: { dataDir?: string; env?: Record<string, string> } = {}): Promise<Service> {
+export async function startServe(
+  t: Teardown,
+  opts: { dataDir?: string; env?: Record<string, string> } = {},
+): Promise<Service> {
   const dataDir = opts.dataDir ?? tempDir(t);
-  const env: NodeJS.ProcessEnv = { ...process.env, ...(await testStoreEnv(dataDir)), ...opts.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: '127.0.0.1:0' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...(await testStoreEnv(dataDir)),
+    ...opts.env,
+    SERVICE_DATA_DIR: dataDir,
+    SERVICE_LISTEN: '127.0.0.1:0',
+  };
   // Own process group, so teardown can stop serve and the daemon and sidecar it started.
   const proc = spawn(process.execPath, [CLI, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let err = '';
@@ -144,7 +153,12 @@ export function headersFor(id: Identity): Record<string, string> {
 }
 
 /** The SDK's Client over Streamable HTTP, initialized (a session), closed at teardown. */
-export async function httpClient(t: Teardown, svc: Service, id: Identity = {}, opts: { sessionId?: string } = {}): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+export async function httpClient(
+  t: Teardown,
+  svc: Service,
+  id: Identity = {},
+  opts: { sessionId?: string } = {},
+): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
   const transport = new StreamableHTTPClientTransport(svc.url, {
     requestInit: { headers: headersFor(id) },
     ...(opts.sessionId === undefined ? {} : { sessionId: opts.sessionId }),
@@ -156,7 +170,11 @@ export async function httpClient(t: Teardown, svc: Service, id: Identity = {}, o
 }
 
 /** The SDK's Client over stdio against the built `mdvfs-mcp`, closed at teardown. */
-export async function stdioClient(t: Teardown, dataDir: string, env: Record<string, string> = {}): Promise<{ client: Client; transport: StdioClientTransport; stderr(): string }> {
+export async function stdioClient(
+  t: Teardown,
+  dataDir: string,
+  env: Record<string, string> = {},
+): Promise<{ client: Client; transport: StdioClientTransport; stderr(): string }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [MCP_STDIO],
@@ -174,7 +192,11 @@ export async function stdioClient(t: Teardown, dataDir: string, env: Record<stri
 }
 
 /** Runs the built mdvfs-mcp to completion (for startup failures): exit code, stdout, stderr. */
-export function runStdio(dataDir: string, env: Record<string, string>, stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runStdio(
+  dataDir: string,
+  env: Record<string, string>,
+  stdin = '',
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const p = spawn(process.execPath, [MCP_STDIO], {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/', SERVICE_DATA_DIR: dataDir, ...env },
@@ -226,7 +248,12 @@ export interface RawResponse {
 }
 
 /** One raw JSON-RPC request to /mcp (no SDK), with exactly the headers given. */
-export function rawMcp(svc: { port: number }, method: string, body: unknown, headers: Record<string, string> = {}): Promise<RawResponse> {
+export function rawMcp(
+  svc: { port: number },
+  method: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<RawResponse> {
   const payload = body === undefined ? undefined : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
   const h: Record<string, string> = { accept: 'application/json, text/event-stream', ...headers };
   if (payload) {
@@ -234,21 +261,24 @@ export function rawMcp(svc: { port: number }, method: string, body: unknown, hea
     h['content-length'] = String(payload.length);
   }
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: svc.port, method, path: '/mcp', headers: h, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-      });
-      res.on('error', reject);
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port: svc.port, method, path: '/mcp', headers: h, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: unknown;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(payload);
   });

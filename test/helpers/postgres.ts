@@ -43,11 +43,16 @@ export interface PgCluster {
 /** The directory of initdb and pg_ctl: the newest /usr/lib/postgresql/<v>/bin, else PATH. */
 function binDir(): string {
   const base = '/usr/lib/postgresql';
-  const versions = existsSync(base) ? readdirSync(base).filter((v) => existsSync(path.join(base, v, 'bin', 'initdb'))) : [];
+  const versions = existsSync(base)
+    ? readdirSync(base).filter((v) => existsSync(path.join(base, v, 'bin', 'initdb')))
+    : [];
   versions.sort((a, b) => Number(b) - Number(a));
   if (versions.length > 0) return path.join(base, versions[0]!, 'bin');
-  for (const d of (process.env.PATH ?? '').split(':')) if (d !== '' && existsSync(path.join(d, 'initdb')) && existsSync(path.join(d, 'pg_ctl'))) return d;
-  throw new Error('PostgreSQL is not installed: no initdb in /usr/lib/postgresql/*/bin or on PATH (Debian: apt-get install postgresql)');
+  for (const d of (process.env.PATH ?? '').split(':'))
+    if (d !== '' && existsSync(path.join(d, 'initdb')) && existsSync(path.join(d, 'pg_ctl'))) return d;
+  throw new Error(
+    'PostgreSQL is not installed: no initdb in /usr/lib/postgresql/*/bin or on PATH (Debian: apt-get install postgresql)',
+  );
 }
 
 async function ensureUser(): Promise<void> {
@@ -64,7 +69,9 @@ async function ensureUser(): Promise<void> {
     try {
       await execFileP('id', ['-u', PG_USER]);
     } catch {
-      throw new Error(`cannot create the unprivileged user ${PG_USER} that runs PostgreSQL for the tests: ${(err as Error).message}`);
+      throw new Error(
+        `cannot create the unprivileged user ${PG_USER} that runs PostgreSQL for the tests: ${(err as Error).message}`,
+      );
     }
   }
 }
@@ -76,13 +83,23 @@ export async function startPostgres(t: Teardown): Promise<PgCluster> {
   if (asRoot) await ensureUser();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-pg-'));
   const data = path.join(dir, 'data');
-  const ids = asRoot ? { uid: Number((await execFileP('id', ['-u', PG_USER])).stdout), gid: Number((await execFileP('id', ['-g', PG_USER])).stdout) } : undefined;
+  const ids = asRoot
+    ? {
+        uid: Number((await execFileP('id', ['-u', PG_USER])).stdout),
+        gid: Number((await execFileP('id', ['-g', PG_USER])).stdout),
+      }
+    : undefined;
   if (ids !== undefined) chownSync(dir, ids.uid, ids.gid);
   // `env -u NODE_OPTIONS`: nothing of tap's loader reaches PostgreSQL's tools.
   const run = async (cmd: string, args: string[]): Promise<void> => {
-    const argv = asRoot ? ['runuser', '-u', PG_USER, '--', 'env', '-u', 'NODE_OPTIONS', path.join(bin, cmd), ...args] : ['env', '-u', 'NODE_OPTIONS', path.join(bin, cmd), ...args];
+    const argv = asRoot
+      ? ['runuser', '-u', PG_USER, '--', 'env', '-u', 'NODE_OPTIONS', path.join(bin, cmd), ...args]
+      : ['env', '-u', 'NODE_OPTIONS', path.join(bin, cmd), ...args];
     try {
-      await execFileP(argv[0]!, argv.slice(1), { cwd: '/', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C' } });
+      await execFileP(argv[0]!, argv.slice(1), {
+        cwd: '/',
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C' },
+      });
     } catch (err) {
       const e = err as Error & { stderr?: string };
       throw new Error(`PostgreSQL ${cmd} failed: ${e.stderr?.trim() || e.message}`);
@@ -92,13 +109,37 @@ export async function startPostgres(t: Teardown): Promise<PgCluster> {
   const stop = async (): Promise<void> => {
     if (running) {
       running = false;
-      await run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']).catch(() => run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']));
+      await run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']).catch(() =>
+        run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']),
+      );
     }
     rmSync(dir, { recursive: true, force: true });
   };
   t.teardown(stop);
-  await run('initdb', ['-D', data, '-U', ROLE, '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-instructions', '--no-sync']);
-  await run('pg_ctl', ['-D', data, '-l', path.join(dir, 'log'), '-w', '-t', '60', '-o', `-c listen_addresses='' -c unix_socket_directories='${dir}' -c max_connections=200 -c fsync=on -c synchronous_commit=on`, 'start']);
+  await run('initdb', [
+    '-D',
+    data,
+    '-U',
+    ROLE,
+    '--auth=trust',
+    '-E',
+    'UTF8',
+    '--locale=C',
+    '--no-instructions',
+    '--no-sync',
+  ]);
+  await run('pg_ctl', [
+    '-D',
+    data,
+    '-l',
+    path.join(dir, 'log'),
+    '-w',
+    '-t',
+    '60',
+    '-o',
+    `-c listen_addresses='' -c unix_socket_directories='${dir}' -c max_connections=200 -c fsync=on -c synchronous_commit=on`,
+    'start',
+  ]);
   running = true;
   const url = (db: string): string => `postgres://${ROLE}@localhost/${db}?host=${encodeURIComponent(dir)}`;
   const query = async (db: string, sql: string, values: unknown[] = []): Promise<Record<string, unknown>[]> => {

@@ -77,7 +77,12 @@ export async function localUser(t: Teardown): Promise<LocalUser | string> {
   const spawnAs = (cmd: string, args: string[], detached = false): ChildProcess =>
     // `env -u NODE_OPTIONS`: tap injects its own --import hooks into every child's NODE_OPTIONS, from
     // a checkout the other user may not be able to read (a clone under a 0700 temp dir).
-    spawn('runuser', ['-u', name, '--', 'env', '-u', 'NODE_OPTIONS', cmd, ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd: '/', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, detached });
+    spawn('runuser', ['-u', name, '--', 'env', '-u', 'NODE_OPTIONS', cmd, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: '/',
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      detached,
+    });
   return {
     name,
     uid,

@@ -5,8 +5,15 @@ import { request, withCast } from '../helpers/http.js';
 const LIMIT = 64 * 1024;
 const { svc, root, alice } = await withCast(t, { env: { SERVICE_MAX_FILE_SIZE: String(LIMIT) } });
 
-async function expect4xx(t: Test, what: string, r: { status: number; json: { error?: unknown; code?: unknown } | undefined; text: string }, status?: number, code?: string) {
-  if (status === undefined) t.ok(r.status >= 400 && r.status < 500, `${what}: 4xx (got ${r.status} ${r.text.slice(0, 200)})`);
+async function expect4xx(
+  t: Test,
+  what: string,
+  r: { status: number; json: { error?: unknown; code?: unknown } | undefined; text: string },
+  status?: number,
+  code?: string,
+) {
+  if (status === undefined)
+    t.ok(r.status >= 400 && r.status < 500, `${what}: 4xx (got ${r.status} ${r.text.slice(0, 200)})`);
   else t.equal(r.status, status, `${what}: ${r.text.slice(0, 200)}`);
   t.type(r.json?.error, 'string', `${what}: JSON error body`);
   if (code !== undefined) t.equal(r.json?.code, code, `${what}: code`);
@@ -32,28 +39,80 @@ t.test('missing and invalid parameters', async (t) => {
   await expect4xx(t, 'bad find type', await alice.get('/search/find?type=x'), 400, 'EINVAL');
   await expect4xx(t, 'bad format', await alice.get('/vcs/status?format=xml'), 400, 'EINVAL');
   await expect4xx(t, 'user without name', await root.post('/admin/users', { is_agent: true }), 400, 'EINVAL');
-  await expect4xx(t, 'is_agent not a boolean', await root.post('/admin/users', { name: 'carol', is_agent: 'yes' }), 400, 'EINVAL');
+  await expect4xx(
+    t,
+    'is_agent not a boolean',
+    await root.post('/admin/users', { name: 'carol', is_agent: 'yes' }),
+    400,
+    'EINVAL',
+  );
   await expect4xx(t, 'invalid user name', await root.post('/admin/users', { name: '../../etc', is_agent: false }), 400);
   await expect4xx(t, 'commit without message', await alice.post('/vcs/commit', {}), 400, 'EINVAL');
   await expect4xx(t, 'commit with an empty body', await alice.post('/vcs/commit'), 400, 'EINVAL');
   await expect4xx(t, 'revert without hash', await alice.post('/vcs/revert', {}), 400, 'EINVAL');
   await expect4xx(t, 'revert with a bad hash', await alice.post('/vcs/revert', { hash: 'zz' }), 400);
   await expect4xx(t, 'workspace without root_path', await root.post('/workspaces', { name: 'w' }), 400, 'EINVAL');
-  await expect4xx(t, 'workspace token without agent_token', await root.post('/workspaces/x/tokens', { name: 'w' }), 400, 'EINVAL');
+  await expect4xx(
+    t,
+    'workspace token without agent_token',
+    await root.post('/workspaces/x/tokens', { name: 'w' }),
+    400,
+    'EINVAL',
+  );
   await expect4xx(t, 'login without username', await root.post('/auth/login', {}), 400, 'EINVAL');
   await expect4xx(t, 'bad percent-encoding', await alice.get('/fs/a%2'), 400, 'EINVAL');
-  await expect4xx(t, 'symlink without target', await alice.put('/fs/l', '', { headers: { 'x-service-type': 'symlink' } }), 400, 'EINVAL');
+  await expect4xx(
+    t,
+    'symlink without target',
+    await alice.put('/fs/l', '', { headers: { 'x-service-type': 'symlink' } }),
+    400,
+    'EINVAL',
+  );
   await expect4xx(t, 'a path through a file', await alice.get('/fs/a.md/child'), undefined);
 });
 
 t.test('invalid JSON and wrong content types', async (t) => {
-  await expect4xx(t, 'malformed JSON', await alice.post('/vcs/commit', '{"message": ', { headers: { 'content-type': 'application/json' } }), 400, 'EINVAL');
-  await expect4xx(t, 'JSON array', await alice.post('/vcs/commit', '["x"]', { headers: { 'content-type': 'application/json' } }), 400, 'EINVAL');
-  await expect4xx(t, 'JSON string', await alice.post('/vcs/commit', '"x"', { headers: { 'content-type': 'application/json' } }), 400, 'EINVAL');
+  await expect4xx(
+    t,
+    'malformed JSON',
+    await alice.post('/vcs/commit', '{"message": ', { headers: { 'content-type': 'application/json' } }),
+    400,
+    'EINVAL',
+  );
+  await expect4xx(
+    t,
+    'JSON array',
+    await alice.post('/vcs/commit', '["x"]', { headers: { 'content-type': 'application/json' } }),
+    400,
+    'EINVAL',
+  );
+  await expect4xx(
+    t,
+    'JSON string',
+    await alice.post('/vcs/commit', '"x"', { headers: { 'content-type': 'application/json' } }),
+    400,
+    'EINVAL',
+  );
   await expect4xx(t, 'message not a string', await alice.post('/vcs/commit', { message: 42 }), 400, 'EINVAL');
-  await expect4xx(t, 'text/plain body on a JSON route', await root.post('/admin/users', '{"name":"x","is_agent":false}', { headers: { 'content-type': 'text/plain' } }), 400, 'EINVAL');
-  await expect4xx(t, 'form body on a JSON route', await root.post('/admin/groups', 'name=x', { headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 400, 'EINVAL');
-  t.equal((await root.get('/admin/groups')).json.groups.some((g: { name: string }) => g.name === 'x'), false, 'nothing was created');
+  await expect4xx(
+    t,
+    'text/plain body on a JSON route',
+    await root.post('/admin/users', '{"name":"x","is_agent":false}', { headers: { 'content-type': 'text/plain' } }),
+    400,
+    'EINVAL',
+  );
+  await expect4xx(
+    t,
+    'form body on a JSON route',
+    await root.post('/admin/groups', 'name=x', { headers: { 'content-type': 'application/x-www-form-urlencoded' } }),
+    400,
+    'EINVAL',
+  );
+  t.equal(
+    (await root.get('/admin/groups')).json.groups.some((g: { name: string }) => g.name === 'x'),
+    false,
+    'nothing was created',
+  );
   const any = await alice.put('/fs/any.md', '# any', { headers: { 'content-type': 'application/x-anything' } });
   t.equal(any.status, 200, 'PUT /fs takes any content type');
   const json = await alice.put('/fs/j.md', '{"a": 1', { headers: { 'content-type': 'application/json' } });
@@ -87,22 +146,48 @@ t.test('traversal in path-carrying parameters', async (t) => {
   t.notOk(g.text.includes('bob private'), `.. in grep path (${g.status})`);
   const f = await alice.get('/search/find?path=../../home/bob&name=*');
   t.notOk(f.text.includes('private.md'), `.. in find path (${f.status})`);
-  await expect4xx(t, '.. in root_path', await alice.post('/workspaces', { name: 'w', root_path: '/home/alice/../bob' }), 403);
+  await expect4xx(
+    t,
+    '.. in root_path',
+    await alice.post('/workspaces', { name: 'w', root_path: '/home/alice/../bob' }),
+    403,
+  );
   await expect4xx(t, '.. in chmod path', await alice.post('/admin/chmod/../bob/private.md', { mode: '0777' }), 403);
 });
 
 t.test('oversize bodies', async (t) => {
-  await expect4xx(t, 'PUT over SERVICE_MAX_FILE_SIZE', await alice.put('/fs/big.md', Buffer.alloc(LIMIT + 1, 97)), 413, 'EFBIG');
+  await expect4xx(
+    t,
+    'PUT over SERVICE_MAX_FILE_SIZE',
+    await alice.put('/fs/big.md', Buffer.alloc(LIMIT + 1, 97)),
+    413,
+    'EFBIG',
+  );
   t.equal((await alice.get('/fs/big.md')).status, 404, 'nothing written');
   t.equal((await alice.put('/fs/max.md', Buffer.alloc(LIMIT, 97))).status, 200, 'exactly the limit is fine');
-  await expect4xx(t, 'a huge JSON body', await alice.post('/vcs/commit', { message: 'x'.repeat(2 * 1024 * 1024) }), 413, 'EFBIG');
+  await expect4xx(
+    t,
+    'a huge JSON body',
+    await alice.post('/vcs/commit', { message: 'x'.repeat(2 * 1024 * 1024) }),
+    413,
+    'EFBIG',
+  );
   // chunked, without Content-Length
   const chunked = await new Promise<number>((resolve, reject) => {
     import('node:http').then(({ default: http }) => {
-      const req = http.request({ host: '127.0.0.1', port: svc.port, method: 'PUT', path: '/fs/chunked.md', headers: { authorization: 'User alice', 'transfer-encoding': 'chunked' } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port: svc.port,
+          method: 'PUT',
+          path: '/fs/chunked.md',
+          headers: { authorization: 'User alice', 'transfer-encoding': 'chunked' },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', reject);
       for (let i = 0; i < 20; i++) req.write(Buffer.alloc(8192, 98));
       req.end();
@@ -148,6 +233,17 @@ t.test('requests node:http rejects still get JSON errors', async (t) => {
 
 t.test('bad credentials headers', async (t) => {
   await expect4xx(t, 'User with no name', await request(svc, 'GET', '/fs/', { auth: 'User ' }), 401, 'EAUTH');
-  await expect4xx(t, 'User that does not exist', await request(svc, 'GET', '/fs/', { auth: 'User ghost' }), 401, 'EAUTH');
-  await expect4xx(t, 'a huge Authorization', await request(svc, 'GET', '/fs/', { auth: `Bearer ${'x'.repeat(5000)}` }), undefined);
+  await expect4xx(
+    t,
+    'User that does not exist',
+    await request(svc, 'GET', '/fs/', { auth: 'User ghost' }),
+    401,
+    'EAUTH',
+  );
+  await expect4xx(
+    t,
+    'a huge Authorization',
+    await request(svc, 'GET', '/fs/', { auth: `Bearer ${'x'.repeat(5000)}` }),
+    undefined,
+  );
 });

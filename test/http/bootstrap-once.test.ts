@@ -26,7 +26,10 @@ t.test('bootstrap stays closed once the store had an administrator', async (t) =
   root = client(svc);
   t.equal((await root.post('/auth/bootstrap', { username: 'mallory' })).status, 409, 'still refused after a restart');
   t.equal((await root.get('/health')).json.needs_bootstrap, false);
-  t.notOk((await root.get('/admin/users')).json.users.some((u: { name: string }) => u.name === 'mallory'), 'no mallory was created');
+  t.notOk(
+    (await root.get('/admin/users')).json.users.some((u: { name: string }) => u.name === 'mallory'),
+    'no mallory was created',
+  );
 });
 
 t.test('a user created by root closes bootstrap too, for good', async (t) => {

@@ -31,7 +31,10 @@ t.test('a stream starts with ready and is an event stream', async (t) => {
 t.test('a change is reported with who made it and on whose behalf', async (t) => {
   const s = await events('User alice');
   // Delegated calls pass every check for both, so the agent writes where both may: /tmp.
-  const w = await client(svc, { auth: `Bearer ${botToken}`, onBehalfOf: 'alice' }).put('/fs//tmp/agent.md', 'from the agent');
+  const w = await client(svc, { auth: `Bearer ${botToken}`, onBehalfOf: 'alice' }).put(
+    '/fs//tmp/agent.md',
+    'from the agent',
+  );
   t.equal(w.status, 200, w.text);
   const ev = await s.until((e) => e.paths.includes('/tmp/agent.md'));
   t.equal(ev.by, 'bot');
@@ -75,15 +78,29 @@ t.test('Last-Event-ID resumes exactly after the last event seen', async (t) => {
   t.equal(s2.ready?.reset, false);
   await s2.until((e) => e.paths.includes('/home/alice/r2.md'));
   const paths = s2.changes().flatMap((e) => e.paths);
-  t.same(paths, ['/home/alice/r1.md', '/tmp/r-bob.md', '/home/alice/r2.md'], 'the missed events, in order, nothing before');
+  t.same(
+    paths,
+    ['/home/alice/r1.md', '/tmp/r-bob.md', '/home/alice/r2.md'],
+    'the missed events, in order, nothing before',
+  );
   const ids = s2.changes().map((e) => e.id);
-  t.same(s2.frames.filter((f) => f.event === 'change').map((f) => f.id), ids, 'each frame has its id');
+  t.same(
+    s2.frames.filter((f) => f.event === 'change').map((f) => f.id),
+    ids,
+    'each frame has its id',
+  );
   // Resuming from the middle replays only what follows.
   const s3 = await events('User alice', { 'last-event-id': ids[1]! });
   await s3.until((e) => e.paths.includes('/home/alice/r2.md'));
-  t.same(s3.changes().flatMap((e) => e.paths), ['/home/alice/r2.md']);
+  t.same(
+    s3.changes().flatMap((e) => e.paths),
+    ['/home/alice/r2.md'],
+  );
   // The query form, for clients that cannot set headers.
-  const s4 = await openEvents(svc, { auth: 'User alice', path: `/events?last_event_id=${encodeURIComponent(ids[1]!)}` });
+  const s4 = await openEvents(svc, {
+    auth: 'User alice',
+    path: `/events?last_event_id=${encodeURIComponent(ids[1]!)}`,
+  });
   streams.push(s4);
   await s4.until((e) => e.paths.includes('/home/alice/r2.md'));
   t.equal(s4.changes().length, 1);
@@ -106,7 +123,9 @@ t.test('many subscribers each get every event they may see', async (t) => {
   await alice.put('/fs/only-alice.md', 'x');
   const got = await Promise.all(subs.map((s) => s.until((e) => e.paths.includes('/tmp/many.md'))));
   t.equal(got.length, n);
-  await Promise.all(subs.filter((_, i) => i % 2 === 0).map((s) => s.until((e) => e.paths.includes('/home/alice/only-alice.md'))));
+  await Promise.all(
+    subs.filter((_, i) => i % 2 === 0).map((s) => s.until((e) => e.paths.includes('/home/alice/only-alice.md'))),
+  );
   // Bob's streams: a later public write arrives, alice's private one never did.
   await root.put('/fs//tmp/after.md', 'x');
   const bobs = subs.filter((_, i) => i % 2 === 1);
@@ -157,7 +176,10 @@ t.test('workspace callers see workspace paths only', async (t) => {
   await alice.put('/fs//tmp/proj/in.md', 'y');
   const ev = await s.until((e) => e.paths.includes('/in.md'));
   t.equal(ev.by, 'alice');
-  t.notOk(s.changes().some((e) => e.paths.some((p) => p.includes('outside') || p.startsWith('/tmp'))), 'nothing outside, no real paths');
+  t.notOk(
+    s.changes().some((e) => e.paths.some((p) => p.includes('outside') || p.startsWith('/tmp'))),
+    'nothing outside, no real paths',
+  );
   s.close();
 });
 

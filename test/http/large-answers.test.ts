@@ -50,9 +50,15 @@ t.test('grep over two 9 MB one-line files: cut answer, sidecar up, other users u
 
   const { client } = await httpClient(t, svc, { authorization: 'User bob' });
   for (let round = 0; round < 3; round++) {
-    const res = await fetch(`${svc.base}/search/grep?pattern=.&recursive=true`, { headers: { authorization: 'User bob' } });
+    const res = await fetch(`${svc.base}/search/grep?pattern=.&recursive=true`, {
+      headers: { authorization: 'User bob' },
+    });
     t.equal(res.status, 200, `REST grep round ${round} answers`);
-    const body = (await res.json()) as { results: { file: string; line_num: number; line: string }[]; count: number; truncated: boolean };
+    const body = (await res.json()) as {
+      results: { file: string; line_num: number; line: string }[];
+      count: number;
+      truncated: boolean;
+    };
     t.equal(body.count, 2, 'both matching lines are reported');
     t.equal(body.truncated, true, 'the answer says it was cut');
     for (const m of body.results) {
@@ -82,7 +88,15 @@ t.test('find and tree over a directory too large for one answer are cut, not fat
   const dir = '/srv/wide';
   await root.call('fs.mkdir', { path: dir, parents: true });
   for (let i = 0; i < 9000; i += 500) {
-    await Promise.all(Array.from({ length: 500 }, (_, k) => root.call('fs.write', { path: `${dir}/${String(i + k).padStart(5, '0')}${'f'.repeat(245)}` }, { data: Buffer.from('x') })));
+    await Promise.all(
+      Array.from({ length: 500 }, (_, k) =>
+        root.call(
+          'fs.write',
+          { path: `${dir}/${String(i + k).padStart(5, '0')}${'f'.repeat(245)}` },
+          { data: Buffer.from('x') },
+        ),
+      ),
+    );
   }
   const find = await fetch(`${svc.base}/search/find?path=/srv/wide`);
   t.equal(find.status, 200);

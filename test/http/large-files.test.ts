@@ -59,12 +59,19 @@ t.test('a read in parts never mixes two versions', async (t) => {
     const buf = Buffer.from(await r.arrayBuffer());
     if (r.status === 412) {
       // rewritten under every retry: a clear error, never a mix
-      t.match(JSON.parse(buf.toString()), { code: 'EPRECOND', error: /changed while it was being read in parts/ }, `read ${i}: a clear error`);
+      t.match(
+        JSON.parse(buf.toString()),
+        { code: 'EPRECOND', error: /changed while it was being read in parts/ },
+        `read ${i}: a clear error`,
+      );
       continue;
     }
     t.equal(r.status, 200);
     const first = buf[0]!;
-    t.ok(buf.length === SIZE && buf.every((x) => x === first), `read ${i}: one version, whole (${String.fromCharCode(first)})`);
+    t.ok(
+      buf.length === SIZE && buf.every((x) => x === first),
+      `read ${i}: one version, whole (${String.fromCharCode(first)})`,
+    );
     seen.add(String.fromCharCode(first));
     whole++;
   }

@@ -37,10 +37,18 @@ t.test('SIGTERM stops cleanly and a restart keeps everything', async (t) => {
   t.equal((await alice2.get('/fs/notes/a.md?stat=true')).json.mode, '0640');
   t.equal((await alice2.get('/vcs/log')).json.commits[0].hash, c.json.hash);
   t.equal((await root2.post('/auth/bootstrap', { username: 'again' })).status, 409, 'bootstrap stays closed');
-  t.equal((await request(svc2, 'GET', '/auth/whoami', { auth: `Bearer ${boot.json.token}` })).json.user, 'admin', 'tokens survive');
+  t.equal(
+    (await request(svc2, 'GET', '/auth/whoami', { auth: `Bearer ${boot.json.token}` })).json.user,
+    'admin',
+    'tokens survive',
+  );
   t.equal((await request(svc2, 'GET', '/auth/whoami', { auth: `Bearer ${botToken}` })).json.user, 'bot');
   t.ok((await root2.get('/admin/groups')).json.groups.some((g: { name: string }) => g.name === 'team'));
-  t.equal((await request(svc2, 'GET', '/fs/kept.md', { auth: `Bearer ${secret}`, workspace: ws.id })).text, 'kept in a workspace\n', 'workspaces and their secrets survive');
+  t.equal(
+    (await request(svc2, 'GET', '/fs/kept.md', { auth: `Bearer ${secret}`, workspace: ws.id })).text,
+    'kept in a workspace\n',
+    'workspaces and their secrets survive',
+  );
   const exit2 = await svc2.stop('SIGINT');
   t.same(exit2, { code: 0, signal: null }, 'serve exits 0 on SIGINT');
 });

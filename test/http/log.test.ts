@@ -25,7 +25,10 @@ async function lineFor(id: string): Promise<Record<string, unknown>[]> {
 }
 
 t.test('a PUT and a GET: one line each, every field, in order', async (t) => {
-  const put = await request(svc, 'PUT', '/fs/log/a.md', { body: '# hello\n', headers: { 'x-request-id': 'log-put-1' } });
+  const put = await request(svc, 'PUT', '/fs/log/a.md', {
+    body: '# hello\n',
+    headers: { 'x-request-id': 'log-put-1' },
+  });
   t.equal(put.status, 200, put.text);
   const get = await request(svc, 'GET', '/fs/log/a.md', { headers: { 'x-request-id': 'log-get-1' } });
   t.equal(get.status, 200);

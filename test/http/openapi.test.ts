@@ -24,14 +24,22 @@ t.test('document shape', async (t) => {
       t.type(op.operationId, 'string');
     }
   }
-  const ids = Object.values<Record<string, { operationId: string }>>(doc.paths).flatMap((i) => Object.values(i).map((o) => o.operationId));
+  const ids = Object.values<Record<string, { operationId: string }>>(doc.paths).flatMap((i) =>
+    Object.values(i).map((o) => o.operationId),
+  );
   t.equal(new Set(ids).size, ids.length, 'operationIds are unique');
 });
 
 t.test('every registered route is described, and every description is registered', async (t) => {
-  const { createApp } = (await import(pathToFileURL(path.join(DIST, 'http', 'app.js')).href)) as typeof import('../../http/app.js');
-  const { connectDaemon } = (await import(pathToFileURL(path.join(DIST, 'daemon', 'rpc', 'connect.js')).href)) as typeof import('../../daemon/rpc/connect.js');
-  const { httpSettingsFromEnv } = (await import(pathToFileURL(path.join(DIST, 'daemon', 'rpc', 'settings.js')).href)) as typeof import('../../daemon/rpc/settings.js');
+  const { createApp } = (await import(
+    pathToFileURL(path.join(DIST, 'http', 'app.js')).href
+  )) as typeof import('../../http/app.js');
+  const { connectDaemon } = (await import(
+    pathToFileURL(path.join(DIST, 'daemon', 'rpc', 'connect.js')).href
+  )) as typeof import('../../daemon/rpc/connect.js');
+  const { httpSettingsFromEnv } = (await import(
+    pathToFileURL(path.join(DIST, 'daemon', 'rpc', 'settings.js')).href
+  )) as typeof import('../../daemon/rpc/settings.js');
   const daemon = await connectDaemon({ dataDir: svc.dataDir, spawn: false });
   t.teardown(() => daemon.close());
   const app = createApp(daemon, { settings: httpSettingsFromEnv({ SERVICE_LISTEN: '127.0.0.1:0' }), log: () => {} });
@@ -39,7 +47,8 @@ t.test('every registered route is described, and every description is registered
   const walk = (stack: Layer[]) => {
     for (const layer of stack) {
       if (layer.route) {
-        for (const [m, on] of Object.entries(layer.route.methods)) if (on && m !== '_all') registered.add(`${m} ${layer.route.path}`);
+        for (const [m, on] of Object.entries(layer.route.methods))
+          if (on && m !== '_all') registered.add(`${m} ${layer.route.path}`);
       } else if (layer.handle?.stack) walk(layer.handle.stack);
     }
   };
@@ -51,15 +60,27 @@ t.test('every registered route is described, and every description is registered
   // /mcp belongs to the MCP issue and documents itself through MCP.
   const ours = [...registered].filter((r) => !/ \/mcp/.test(r));
   t.ok(ours.length >= 30, `${ours.length} routes registered`);
-  t.same(ours.filter((r) => !described.has(r)), [], 'every route is in /openapi.json');
-  t.same([...described].filter((d) => !registered.has(d)), [], 'every operation in /openapi.json is a route');
+  t.same(
+    ours.filter((r) => !described.has(r)),
+    [],
+    'every route is in /openapi.json',
+  );
+  t.same(
+    [...described].filter((d) => !registered.has(d)),
+    [],
+    'every operation in /openapi.json is a route',
+  );
 });
 
 t.test('every described operation answers (never 404 ENOSYS or 405)', async (t) => {
   for (const [p, item] of Object.entries<Record<string, unknown>>(doc.paths)) {
     for (const m of Object.keys(item)) {
       if (p === '/events') continue; // a stream that never ends: test/http/events.test.ts
-      const url = p.replace('{path}', 'x.md').replace('{name}', 'nobody').replace('{group}', 'nogroup').replace('{id}', 'nows');
+      const url = p
+        .replace('{path}', 'x.md')
+        .replace('{name}', 'nobody')
+        .replace('{group}', 'nogroup')
+        .replace('{id}', 'nows');
       const r = await root.req(m.toUpperCase(), url);
       t.not(r.status, 405, `${m} ${url}`);
       t.not(r.json?.code, 'ENOSYS', `${m} ${url}`);
@@ -76,7 +97,11 @@ t.test('/openapi.json follows SERVICE_ANONYMOUS=deny, like every route but /heal
   t.equal(denied.json.paths, undefined, 'no document');
   t.equal((await anon.get('/health')).status, 200);
   const boot = await anon.post('/auth/bootstrap', { username: 'admin' });
-  t.equal((await client(strict, { auth: `Bearer ${boot.json.token}` }).get('/openapi.json')).json.openapi, '3.1.0', 'with a token it is served');
+  t.equal(
+    (await client(strict, { auth: `Bearer ${boot.json.token}` }).get('/openapi.json')).json.openapi,
+    '3.1.0',
+    'with a token it is served',
+  );
 });
 
 /**
@@ -84,16 +109,27 @@ t.test('/openapi.json follows SERVICE_ANONYMOUS=deny, like every route but /heal
  * the status (or its shared error response), and the content type must all be described.
  */
 type Schema = Record<string, unknown>;
-function responseFor(method: string, described: string, status: number, contentType: string | undefined): { schema?: Schema; problem?: string } {
+function responseFor(
+  method: string,
+  described: string,
+  status: number,
+  contentType: string | undefined,
+): { schema?: Schema; problem?: string } {
   const op = doc.paths[described]?.[method];
   if (!op) return { problem: `${method} ${described} is not described` };
   let resp = op.responses[String(status)] ?? op.responses[`${String(status)[0]}XX`];
   if (!resp) return { problem: `${method} ${described} does not describe status ${status}` };
   if (resp.$ref) resp = doc.components.responses[resp.$ref.split('/').pop()];
-  if (!resp.content) return contentType === undefined ? {} : { problem: `${method} ${described} ${status} describes no body, got ${contentType}` };
+  if (!resp.content)
+    return contentType === undefined
+      ? {}
+      : { problem: `${method} ${described} ${status} describes no body, got ${contentType}` };
   const type = (contentType ?? '').split(';')[0]!.trim();
   const media = resp.content[type] ?? resp.content['*/*'];
-  if (!media) return { problem: `${method} ${described} ${status} does not describe ${type} (only ${Object.keys(resp.content).join(', ')})` };
+  if (!media)
+    return {
+      problem: `${method} ${described} ${status} does not describe ${type} (only ${Object.keys(resp.content).join(', ')})`,
+    };
   return { schema: media.schema };
 }
 
@@ -105,7 +141,14 @@ function responseFor(method: string, described: string, status: number, contentT
 function forAjv(s: unknown, close: boolean): unknown {
   if (Array.isArray(s)) return s.map((v) => forAjv(v, close));
   if (s === null || typeof s !== 'object') return s;
-  const o = Object.fromEntries(Object.entries(s).map(([k, v]) => [k, k === 'properties' ? Object.fromEntries(Object.entries(v as object).map(([pk, pv]) => [pk, forAjv(pv, close)])) : forAjv(v, close)]));
+  const o = Object.fromEntries(
+    Object.entries(s).map(([k, v]) => [
+      k,
+      k === 'properties'
+        ? Object.fromEntries(Object.entries(v as object).map(([pk, pv]) => [pk, forAjv(pv, close)]))
+        : forAjv(v, close),
+    ]),
+  );
   if (close && o.properties !== undefined && o.additionalProperties === undefined) o.additionalProperties = false;
   if (typeof o.$ref === 'string') o.$ref = o.$ref.replace(/^#/, 'openapi.json#');
   return o;
@@ -130,7 +173,12 @@ t.test('real answers match the response schemas of the document (ajv, JSON Schem
   await admin.post('/admin/users', { name: 'oa-user' });
   const user = client(svc, { auth: 'User oa-user' });
 
-  const check = async (method: string, described: string, res: Promise<import('../helpers/http.js').Res>, status: number) => {
+  const check = async (
+    method: string,
+    described: string,
+    res: Promise<import('../helpers/http.js').Res>,
+    status: number,
+  ) => {
     const r = await res;
     const what = `${method.toUpperCase()} ${described} -> ${r.status}`;
     t.equal(r.status, status, `${what}: ${r.text.slice(0, 200)}`);
@@ -141,7 +189,10 @@ t.test('real answers match the response schemas of the document (ajv, JSON Schem
     for (const { ajv, close } of validators) {
       const validate = ajv.compile(forAjv(schema, close) as Schema);
       const ok = validate(r.json);
-      t.ok(ok, `${what} matches its schema${close ? ', with nothing undocumented' : ''}${ok ? '' : `: ${ajv.errorsText(validate.errors)} in ${JSON.stringify(r.json).slice(0, 300)}`}`);
+      t.ok(
+        ok,
+        `${what} matches its schema${close ? ', with nothing undocumented' : ''}${ok ? '' : `: ${ajv.errorsText(validate.errors)} in ${JSON.stringify(r.json).slice(0, 300)}`}`,
+      );
     }
   };
 
@@ -151,7 +202,12 @@ t.test('real answers match the response schemas of the document (ajv, JSON Schem
   // Writes: a file, a directory, a symlink.
   await check('put', '/fs/{path}', root.put('/fs//oa/notes/a.md', '# A\n\nhello world\n'), 200);
   await check('put', '/fs/{path}', root.put('/fs//oa/dir', '', { headers: { 'x-service-type': 'directory' } }), 200);
-  await check('put', '/fs/{path}', root.put('/fs//oa/link.md', 'notes/a.md', { headers: { 'x-service-type': 'symlink' } }), 200);
+  await check(
+    'put',
+    '/fs/{path}',
+    root.put('/fs//oa/link.md', 'notes/a.md', { headers: { 'x-service-type': 'symlink' } }),
+    200,
+  );
   // Reads, listings and stats.
   await check('get', '/fs/{path}', root.get('/fs//oa/notes/a.md'), 200);
   await check('get', '/fs/{path}', root.get('/fs//oa'), 200);
@@ -181,7 +237,14 @@ t.test('real answers match the response schemas of the document (ajv, JSON Schem
   await check('put', '/fs/{path}', root.put('/fs//oa/notes/a.md', 'x', { headers: { 'if-none-match': '*' } }), 412);
   await check('delete', '/fs/{path}', root.del('/fs//oa/notes'), 409);
   await check('get', '/search/grep', root.get('/search/grep'), 400);
-  await check('get', '/fs/{path}', root.get('/fs//oa/notes/a.md', { headers: { 'if-none-match': (await root.get('/fs//oa/notes/a.md')).headers.etag as string } }), 304);
+  await check(
+    'get',
+    '/fs/{path}',
+    root.get('/fs//oa/notes/a.md', {
+      headers: { 'if-none-match': (await root.get('/fs//oa/notes/a.md')).headers.etag as string },
+    }),
+    304,
+  );
 });
 
 t.test('Redocly lint (recommended rules) finds nothing in the document', async (t) => {

@@ -20,7 +20,9 @@ await root.put('/fs//tmp/evil.md', 'pwned\n');
 const secret = async (): Promise<string> => (await alice.get('/fs/secret.md')).text;
 
 t.test('a foreign page cannot read a private file (no credentials = root)', async (t) => {
-  const r = await fetch(`${base}/fs//home/alice/secret.md`, { headers: { Origin: EVIL, 'Sec-Fetch-Site': 'cross-site' } });
+  const r = await fetch(`${base}/fs//home/alice/secret.md`, {
+    headers: { Origin: EVIL, 'Sec-Fetch-Site': 'cross-site' },
+  });
   const body = await r.text();
   t.equal(r.status, 403);
   t.equal(r.headers.get('access-control-allow-origin'), null, 'no CORS grant for an unlisted origin');
@@ -46,7 +48,11 @@ t.test('a cross-site "simple" form POST changes nothing', async (t) => {
     body: 'a=b',
   });
   t.equal(move.status, 403);
-  const put = await fetch(`${base}/fs//home/alice/secret.md`, { method: 'PUT', headers: { Origin: EVIL }, body: 'pwned' });
+  const put = await fetch(`${base}/fs//home/alice/secret.md`, {
+    method: 'PUT',
+    headers: { Origin: EVIL },
+    body: 'pwned',
+  });
   t.equal(put.status, 403);
   const del = await fetch(`${base}/fs//home/alice/secret.md`, { method: 'DELETE', headers: { Origin: 'null' } });
   t.equal(del.status, 403, 'Origin: null (sandboxed iframe, file://) is foreign too');
@@ -63,10 +69,15 @@ t.test('Sec-Fetch-Site: cross-site without Origin (an <img>, a link) is refused'
 t.test('a foreign preflight is refused and grants nothing', async (t) => {
   const r = await fetch(`${base}/fs/secret.md`, {
     method: 'OPTIONS',
-    headers: { Origin: EVIL, 'Access-Control-Request-Method': 'PUT', 'Access-Control-Request-Headers': 'authorization' },
+    headers: {
+      Origin: EVIL,
+      'Access-Control-Request-Method': 'PUT',
+      'Access-Control-Request-Headers': 'authorization',
+    },
   });
   t.equal(r.status, 403);
-  for (const h of ['access-control-allow-origin', 'access-control-allow-methods', 'access-control-allow-headers']) t.equal(r.headers.get(h), null, `no ${h}`);
+  for (const h of ['access-control-allow-origin', 'access-control-allow-methods', 'access-control-allow-headers'])
+    t.equal(r.headers.get(h), null, `no ${h}`);
 });
 
 t.test('DNS rebinding: a foreign Host is refused on REST and on /mcp', async (t) => {
@@ -82,14 +93,22 @@ t.test('DNS rebinding: a foreign Host is refused on REST and on /mcp', async (t)
     t.equal(mcp.json.error.data.code, 'EACCES');
   }
   for (const host of [`127.0.0.1:${svc.port}`, `localhost:${svc.port}`, `[::1]:${svc.port}`]) {
-    t.equal((await request(svc, 'GET', '/fs/secret.md', { auth: 'User alice', headers: { host } })).status, 200, `Host ${host} is ours`);
+    t.equal(
+      (await request(svc, 'GET', '/fs/secret.md', { auth: 'User alice', headers: { host } })).status,
+      200,
+      `Host ${host} is ours`,
+    );
   }
 });
 
 t.test('a listed origin works and gets its origin echoed', async (t) => {
   const pre = await fetch(`${base}/fs/secret.md`, {
     method: 'OPTIONS',
-    headers: { Origin: LISTED, 'Access-Control-Request-Method': 'PUT', 'Access-Control-Request-Headers': 'authorization,x-service-type' },
+    headers: {
+      Origin: LISTED,
+      'Access-Control-Request-Method': 'PUT',
+      'Access-Control-Request-Headers': 'authorization,x-service-type',
+    },
   });
   t.equal(pre.status, 204);
   t.equal(pre.headers.get('access-control-allow-origin'), LISTED);
@@ -101,12 +120,22 @@ t.test('a listed origin works and gets its origin echoed', async (t) => {
   t.equal(await r.text(), 'alice private words\n');
   t.equal(r.headers.get('access-control-allow-origin'), LISTED);
   t.match(r.headers.get('access-control-expose-headers') ?? '', /ETag/);
-  t.equal((await fetch(`${base}/health`, { headers: { Origin: 'http://localhost:5173' } })).headers.get('access-control-allow-origin'), 'http://localhost:5173', 'every listed origin');
+  t.equal(
+    (await fetch(`${base}/health`, { headers: { Origin: 'http://localhost:5173' } })).headers.get(
+      'access-control-allow-origin',
+    ),
+    'http://localhost:5173',
+    'every listed origin',
+  );
 });
 
 t.test("the server's own origin (its web UI) always works", async (t) => {
   for (const origin of [`http://127.0.0.1:${svc.port}`, `http://localhost:${svc.port}`]) {
-    const r = await fetch(`${base}/fs/secret.md`, { method: 'PUT', headers: { Origin: origin, Authorization: 'User alice', 'Sec-Fetch-Site': 'same-origin' }, body: 'alice private words\n' });
+    const r = await fetch(`${base}/fs/secret.md`, {
+      method: 'PUT',
+      headers: { Origin: origin, Authorization: 'User alice', 'Sec-Fetch-Site': 'same-origin' },
+      body: 'alice private words\n',
+    });
     t.equal(r.status, 200, origin);
   }
 });
@@ -119,7 +148,11 @@ t.test('clients without Origin (curl, SDKs, the CLI) work as before', async (t) 
 
 t.test('a malformed SERVICE_CORS_ORIGINS entry refuses to start with one line', async (t) => {
   for (const bad of ['https://ok.example,https://app.example.com/path', '*', 'app.example.com']) {
-    const r = await runServe({ SERVICE_DATA_DIR: tempDataDir(t), SERVICE_LISTEN: '127.0.0.1:0', SERVICE_CORS_ORIGINS: bad });
+    const r = await runServe({
+      SERVICE_DATA_DIR: tempDataDir(t),
+      SERVICE_LISTEN: '127.0.0.1:0',
+      SERVICE_CORS_ORIGINS: bad,
+    });
     t.not(r.code, 0, `'${bad}' refused`);
     t.equal(r.stderr.trim().split('\n').length, 1, 'one line');
     t.match(r.stderr, /SERVICE_CORS_ORIGINS/);
@@ -150,17 +183,32 @@ t.test('hosted mode: every request needs a bearer secret, CORS is permissive', a
   t.equal((await admin.post('/admin/users', { name: 'x', is_agent: false })).status, 200);
   t.equal((await client(hosted, { auth: 'User x' }).get('/fs/')).status, 401, 'User x needs no secret: off');
   t.equal((await client(hosted, { auth: 'User root' }).get('/fs/')).status, 401);
-  const ok = await fetch(`${hosted.base}/fs/hosted.md`, { method: 'PUT', headers: { Origin: EVIL, Authorization: `Bearer ${boot.json.token}` }, body: 'ok' });
+  const ok = await fetch(`${hosted.base}/fs/hosted.md`, {
+    method: 'PUT',
+    headers: { Origin: EVIL, Authorization: `Bearer ${boot.json.token}` },
+    body: 'ok',
+  });
   t.equal(ok.status, 200, 'a bearer token works from any origin');
   t.equal(ok.headers.get('access-control-allow-origin'), '*');
-  t.equal((await request(hosted, 'GET', '/fs/hosted.md', { auth: `Bearer ${boot.json.token}`, headers: { host: 'notes.example.com' } })).status, 200, 'any Host');
+  t.equal(
+    (
+      await request(hosted, 'GET', '/fs/hosted.md', {
+        auth: `Bearer ${boot.json.token}`,
+        headers: { host: 'notes.example.com' },
+      })
+    ).status,
+    200,
+    'any Host',
+  );
   t.equal((await anon.get('/openapi.json')).status, 401, '/openapi.json follows SERVICE_ANONYMOUS=deny');
   t.equal((await admin.get('/openapi.json')).status, 200);
   t.equal((await anon.get('/health')).status, 200, '/health needs nothing');
 });
 
 t.test('explicit SERVICE_ANONYMOUS / SERVICE_USER_AUTH still win in hosted mode', async (t) => {
-  const hosted = await startService(t, { env: { SERVICE_MODE: 'hosted', SERVICE_ANONYMOUS: 'root', SERVICE_USER_AUTH: 'on' } });
+  const hosted = await startService(t, {
+    env: { SERVICE_MODE: 'hosted', SERVICE_ANONYMOUS: 'root', SERVICE_USER_AUTH: 'on' },
+  });
   t.equal((await client(hosted).get('/auth/whoami')).json.user, 'root');
 });
 
@@ -173,7 +221,7 @@ t.test('a daemon started by the CLI in a local environment: hosted serve still d
   t.match(hosted.stderr(), /already serves/, 'serve reuses the running daemon');
   t.equal(await cli.daemonPid(), daemonPid);
   const anon = await client(hosted).get('/fs//');
-  t.equal(anon.status, 401, 'the HTTP server\'s policy is in force, not the daemon\'s environment');
+  t.equal(anon.status, 401, "the HTTP server's policy is in force, not the daemon's environment");
   t.equal((await client(hosted, { auth: 'User root' }).get('/fs//')).status, 401, 'and the User scheme is off');
   t.match((await cli.run(['whoami'])).stdout, /root/, 'the local CLI is still root');
   // The same with the older switch: an explicit SERVICE_ANONYMOUS=deny on the server (one serve
@@ -187,7 +235,11 @@ t.test('a daemon started by the CLI in a local environment: hosted serve still d
 function runServe(env: Record<string, string>, cmd = 'serve'): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve, reject) => {
     // Own process group: if it starts after all (a failure), teardown of the group stops what it spawned.
-    const p = spawn(process.execPath, [CLI, cmd], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+    const p = spawn(process.execPath, [CLI, cmd], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+      detached: true,
+    });
     let stderr = '';
     p.stderr.setEncoding('utf8');
     p.stderr.on('data', (s: string) => (stderr += s));

@@ -38,7 +38,7 @@ t.test('a user: relative, ~, ~/x, empty, absolute', async (t) => {
   t.equal((await alice.get('/fs/auto/created?stat=true')).json.kind, 'directory');
 });
 
-t.test('an agent on behalf of a user uses the delegate\'s home', async (t) => {
+t.test("an agent on behalf of a user uses the delegate's home", async (t) => {
   // Intersection semantics: bot must also be allowed into alice's home, so share it by group.
   t.equal((await root.post('/admin/users/bot/groups/alice')).status, 200);
   t.equal((await alice.post('/admin/chmod/~', { mode: '0770' })).status, 200);
@@ -48,7 +48,7 @@ t.test('an agent on behalf of a user uses the delegate\'s home', async (t) => {
   const delegated = { onBehalfOf: 'alice' };
   const w = await bot.put('/fs/notes/by-bot.md', 'from bot', delegated);
   t.equal(w.status, 200, w.text);
-  t.equal(w.json.path, '/home/alice/notes/by-bot.md', 'relative → the delegate\'s home');
+  t.equal(w.json.path, '/home/alice/notes/by-bot.md', "relative → the delegate's home");
   t.equal((await bot.put('/fs/~/tilde.md', 't', delegated)).json.path, '/home/alice/tilde.md');
   t.equal((await bot.get('/fs/', delegated)).json.path, '/home/alice');
   const st = await alice.get('/fs/notes/by-bot.md?stat=true');
@@ -57,7 +57,7 @@ t.test('an agent on behalf of a user uses the delegate\'s home', async (t) => {
   const who = await bot.get('/auth/whoami', delegated);
   t.equal(who.json.on_behalf_of, 'alice');
   const own = await bot.put('/fs/mine.md', 'bot home');
-  t.equal(own.json.path, '/home/bot/mine.md', 'without the header: the agent\'s own home');
+  t.equal(own.json.path, '/home/bot/mine.md', "without the header: the agent's own home");
 });
 
 t.test('root: relative paths resolve at /', async (t) => {
@@ -72,6 +72,6 @@ t.test('root: relative paths resolve at /', async (t) => {
 t.test('404 on a relative path when the identity changed', async (t) => {
   await alice.put('/fs/only-alice.md', 'a');
   const r = await bot.get('/fs/only-alice.md');
-  t.equal(r.status, 404, 'relative paths depend on the caller\'s home');
+  t.equal(r.status, 404, "relative paths depend on the caller's home");
   t.ok(svc.port > 0);
 });

@@ -35,14 +35,18 @@ t.test('a file owned by someone else is not writable', async (t) => {
 t.test('wheel reads everything and chmods anything, but cannot chown', async (t) => {
   t.equal((await admin.get('/fs//home/alice/secret.md')).text, 'alice only', 'wheel reads a private file');
   t.equal((await admin.get('/fs//home/alice')).status, 200, 'wheel lists a private dir');
-  t.equal((await admin.post('/admin/chmod//home/alice/secret.md', { mode: '0600' })).status, 200, 'wheel chmods a file it does not own');
+  t.equal(
+    (await admin.post('/admin/chmod//home/alice/secret.md', { mode: '0600' })).status,
+    200,
+    'wheel chmods a file it does not own',
+  );
   t.equal((await alice.get('/fs/secret.md?stat=true')).json.mode, '0600');
   const chown = await admin.post('/admin/chown//home/alice/secret.md', { owner: 'bob' });
   t.equal(chown.status, 403, 'only uid 0 chowns between users');
   t.equal((await alice.post('/admin/chown/secret.md', { owner: 'bob' })).status, 403, 'owners cannot give files away');
   const r = await root.post('/admin/chown//pub/alice.md', { owner: 'bob' });
   t.equal(r.status, 200, r.text);
-  t.equal((await bob.put('/fs//pub/alice.md', 'now bob\'s')).status, 200, 'root chown moved ownership');
+  t.equal((await bob.put('/fs//pub/alice.md', "now bob's")).status, 200, 'root chown moved ownership');
 });
 
 t.test('chgrp: only to a group the owner belongs to', async (t) => {
@@ -54,7 +58,11 @@ t.test('chgrp: only to a group the owner belongs to', async (t) => {
   const groups = await root.get('/admin/groups');
   const team = groups.json.groups.find((g: { name: string }) => g.name === 'team');
   t.equal(ok.json.gid, team.gid);
-  t.equal((await alice.post('/admin/chown//pub/team.md', { owner: 'alice', group: 'bob' })).status, 403, 'not a member of bob');
+  t.equal(
+    (await alice.post('/admin/chown//pub/team.md', { owner: 'alice', group: 'bob' })).status,
+    403,
+    'not a member of bob',
+  );
 });
 
 t.test('sticky directory: only the owner deletes or renames', async (t) => {
@@ -62,7 +70,7 @@ t.test('sticky directory: only the owner deletes or renames', async (t) => {
   t.equal((await root.post('/admin/chmod//tmpdir', { mode: '1777' })).json.mode, '1777');
   t.equal((await alice.put('/fs//tmpdir/a.md', 'a')).status, 200);
   t.equal((await bob.put('/fs//tmpdir/b.md', 'b')).status, 200, 'anyone may create');
-  t.equal((await bob.del('/fs//tmpdir/a.md')).status, 403, 'bob cannot delete alice\'s entry');
+  t.equal((await bob.del('/fs//tmpdir/a.md')).status, 403, "bob cannot delete alice's entry");
   t.equal((await bob.post('/fs//tmpdir/a.md?op=move&dst=/tmpdir/stolen.md')).status, 403, 'nor rename it');
   t.equal((await bob.del('/fs//tmpdir/b.md')).status, 200, 'but may delete his own');
   t.equal((await alice.del('/fs//tmpdir/a.md')).status, 200);
@@ -85,7 +93,7 @@ t.test('setgid directory: new entries take its group', async (t) => {
 t.test('delegation is the intersection of both', async (t) => {
   await alice.put('/fs/plan.md', 'plan');
   const d = { onBehalfOf: 'alice' };
-  t.equal((await bot.get('/fs/plan.md', d)).status, 403, 'bot cannot enter alice\'s home, so neither can bot-for-alice');
+  t.equal((await bot.get('/fs/plan.md', d)).status, 403, "bot cannot enter alice's home, so neither can bot-for-alice");
   await root.put('/fs//pub/bobonly.md', 'b');
   await root.post('/admin/chown//pub/bobonly.md', { owner: 'bob' });
   await root.post('/admin/chmod//pub/bobonly.md', { mode: '0600' });
@@ -107,7 +115,10 @@ t.test('delegation is the intersection of both', async (t) => {
   t.equal((await alice.get('/fs/plan.md')).text, 'edited by bot');
 
   const bobDelegates = await bob.get('/fs/', d);
-  t.ok(bobDelegates.status === 401 || bobDelegates.status === 403, `a plain user cannot delegate (${bobDelegates.status})`);
+  t.ok(
+    bobDelegates.status === 401 || bobDelegates.status === 403,
+    `a plain user cannot delegate (${bobDelegates.status})`,
+  );
   t.equal((await admin.get('/auth/whoami', { onBehalfOf: 'alice' })).json.on_behalf_of, 'alice', 'wheel may delegate');
   const ghost = await bot.get('/fs/', { onBehalfOf: 'ghost' });
   t.ok(ghost.status >= 400 && ghost.status < 500, `delegating to an unknown user fails (${ghost.status})`);

@@ -45,7 +45,10 @@ t.test('whoami and login', async (t) => {
   const login = await root.post('/auth/login', { username: 'admin' });
   t.equal(login.status, 200, login.text);
   t.ok(Array.isArray(login.json.groups));
-  t.ok(login.json.groups.every((g: unknown) => typeof g === 'number'), 'groups are numeric gids');
+  t.ok(
+    login.json.groups.every((g: unknown) => typeof g === 'number'),
+    'groups are numeric gids',
+  );
   t.equal(login.json.groups[0], me.json.gid, 'primary group first');
   t.ok(login.json.groups.includes(1), 'the bootstrap admin is in wheel (gid 1)');
   const nobody = await root.post('/auth/login', { username: 'nobody' });
@@ -67,7 +70,11 @@ t.test('admin users, tokens, groups', async (t) => {
   botToken = tok.json.token;
   const tok2 = await admin.post('/admin/users/bot/tokens');
   t.not(tok2.json.token, botToken, 'regenerating issues a fresh token');
-  t.equal((await request(svc, 'GET', '/auth/whoami', { auth: `Bearer ${botToken}` })).status, 401, 'the old token no longer works');
+  t.equal(
+    (await request(svc, 'GET', '/auth/whoami', { auth: `Bearer ${botToken}` })).status,
+    401,
+    'the old token no longer works',
+  );
   botToken = tok2.json.token;
   const who = await request(svc, 'GET', '/auth/whoami', { auth: `Bearer ${botToken}` });
   t.equal(who.json.user, 'bot');
@@ -76,9 +83,19 @@ t.test('admin users, tokens, groups', async (t) => {
   const list = await admin.get('/admin/users');
   t.equal(list.status, 200);
   t.ok(list.json.users.some((u: { name: string }) => u.name === 'alice'));
-  t.notOk(list.text.includes(botToken) || list.text.includes(adminToken) || list.text.includes(tok.json.token), 'tokens never appear in listings');
-  t.equal((await request(svc, 'GET', '/admin/users', { auth: 'User alice' })).status, 403, 'non-admins cannot list users');
-  t.equal((await request(svc, 'POST', '/admin/users', { auth: 'User alice', body: { name: 'eve', is_agent: false } })).status, 403);
+  t.notOk(
+    list.text.includes(botToken) || list.text.includes(adminToken) || list.text.includes(tok.json.token),
+    'tokens never appear in listings',
+  );
+  t.equal(
+    (await request(svc, 'GET', '/admin/users', { auth: 'User alice' })).status,
+    403,
+    'non-admins cannot list users',
+  );
+  t.equal(
+    (await request(svc, 'POST', '/admin/users', { auth: 'User alice', body: { name: 'eve', is_agent: false } })).status,
+    403,
+  );
 
   const g = await admin.post('/admin/groups', { name: 'team' });
   t.equal(g.status, 200, g.text);
@@ -88,7 +105,11 @@ t.test('admin users, tokens, groups', async (t) => {
   t.equal(add.status, 200, add.text);
   t.ok(add.json.members.includes('alice'));
   const groups = await admin.get('/admin/groups');
-  t.ok(groups.json.groups.some((x: { name: string; members: string[] }) => x.name === 'team' && x.members.includes('alice')));
+  t.ok(
+    groups.json.groups.some(
+      (x: { name: string; members: string[] }) => x.name === 'team' && x.members.includes('alice'),
+    ),
+  );
   const rm = await admin.del('/admin/users/alice/groups/team');
   t.equal(rm.status, 200);
   t.notOk(rm.json.members.includes('alice'));
@@ -127,8 +148,16 @@ t.test('files: write, read, ETag, preconditions, list, stat', async (t) => {
   const ok = await alice.put('/fs/notes/a.md', '# Hello again\n', { headers: { 'if-match': r.headers.etag! } });
   t.equal(ok.status, 200, ok.text);
   t.not(ok.json.etag, w.json.etag);
-  t.equal((await alice.put('/fs/notes/a.md', 'x', { headers: { 'if-none-match': '*' } })).status, 412, 'create-only on an existing file');
-  t.equal((await alice.put('/fs/notes/new.md', 'x', { headers: { 'if-none-match': '*' } })).status, 200, 'create-only on a new file');
+  t.equal(
+    (await alice.put('/fs/notes/a.md', 'x', { headers: { 'if-none-match': '*' } })).status,
+    412,
+    'create-only on an existing file',
+  );
+  t.equal(
+    (await alice.put('/fs/notes/new.md', 'x', { headers: { 'if-none-match': '*' } })).status,
+    200,
+    'create-only on a new file',
+  );
 
   const bin = Buffer.from([0, 1, 2, 255, 254]);
   await alice.put('/fs/data.bin', bin, { headers: { 'content-type': 'application/octet-stream' } });
@@ -139,9 +168,13 @@ t.test('files: write, read, ETag, preconditions, list, stat', async (t) => {
   const list = await alice.get('/fs/notes');
   t.equal(list.status, 200);
   t.equal(list.json.path, '/home/alice/notes');
-  t.same(list.json.entries.map((e: { name: string }) => e.name), ['a.md', 'new.md']);
+  t.same(
+    list.json.entries.map((e: { name: string }) => e.name),
+    ['a.md', 'new.md'],
+  );
   const e = list.json.entries[0];
-  for (const k of ['name', 'is_dir', 'is_symlink', 'mode', 'uid', 'gid', 'size', 'modified']) t.ok(k in e, `entry has ${k}`);
+  for (const k of ['name', 'is_dir', 'is_symlink', 'mode', 'uid', 'gid', 'size', 'modified'])
+    t.ok(k in e, `entry has ${k}`);
   t.match(e.mode, /^[0-7]{4}$/);
   const home = await alice.get('/fs/');
   t.equal(home.json.path, '/home/alice');
@@ -163,7 +196,11 @@ t.test('mkdir, symlink, delete, copy, move', async (t) => {
   const mk = await alice.put('/fs/deep/a/b', undefined, { headers: { 'x-service-type': 'directory' } });
   t.equal(mk.status, 200, mk.text);
   t.equal((await alice.get('/fs/deep/a/b?stat=true')).json.kind, 'directory');
-  t.equal((await alice.put('/fs/deep/a/b', undefined, { headers: { 'x-service-type': 'directory' } })).status, 200, 'mkdir -p is idempotent');
+  t.equal(
+    (await alice.put('/fs/deep/a/b', undefined, { headers: { 'x-service-type': 'directory' } })).status,
+    200,
+    'mkdir -p is idempotent',
+  );
 
   const ln = await alice.put('/fs/link.md', 'notes/a.md', { headers: { 'x-service-type': 'symlink' } });
   t.equal(ln.status, 200, ln.text);
@@ -249,7 +286,11 @@ t.test('version control', async (t) => {
   t.equal(c2.status, 200);
   const log = await alice.get('/vcs/log');
   t.equal(log.status, 200);
-  t.same(log.json.commits.slice(0, 2).map((c: { message: string }) => c.message), ['second', 'first'], 'newest first');
+  t.same(
+    log.json.commits.slice(0, 2).map((c: { message: string }) => c.message),
+    ['second', 'first'],
+    'newest first',
+  );
   for (const k of ['hash', 'message', 'author', 'timestamp']) t.ok(k in log.json.commits[0]);
   t.equal((await alice.get('/vcs/log?limit=1')).json.commits.length, 1);
   const d2 = await alice.get(`/vcs/diff?from=${c1.json.hash}&to=${c2.json.hash}&format=json`);
@@ -278,7 +319,11 @@ t.test('workspaces', async (t) => {
   t.equal((await wsc.get('/fs/readme.md')).text, 'hi\n');
   t.equal((await wsc.get('/vcs/status')).status, 200);
   t.equal((await admin.post(`/workspaces/${ws.json.id}/tokens`, { name: 'x', agent_token: 'bogus' })).status, 401);
-  t.equal((await admin.post('/workspaces/00000000-0000-4000-8000-000000000000/tokens', { name: 'x', agent_token: botToken })).status, 404);
+  t.equal(
+    (await admin.post('/workspaces/00000000-0000-4000-8000-000000000000/tokens', { name: 'x', agent_token: botToken }))
+      .status,
+    404,
+  );
   t.notOk((await admin.get('/workspaces')).text.includes(tok.json.secret), 'secrets never listed');
 });
 
@@ -297,10 +342,25 @@ t.test('chmod and chown', async (t) => {
 t.test('CORS, errors, methods, unknown routes, OpenAPI, logs', async (t) => {
   // Local mode: only allowed origins (here the server's own) get CORS; test/http/origin.test.ts has the rest.
   const own = `http://127.0.0.1:${svc.port}`;
-  const pre = await request(svc, 'OPTIONS', '/fs/notes/a.md', { headers: { origin: own, 'access-control-request-method': 'PUT', 'access-control-request-headers': 'authorization,x-service-type' } });
+  const pre = await request(svc, 'OPTIONS', '/fs/notes/a.md', {
+    headers: {
+      origin: own,
+      'access-control-request-method': 'PUT',
+      'access-control-request-headers': 'authorization,x-service-type',
+    },
+  });
   t.equal(pre.status, 204);
   t.equal(pre.headers['access-control-allow-origin'], own);
-  for (const h of ['Authorization', 'Content-Type', 'X-Service-Type', 'X-Service-Workspace', 'X-Service-On-Behalf-Of', 'If-Match', 'If-None-Match']) t.match(pre.headers['access-control-allow-headers'], h);
+  for (const h of [
+    'Authorization',
+    'Content-Type',
+    'X-Service-Type',
+    'X-Service-Workspace',
+    'X-Service-On-Behalf-Of',
+    'If-Match',
+    'If-None-Match',
+  ])
+    t.match(pre.headers['access-control-allow-headers'], h);
   t.match(pre.headers['access-control-allow-methods'], /PUT/);
   const get = await request(svc, 'GET', '/health', { headers: { origin: own } });
   t.equal(get.headers['access-control-allow-origin'], own);
@@ -328,7 +388,10 @@ t.test('CORS, errors, methods, unknown routes, OpenAPI, logs', async (t) => {
   const secret = 'Bearer super-secret-value-123';
   await request(svc, 'GET', '/auth/whoami', { auth: secret });
   await new Promise((r) => setTimeout(r, 200));
-  const lines = svc.stderr().split('\n').filter((l) => l.startsWith('{'));
+  const lines = svc
+    .stderr()
+    .split('\n')
+    .filter((l) => l.startsWith('{'));
   const line = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.req_id === 'test-req-42');
   t.ok(line, 'one structured log line per request with its id');
   t.equal(line?.status, 200);

@@ -24,7 +24,11 @@ t.test('stat describes a symlink itself unless follow=true', async (t) => {
   const f = await alice.get('/fs/st/link.md?stat=true&follow=true');
   t.equal(f.json.kind, 'file', 'follow=true describes the target');
   t.equal(f.json.size, 5);
-  t.equal((await alice.get('/fs/st/link.md?stat=true&nofollow=true')).json.kind, 'symlink', 'nofollow=true still works');
+  t.equal(
+    (await alice.get('/fs/st/link.md?stat=true&nofollow=true')).json.kind,
+    'symlink',
+    'nofollow=true still works',
+  );
   t.equal((await alice.get('/fs/st/real.md?stat=true')).json.kind, 'file', 'a plain file is unchanged');
   const both = await alice.get('/fs/st/link.md?stat=true&follow=true&nofollow=true');
   t.equal(both.status, 400);
@@ -98,7 +102,11 @@ t.test('creating an agent answers its token once; a user gets none', async (t) =
   const again = await root.post('/admin/users/agent7/tokens');
   t.equal(again.status, 200);
   t.not(again.json.token, made.json.token, 'the token endpoint still regenerates');
-  t.equal((await request(svc, 'GET', '/auth/whoami', { auth: `Bearer ${made.json.token}` })).status, 401, 'the first token stops working');
+  t.equal(
+    (await request(svc, 'GET', '/auth/whoami', { auth: `Bearer ${made.json.token}` })).status,
+    401,
+    'the first token stops working',
+  );
   t.equal((await request(svc, 'GET', '/auth/whoami', { auth: `Bearer ${again.json.token}` })).json.user, 'agent7');
 });
 
@@ -111,9 +119,17 @@ t.test('errors are one clean sentence', async (t) => {
   t.equal(cleanError(t, json.json, 'EINVAL'), 'EINVAL: malformed JSON body');
   const link = await alice.put('/fs/nolink', '', { headers: { 'x-service-type': 'symlink' } });
   t.equal(link.status, 400);
-  t.match(cleanError(t, link.json, 'EINVAL'), /^EINVAL: a symlink needs its target as the request body \(path '[^']*nolink'\)$/, 'names the path');
+  t.match(
+    cleanError(t, link.json, 'EINVAL'),
+    /^EINVAL: a symlink needs its target as the request body \(path '[^']*nolink'\)$/,
+    'names the path',
+  );
   const missing = await alice.get('/fs/no/such.md');
-  t.equal(missing.json.error, "ENOENT: no such file or directory, open '/home/alice/no/such.md'", 'path errors name the path');
+  t.equal(
+    missing.json.error,
+    "ENOENT: no such file or directory, open '/home/alice/no/such.md'",
+    'path errors name the path',
+  );
   const denied = await alice.post('/admin/users', { name: 'x', is_agent: false });
   t.equal(denied.status, 403);
   cleanError(t, denied.json, 'EACCES');
@@ -135,7 +151,11 @@ t.test('HEAD, HEAD~n and <hash>~n name commits', async (t) => {
   const back = await alice.get('/vcs/diff?from=HEAD~1&to=HEAD&format=json');
   t.equal(back.status, 200, back.text);
   t.match(back.json.diff, /-one\n\+two/, 'HEAD~1 to HEAD');
-  t.same((await alice.get(`/vcs/diff?from=${c2}~1&to=${c2}&format=json`)).json, back.json, '<hash>~1 is the same commit');
+  t.same(
+    (await alice.get(`/vcs/diff?from=${c2}~1&to=${c2}&format=json`)).json,
+    back.json,
+    '<hash>~1 is the same commit',
+  );
   t.same((await alice.get('/vcs/diff?from=HEAD%5E&to=HEAD&format=json')).json, back.json, 'HEAD^ too');
   t.equal((await alice.get(`/vcs/diff?from=${c1}&to=HEAD~1&format=json`)).json.diff, '', 'HEAD~1 is the first commit');
 
@@ -151,7 +171,6 @@ t.test('HEAD, HEAD~n and <hash>~n name commits', async (t) => {
   t.equal(rv.json.reverted_to, c1);
   t.equal((await alice.get('/fs/h/v.md')).text, 'one\n');
 });
-
 
 t.test('PUT a directory with If-None-Match: * creates only', async (t) => {
   const first = await alice.put('/fs/once', '', { headers: { 'x-service-type': 'directory', 'if-none-match': '*' } });

@@ -40,7 +40,10 @@ t.test('the daemon is restarted when it dies, and the sidecar reconnects', async
 
 t.test('mdvfs http alone starts a background daemon and exits when it goes away', async (t) => {
   const dataDir = tempDataDir(t);
-  const proc = spawn(process.execPath, [CLI, 'http'], { env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: '127.0.0.1:0' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(process.execPath, [CLI, 'http'], {
+    env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: '127.0.0.1:0' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let err = '';
   proc.stderr!.on('data', (b: Buffer) => {
     err += b.toString();
@@ -67,7 +70,10 @@ t.test('serve gives up with a clear error when its address is taken', async (t) 
   t.teardown(() => blocker.close());
   const port = (blocker.address() as net.AddressInfo).port;
   const dataDir = tempDataDir(t);
-  const proc = spawn(process.execPath, [CLI, 'serve'], { env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: `127.0.0.1:${port}` }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(process.execPath, [CLI, 'serve'], {
+    env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: `127.0.0.1:${port}` },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let err = '';
   proc.stderr!.on('data', (b: Buffer) => {
     err += b.toString();

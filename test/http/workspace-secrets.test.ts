@@ -38,7 +38,10 @@ t.test('workspace secrets', async (t) => {
     t.equal(del.status, 200, del.text);
     t.same(del.json, { workspace_id: id, revoked: tokenId });
     t.equal((await asWs(secret).get('/fs//a.md')).status, 401, 'a revoked secret is refused');
-    t.notOk((await admin.get(`/workspaces/${id}/tokens`)).json.tokens.some((x: { id: string }) => x.id === tokenId), 'and no longer listed');
+    t.notOk(
+      (await admin.get(`/workspaces/${id}/tokens`)).json.tokens.some((x: { id: string }) => x.id === tokenId),
+      'and no longer listed',
+    );
     t.equal((await admin.del(`/workspaces/${id}/tokens/${tokenId}`)).status, 404, 'revoking twice is 404');
   });
 
@@ -61,7 +64,8 @@ t.test('a workspace caller never sees root_path', async (t) => {
   const cast = await withCast(t);
   const ws = await cast.root.post('/workspaces', { name: 'proj', root_path: ROOT_PATH });
   const id: string = ws.json.id;
-  const secret: string = (await cast.admin.post(`/workspaces/${id}/tokens`, { name: 'ci', agent_token: cast.botToken })).json.secret;
+  const secret: string = (await cast.admin.post(`/workspaces/${id}/tokens`, { name: 'ci', agent_token: cast.botToken }))
+    .json.secret;
   const me = client(cast.svc, { auth: `Bearer ${secret}`, workspace: id });
   const list = await me.get('/workspaces');
   t.equal(list.status, 200);
@@ -79,7 +83,8 @@ t.test('a symlink in a workspace does not reveal which outside paths exist', asy
   const { root: admin } = cast;
   const ws = await admin.post('/workspaces', { name: 'proj', root_path: `${ROOT_PATH}/ws` });
   const id: string = ws.json.id;
-  const secret: string = (await admin.post(`/workspaces/${id}/tokens`, { name: 'ci', agent_token: cast.botToken })).json.secret;
+  const secret: string = (await admin.post(`/workspaces/${id}/tokens`, { name: 'ci', agent_token: cast.botToken })).json
+    .secret;
   const me = client(cast.svc, { auth: `Bearer ${secret}`, workspace: id });
   t.equal((await admin.put(`/fs/${ROOT_PATH}/exists.md`, 'outside\n')).status, 200);
   const links: Record<string, string> = {
@@ -95,7 +100,12 @@ t.test('a symlink in a workspace does not reveal which outside paths exist', asy
     t.equal(r.status, 200, `link ${name} -> ${target}: ${r.text}`);
   }
   const answer = async (name: string, how: 'read' | 'stat' | 'write') => {
-    const r = how === 'read' ? await me.get(`/fs//${name}`) : how === 'stat' ? await me.get(`/fs//${name}?stat=true&follow=true`) : await me.put(`/fs//${name}`, 'x');
+    const r =
+      how === 'read'
+        ? await me.get(`/fs//${name}`)
+        : how === 'stat'
+          ? await me.get(`/fs//${name}?stat=true&follow=true`)
+          : await me.put(`/fs//${name}`, 'x');
     return `${r.status} ${r.text.replaceAll(name, '<link>')}`;
   };
   for (const how of ['read', 'stat', 'write'] as const) {

@@ -9,7 +9,8 @@ await root.put('/fs//proj/other/secret.md', 'other workspace secret\n');
 await root.put('/fs//topsecret.md', 'top secret\n');
 const ws = (await admin.post('/workspaces', { name: 'ws', root_path: '/proj/ws' })).json;
 const other = (await admin.post('/workspaces', { name: 'other', root_path: '/proj/other' })).json;
-const secret: string = (await admin.post(`/workspaces/${ws.id}/tokens`, { name: 'ci', agent_token: botToken })).json.secret;
+const secret: string = (await admin.post(`/workspaces/${ws.id}/tokens`, { name: 'ci', agent_token: botToken })).json
+  .secret;
 // bot must be able to work in /proj/ws on its own account (it acts as bot, confined).
 await root.post('/admin/chown//proj/ws', { owner: 'bot' });
 await root.post('/admin/chown//proj/ws/readme.md', { owner: 'bot' });
@@ -36,7 +37,13 @@ t.test('/ is the workspace root and paths are shown relative to it', async (t) =
 });
 
 t.test('no escape by ..', async (t) => {
-  for (const url of ['/fs/../../topsecret.md', '/fs//../topsecret.md', '/fs/%2E%2E/%2E%2E/topsecret.md', '/fs/..%2F..%2Ftopsecret.md', '/fs/../other/secret.md']) {
+  for (const url of [
+    '/fs/../../topsecret.md',
+    '/fs//../topsecret.md',
+    '/fs/%2E%2E/%2E%2E/topsecret.md',
+    '/fs/..%2F..%2Ftopsecret.md',
+    '/fs/../other/secret.md',
+  ]) {
     const r = await w.get(url);
     t.not(r.status, 200, `${url}: ${r.status}`);
     t.notOk(leaked(r.text), `${url} leaks nothing`);
@@ -90,9 +97,20 @@ t.test('credentials: wrong workspace id is 401', async (t) => {
   const r = await wrong.get('/fs/');
   t.equal(r.status, 401, r.text);
   t.equal(r.json.code, 'EAUTH');
-  t.equal((await client(svc, { auth: `Bearer ${secret}`, workspace: '00000000-0000-4000-8000-000000000000' }).get('/vcs/status')).status, 401);
+  t.equal(
+    (
+      await client(svc, { auth: `Bearer ${secret}`, workspace: '00000000-0000-4000-8000-000000000000' }).get(
+        '/vcs/status',
+      )
+    ).status,
+    401,
+  );
   t.equal((await client(svc, { auth: `Bearer ${secret}`, workspace: 'not-a-uuid' }).get('/vcs/status')).status, 401);
-  t.equal((await client(svc, { auth: `Bearer ${secret}` }).get('/fs/')).status, 401, 'a workspace secret alone is not a token');
+  t.equal(
+    (await client(svc, { auth: `Bearer ${secret}` }).get('/fs/')).status,
+    401,
+    'a workspace secret alone is not a token',
+  );
   t.equal((await client(svc, { auth: 'Bearer wrong', workspace: ws.id }).get('/fs/')).status, 401);
 });
 
@@ -102,7 +120,10 @@ t.test('vcs is scoped to the workspace', async (t) => {
   const log = await w.get('/vcs/log');
   t.ok(log.json.commits.some((x: { message: string }) => x.message === 'ws commit'));
   await root.post('/vcs/commit', { message: 'root commit' });
-  t.notOk((await w.get('/vcs/log')).json.commits.some((x: { message: string }) => x.message === 'root commit'), 'the workspace log has its own commits');
+  t.notOk(
+    (await w.get('/vcs/log')).json.commits.some((x: { message: string }) => x.message === 'root commit'),
+    'the workspace log has its own commits',
+  );
   await w.put('/fs/readme.md', 'changed\n');
   await root.put('/fs//topsecret.md', 'top secret changed\n');
   const st = await w.get('/vcs/status');
@@ -116,7 +137,11 @@ t.test('vcs is scoped to the workspace', async (t) => {
 });
 
 t.test('creating workspaces: root_path rules, tokens never listed', async (t) => {
-  t.equal((await alice.post('/workspaces', { name: 'mine', root_path: '/home/alice' })).status, 200, 'an owner may create one on her own dir');
+  t.equal(
+    (await alice.post('/workspaces', { name: 'mine', root_path: '/home/alice' })).status,
+    200,
+    'an owner may create one on her own dir',
+  );
   const trav = await alice.post('/workspaces', { name: 'bobs', root_path: '/home/alice/../bob' });
   t.equal(trav.status, 403, `traversal in root_path is resolved and refused (${trav.status})`);
   t.equal((await alice.post('/workspaces', { name: 'x', root_path: '/proj/ws' })).status, 403, 'not the owner');

@@ -36,7 +36,10 @@ async function pageThrough(t: Test, client: Client): Promise<void> {
   t.equal(d.size, BIG.length, 'size is the whole file');
   t.equal(d.truncated, true, 'a 12 MiB file is cut');
   t.equal(d.offset, 0);
-  t.ok(d.length <= ANSWER_MAX && d.length > ANSWER_MAX - 4, `one answer carries at most ${ANSWER_MAX} bytes (got ${d.length})`);
+  t.ok(
+    d.length <= ANSWER_MAX && d.length > ANSWER_MAX - 4,
+    `one answer carries at most ${ANSWER_MAX} bytes (got ${d.length})`,
+  );
   t.equal(d.next_offset, d.length);
   t.equal(d.content, undefined, 'the content is sent once (the text block), not again in structuredContent');
   t.match(note(first), /cut at 1048576 bytes per answer; read on with offset \d+/, 'a note says how to read on');
@@ -49,7 +52,9 @@ async function pageThrough(t: Test, client: Client): Promise<void> {
     t.equal(r.offset, next);
     t.equal(r.encoding, 'utf8', `page at ${next} ends on a character boundary`);
     t.ok(r.length <= ANSWER_MAX);
-    got.push(Buffer.from(text(await call(client, 'read_file', { path: 'big.md', offset: next, length: r.length })), 'utf8'));
+    got.push(
+      Buffer.from(text(await call(client, 'read_file', { path: 'big.md', offset: next, length: r.length })), 'utf8'),
+    );
     next = r.next_offset;
     pages++;
     if (pages > 20) break;
@@ -70,13 +75,24 @@ void t.test('HTTP /mcp: the same', async (t) => {
   await pageThrough(t, client);
 });
 
-void t.test('resources/read: a file over the bound is refused with a pointer to read_file; the session survives', async (t) => {
-  const { client } = await stdioClient(t, svc.dataDir, { SERVICE_AS_USER: 'alice' });
-  await t.rejects(client.readResource({ uri: 'mdvfs:///home/alice/big.md' }), { message: /EFBIG: the file is 12\d{6} bytes, more than one MCP answer carries \(1048576\); read it in parts with the read_file tool/, data: { code: 'EFBIG' } });
-  await alice.call('fs.write', { path: '/home/alice/small.md' }, { data: Buffer.from('# small\n') });
-  const r = await client.readResource({ uri: 'mdvfs:///home/alice/small.md' });
-  t.same(r.contents, [{ uri: 'mdvfs:///home/alice/small.md', mimeType: 'text/markdown', text: '# small\n' }], 'a small file is read whole, and the session is alive');
-});
+void t.test(
+  'resources/read: a file over the bound is refused with a pointer to read_file; the session survives',
+  async (t) => {
+    const { client } = await stdioClient(t, svc.dataDir, { SERVICE_AS_USER: 'alice' });
+    await t.rejects(client.readResource({ uri: 'mdvfs:///home/alice/big.md' }), {
+      message:
+        /EFBIG: the file is 12\d{6} bytes, more than one MCP answer carries \(1048576\); read it in parts with the read_file tool/,
+      data: { code: 'EFBIG' },
+    });
+    await alice.call('fs.write', { path: '/home/alice/small.md' }, { data: Buffer.from('# small\n') });
+    const r = await client.readResource({ uri: 'mdvfs:///home/alice/small.md' });
+    t.same(
+      r.contents,
+      [{ uri: 'mdvfs:///home/alice/small.md', mimeType: 'text/markdown', text: '# small\n' }],
+      'a small file is read whole, and the session is alive',
+    );
+  },
+);
 
 void t.test('read_file: head, tail, offset/length and their errors', async (t) => {
   const { client } = await httpClient(t, svc, { authorization: 'User alice' });
@@ -99,7 +115,11 @@ void t.test('read_file: head, tail, offset/length and their errors', async (t) =
 
   await alice.call('fs.write', { path: '/home/alice/lines.md' }, { data: Buffer.from('a\nb\nc') });
   t.equal(text(await call(client, 'read_file', { path: 'lines.md', tail: 1 })), 'c', 'last line without a newline');
-  t.equal(text(await call(client, 'read_file', { path: 'lines.md', head: 5 })), 'a\nb\nc', 'more lines than the file has');
+  t.equal(
+    text(await call(client, 'read_file', { path: 'lines.md', head: 5 })),
+    'a\nb\nc',
+    'more lines than the file has',
+  );
   const whole = await call(client, 'read_file', { path: 'lines.md' });
   t.equal(whole.content.length, 1, 'a whole small file: one text block, no note');
 
@@ -116,13 +136,26 @@ void t.test('search_files: 200 matches by default, pages by offset, binary files
   const { client } = await stdioClient(t, svc.dataDir, { SERVICE_AS_USER: 'alice' });
   const body = Array.from({ length: 500 }, (_, i) => `match ${i}\n`).join('');
   await alice.call('fs.write', { path: '/home/alice/s/many.md' }, { data: Buffer.from(body) });
-  await alice.call('fs.write', { path: '/home/alice/s/blob.bin' }, { data: Buffer.concat([Buffer.from('match in a binary\n'), Buffer.from([0, 1, 2, 255, 254]), Buffer.from('\nmatch again\n')]) });
+  await alice.call(
+    'fs.write',
+    { path: '/home/alice/s/blob.bin' },
+    {
+      data: Buffer.concat([
+        Buffer.from('match in a binary\n'),
+        Buffer.from([0, 1, 2, 255, 254]),
+        Buffer.from('\nmatch again\n'),
+      ]),
+    },
+  );
   const first = data(await call(client, 'search_files', { pattern: 'match', path: 's' }));
   t.equal(first.count, 200, 'capped at 200 by default');
   t.equal(first.truncated, true);
   t.equal(first.next_offset, 200);
   t.equal(first.skipped_binary, 1, 'the binary file is not searched');
-  t.notOk(first.results.some((m: { file: string }) => m.file.endsWith('blob.bin')), 'no garbage lines');
+  t.notOk(
+    first.results.some((m: { file: string }) => m.file.endsWith('blob.bin')),
+    'no garbage lines',
+  );
   const seen = [...first.results];
   let next: number | undefined = first.next_offset;
   while (next !== undefined) {
@@ -131,8 +164,14 @@ void t.test('search_files: 200 matches by default, pages by offset, binary files
     next = page.next_offset;
   }
   t.equal(seen.length, 500, 'the pages hold every match');
-  t.same(seen.map((m: { line_num: number }) => m.line_num), Array.from({ length: 500 }, (_, i) => i + 1), 'in order, none twice');
-  const last = data(await call(client, 'search_files', { pattern: 'match', path: 's', offset: 400, max_results: 1000 }));
+  t.same(
+    seen.map((m: { line_num: number }) => m.line_num),
+    Array.from({ length: 500 }, (_, i) => i + 1),
+    'in order, none twice',
+  );
+  const last = data(
+    await call(client, 'search_files', { pattern: 'match', path: 's', offset: 400, max_results: 1000 }),
+  );
   t.equal(last.count, 100);
   t.equal(last.truncated, false);
   t.equal(last.next_offset, undefined, 'the last page says no more');
@@ -150,7 +189,13 @@ void t.test('REST /search/grep: offset, next_offset, skipped_binary', async (t) 
   const get = async (q: string) => {
     const res = await fetch(`${svc.base}/search/grep?${q}`, { headers: { authorization: 'User alice' } });
     t.equal(res.status, 200);
-    return (await res.json()) as { results: { line_num: number }[]; count: number; truncated: boolean; next_offset?: number; skipped_binary?: number };
+    return (await res.json()) as {
+      results: { line_num: number }[];
+      count: number;
+      truncated: boolean;
+      next_offset?: number;
+      skipped_binary?: number;
+    };
   };
   const a = await get('pattern=match&path=s&max_results=300');
   t.equal(a.count, 300);
@@ -171,7 +216,11 @@ void t.test('edit_file: exact replacements, a git-style diff, all or nothing', a
   const original = '# Plan\n\n- buy milk\n- call bob\n- fix the roof\n';
   data(await call(client, 'write_file', { path: 'plan.md', content: original }));
 
-  const dry = await call(client, 'edit_file', { path: 'plan.md', edits: [{ oldText: 'call bob', newText: 'call carol' }], dryRun: true });
+  const dry = await call(client, 'edit_file', {
+    path: 'plan.md',
+    edits: [{ oldText: 'call bob', newText: 'call carol' }],
+    dryRun: true,
+  });
   t.equal(data(dry).dry_run, true);
   t.match(data(dry).diff, /-- call bob\n\+- call carol\n/);
   t.equal(text(await call(client, 'read_file', { path: 'plan.md' })), original, 'dryRun writes nothing');
@@ -209,19 +258,35 @@ void t.test('edit_file: exact replacements, a git-style diff, all or nothing', a
   t.equal(text(read), now);
   t.equal(data(read).etag, d.etag, 'the answer gives the new etag');
 
-  const missing = await call(client, 'edit_file', { path: 'plan.md', edits: [{ oldText: 'call carol', newText: 'x' }, { oldText: 'call dave', newText: 'y' }] });
+  const missing = await call(client, 'edit_file', {
+    path: 'plan.md',
+    edits: [
+      { oldText: 'call carol', newText: 'x' },
+      { oldText: 'call dave', newText: 'y' },
+    ],
+  });
   t.equal(errorCode(missing), 'EINVAL');
-  t.match(text(missing), /edit 2 of 2: oldText "call dave" is not in the file .*nothing was written, edit '\/home\/alice\/plan\.md'/);
+  t.match(
+    text(missing),
+    /edit 2 of 2: oldText "call dave" is not in the file .*nothing was written, edit '\/home\/alice\/plan\.md'/,
+  );
   const twice = await call(client, 'edit_file', { path: 'plan.md', edits: [{ oldText: '- ', newText: '* ' }] });
   t.equal(errorCode(twice), 'EINVAL');
   t.match(text(twice), /oldText "- " occurs 4 times/);
-  t.equal(errorCode(await call(client, 'edit_file', { path: 'plan.md', edits: [{ oldText: '', newText: 'x' }] })), 'EINVAL');
+  t.equal(
+    errorCode(await call(client, 'edit_file', { path: 'plan.md', edits: [{ oldText: '', newText: 'x' }] })),
+    'EINVAL',
+  );
   t.equal(text(await call(client, 'read_file', { path: 'plan.md' })), now, 'failed edits leave the content as it was');
 
   // Someone else changes the file after the agent read it: the agent's etag is stale.
   await alice.call('fs.write', { path: '/home/alice/plan.md' }, { data: Buffer.from(now + '- from REST\n') });
   const cur = (await alice.request('fs.read', { path: '/home/alice/plan.md' })).result.etag;
-  const stale = await call(client, 'edit_file', { path: 'plan.md', edits: [{ oldText: 'buy milk', newText: 'buy oat milk' }], expected_etag: d.etag });
+  const stale = await call(client, 'edit_file', {
+    path: 'plan.md',
+    edits: [{ oldText: 'buy milk', newText: 'buy oat milk' }],
+    expected_etag: d.etag,
+  });
   t.equal(errorCode(stale), 'EPRECOND');
   t.match(text(stale), new RegExp(`etag is now ${cur}`), 'the error gives the current etag');
   t.equal((stale._meta as { etag?: string }).etag, cur);
@@ -229,21 +294,44 @@ void t.test('edit_file: exact replacements, a git-style diff, all or nothing', a
   t.equal(errorCode(w), 'EPRECOND', 'write_file refuses a stale etag too');
   t.equal((w._meta as { etag?: string }).etag, cur);
   t.equal(text(await call(client, 'read_file', { path: 'plan.md' })), now + '- from REST\n', 'nothing was written');
-  const fresh = data(await call(client, 'edit_file', { path: 'plan.md', edits: [{ oldText: 'buy milk', newText: 'buy oat milk' }], expected_etag: cur }));
+  const fresh = data(
+    await call(client, 'edit_file', {
+      path: 'plan.md',
+      edits: [{ oldText: 'buy milk', newText: 'buy oat milk' }],
+      expected_etag: cur,
+    }),
+  );
   t.match(fresh.diff, /\+- buy oat milk/, 'with the current etag the edit applies');
 
   // A big file: the diff is of the changed lines, numbered as in the whole file.
   const k = 100000;
-  const big = await call(client, 'edit_file', { path: 'big.md', edits: [{ oldText: line(k), newText: line(k).replace('año', 'AÑO') }], dryRun: true });
+  const big = await call(client, 'edit_file', {
+    path: 'big.md',
+    edits: [{ oldText: line(k), newText: line(k).replace('año', 'AÑO') }],
+    dryRun: true,
+  });
   t.equal(
     data(big).diff,
-    ['--- a/home/alice/big.md', '+++ b/home/alice/big.md', `@@ -${k - 2},7 +${k - 2},7 @@`, ...[k - 3, k - 2, k - 1].map((i) => ` ${line(i)}`), `-${line(k)}`, `+${line(k).replace('año', 'AÑO')}`, ...[k + 1, k + 2, k + 3].map((i) => ` ${line(i)}`)].join('\n').replace(/\n\n/g, '\n'),
+    [
+      '--- a/home/alice/big.md',
+      '+++ b/home/alice/big.md',
+      `@@ -${k - 2},7 +${k - 2},7 @@`,
+      ...[k - 3, k - 2, k - 1].map((i) => ` ${line(i)}`),
+      `-${line(k)}`,
+      `+${line(k).replace('año', 'AÑO')}`,
+      ...[k + 1, k + 2, k + 3].map((i) => ` ${line(i)}`),
+    ]
+      .join('\n')
+      .replace(/\n\n/g, '\n'),
     'a one-line edit in a 12 MiB file: one hunk at the right line',
   );
 
   // Not text: refused.
   await alice.call('fs.write', { path: '/home/alice/bin.dat' }, { data: Buffer.from([0xff, 0xfe, 0x00]) });
-  t.equal(errorCode(await call(client, 'edit_file', { path: 'bin.dat', edits: [{ oldText: 'a', newText: 'b' }] })), 'EINVAL');
+  t.equal(
+    errorCode(await call(client, 'edit_file', { path: 'bin.dat', edits: [{ oldText: 'a', newText: 'b' }] })),
+    'EINVAL',
+  );
   // Permissions still apply (the read and the write go through the daemon as alice).
   const denied = await call(client, 'edit_file', { path: '/home/bob/x.md', edits: [{ oldText: 'a', newText: 'b' }] });
   t.ok(denied.isError);
@@ -265,10 +353,18 @@ void t.test('get_history: long commit messages are bounded too; the session surv
   t.equal(d.truncated, true, 'cut');
   t.ok(d.commits.length >= 1 && d.commits.length < 10, `only what fits one answer (${d.commits.length} commits)`);
   t.match(d.commits[0].message, /^commit 89 /, 'newest first');
-  t.match(text(r), /newest shown; pass a path or a smaller limit\)\n\(older commits: pass cursor [0-9a-f]{12}\)$/, 'the text says how to go on');
+  t.match(
+    text(r),
+    /newest shown; pass a path or a smaller limit\)\n\(older commits: pass cursor [0-9a-f]{12}\)$/,
+    'the text says how to go on',
+  );
   t.equal(d.next_cursor, d.commits[d.commits.length - 1].hash, 'next_cursor: the oldest commit shown');
   const more = data(await call(client, 'get_history', { limit: 90, cursor: d.next_cursor }));
-  t.match(more.commits[0].message, new RegExp(`^commit ${89 - d.commits.length} `), 'the cursor goes on with the next older commit');
+  t.match(
+    more.commits[0].message,
+    new RegExp(`^commit ${89 - d.commits.length} `),
+    'the cursor goes on with the next older commit',
+  );
   t.equal(data(await call(client, 'list_directory', {})).path, '/home/alice', 'a later call succeeds');
 });
 
@@ -279,7 +375,11 @@ void t.test('find_files: at most 1 MiB of paths per answer; the session survives
   const dir = `/home/alice/${'名'.repeat(80)}`;
   const cjk = (i: number) => String.fromCharCode(0x4e00 + ((i >> 8) & 0xff), 0x4e00 + (i & 0xff));
   for (let b = 0; b < 12000; b += 500) {
-    await Promise.all(Array.from({ length: 500 }, (_, k) => alice.call('fs.write', { path: `${dir}/${cjk(b + k)}${'字'.repeat(78)}` }, { data: Buffer.alloc(0) })));
+    await Promise.all(
+      Array.from({ length: 500 }, (_, k) =>
+        alice.call('fs.write', { path: `${dir}/${cjk(b + k)}${'字'.repeat(78)}` }, { data: Buffer.alloc(0) }),
+      ),
+    );
   }
   const r = await call(client, 'find_files', { path: dir, type: 'f' });
   const d = data(r);

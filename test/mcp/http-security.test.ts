@@ -23,7 +23,10 @@ void t.test('permission denials are isError results with EACCES', async (t) => {
   t.equal(errorCode(await call(bob, 'write_file', { path: '/home/alice/evil.md', content: 'x' })), 'EACCES');
   t.equal(errorCode(await call(bob, 'list_directory', { path: '/home/alice' })), 'EACCES');
   t.equal(errorCode(await call(bob, 'delete_file', { path: '/home/alice/secret.md' })), 'EACCES');
-  t.equal(errorCode(await call(bob, 'move_file', { source: '/home/alice/secret.md', destination: '/home/bob/stolen.md' })), 'EACCES');
+  t.equal(
+    errorCode(await call(bob, 'move_file', { source: '/home/alice/secret.md', destination: '/home/bob/stolen.md' })),
+    'EACCES',
+  );
   t.equal(errorCode(await call(bob, 'create_directory', { path: '/home/alice/x' })), 'EACCES');
   // search skips what bob cannot read instead of leaking it
   const g = data(await call(bob, 'search_files', { pattern: 'alice', path: '/home' }));
@@ -33,7 +36,7 @@ void t.test('permission denials are isError results with EACCES', async (t) => {
   t.equal(text(await call(alice, 'read_file', { path: 'secret.md' })), 'alice only', 'the file is intact');
 });
 
-void t.test('delegation: the delegate\'s home, intersection of both identities\' rights', async (t) => {
+void t.test("delegation: the delegate's home, intersection of both identities' rights", async (t) => {
   // bot may enter alice's home through alice's group; alice's home is group-writable
   await daemon.call('admin.groupMemberAdd', { user: 'bot', group: 'alice' });
   await daemon.call('fs.chmod', { path: '/home/alice', mode: '0770' });
@@ -43,19 +46,32 @@ void t.test('delegation: the delegate\'s home, intersection of both identities\'
   await daemon.call('fs.write', { path: '/shared/root-only.md', mode: '0600' }, { data: Buffer.from('root') });
   await daemon.call('fs.chmod', { path: '/shared/root-only.md', mode: '0600' });
 
-  const { client: delegated } = await httpClient(t, svc, { authorization: `Bearer ${cast.botToken}`, onBehalfOf: 'alice' });
+  const { client: delegated } = await httpClient(t, svc, {
+    authorization: `Bearer ${cast.botToken}`,
+    onBehalfOf: 'alice',
+  });
   const w = data(await call(delegated, 'write_file', { path: 'from-bot.md', content: 'drafted by bot' }));
-  t.equal(w.path, '/home/alice/from-bot.md', 'relative paths land in the delegate\'s home');
+  t.equal(w.path, '/home/alice/from-bot.md', "relative paths land in the delegate's home");
   const st = await daemon.call('fs.stat', { path: '/home/alice/from-bot.md' });
   const aliceId = await daemon.as({ authorization: 'User alice' }).call('auth.whoami', {});
   t.equal(st.uid, aliceId.uid, 'new files belong to the delegate');
 
   // alice may read her 0600 file, bot (group member) may not: the intersection denies
   await daemon.call('fs.chmod', { path: '/home/alice/secret.md', mode: '0600' });
-  t.equal(errorCode(await call(delegated, 'read_file', { path: 'secret.md' })), 'EACCES', 'alice can, bot cannot: denied');
+  t.equal(
+    errorCode(await call(delegated, 'read_file', { path: 'secret.md' })),
+    'EACCES',
+    'alice can, bot cannot: denied',
+  );
   // bot may read its own home, alice may not: denied
-  await daemon.as({ authorization: `Bearer ${cast.botToken}` }).call('fs.write', { path: '/home/bot/mine.md' }, { data: Buffer.from('bot') });
-  t.equal(errorCode(await call(delegated, 'read_file', { path: '/home/bot/mine.md' })), 'EACCES', 'bot can, alice cannot: denied');
+  await daemon
+    .as({ authorization: `Bearer ${cast.botToken}` })
+    .call('fs.write', { path: '/home/bot/mine.md' }, { data: Buffer.from('bot') });
+  t.equal(
+    errorCode(await call(delegated, 'read_file', { path: '/home/bot/mine.md' })),
+    'EACCES',
+    'bot can, alice cannot: denied',
+  );
   t.equal(errorCode(await call(delegated, 'read_file', { path: '/shared/root-only.md' })), 'EACCES');
   t.equal(text(await call(delegated, 'read_file', { path: '/shared/open.md' })), 'everyone', 'both can: allowed');
 
@@ -91,11 +107,18 @@ void t.test('workspace tokens are confined to the workspace', async (t) => {
   const escape = await call(wsc, 'read_file', { path: '/../outside.md' });
   t.equal(escape.isError, true, '.. stops at the workspace root');
   t.equal(errorCode(escape), 'ENOENT');
-  t.equal(errorCode(await call(wsc, 'read_file', { path: '/home/alice/secret.md' })), 'ENOENT', 'absolute paths stay inside');
+  t.equal(
+    errorCode(await call(wsc, 'read_file', { path: '/home/alice/secret.md' })),
+    'ENOENT',
+    'absolute paths stay inside',
+  );
   const found = data(await call(wsc, 'find_files', { path: '/', name: '*.md' }));
   t.same(found.results, ['/docs/plan.md']);
 
-  const wrongWs = await rawMcp(svc, 'POST', INIT, { authorization: `Bearer ${secret}`, 'x-service-workspace': '00000000-0000-4000-8000-000000000000' });
+  const wrongWs = await rawMcp(svc, 'POST', INIT, {
+    authorization: `Bearer ${secret}`,
+    'x-service-workspace': '00000000-0000-4000-8000-000000000000',
+  });
   t.equal(wrongWs.status, 401, 'a secret with the wrong workspace id is refused');
 });
 
@@ -103,28 +126,52 @@ void t.test('the credential-switch attack is refused', async (t) => {
   const { transport } = await httpClient(t, svc, { authorization: 'User alice' });
   const sid = transport.sessionId!;
   t.ok(sid);
-  const call1 = { jsonrpc: '2.0', id: 11, method: 'tools/call', params: { name: 'read_file', arguments: { path: '/home/alice/secret.md' } } };
-  const asBob = await rawMcp(svc, 'POST', call1, { authorization: 'User bob', 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' });
-  t.equal(asBob.status, 403, 'bob cannot ride alice\'s session');
+  const call1 = {
+    jsonrpc: '2.0',
+    id: 11,
+    method: 'tools/call',
+    params: { name: 'read_file', arguments: { path: '/home/alice/secret.md' } },
+  };
+  const asBob = await rawMcp(svc, 'POST', call1, {
+    authorization: 'User bob',
+    'mcp-session-id': sid,
+    'mcp-protocol-version': '2025-06-18',
+  });
+  t.equal(asBob.status, 403, "bob cannot ride alice's session");
   t.equal(asBob.json.result, undefined);
   t.notMatch(asBob.text, /alice only/);
   const anonymous = await rawMcp(svc, 'POST', call1, { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' });
   t.equal(anonymous.status, 403, 'nor can an anonymous (root) request');
-  const delegating = await rawMcp(svc, 'POST', call1, { authorization: 'User alice', 'x-service-on-behalf-of': 'bob', 'mcp-session-id': sid });
+  const delegating = await rawMcp(svc, 'POST', call1, {
+    authorization: 'User alice',
+    'x-service-on-behalf-of': 'bob',
+    'mcp-session-id': sid,
+  });
   t.not(delegating.status, 200, 'nor the same user with a different delegation');
-  const sse = await rawMcp(svc, 'GET', undefined, { authorization: 'User bob', 'mcp-session-id': sid, accept: 'text/event-stream' });
-  t.equal(sse.status, 403, 'nor can bob open the session\'s event stream');
+  const sse = await rawMcp(svc, 'GET', undefined, {
+    authorization: 'User bob',
+    'mcp-session-id': sid,
+    accept: 'text/event-stream',
+  });
+  t.equal(sse.status, 403, "nor can bob open the session's event stream");
   const del = await rawMcp(svc, 'DELETE', undefined, { authorization: 'User bob', 'mcp-session-id': sid });
   t.equal(del.status, 403, 'nor end it');
 
   // the SDK client with bob's credentials and alice's session id fails too
   const hijack = new Client({ name: 'hijack', version: '1' });
-  const tr = new StreamableHTTPClientTransport(svc.url, { sessionId: sid, requestInit: { headers: { Authorization: 'User bob' } } });
+  const tr = new StreamableHTTPClientTransport(svc.url, {
+    sessionId: sid,
+    requestInit: { headers: { Authorization: 'User bob' } },
+  });
   await hijack.connect(tr).catch(() => undefined);
   await t.rejects(hijack.callTool({ name: 'read_file', arguments: { path: '/home/alice/secret.md' } }));
   await hijack.close().catch(() => undefined);
 
-  const ok = await rawMcp(svc, 'POST', call1, { authorization: 'User alice', 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' });
+  const ok = await rawMcp(svc, 'POST', call1, {
+    authorization: 'User alice',
+    'mcp-session-id': sid,
+    'mcp-protocol-version': '2025-06-18',
+  });
   t.equal(ok.status, 200, 'alice herself still may');
   t.match(ok.text, /alice only/);
 });
@@ -137,7 +184,12 @@ void t.test('every request is authenticated', async (t) => {
   t.equal(badToken.status, 401);
   const garbage = await rawMcp(svc, 'POST', INIT, { authorization: 'Basic Zm9vOmJhcg==' });
   t.equal(garbage.status, 401, 'unknown schemes fail closed');
-  const anon = await rawMcp(svc, 'POST', { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_directory', arguments: {} } });
+  const anon = await rawMcp(svc, 'POST', {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'tools/call',
+    params: { name: 'list_directory', arguments: {} },
+  });
   t.equal(anon.status, 200, 'no header is root (contract default)');
   t.equal(anon.json.result.structuredContent.path, '/');
 
@@ -147,7 +199,12 @@ void t.test('every request is authenticated', async (t) => {
   const { client: c, transport } = await httpClient(t, svc, { authorization: `Bearer ${token}` });
   t.equal(data(await call(c, 'list_directory', {})).path, '/home/tmpbot');
   await daemon.call('admin.token', { name: 'tmpbot' });
-  const stale = await rawMcp(svc, 'POST', { jsonrpc: '2.0', id: 3, method: 'tools/list', params: {} }, { authorization: `Bearer ${token}`, 'mcp-session-id': transport.sessionId! });
+  const stale = await rawMcp(
+    svc,
+    'POST',
+    { jsonrpc: '2.0', id: 3, method: 'tools/list', params: {} },
+    { authorization: `Bearer ${token}`, 'mcp-session-id': transport.sessionId! },
+  );
   t.equal(stale.status, 401);
 });
 
@@ -175,7 +232,12 @@ void t.test('DNS-rebinding protection: the Host header must be a loopback name',
           method: 'POST',
           path: '/mcp',
           setHost: false,
-          headers: { host, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'content-length': Buffer.byteLength(body) },
+          headers: {
+            host,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'content-length': Buffer.byteLength(body),
+          },
         },
         (res) => {
           res.resume();
@@ -193,12 +255,15 @@ void t.test('DNS-rebinding protection: the Host header must be a loopback name',
   t.equal(await withHost(`[::1]:${svc.port}`), 200);
 });
 
-void t.test('resources: listed and read with the caller\'s permissions', async (t) => {
+void t.test("resources: listed and read with the caller's permissions", async (t) => {
   const { resources } = await alice.listResources();
   const uris = resources.map((r) => r.uri);
   t.ok(uris.includes('mdvfs:///home/alice/secret.md'));
   t.ok(uris.includes('mdvfs:///home/alice'), 'the home directory is a resource');
-  t.notOk(uris.some((u) => u.startsWith('mdvfs:///home/bob')), 'nothing of bob\'s');
+  t.notOk(
+    uris.some((u) => u.startsWith('mdvfs:///home/bob')),
+    "nothing of bob's",
+  );
   const r = await alice.readResource({ uri: 'mdvfs:///home/alice/secret.md' });
   t.equal((r.contents[0] as { text: string }).text, 'alice only');
   t.equal(r.contents[0]?.mimeType, 'text/markdown');
@@ -206,7 +271,11 @@ void t.test('resources: listed and read with the caller\'s permissions', async (
   const listing = JSON.parse((dir.contents[0] as { text: string }).text);
   t.equal(listing.path, '/home/alice');
   await t.rejects(bob.readResource({ uri: 'mdvfs:///home/alice/secret.md' }), /EACCES/);
-  await t.rejects(bob.subscribeResource({ uri: 'mdvfs:///home/alice/secret.md' }), /EACCES/, 'no subscriptions to unreadable files');
+  await t.rejects(
+    bob.subscribeResource({ uri: 'mdvfs:///home/alice/secret.md' }),
+    /EACCES/,
+    'no subscriptions to unreadable files',
+  );
   await t.rejects(alice.readResource({ uri: 'file:///etc/passwd' }));
   const templates = await alice.listResourceTemplates();
   t.equal(templates.resourceTemplates[0]?.uriTemplate, 'mdvfs://{+path}');
@@ -249,7 +318,10 @@ void t.test('resource subscriptions: updates for readable files only', async (t)
 
 void t.test('resource subscriptions inside a workspace use workspace paths', async (t) => {
   if (!workspace) return t.fail('the workspace subtest did not run');
-  const { client: wsc } = await httpClient(t, svc, { authorization: `Bearer ${workspace.secret}`, workspace: workspace.id });
+  const { client: wsc } = await httpClient(t, svc, {
+    authorization: `Bearer ${workspace.secret}`,
+    workspace: workspace.id,
+  });
   const { resources } = await wsc.listResources();
   t.ok(
     resources.some((r) => r.uri === 'mdvfs:///docs/plan.md'),

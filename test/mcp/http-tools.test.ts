@@ -24,7 +24,7 @@ void t.test('lists the 13 tools with schemas and annotations', async (t) => {
   t.same(byName.get('move_file')?.inputSchema.required?.sort(), ['destination', 'source']);
 });
 
-void t.test('write_file and read_file: relative paths land in the caller\'s home', async (t) => {
+void t.test("write_file and read_file: relative paths land in the caller's home", async (t) => {
   const w = data(await call(alice, 'write_file', { path: 'notes/today.md', content: '# Today\nbuy milk\n' }));
   t.equal(w.path, '/home/alice/notes/today.md');
   t.equal(w.created, true);
@@ -101,9 +101,18 @@ void t.test('search_files and find_files', async (t) => {
   t.same(g.results, [{ file: '/home/alice/kb/one.md', line_num: 2, line: 'TODO: write more' }]);
   t.equal(g.count, 1);
   const gi = data(await call(alice, 'search_files', { pattern: 'todo', path: 'kb', ignore_case: true }));
-  t.same(gi.results.map((r: { file: string }) => r.file).sort(), ['/home/alice/kb/deep/two.md', '/home/alice/kb/one.md']);
-  const flat = data(await call(alice, 'search_files', { pattern: 'todo', path: 'kb', ignore_case: true, recursive: false }));
-  t.same(flat.results.map((r: { file: string }) => r.file), ['/home/alice/kb/one.md'], 'recursive: false stays in the directory');
+  t.same(gi.results.map((r: { file: string }) => r.file).sort(), [
+    '/home/alice/kb/deep/two.md',
+    '/home/alice/kb/one.md',
+  ]);
+  const flat = data(
+    await call(alice, 'search_files', { pattern: 'todo', path: 'kb', ignore_case: true, recursive: false }),
+  );
+  t.same(
+    flat.results.map((r: { file: string }) => r.file),
+    ['/home/alice/kb/one.md'],
+    'recursive: false stays in the directory',
+  );
   const none = await call(alice, 'search_files', { pattern: 'zzz-not-there', path: 'kb' });
   t.equal(data(none).count, 0);
   const bad = await call(alice, 'search_files', { pattern: '(unclosed', path: 'kb' });
@@ -125,7 +134,11 @@ void t.test('commit, get_history, revert', async (t) => {
   await call(alice, 'write_file', { path: 'vc/doc.md', content: 'version 2' });
   const c2 = data(await call(alice, 'commit', { message: 'second version' }));
   const log = data(await call(alice, 'get_history', {}));
-  t.same(log.commits.slice(0, 2).map((c: { hash: string }) => c.hash), [c2.hash, c1.hash], 'newest first');
+  t.same(
+    log.commits.slice(0, 2).map((c: { hash: string }) => c.hash),
+    [c2.hash, c1.hash],
+    'newest first',
+  );
   t.equal(data(await call(alice, 'get_history', { limit: 1 })).commits.length, 1);
   const hist = await call(alice, 'get_history', { limit: 2 });
   t.match(text(hist), c2.hash);
@@ -139,7 +152,7 @@ void t.test('commit, get_history, revert', async (t) => {
   t.equal(unknown.isError, true);
 });
 
-void t.test('errors are isError results with the daemon\'s message and code', async (t) => {
+void t.test("errors are isError results with the daemon's message and code", async (t) => {
   const r = await call(alice, 'read_file', { path: 'no/such/file.md' });
   t.equal(r.isError, true);
   t.equal(errorCode(r), 'ENOENT');
@@ -158,21 +171,34 @@ void t.test('invalid arguments are schema errors, and the server keeps serving',
   t.match(text(wrongType), /Input validation error/);
   const badEnum = await call(alice, 'find_files', { type: 'socket' });
   t.match(text(badEnum), /Input validation error/);
-  await t.rejects(alice.callTool({ name: 'no_such_tool', arguments: {} }).then((r) => {
-    if (r.isError) throw new Error(String((r.content as { text: string }[])[0]?.text));
-  }), /not found/);
+  await t.rejects(
+    alice.callTool({ name: 'no_such_tool', arguments: {} }).then((r) => {
+      if (r.isError) throw new Error(String((r.content as { text: string }[])[0]?.text));
+    }),
+    /not found/,
+  );
   t.equal(data(await call(alice, 'list_directory', {})).path, '/home/alice', 'still serving');
 });
 
 void t.test('stateless: requests without Mcp-Session-Id work', async (t) => {
-  const list = await rawMcp(svc, 'POST', { jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} }, { authorization: 'User alice' });
+  const list = await rawMcp(
+    svc,
+    'POST',
+    { jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} },
+    { authorization: 'User alice' },
+  );
   t.equal(list.status, 200);
   t.equal(list.headers['mcp-session-id'], undefined, 'no session was created');
   t.equal(list.json.result.tools.length, TOOL_NAMES.length);
   const r = await rawMcp(
     svc,
     'POST',
-    { jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'notes/today.md' } } },
+    {
+      jsonrpc: '2.0',
+      id: 8,
+      method: 'tools/call',
+      params: { name: 'read_file', arguments: { path: 'notes/today.md' } },
+    },
     { authorization: 'User alice' },
   );
   t.equal(r.status, 200);
@@ -194,7 +220,12 @@ void t.test('DELETE ends a session', async (t) => {
   const sid = transport.sessionId;
   t.ok(sid);
   await transport.terminateSession();
-  const after = await rawMcp(svc, 'POST', { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} }, { authorization: 'User alice', 'mcp-session-id': sid! });
+  const after = await rawMcp(
+    svc,
+    'POST',
+    { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} },
+    { authorization: 'User alice', 'mcp-session-id': sid! },
+  );
   t.equal(after.status, 404, 'the session is gone');
   await client.close();
 });

@@ -48,7 +48,6 @@ t.test('revert and errors name commits as HEAD~n', async (t) => {
   t.equal(text(await call(client, 'read_file', { path: 'h.md' })), 'one');
 });
 
-
 t.test('get_file_info describes a symlink itself unless follow is set', async (t) => {
   data(await call(client, 'write_file', { path: 'l/target.md', content: 'hello' }));
   // A symlink made over REST (MCP has no symlink tool), as alice.

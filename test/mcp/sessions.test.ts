@@ -6,7 +6,11 @@ import { INIT, call, httpClient, rawMcp, text, withCast } from '../helpers/mcp.j
 const PROTO = { 'mcp-protocol-version': '2025-06-18' };
 
 /** `n` initialize requests with `headers`, a few at a time; returns the statuses and the session ids. */
-async function initializeMany(svc: { port: number }, n: number, headers: Record<string, string>): Promise<{ statuses: Map<number, number>; ids: string[] }> {
+async function initializeMany(
+  svc: { port: number },
+  n: number,
+  headers: Record<string, string>,
+): Promise<{ statuses: Map<number, number>; ids: string[] }> {
   const statuses = new Map<number, number>();
   const ids: string[] = [];
   let next = 0;
@@ -24,7 +28,12 @@ async function initializeMany(svc: { port: number }, n: number, headers: Record<
 }
 
 const listTools = (svc: { port: number }, sid: string, headers: Record<string, string>) =>
-  rawMcp(svc, 'POST', { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} }, { ...headers, ...PROTO, 'mcp-session-id': sid });
+  rawMcp(
+    svc,
+    'POST',
+    { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} },
+    { ...headers, ...PROTO, 'mcp-session-id': sid },
+  );
 
 t.test("1,005+ initialize calls by bob and by anonymous callers leave alice's session alone", async (t) => {
   const { svc, daemon } = await withCast(t);
@@ -35,7 +44,12 @@ t.test("1,005+ initialize calls by bob and by anonymous callers leave alice's se
   const init = await rawMcp(svc, 'POST', INIT, ALICE);
   const aliceSid = String(init.headers['mcp-session-id']);
   t.equal(init.status, 200);
-  const readKept = { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'kept.md' } } };
+  const readKept = {
+    jsonrpc: '2.0',
+    id: 3,
+    method: 'tools/call',
+    params: { name: 'read_file', arguments: { path: 'kept.md' } },
+  };
   t.match((await rawMcp(svc, 'POST', readKept, { ...ALICE, ...PROTO, 'mcp-session-id': aliceSid })).text, /still here/);
   // And one on the SDK client, as an agent would hold it.
   const { client: aliceSdk } = await httpClient(t, svc, ALICE);
@@ -50,13 +64,19 @@ t.test("1,005+ initialize calls by bob and by anonymous callers leave alice's se
   t.match(again.text, /still here/, "alice's session still answers");
   t.match(text(await call(aliceSdk, 'read_file', { path: 'kept.md' })), /still here/);
   const first = bob.ids[0]!;
-  t.equal((await listTools(svc, first, { authorization: 'User bob' })).status, 404, "bob's oldest session made way for his newer ones");
+  t.equal(
+    (await listTools(svc, first, { authorization: 'User bob' })).status,
+    404,
+    "bob's oldest session made way for his newer ones",
+  );
   const last = bob.ids[bob.ids.length - 1]!;
   t.equal((await listTools(svc, last, { authorization: 'User bob' })).status, 200, "bob's newest session works");
 });
 
 t.test('a full server refuses new sessions with a clear error instead of evicting', async (t) => {
-  const { svc, daemon } = await withCast(t, { env: { SERVICE_MCP_MAX_SESSIONS: '4', SERVICE_MCP_MAX_SESSIONS_PER_CLIENT: '2' } });
+  const { svc, daemon } = await withCast(t, {
+    env: { SERVICE_MCP_MAX_SESSIONS: '4', SERVICE_MCP_MAX_SESSIONS_PER_CLIENT: '2' },
+  });
   await daemon.call('admin.userAdd', { name: 'carol' });
   const { client: alice } = await httpClient(t, svc, { authorization: 'User alice' });
   await initializeMany(svc, 2, { authorization: 'User bob' });
@@ -67,7 +87,15 @@ t.test('a full server refuses new sessions with a clear error instead of evictin
   t.match(refused.json.error.message, /SERVICE_MCP_MAX_SESSIONS=4/);
   const again = await initializeMany(svc, 3, { authorization: 'User bob' });
   t.same([...again.statuses], [[200, 3]], 'bob at his own cap replaces his own sessions');
-  t.equal((await initializeMany(svc, 2, { authorization: 'user  bob' })).statuses.get(200), 2, 'bob spelled differently is still bob: his own sessions make way');
-  t.equal((await rawMcp(svc, 'POST', INIT, { authorization: 'user  carol' })).status, 503, 'and carol spelled differently is still refused');
+  t.equal(
+    (await initializeMany(svc, 2, { authorization: 'user  bob' })).statuses.get(200),
+    2,
+    'bob spelled differently is still bob: his own sessions make way',
+  );
+  t.equal(
+    (await rawMcp(svc, 'POST', INIT, { authorization: 'user  carol' })).status,
+    503,
+    'and carol spelled differently is still refused',
+  );
   t.ok((await call(alice, 'list_directory', {})).isError !== true, "alice's session still answers");
 });

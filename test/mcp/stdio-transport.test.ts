@@ -15,7 +15,14 @@ class Recorder extends Writable {
   }
 }
 
-function open(): { stdin: PassThrough; stdout: Recorder; tr: LeanStdioServerTransport; got: JSONRPCMessage[]; errors: Error[]; closed: () => boolean } {
+function open(): {
+  stdin: PassThrough;
+  stdout: Recorder;
+  tr: LeanStdioServerTransport;
+  got: JSONRPCMessage[];
+  errors: Error[];
+  closed: () => boolean;
+} {
   const stdin = new PassThrough();
   const stdout = new Recorder();
   const tr = new LeanStdioServerTransport(stdin, stdout);
@@ -96,7 +103,9 @@ void t.test('the answers of one event-loop turn leave in one write', async (t) =
   await Promise.all(sent);
   t.equal(stdout.writes.length, 1, 'one write for three answers');
   t.same(
-    stdout.writes[0]!.split('\n').filter(Boolean).map((l) => JSON.parse(l).id),
+    stdout.writes[0]!.split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l).id),
     [1, 2, 3],
   );
   await tr.send({ jsonrpc: '2.0', id: 4, result: {} });
@@ -108,17 +117,37 @@ void t.test('the answers of one event-loop turn leave in one write', async (t) =
 
 void t.test('mdvfs-mcp: many calls in flight, all answered, each with its own id', async (t) => {
   const cast = await withCast(t);
-  const init = JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+  const init = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+  });
   const lines = [init, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })];
   for (let i = 1; i <= 40; i++) {
-    const args = i % 2 === 0 ? { name: 'write_file', arguments: { path: `burst/f${i}.md`, content: `file ${i}\n` } } : { name: 'list_directory', arguments: {} };
+    const args =
+      i % 2 === 0
+        ? { name: 'write_file', arguments: { path: `burst/f${i}.md`, content: `file ${i}\n` } }
+        : { name: 'list_directory', arguments: {} };
     lines.push(JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: args }));
   }
   lines.push('{broken');
-  lines.push(JSON.stringify({ jsonrpc: '2.0', id: 41, method: 'tools/call', params: { name: 'list_directory', arguments: { path: '/home' } } }));
+  lines.push(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 41,
+      method: 'tools/call',
+      params: { name: 'list_directory', arguments: { path: '/home' } },
+    }),
+  );
   const r = await runStdio(cast.svc.dataDir, { SERVICE_AS_USER: 'alice' }, `${lines.join('\n')}\n`);
   t.equal(r.code, 0);
-  const answers = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: number; result: { isError?: boolean; structuredContent: Record<string, unknown> } });
+  const answers = r.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map(
+      (l) => JSON.parse(l) as { id: number; result: { isError?: boolean; structuredContent: Record<string, unknown> } },
+    );
   t.same(
     answers.map((a) => a.id).sort((x, y) => x - y),
     Array.from({ length: 42 }, (_, i) => i),

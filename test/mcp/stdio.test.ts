@@ -8,7 +8,7 @@ const cast = await withCast(t);
 const { svc, daemon } = cast;
 const dataDir = svc.dataDir;
 
-void t.test('as SERVICE_AS_USER: every tool, paths in the user\'s home', async (t) => {
+void t.test("as SERVICE_AS_USER: every tool, paths in the user's home", async (t) => {
   const { client: alice } = await stdioClient(t, dataDir, { SERVICE_AS_USER: 'alice' });
   const { tools } = await alice.listTools();
   t.same(tools.map((x) => x.name).sort(), [...TOOL_NAMES].sort());
@@ -21,11 +21,16 @@ void t.test('as SERVICE_AS_USER: every tool, paths in the user\'s home', async (
     data(await call(alice, 'list_directory', { path: 'notes' })).entries.map((e: { name: string }) => e.name),
     ['a.md'],
   );
-  t.same(data(await call(alice, 'search_files', { pattern: 'find me' })).results, [{ file: '/home/alice/notes/a.md', line_num: 2, line: 'find me' }]);
+  t.same(data(await call(alice, 'search_files', { pattern: 'find me' })).results, [
+    { file: '/home/alice/notes/a.md', line_num: 2, line: 'find me' },
+  ]);
   t.same(data(await call(alice, 'find_files', { name: '*.md' })).results, ['/home/alice/notes/a.md']);
   const c1 = data(await call(alice, 'commit', { message: 'add a' }));
   t.equal(c1.author, 'alice');
-  t.same(data(await call(alice, 'move_file', { source: 'notes/a.md', destination: 'notes/b.md' })).destination, '/home/alice/notes/b.md');
+  t.same(
+    data(await call(alice, 'move_file', { source: 'notes/a.md', destination: 'notes/b.md' })).destination,
+    '/home/alice/notes/b.md',
+  );
   await call(alice, 'commit', { message: 'rename' });
   t.equal(data(await call(alice, 'get_history', { limit: 5 })).commits[0].message, 'rename');
   t.equal(data(await call(alice, 'delete_file', { path: 'notes/b.md' })).path, '/home/alice/notes/b.md');
@@ -33,7 +38,11 @@ void t.test('as SERVICE_AS_USER: every tool, paths in the user\'s home', async (
   t.equal(rv.reverted_to, c1.hash);
   t.equal(text(await call(alice, 'read_file', { path: 'notes/a.md' })), '# A\nfind me\n', 'revert restored a.md');
   t.equal(errorCode(await call(alice, 'read_file', { path: 'notes/b.md' })), 'ENOENT');
-  t.equal(errorCode(await call(alice, 'read_file', { path: '/home/bob/x.md' })), 'EACCES', 'permissions apply over stdio too');
+  t.equal(
+    errorCode(await call(alice, 'read_file', { path: '/home/bob/x.md' })),
+    'EACCES',
+    'permissions apply over stdio too',
+  );
   t.match(text(await call(alice, 'read_file', { nope: 1 })), /Input validation error/, 'schema errors, not crashes');
   t.equal(data(await call(alice, 'list_directory', {})).path, '/home/alice', 'still serving');
 });
@@ -44,7 +53,11 @@ void t.test('stdio and REST see the same data', async (t) => {
   const rest = await fetch(`${svc.base}/fs/shared-view.md`, { headers: { Authorization: 'User bob' } });
   t.equal(rest.status, 200);
   t.equal(await rest.text(), 'written over stdio');
-  const put = await fetch(`${svc.base}/fs/from-rest.md`, { method: 'PUT', headers: { Authorization: 'User bob' }, body: 'written over REST' });
+  const put = await fetch(`${svc.base}/fs/from-rest.md`, {
+    method: 'PUT',
+    headers: { Authorization: 'User bob' },
+    body: 'written over REST',
+  });
   t.equal(put.status, 200);
   t.equal(text(await call(bob, 'read_file', { path: 'from-rest.md' })), 'written over REST');
 });
@@ -54,10 +67,21 @@ void t.test('SERVICE_TOKEN and SERVICE_ON_BEHALF_OF', async (t) => {
   await daemon.call('fs.chmod', { path: '/home/alice', mode: '0770' });
   const { client: bot } = await stdioClient(t, dataDir, { SERVICE_TOKEN: cast.botToken });
   t.equal(data(await call(bot, 'list_directory', {})).path, '/home/bot');
-  const { client: delegated } = await stdioClient(t, dataDir, { SERVICE_TOKEN: cast.botToken, SERVICE_ON_BEHALF_OF: 'alice' });
-  t.equal(data(await call(delegated, 'write_file', { path: 'by-bot.md', content: 'x' })).path, '/home/alice/by-bot.md', 'the delegate\'s home');
+  const { client: delegated } = await stdioClient(t, dataDir, {
+    SERVICE_TOKEN: cast.botToken,
+    SERVICE_ON_BEHALF_OF: 'alice',
+  });
+  t.equal(
+    data(await call(delegated, 'write_file', { path: 'by-bot.md', content: 'x' })).path,
+    '/home/alice/by-bot.md',
+    "the delegate's home",
+  );
   await daemon.call('fs.chmod', { path: '/home/alice/notes/a.md', mode: '0600' });
-  t.equal(errorCode(await call(delegated, 'read_file', { path: 'notes/a.md' })), 'EACCES', 'intersection: bot lacks read');
+  t.equal(
+    errorCode(await call(delegated, 'read_file', { path: 'notes/a.md' })),
+    'EACCES',
+    'intersection: bot lacks read',
+  );
 });
 
 void t.test('no identity variables: root (local, trusted)', async (t) => {
@@ -85,9 +109,19 @@ void t.test('an unknown user or a bad token is an error, never root', async (t) 
 });
 
 void t.test('stdout carries only JSON-RPC', async (t) => {
-  const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+  const init = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+  });
   const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} });
-  const read = JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'list_directory', arguments: {} } });
+  const read = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 3,
+    method: 'tools/call',
+    params: { name: 'list_directory', arguments: {} },
+  });
   // stdin closes right after the last request: every answer must still arrive
   const r = await runStdio(dataDir, { SERVICE_AS_USER: 'alice' }, `${init}\n${list}\n${read}\n`);
   t.equal(r.code, 0, 'exits when stdin closes');
@@ -110,7 +144,11 @@ void t.test('resource subscriptions over stdio', async (t) => {
   const uri = 'mdvfs:///home/alice/notes/a.md';
   await alice.subscribeResource({ uri });
   // a change through REST reaches the stdio subscriber
-  const put = await fetch(`${svc.base}/fs/notes/a.md`, { method: 'PUT', headers: { Authorization: 'User alice' }, body: 'changed over REST' });
+  const put = await fetch(`${svc.base}/fs/notes/a.md`, {
+    method: 'PUT',
+    headers: { Authorization: 'User alice' },
+    body: 'changed over REST',
+  });
   t.equal(put.status, 200);
   await until(() => seen.includes(uri), 'notifications/resources/updated');
   t.equal(((await alice.readResource({ uri })).contents[0] as { text: string }).text, 'changed over REST');
@@ -152,7 +190,10 @@ void t.test('mdvfs-mcp starts a daemon when none runs, and outlives a daemon res
     }
   }, 'the daemon to exit');
   // the first call after the restart may fail (its connection is gone); a later one reconnects
-  await until(async () => !(await call(root, 'read_file', { path: '/hello.md' })).isError, 'a call after the daemon restart');
+  await until(
+    async () => !(await call(root, 'read_file', { path: '/hello.md' })).isError,
+    'a call after the daemon restart',
+  );
   t.equal(text(await call(root, 'read_file', { path: '/hello.md' })), 'hi', 'the data survived, the session too');
   t.not(await pingPid(), first, 'a new daemon serves the data dir');
 });

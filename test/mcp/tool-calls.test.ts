@@ -31,11 +31,13 @@ async function rawServer(sdkToolCalls: boolean): Promise<(msg: Record<string, un
       void clientSide.send(withId as JSONRPCMessage);
     });
   };
-  await send({ method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+  await send({
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+  });
   await clientSide.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
   return send;
 }
-
 
 const call = (name: unknown, args?: unknown, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
   method: 'tools/call',
@@ -52,7 +54,10 @@ const requests: [string, Record<string, unknown>][] = [
   ['read_file with a number for path', call('read_file', { path: 7 })],
   ['read_file with _meta', call('read_file', { path: 'notes/a.md' }, { _meta: { progressToken: 5 } })],
   ['write_file, same content', call('write_file', { path: 'notes/a.md', content: '# A\nfind me\n' })],
-  ['write_file with a stale etag (EPRECOND)', call('write_file', { path: 'notes/a.md', content: 'x', expected_etag: 'bogus' })],
+  [
+    'write_file with a stale etag (EPRECOND)',
+    call('write_file', { path: 'notes/a.md', content: 'x', expected_etag: 'bogus' }),
+  ],
   ['list_directory', call('list_directory', {})],
   ['search_files', call('search_files', { pattern: 'find me' })],
   ['search_files with a bad max_results', call('search_files', { pattern: 'x', max_results: 0 })],
@@ -68,7 +73,7 @@ const requests: [string, Record<string, unknown>][] = [
   ['tools/list', { method: 'tools/list', params: {} }],
 ];
 
-void t.test('the same answer, byte for byte, as the SDK\'s tools/call handler', async (t) => {
+void t.test("the same answer, byte for byte, as the SDK's tools/call handler", async (t) => {
   const sdk = await rawServer(true);
   const lean = await rawServer(false);
   for (const [what, req] of requests) {
@@ -77,5 +82,8 @@ void t.test('the same answer, byte for byte, as the SDK\'s tools/call handler', 
     t.equal(got, want, what);
   }
   // the comparison can fail: two different calls answer differently
-  t.not(await lean(call('read_file', { path: 'notes/a.md' })), await lean(call('read_file', { path: 'notes/missing.md' })));
+  t.not(
+    await lean(call('read_file', { path: 'notes/a.md' })),
+    await lean(call('read_file', { path: 'notes/missing.md' })),
+  );
 });

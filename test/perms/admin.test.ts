@@ -8,13 +8,22 @@ t.test('admin (wheel)', async (t) => {
   const { root, admin, alice } = p;
 
   t.test('reads every file and lists every directory regardless of mode', async (t) => {
-    t.same((await admin.call('fs.list', { path: '/home/alice' })).entries.map((e) => e.name), ['private.md', 'secret600.md']);
+    t.same(
+      (await admin.call('fs.list', { path: '/home/alice' })).entries.map((e) => e.name),
+      ['private.md', 'secret600.md'],
+    );
     t.equal(await readText(admin, '/home/alice/private.md'), 'alice private');
     t.equal(await readText(admin, '/home/alice/secret600.md'), 'alice secret');
     t.equal(await readText(admin, '/srv/pub/secret.md'), 'pub secret');
     t.equal(await readText(admin, '/srv/pub/nox/f.md'), 'behind a non-searchable dir');
-    t.same((await admin.call('fs.list', { path: '/srv/pub/xonly' })).entries.map((e) => e.name), ['known.md']);
-    t.same((await admin.call('fs.list', { path: '/srv/team' })).entries.map((e) => e.name), ['teamfile.md']);
+    t.same(
+      (await admin.call('fs.list', { path: '/srv/pub/xonly' })).entries.map((e) => e.name),
+      ['known.md'],
+    );
+    t.same(
+      (await admin.call('fs.list', { path: '/srv/team' })).entries.map((e) => e.name),
+      ['teamfile.md'],
+    );
     t.equal(await readText(admin, '/srv/bots.md'), 'bots only');
     t.equal(await readText(admin, '/srv/shared/to-private'), 'alice private', 'through symlinks too');
     await alice.call('fs.write', { path: '/srv/pub/zero.md', mode: '0000' }, text('zero'));
@@ -81,7 +90,11 @@ t.test('admin (wheel)', async (t) => {
     const adminForAlice = d.client.as({ authorization: `Bearer ${p.tokens.admin}`, onBehalfOf: 'alice' });
     t.equal(await readText(adminForAlice, 'private.md'), 'alice private', 'both may read it');
     await t.rejects(adminForAlice.call('fs.read', { path: '/srv/bots.md' }), denied, 'alice may not');
-    await t.rejects(adminForAlice.call('fs.write', { path: 'x.md' }, text('x')), denied, 'wheel may not write in her home');
+    await t.rejects(
+      adminForAlice.call('fs.write', { path: 'x.md' }, text('x')),
+      denied,
+      'wheel may not write in her home',
+    );
     const adminForCarol = d.client.as({ authorization: `Bearer ${p.tokens.admin}`, onBehalfOf: 'carol' });
     await t.rejects(adminForCarol.call('fs.read', { path: '/home/alice/private.md' }), denied);
     await t.rejects(adminForCarol.call('admin.userAdd', { name: 'frank' }), denied, 'carol is no admin');

@@ -43,12 +43,32 @@ t.test('agent on behalf of alice', async (t) => {
   t.test('writes only where both may write; new entries belong to alice', async (t) => {
     await unchanged(t, root, async () => {
       await t.rejects(afa.call('fs.write', { path: 'new.md' }, text('x')), denied, 'her home is closed to the agent');
-      await t.rejects(afa.call('fs.write', { path: '/srv/pub/file.md' }, text('x')), denied, 'her file, not writable by the agent');
-      await t.rejects(afa.call('fs.write', { path: '/srv/pub/new.md' }, text('x')), denied, 'her directory, not writable by the agent');
-      await t.rejects(afa.call('fs.write', { path: '/srv/team/teamfile.md' }, text('x')), denied, 'team-writable, the agent is not in team');
-      await t.rejects(afa.call('fs.chmod', { path: '/srv/pub/file.md', mode: '0666' }), { code: 'EPERM' }, 'only alice owns it');
+      await t.rejects(
+        afa.call('fs.write', { path: '/srv/pub/file.md' }, text('x')),
+        denied,
+        'her file, not writable by the agent',
+      );
+      await t.rejects(
+        afa.call('fs.write', { path: '/srv/pub/new.md' }, text('x')),
+        denied,
+        'her directory, not writable by the agent',
+      );
+      await t.rejects(
+        afa.call('fs.write', { path: '/srv/team/teamfile.md' }, text('x')),
+        denied,
+        'team-writable, the agent is not in team',
+      );
+      await t.rejects(
+        afa.call('fs.chmod', { path: '/srv/pub/file.md', mode: '0666' }),
+        { code: 'EPERM' },
+        'only alice owns it',
+      );
       await t.rejects(afa.call('fs.chown', { path: '/srv/pub/file.md', group: 'team' }), { code: 'EPERM' });
-      await t.rejects(afa.call('fs.delete', { path: '/tmp/alice-tmp.md' }), denied, 'sticky: the agent does not own it');
+      await t.rejects(
+        afa.call('fs.delete', { path: '/tmp/alice-tmp.md' }),
+        denied,
+        'sticky: the agent does not own it',
+      );
     });
     await afa.call('fs.write', { path: '/tmp/alice-tmp.md' }, text('0666: both may write'));
     t.equal(await readText(root, '/tmp/alice-tmp.md'), '0666: both may write');
@@ -63,7 +83,8 @@ t.test('agent on behalf of alice', async (t) => {
   t.test('auto-created parents belong to alice and do not lock the agent out', async (t) => {
     const w = await afa.call('fs.write', { path: '/srv/shared/made/by/agent.md' }, text('deep'));
     t.equal(w.path, '/srv/shared/made/by/agent.md');
-    for (const dir of ['/srv/shared/made', '/srv/shared/made/by']) t.equal((await root.call('fs.stat', { path: dir })).uid, users.alice!.uid, dir);
+    for (const dir of ['/srv/shared/made', '/srv/shared/made/by'])
+      t.equal((await root.call('fs.stat', { path: dir })).uid, users.alice!.uid, dir);
     t.equal(await readText(afa, w.path), 'deep');
     const m = await afa.call('fs.mkdir', { path: '/srv/shared/mk/a/b', parents: true });
     t.equal(m.created, true);

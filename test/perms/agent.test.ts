@@ -54,11 +54,18 @@ t.test('agent', async (t) => {
     await t.rejects(forBob.call('fs.read', { path: '/srv/teamonly.md' }), denied, 'bob may, the agent may not');
     await t.rejects(forBob.call('fs.read', { path: '/srv/bots.md' }), denied, 'the agent may, bob may not');
     const forAdmin = d.client.as({ authorization: `Bearer ${p.tokens.agent}`, onBehalfOf: 'admin' });
-    await t.rejects(forAdmin.call('admin.userAdd', { name: 'escalate' }), denied, 'delegating to an admin is no escalation');
+    await t.rejects(
+      forAdmin.call('admin.userAdd', { name: 'escalate' }),
+      denied,
+      'delegating to an admin is no escalation',
+    );
     await t.rejects(forAdmin.call('fs.read', { path: '/home/alice/private.md' }), denied);
     const forRoot = d.client.as({ authorization: `Bearer ${p.tokens.agent}`, onBehalfOf: 'root' });
     await t.rejects(forRoot.call('fs.read', { path: '/home/alice/private.md' }), denied, 'nor is delegating to root');
     await t.rejects(forRoot.call('fs.chown', { path: '/srv/bots.md', owner: 'agent' }), { code: 'EPERM' });
-    await t.rejects(d.client.as({ authorization: `Bearer ${p.tokens.agent}`, onBehalfOf: 'nobody' }).call('auth.whoami', {}), { code: 'EAUTH' });
+    await t.rejects(
+      d.client.as({ authorization: `Bearer ${p.tokens.agent}`, onBehalfOf: 'nobody' }).call('auth.whoami', {}),
+      { code: 'EAUTH' },
+    );
   });
 });

@@ -10,7 +10,10 @@ t.test('alice', async (t) => {
   t.test('her private home: everything readable and writable to her', async (t) => {
     t.equal(await readText(alice, 'private.md'), 'alice private');
     t.equal(await readText(alice, '~/secret600.md'), 'alice secret');
-    t.same((await alice.call('fs.list', {})).entries.map((e) => e.name), ['private.md', 'secret600.md']);
+    t.same(
+      (await alice.call('fs.list', {})).entries.map((e) => e.name),
+      ['private.md', 'secret600.md'],
+    );
     await alice.call('fs.write', { path: 'new.md' }, text('n'));
     await alice.call('fs.delete', { path: 'new.md' });
   });
@@ -27,7 +30,10 @@ t.test('alice', async (t) => {
 
   t.test('traversal needs x on every directory: the owner has it', async (t) => {
     t.equal(await readText(alice, '/srv/pub/nox/f.md'), 'behind a non-searchable dir');
-    t.same((await alice.call('fs.list', { path: '/srv/pub/xonly' })).entries.map((e) => e.name), ['known.md']);
+    t.same(
+      (await alice.call('fs.list', { path: '/srv/pub/xonly' })).entries.map((e) => e.name),
+      ['known.md'],
+    );
     // taking her own x away locks her out too (the owner class applies, not group/other)
     await alice.call('fs.chmod', { path: '/srv/pub/nox', mode: '0644' });
     await t.rejects(alice.call('fs.read', { path: '/srv/pub/nox/f.md' }), denied);
@@ -85,7 +91,11 @@ t.test('alice', async (t) => {
       await t.rejects(alice.call('fs.unlink', { path: '/tmp/bob-file.md' }), denied);
       await t.rejects(alice.call('fs.delete', { path: '/tmp/bob-file.md' }), denied);
       await t.rejects(alice.call('fs.move', { src: '/tmp/bob-file.md', dst: '/tmp/stolen.md' }), denied);
-      await t.rejects(alice.call('fs.move', { src: '/tmp/alice-tmp.md', dst: '/tmp/bob-file.md' }), denied, 'nor replace it');
+      await t.rejects(
+        alice.call('fs.move', { src: '/tmp/alice-tmp.md', dst: '/tmp/bob-file.md' }),
+        denied,
+        'nor replace it',
+      );
     });
     await alice.call('fs.write', { path: '/tmp/bob-file.md' }, text('0666 lets her write it'));
     await alice.call('fs.move', { src: '/tmp/alice-tmp.md', dst: '/tmp/alice-tmp2.md' });
@@ -99,7 +109,11 @@ t.test('alice', async (t) => {
     await alice.call('fs.chmod', { path: '/srv/pub/file.md', mode: '0644' });
     await unchanged(t, root, async () => {
       await t.rejects(alice.call('fs.chmod', { path: '/srv/teamonly.md', mode: '0666' }), { code: 'EPERM' });
-      await t.rejects(alice.call('fs.chmod', { path: '/srv/team/teamfile.md', mode: '0666' }), { code: 'EPERM' }, 'write access is not ownership');
+      await t.rejects(
+        alice.call('fs.chmod', { path: '/srv/team/teamfile.md', mode: '0666' }),
+        { code: 'EPERM' },
+        'write access is not ownership',
+      );
       await t.rejects(alice.call('fs.chmod', { path: '/srv', mode: '0777' }), { code: 'EPERM' });
     });
   });
@@ -110,12 +124,24 @@ t.test('alice', async (t) => {
       await t.rejects(alice.call('fs.chown', { path: '/srv/pub/file.md', owner: users.bob!.uid }), { code: 'EPERM' });
       await t.rejects(alice.call('fs.chown', { path: '/srv/pub/file.md', group: 'other' }), { code: 'EPERM' });
       await t.rejects(alice.call('fs.chown', { path: '/srv/pub/file.md', group: 'wheel' }), { code: 'EPERM' });
-      await t.rejects(alice.call('fs.chown', { path: '/srv/team/teamfile.md', group: 'alice' }), { code: 'EPERM' }, 'not her file');
-      await t.rejects(alice.call('fs.chown', { path: '/srv/teamonly.md', owner: 'alice' }), { code: 'EPERM' }, 'nor taking ownership');
+      await t.rejects(
+        alice.call('fs.chown', { path: '/srv/team/teamfile.md', group: 'alice' }),
+        { code: 'EPERM' },
+        'not her file',
+      );
+      await t.rejects(
+        alice.call('fs.chown', { path: '/srv/teamonly.md', owner: 'alice' }),
+        { code: 'EPERM' },
+        'nor taking ownership',
+      );
     });
     t.equal((await alice.call('fs.chown', { path: '/srv/pub/file.md', group: 'team' })).gid, gids.team);
     t.equal((await alice.call('fs.chown', { path: '/srv/pub/file.md', group: gids.alice })).gid, gids.alice);
-    t.equal((await alice.call('fs.chown', { path: '/srv/pub/file.md', owner: 'alice' })).uid, users.alice!.uid, 'chown to herself is a no-op');
+    t.equal(
+      (await alice.call('fs.chown', { path: '/srv/pub/file.md', owner: 'alice' })).uid,
+      users.alice!.uid,
+      'chown to herself is a no-op',
+    );
     // POSIX: set-id bits on a file do not survive a chgrp by its owner, nor a chmod into a group she is not in
     await alice.call('fs.write', { path: '/srv/pub/sgid.md' }, text('s'));
     t.equal((await alice.call('fs.chmod', { path: '/srv/pub/sgid.md', mode: '2755' })).mode, '2755');
@@ -134,12 +160,20 @@ t.test('alice', async (t) => {
       await t.rejects(alice.call('fs.symlink', { target: '/tmp', path: '/srv/ln' }), denied);
       await t.rejects(alice.call('fs.delete', { path: '/srv/bots.md' }), denied);
       await t.rejects(alice.call('fs.move', { src: '/srv/pub/file.md', dst: '/srv/file.md' }), denied);
-      await t.rejects(alice.call('fs.move', { src: '/srv/pub', dst: '/srv/shared/pub' }), denied, 'moving her dir out of root-owned /srv');
+      await t.rejects(
+        alice.call('fs.move', { src: '/srv/pub', dst: '/srv/shared/pub' }),
+        denied,
+        'moving her dir out of root-owned /srv',
+      );
       await t.rejects(alice.call('fs.copy', { src: '/srv/pub/file.md', dst: '/srv/copy.md' }), denied);
       await t.rejects(alice.call('fs.copy', { src: '/srv/pub/file.md', dst: '/srv/cdir/sub/copy.md' }), denied);
       await t.rejects(alice.call('fs.truncate', { path: '/srv/teamonly.md', size: 0 }), denied);
       await t.rejects(alice.call('fs.utimens', { path: '/srv/teamonly.md' }), denied);
-      await t.rejects(alice.call('fs.utimens', { path: '/srv/team/teamfile.md', mtime: 1 }), { code: 'EPERM' }, 'explicit times need ownership');
+      await t.rejects(
+        alice.call('fs.utimens', { path: '/srv/team/teamfile.md', mtime: 1 }),
+        { code: 'EPERM' },
+        'explicit times need ownership',
+      );
     });
     await alice.call('fs.utimens', { path: '/srv/team/teamfile.md' });
   });
@@ -157,7 +191,11 @@ t.test('alice', async (t) => {
       await t.rejects(alice.call('fs.list', { path: '/srv/shared/self' }), { code: 'ELOOP' });
       await t.rejects(alice.call('fs.mkdir', { path: '/srv/shared/selfdir/y', parents: true }), { code: 'ELOOP' });
     });
-    t.equal((await alice.call('fs.stat', { path: '/srv/shared/loop-a', nofollow: true })).kind, 'symlink', 'lstat does not follow');
+    t.equal(
+      (await alice.call('fs.stat', { path: '/srv/shared/loop-a', nofollow: true })).kind,
+      'symlink',
+      'lstat does not follow',
+    );
   });
 
   t.test('recursive delete is all-or-nothing', async (t) => {

@@ -12,7 +12,11 @@ t.test('bob', async (t) => {
     await t.rejects(bob.call('fs.stat', { path: '/home/alice/private.md' }), denied);
     await t.rejects(bob.call('fs.list', { path: '/home/alice' }), denied);
     await t.rejects(bob.call('fs.access', { path: '/home/alice/private.md', mode: 0 }), denied);
-    await t.rejects(bob.call('fs.read', { path: '/home/alice/no-such-file.md' }), denied, 'EACCES, not ENOENT: existence does not leak');
+    await t.rejects(
+      bob.call('fs.read', { path: '/home/alice/no-such-file.md' }),
+      denied,
+      'EACCES, not ENOENT: existence does not leak',
+    );
     await t.rejects(bob.call('fs.copy', { src: '/home/alice/private.md', dst: 'stolen.md' }), denied);
     await t.rejects(bob.call('fs.stat', { path: 'stolen.md' }), { code: 'ENOENT' });
   });
@@ -30,7 +34,11 @@ t.test('bob', async (t) => {
       await t.rejects(bob.call('fs.write', { path: '/srv/shared/to-private' }, text('x')), denied);
       await t.rejects(bob.call('fs.write', { path: '/srv/shared/to-alice-home/planted.md' }, text('x')), denied);
       await t.rejects(bob.call('fs.write', { path: 'my-link' }, text('x')), denied);
-      await t.rejects(bob.call('fs.chmod', { path: 'my-link', mode: '0666' }), denied, 'chmod follows the link into a home he cannot search');
+      await t.rejects(
+        bob.call('fs.chmod', { path: 'my-link', mode: '0666' }),
+        denied,
+        'chmod follows the link into a home he cannot search',
+      );
       await t.rejects(bob.call('fs.truncate', { path: 'my-link', size: 0 }), denied);
     });
     // the link itself is his to see and remove
@@ -40,7 +48,11 @@ t.test('bob', async (t) => {
   });
 
   t.test('traversal needs x on every directory', async (t) => {
-    t.same((await bob.call('fs.list', { path: '/srv/pub/nox' })).entries.map((e) => e.name), ['f.md'], 'r without x: names only');
+    t.same(
+      (await bob.call('fs.list', { path: '/srv/pub/nox' })).entries.map((e) => e.name),
+      ['f.md'],
+      'r without x: names only',
+    );
     await t.rejects(bob.call('fs.read', { path: '/srv/pub/nox/f.md' }), denied);
     await t.rejects(bob.call('fs.stat', { path: '/srv/pub/nox/f.md' }), denied);
     await t.rejects(bob.call('fs.list', { path: '/srv/pub/xonly' }), denied, 'x without r: no listing');
@@ -86,9 +98,17 @@ t.test('bob', async (t) => {
       await t.rejects(bob.call('fs.delete', { path: '/tmp/alice-tmp.md' }), denied);
       await t.rejects(bob.call('fs.move', { src: '/tmp/alice-tmp.md', dst: '/tmp/mine.md' }), denied);
       await t.rejects(bob.call('fs.move', { src: '/tmp/alice-tmp.md', dst: '/home/bob/mine.md' }), denied);
-      await t.rejects(bob.call('fs.move', { src: '/tmp/alice-tmp.md', dst: '/tmp/bob-new/deeper/mine.md' }), denied, 'no parents are left behind');
+      await t.rejects(
+        bob.call('fs.move', { src: '/tmp/alice-tmp.md', dst: '/tmp/bob-new/deeper/mine.md' }),
+        denied,
+        'no parents are left behind',
+      );
       await t.rejects(bob.call('fs.move', { src: '/tmp/alice-dir', dst: '/home/bob/new/alice-dir' }), denied);
-      await t.rejects(bob.call('fs.move', { src: '/srv/pub/nox', dst: '/home/bob/new/nox' }), denied, 'no w on the source directory');
+      await t.rejects(
+        bob.call('fs.move', { src: '/srv/pub/nox', dst: '/home/bob/new/nox' }),
+        denied,
+        'no w on the source directory',
+      );
       await t.rejects(bob.call('fs.rmdir', { path: '/tmp/alice-dir' }), denied);
       await t.rejects(bob.call('fs.delete', { path: '/tmp/alice-dir', recursive: true }), denied);
       await t.rejects(bob.call('fs.move', { src: '/tmp/alice-dir', dst: '/tmp/bobs-dir' }), denied);
@@ -110,14 +130,28 @@ t.test('bob', async (t) => {
   t.test('recursive delete and copy are all-or-nothing', async (t) => {
     await unchanged(t, root, async () => {
       await t.rejects(bob.call('fs.delete', { path: '/srv/shared/tree', recursive: true }), denied);
-      await t.rejects(bob.call('fs.copy', { src: '/srv/shared/ctree', dst: '/srv/shared/bobcopy', recursive: true }), denied);
-      await t.rejects(bob.call('fs.copy', { src: '/srv/shared/ctree', dst: '/srv/shared/bobnew/deeper/copy', recursive: true }), denied);
-      await t.rejects(bob.call('fs.copy', { src: '/srv/pub', dst: '/tmp/pubcopy', recursive: true }), denied, 'secret.md and nox/ are unreadable to him');
+      await t.rejects(
+        bob.call('fs.copy', { src: '/srv/shared/ctree', dst: '/srv/shared/bobcopy', recursive: true }),
+        denied,
+      );
+      await t.rejects(
+        bob.call('fs.copy', { src: '/srv/shared/ctree', dst: '/srv/shared/bobnew/deeper/copy', recursive: true }),
+        denied,
+      );
+      await t.rejects(
+        bob.call('fs.copy', { src: '/srv/pub', dst: '/tmp/pubcopy', recursive: true }),
+        denied,
+        'secret.md and nox/ are unreadable to him',
+      );
     });
     // the readable part alone copies fine
     const r = await bob.call('fs.copy', { src: '/srv/shared/ctree/ok.md', dst: '/srv/shared/bob-ok.md' });
     t.equal(r.copied, 1);
-    t.equal((await bob.call('fs.stat', { path: '/srv/shared/bob-ok.md' })).uid, users.bob!.uid, 'a copy belongs to the copier');
+    t.equal(
+      (await bob.call('fs.stat', { path: '/srv/shared/bob-ok.md' })).uid,
+      users.bob!.uid,
+      'a copy belongs to the copier',
+    );
   });
 
   t.test('no delegation for plain users', async (t) => {

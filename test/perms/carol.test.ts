@@ -49,7 +49,9 @@ t.test('carol', async (t) => {
       await t.rejects(carol.call('fs.chown', { path: '/srv/shared/carol.md', group: 'team' }), { code: 'EPERM' });
       await t.rejects(carol.call('fs.chown', { path: '/srv/shared/carol.md', group: gids.team! }), { code: 'EPERM' });
       await t.rejects(carol.call('fs.chown', { path: '/srv/shared/carol.md', owner: 'alice' }), { code: 'EPERM' });
-      await t.rejects(carol.call('fs.chown', { path: '/srv/shared/carol.md', owner: 'root', group: 'root' }), { code: 'EPERM' });
+      await t.rejects(carol.call('fs.chown', { path: '/srv/shared/carol.md', owner: 'root', group: 'root' }), {
+        code: 'EPERM',
+      });
     });
     t.equal((await carol.call('fs.stat', { path: '/srv/shared/carol.md' })).uid, users.carol!.uid);
   });
@@ -71,7 +73,9 @@ t.test('carol', async (t) => {
   t.test('admin and delegation are refused', async (t) => {
     await t.rejects(carol.call('admin.groupMemberAdd', { user: 'carol', group: 'team' }), denied);
     await t.rejects(carol.call('admin.userDel', { name: 'alice' }), denied);
-    await t.rejects(d.client.as({ authorization: 'User carol', onBehalfOf: 'root' }).call('fs.list', { path: '/' }), { code: 'EPERM' });
+    await t.rejects(d.client.as({ authorization: 'User carol', onBehalfOf: 'root' }).call('fs.list', { path: '/' }), {
+      code: 'EPERM',
+    });
     t.same((await carol.call('auth.whoami', {})).groups, [gids.carol, gids.other]);
   });
 });

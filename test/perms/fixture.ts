@@ -40,7 +40,8 @@ export async function permsFixture(t: Teardown): Promise<Fixture> {
   const gids: Record<string, number> = {};
   for (const g of (await root.call('admin.groupList', {})).groups) gids[g.name] = g.gid;
 
-  const w = (c: Caller, path: string, body: string, mode?: string) => c.call('fs.write', mode === undefined ? { path } : { path, mode }, text(body));
+  const w = (c: Caller, path: string, body: string, mode?: string) =>
+    c.call('fs.write', mode === undefined ? { path } : { path, mode }, text(body));
 
   await w(alice, '/home/alice/private.md', 'alice private');
   await w(alice, '/home/alice/secret600.md', 'alice secret', '0600');
@@ -95,7 +96,12 @@ export async function permsFixture(t: Teardown): Promise<Fixture> {
 export const denied = { code: 'EACCES' };
 
 /** Runs `fn` (which should be refused) and checks the whole tree is exactly as before. */
-export async function unchanged(t: Test, root: Caller, fn: () => Promise<void>, msg = 'nothing changed'): Promise<void> {
+export async function unchanged(
+  t: Test,
+  root: Caller,
+  fn: () => Promise<void>,
+  msg = 'nothing changed',
+): Promise<void> {
   const before = await treeSnapshot(root);
   await fn();
   t.equal(await treeSnapshot(root), before, msg);

@@ -21,7 +21,11 @@ t.test('a link planted in sticky /tmp', async (t) => {
     const before = await treeSnapshot(root, '/home/alice');
     await t.rejects(alice.call('fs.write', { path: '/tmp/report.md' }, text('overwritten')), denied);
     await t.rejects(alice.call('fs.write', { path: '/tmp/report.md', append: true }, text('more')), denied);
-    await t.rejects(alice.call('fs.write', { path: '/tmp/home/secret.md' }, text('overwritten')), denied, 'nor as a directory on the way');
+    await t.rejects(
+      alice.call('fs.write', { path: '/tmp/home/secret.md' }, text('overwritten')),
+      denied,
+      'nor as a directory on the way',
+    );
     await t.rejects(alice.call('fs.truncate', { path: '/tmp/report.md', size: 0 }), denied);
     t.equal(await readText(alice, 'secret.md'), 'alice secret');
     t.equal(await treeSnapshot(root, '/home/alice'), before, 'nothing in her home changed');
@@ -39,7 +43,7 @@ t.test('a link planted in sticky /tmp', async (t) => {
     t.equal((await alice.call('fs.readlink', { path: '/tmp/report.md' })).target, '/home/alice/secret.md');
   });
 
-  t.test('root is refused too (as on Linux): the link is neither root\'s nor /tmp\'s owner\'s', async (t) => {
+  t.test("root is refused too (as on Linux): the link is neither root's nor /tmp's owner's", async (t) => {
     await t.rejects(root.call('fs.read', { path: '/tmp/report.md' }), denied);
     await t.rejects(root.call('fs.write', { path: '/tmp/report.md' }, text('x')), denied);
     t.equal(await readText(alice, 'secret.md'), 'alice secret');
@@ -49,8 +53,12 @@ t.test('a link planted in sticky /tmp', async (t) => {
     await t.rejects(agentForAlice.call('fs.write', { path: '/tmp/report.md' }, text('x')), denied);
     await root.call('fs.write', { path: '/srv/shared.md', mode: '0644' }, text('shared'));
     await alice.call('fs.symlink', { path: '/tmp/alice-link.md', target: '/srv/shared.md' });
-    t.equal(await readText(agentForAlice, '/tmp/alice-link.md'), 'shared', 'alice\'s own link, for alice');
-    await t.rejects(agent.call('fs.read', { path: '/tmp/alice-link.md' }), denied, 'the agent acting for itself does not own it');
+    t.equal(await readText(agentForAlice, '/tmp/alice-link.md'), 'shared', "alice's own link, for alice");
+    await t.rejects(
+      agent.call('fs.read', { path: '/tmp/alice-link.md' }),
+      denied,
+      'the agent acting for itself does not own it',
+    );
   });
 
   t.test('links the follower owns, or the directory owner owns, are followed', async (t) => {
@@ -59,9 +67,16 @@ t.test('a link planted in sticky /tmp', async (t) => {
     await alice.call('fs.write', { path: '/tmp/mine.md' }, text('alice secret v2'));
     t.equal(await readText(alice, 'secret.md'), 'alice secret v2');
     await root.call('fs.symlink', { path: '/tmp/by-root.md', target: '/home/alice/notes.md' });
-    t.equal(await readText(alice, '/tmp/by-root.md'), 'alice notes', '/tmp belongs to root, so root\'s links are followed');
-    const e = await readText(bob, '/tmp/by-root.md').then(() => undefined, (err: Error & { code?: string }) => err);
-    t.equal(e?.code, 'EACCES', 'the target\'s own permissions still apply (alice\'s home is 0700)');
+    t.equal(
+      await readText(alice, '/tmp/by-root.md'),
+      'alice notes',
+      "/tmp belongs to root, so root's links are followed",
+    );
+    const e = await readText(bob, '/tmp/by-root.md').then(
+      () => undefined,
+      (err: Error & { code?: string }) => err,
+    );
+    t.equal(e?.code, 'EACCES', "the target's own permissions still apply (alice's home is 0700)");
     t.notMatch(e?.message ?? '', /sticky/);
   });
 
@@ -76,10 +91,13 @@ t.test('a link planted in sticky /tmp', async (t) => {
   });
 });
 
-t.test('over REST: bob\'s link in /tmp does not redirect alice\'s PUT or GET', async (t) => {
+t.test("over REST: bob's link in /tmp does not redirect alice's PUT or GET", async (t) => {
   const { alice, bob } = await withCast(t);
   t.equal((await alice.put('/fs/secret.md', 'alice secret')).status, 200);
-  t.equal((await bob.put('/fs//tmp/report.md', '/home/alice/secret.md', { headers: { 'x-service-type': 'symlink' } })).status, 200);
+  t.equal(
+    (await bob.put('/fs//tmp/report.md', '/home/alice/secret.md', { headers: { 'x-service-type': 'symlink' } })).status,
+    200,
+  );
   const put = await alice.put('/fs//tmp/report.md', 'overwritten');
   t.equal(put.status, 403);
   t.equal(put.json?.code, 'EACCES');

@@ -10,8 +10,14 @@ t.test('root', async (t) => {
   t.test('reads, lists and writes everywhere', async (t) => {
     t.equal(await readText(root, '/home/alice/secret600.md'), 'alice secret');
     t.equal(await readText(root, '/srv/pub/nox/f.md'), 'behind a non-searchable dir');
-    t.same((await root.call('fs.list', { path: '/srv/pub/xonly' })).entries.map((e) => e.name), ['known.md']);
-    t.same((await root.call('fs.list', { path: '/srv/team' })).entries.map((e) => e.name), ['teamfile.md']);
+    t.same(
+      (await root.call('fs.list', { path: '/srv/pub/xonly' })).entries.map((e) => e.name),
+      ['known.md'],
+    );
+    t.same(
+      (await root.call('fs.list', { path: '/srv/team' })).entries.map((e) => e.name),
+      ['teamfile.md'],
+    );
     await root.call('fs.write', { path: '/home/alice/secret600.md' }, text('root wrote'));
     t.equal(await readText(alice, 'secret600.md'), 'root wrote');
     const w = await root.call('fs.write', { path: '/home/alice/by-root.md' }, text('r'));
@@ -57,9 +63,16 @@ t.test('root', async (t) => {
   });
 
   t.test('recursive delete and copy succeed where every entry is removable/readable by root', async (t) => {
-    t.equal((await root.call('fs.copy', { src: '/srv/shared/ctree', dst: '/srv/root-copy', recursive: true })).copied, 5);
+    t.equal(
+      (await root.call('fs.copy', { src: '/srv/shared/ctree', dst: '/srv/root-copy', recursive: true })).copied,
+      5,
+    );
     t.equal(await readText(root, '/srv/root-copy/deep/er/hidden.md'), 'hidden');
-    t.equal((await root.call('fs.stat', { path: '/srv/root-copy/deep/er/hidden.md' })).uid, 0, 'copies belong to the copier');
+    t.equal(
+      (await root.call('fs.stat', { path: '/srv/root-copy/deep/er/hidden.md' })).uid,
+      0,
+      'copies belong to the copier',
+    );
     // tree, a, a/b, a/b/c.md, a/d.md, x, x/y, x/y/z.md
     t.equal((await root.call('fs.delete', { path: '/srv/shared/tree', recursive: true })).deleted, 8);
     await t.rejects(root.call('fs.stat', { path: '/srv/shared/tree' }), { code: 'ENOENT' });

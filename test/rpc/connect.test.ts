@@ -77,7 +77,10 @@ t.test('a client with no daemon starts one; concurrent starters share it', async
   const c = await connectDaemon({ dataDir: dir, spawn: false });
   t.teardown(() => c.close());
   t.equal((await c.call('sys.ping', {})).pid, pid);
-  t.same((await c.call('fs.list', { path: '/tmp' })).entries.map((e) => e.name), ['a.md', 'b.md', 'c.md']);
+  t.same(
+    (await c.call('fs.list', { path: '/tmp' })).entries.map((e) => e.name),
+    ['a.md', 'b.md', 'c.md'],
+  );
   // a later front end finds it
   const later = await frontEnd(dir);
   t.equal(later.pid, pid);

@@ -34,17 +34,35 @@ void t.test('a write reports its path', async (t) => {
 void t.test('identity, group, token and workspace changes report paths: []', async (t) => {
   const all = [{ kind: 'change', paths: [] }];
   const added = await eventsOf(() => root.call('admin.userAdd', { name: 'carol' }));
-  t.ok(added.some((e) => e.paths.length === 0), 'userAdd');
+  t.ok(
+    added.some((e) => e.paths.length === 0),
+    'userAdd',
+  );
   t.same(await eventsOf(() => root.call('admin.groupAdd', { name: 'team' })), all, 'groupAdd');
-  t.same(await eventsOf(() => root.call('admin.groupMemberAdd', { user: 'carol', group: 'team' })), all, 'groupMemberAdd');
-  t.same(await eventsOf(() => root.call('admin.groupMemberDel', { user: 'carol', group: 'team' })), all, 'groupMemberDel');
+  t.same(
+    await eventsOf(() => root.call('admin.groupMemberAdd', { user: 'carol', group: 'team' })),
+    all,
+    'groupMemberAdd',
+  );
+  t.same(
+    await eventsOf(() => root.call('admin.groupMemberDel', { user: 'carol', group: 'team' })),
+    all,
+    'groupMemberDel',
+  );
   t.same(await eventsOf(() => root.call('admin.token', { name: 'carol' })), all, 'token');
   const ws = await eventsOf(() => root.call('ws.create', { name: 'w', root_path: '/home/carol' }));
-  t.ok(ws.some((e) => e.paths.length === 0), 'ws.create');
+  t.ok(
+    ws.some((e) => e.paths.length === 0),
+    'ws.create',
+  );
   const { workspaces } = await root.call('ws.list', {});
   await root.call('admin.userAdd', { name: 'bot', is_agent: true });
   const { token } = await root.call('admin.token', { name: 'bot' });
-  t.same(await eventsOf(() => root.call('ws.token', { id: workspaces[0]!.id, name: 'agent', agent_token: token })), all, 'ws.token');
+  t.same(
+    await eventsOf(() => root.call('ws.token', { id: workspaces[0]!.id, name: 'agent', agent_token: token })),
+    all,
+    'ws.token',
+  );
   t.same(await eventsOf(() => root.call('admin.userDel', { name: 'carol' })), all, 'userDel');
   t.same(await eventsOf(() => root.call('admin.userList', {})), [], 'reading the registry reports nothing');
 });
@@ -52,8 +70,12 @@ void t.test('identity, group, token and workspace changes report paths: []', asy
 void t.test('a time change reports its path (utimens, touch -h on a symlink)', async (t) => {
   await root.call('fs.write', { path: '/times.md' }, text('t'));
   await root.call('fs.symlink', { target: 'times.md', path: '/times-link' });
-  t.same(await eventsOf(() => root.call('fs.utimens', { path: '/times.md', mtime: '1500000000000000001' })), [{ kind: 'change', paths: ['/times.md'] }]);
-  t.same(await eventsOf(() => root.call('fs.utimens', { path: '/times-link', nofollow: true })), [{ kind: 'change', paths: ['/times-link'] }]);
+  t.same(await eventsOf(() => root.call('fs.utimens', { path: '/times.md', mtime: '1500000000000000001' })), [
+    { kind: 'change', paths: ['/times.md'] },
+  ]);
+  t.same(await eventsOf(() => root.call('fs.utimens', { path: '/times-link', nofollow: true })), [
+    { kind: 'change', paths: ['/times-link'] },
+  ]);
 });
 
 void t.test('fs.write with stat answers with the attributes after the write', async (t) => {

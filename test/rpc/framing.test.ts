@@ -14,7 +14,9 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-framing-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
 /** A connected pair: `a` writes (its cork/write/uncork calls are recorded), `b` decodes what arrives. */
-async function pair(t: Test): Promise<{ a: net.Socket; calls: string[]; frames: Frame[]; got: (n: number) => Promise<Frame[]> }> {
+async function pair(
+  t: Test,
+): Promise<{ a: net.Socket; calls: string[]; frames: Frame[]; got: (n: number) => Promise<Frame[]> }> {
   const sockPath = path.join(dir, `s${Math.random().toString(36).slice(2)}`);
   const frames: Frame[] = [];
   const decoder = new FrameDecoder();
@@ -33,7 +35,11 @@ async function pair(t: Test): Promise<{ a: net.Socket; calls: string[]; frames: 
     server.close();
   });
   const calls: string[] = [];
-  const { cork, uncork, write } = { cork: a.cork.bind(a), uncork: a.uncork.bind(a), write: a.write.bind(a) as (b: Buffer) => boolean };
+  const { cork, uncork, write } = {
+    cork: a.cork.bind(a),
+    uncork: a.uncork.bind(a),
+    write: a.write.bind(a) as (b: Buffer) => boolean,
+  };
   a.cork = () => {
     calls.push('cork');
     cork();
@@ -56,7 +62,11 @@ async function pair(t: Test): Promise<{ a: net.Socket; calls: string[]; frames: 
 t.test('frames of one turn are written together after the turn, in order', async (t) => {
   const { a, calls, got } = await pair(t);
   const w = new FrameWriter(a);
-  for (let i = 0; i < 50; i++) w.push({ id: i, method: 'fs.read', params: { path: `/f${i}.md` } }, i % 2 === 0 ? Buffer.from(`data ${i}`) : undefined);
+  for (let i = 0; i < 50; i++)
+    w.push(
+      { id: i, method: 'fs.read', params: { path: `/f${i}.md` } },
+      i % 2 === 0 ? Buffer.from(`data ${i}`) : undefined,
+    );
   t.same(calls, [], 'nothing is written during the turn');
   await new Promise((r) => setImmediate(r));
   t.equal(calls.filter((c) => c === 'cork').length, 1, 'one cork');
@@ -83,7 +93,10 @@ t.test('a single frame is one plain write; flush() writes at once; a destroyed s
   t.same(calls, ['write', 'write'], 'flush() does not wait for the turn to end');
   await new Promise((r) => setImmediate(r));
   t.same(calls, ['write', 'write'], 'and leaves nothing queued');
-  t.same((await got(2)).map((f) => (f.header as { id: number }).id), [1, 2]);
+  t.same(
+    (await got(2)).map((f) => (f.header as { id: number }).id),
+    [1, 2],
+  );
   a.destroy();
   w.push({ id: 3 });
   await new Promise((r) => setImmediate(r));

@@ -8,7 +8,13 @@ import t from 'tap';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
 import { spawnDaemon, tempDir } from '../helpers/daemon.js';
 
-function exitOf(d: { proc: { exitCode: number | null; signalCode: NodeJS.Signals | null; once(ev: 'exit', fn: (code: number | null) => void): unknown } }): Promise<number | null> {
+function exitOf(d: {
+  proc: {
+    exitCode: number | null;
+    signalCode: NodeJS.Signals | null;
+    once(ev: 'exit', fn: (code: number | null) => void): unknown;
+  };
+}): Promise<number | null> {
   if (d.proc.exitCode !== null || d.proc.signalCode !== null) return Promise.resolve(d.proc.exitCode);
   return new Promise((resolve) => d.proc.once('exit', (code) => resolve(code)));
 }
@@ -35,17 +41,20 @@ void t.test('a daemon on a data dir made again keeps its socket when the old one
   t.equal((await fresh.client.call('sys.ping', {})).pid, fresh.proc.pid, 'and it still serves');
 });
 
-void t.test('a chmod -R of the data dir (the socket keeps its file, its change time moves) does not stop the daemon', async (t) => {
-  const d = await spawnDaemon(t);
-  const sock = socketPathFor(d.dataDir);
-  const before = statSync(sock, { bigint: true }).ctimeNs;
-  await new Promise((r) => setTimeout(r, 20));
-  chmodSync(sock, 0o600);
-  chmodSync(d.dataDir, 0o700);
-  t.not(statSync(sock, { bigint: true }).ctimeNs, before, 'the socket file changed (ctime)');
-  // Two checks of the watch (every 2 s) later, it still serves.
-  await new Promise((r) => setTimeout(r, 4500));
-  t.equal(d.proc.exitCode, null, 'still running');
-  t.equal((await d.client.call('sys.ping', {})).pid, d.proc.pid, 'and serving');
-  t.notMatch(d.stderr(), /socket removed/);
-});
+void t.test(
+  'a chmod -R of the data dir (the socket keeps its file, its change time moves) does not stop the daemon',
+  async (t) => {
+    const d = await spawnDaemon(t);
+    const sock = socketPathFor(d.dataDir);
+    const before = statSync(sock, { bigint: true }).ctimeNs;
+    await new Promise((r) => setTimeout(r, 20));
+    chmodSync(sock, 0o600);
+    chmodSync(d.dataDir, 0o700);
+    t.not(statSync(sock, { bigint: true }).ctimeNs, before, 'the socket file changed (ctime)');
+    // Two checks of the watch (every 2 s) later, it still serves.
+    await new Promise((r) => setTimeout(r, 4500));
+    t.equal(d.proc.exitCode, null, 'still running');
+    t.equal((await d.client.call('sys.ping', {})).pid, d.proc.pid, 'and serving');
+    t.notMatch(d.stderr(), /socket removed/);
+  },
+);

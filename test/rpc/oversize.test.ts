@@ -51,7 +51,11 @@ t.test('the daemon answers E2BIG instead of sending a frame over the limit', asy
   const ctl = '\u0001'.repeat(245);
   await root.call('fs.mkdir', { path: '/srv/w', parents: true });
   for (let i = 0; i < 12000; i += 500) {
-    await Promise.all(Array.from({ length: 500 }, (_, k) => root.call('fs.write', { path: `/srv/w/${ctl}${String(i + k).padStart(5, '0')}` }, text('x'))));
+    await Promise.all(
+      Array.from({ length: 500 }, (_, k) =>
+        root.call('fs.write', { path: `/srv/w/${ctl}${String(i + k).padStart(5, '0')}` }, text('x')),
+      ),
+    );
   }
   const c = await root.call('vcs.commit', { message: 'wide' });
   const r = await settle(root.call('vcs.ls', { rev: c.hash, path: '/srv/w' }));

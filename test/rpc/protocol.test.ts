@@ -10,7 +10,17 @@ import { closeSync, openSync, readFileSync, statSync, writeFileSync, writeSync, 
 import path from 'node:path';
 import { encodeFrame, FrameDecoder } from '../../daemon/rpc/framing.js';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
-import { CLI, DAEMON_ENTRY, ROOT_DIR, sha256, spawnDaemon, tempDir, cleanup, text, type TestDaemon } from '../helpers/daemon.js';
+import {
+  CLI,
+  DAEMON_ENTRY,
+  ROOT_DIR,
+  sha256,
+  spawnDaemon,
+  tempDir,
+  cleanup,
+  text,
+  type TestDaemon,
+} from '../helpers/daemon.js';
 
 interface Reply {
   id: number | null;
@@ -88,7 +98,11 @@ class Raw {
   }
 }
 
-function run(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 20000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 20000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const p = spawn(process.execPath, args, { env, cwd: ROOT_DIR, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -113,8 +127,6 @@ async function stillServing(t: Test, d: TestDaemon, what: string): Promise<void>
   other.close();
 }
 
-
-
 t.test('malformed frames', async (t) => {
   const d = await spawnDaemon(t);
   const sockPath = socketPathFor(d.dataDir);
@@ -134,7 +146,18 @@ t.test('malformed frames', async (t) => {
 
   t.test('headers that are JSON but not requests', async (t) => {
     const c = await Raw.open(sockPath);
-    for (const h of ['42', 'null', '"str"', '[]', '{}', '{"method":"sys.ping"}', '{"id":"1","method":"sys.ping"}', '{"id":1.5,"method":"sys.ping"}', '{"id":-0.5}', '{"id":1e300,"method":"sys.ping"}']) {
+    for (const h of [
+      '42',
+      'null',
+      '"str"',
+      '[]',
+      '{}',
+      '{"method":"sys.ping"}',
+      '{"id":"1","method":"sys.ping"}',
+      '{"id":1.5,"method":"sys.ping"}',
+      '{"id":-0.5}',
+      '{"id":1e300,"method":"sys.ping"}',
+    ]) {
       c.sendRawHeader(Buffer.from(h));
     }
     c.sendRawHeader(Buffer.from([0xff, 0xfe, 0x00, 0x7b])); // not UTF-8 either
@@ -168,7 +191,11 @@ t.test('malformed frames', async (t) => {
     for (const id of [1, 2, 3, 4]) t.equal(byId.get(id)?.error?.code, 'ENOSYS', `id ${id}`);
     for (const id of [5, 6, 7, 8, 9, 10, 11, 12, 13]) t.equal(byId.get(id)?.error?.code, 'EINVAL', `id ${id}`);
     for (const x of r) t.notOk(x.error?.message.includes('    at '), 'no stack traces');
-    await t.rejects(d.client.call('fs.stat', { path: '/tmp/x' }), { code: 'ENOENT' }, 'the invalid write did not happen');
+    await t.rejects(
+      d.client.call('fs.stat', { path: '/tmp/x' }),
+      { code: 'ENOENT' },
+      'the invalid write did not happen',
+    );
     c.close();
     await stillServing(t, d, 'after invalid requests');
     t.notOk(/"level":50/.test(d.stderr()), 'no internal error was logged');
@@ -194,22 +221,35 @@ t.test('malformed frames', async (t) => {
 
   t.test('a truncated frame and a vanished client do no harm', async (t) => {
     const c = await Raw.open(sockPath);
-    const [head] = encodeFrame({ id: 1, method: 'fs.write', params: { path: '/tmp/half.md' } }, Buffer.alloc(1000, 0x61));
+    const [head] = encodeFrame(
+      { id: 1, method: 'fs.write', params: { path: '/tmp/half.md' } },
+      Buffer.alloc(1000, 0x61),
+    );
     c.sock.write(head!); // length prefix and header
     c.sock.write(Buffer.alloc(10, 0x61)); // 990 bytes of data never come
     c.close();
     // a client that sends many requests and disconnects before the replies
     const v = await Raw.open(sockPath);
-    for (let i = 0; i < 100; i++) v.send({ id: i, method: 'fs.write', params: { path: `/tmp/vanish-${i}.md` } }, Buffer.from(`v${i}`));
+    for (let i = 0; i < 100; i++)
+      v.send({ id: i, method: 'fs.write', params: { path: `/tmp/vanish-${i}.md` } }, Buffer.from(`v${i}`));
     v.close();
     await stillServing(t, d, 'after vanished clients');
-    await t.rejects(d.client.call('fs.stat', { path: '/tmp/half.md' }), { code: 'ENOENT' }, 'the truncated write never happened');
+    await t.rejects(
+      d.client.call('fs.stat', { path: '/tmp/half.md' }),
+      { code: 'ENOENT' },
+      'the truncated write never happened',
+    );
     t.equal((await d.client.call('sys.fsck', {})).ok, true);
   });
 
   t.test('frames split into single bytes, and many frames in one chunk', async (t) => {
     const c = await Raw.open(sockPath);
-    const bytes = Buffer.concat(encodeFrame({ id: 1, method: 'fs.write', params: { path: '/tmp/bytewise.md' }, creds: {} }, Buffer.from('one byte at a time')));
+    const bytes = Buffer.concat(
+      encodeFrame(
+        { id: 1, method: 'fs.write', params: { path: '/tmp/bytewise.md' }, creds: {} },
+        Buffer.from('one byte at a time'),
+      ),
+    );
     for (const b of bytes) {
       c.sock.write(Buffer.from([b]));
       await new Promise((r) => setImmediate(r));
@@ -234,12 +274,16 @@ t.test('pipelining', async (t) => {
 
   t.test('500 writes fired without awaiting are all answered with the right ids', async (t) => {
     const bodies = Array.from({ length: 500 }, (_, i) => randomBytes(16 + (i % 300)));
-    const replies = await Promise.all(bodies.map((b, i) => alice.call('fs.write', { path: `pipe/${i % 50}/f${i}.md` }, { data: b })));
+    const replies = await Promise.all(
+      bodies.map((b, i) => alice.call('fs.write', { path: `pipe/${i % 50}/f${i}.md` }, { data: b })),
+    );
     for (let i = 0; i < 500; i++) {
       t.equal(replies[i]!.path, `/home/alice/pipe/${i % 50}/f${i}.md`);
       t.equal(replies[i]!.size, bodies[i]!.length);
     }
-    const reads = await Promise.all(bodies.map((_, i) => alice.request('fs.read', { path: `pipe/${i % 50}/f${i}.md` })));
+    const reads = await Promise.all(
+      bodies.map((_, i) => alice.request('fs.read', { path: `pipe/${i % 50}/f${i}.md` })),
+    );
     let same = 0;
     for (let i = 0; i < 500; i++) if (reads[i]!.data.equals(bodies[i]!)) same++;
     t.equal(same, 500, 'every byte is where it was sent');
@@ -248,7 +292,8 @@ t.test('pipelining', async (t) => {
   t.test('raw: replies carry the request ids, in any order', async (t) => {
     const c = await Raw.open(socketPathFor(d.dataDir));
     const ids = Array.from({ length: 500 }, (_, i) => i * 7919 + 3);
-    for (const id of ids) c.send({ id, method: 'fs.write', params: { path: `/tmp/raw/${id}.md` }, creds: {} }, Buffer.from(String(id)));
+    for (const id of ids)
+      c.send({ id, method: 'fs.write', params: { path: `/tmp/raw/${id}.md` }, creds: {} }, Buffer.from(String(id)));
     const r = await c.waitFor(500);
     t.equal(r.length, 500);
     t.same(new Set(r.map((x) => x.id)), new Set(ids));
@@ -281,7 +326,11 @@ t.test('one daemon per data dir', async (t) => {
   t.equal(r.code, 75, 'the second daemon exits at once with EX_TEMPFAIL');
   t.match(r.stderr, /lock|another mdvfs daemon/i, 'and says the data dir is locked');
   t.match(r.stderr, d.dataDir);
-  t.match(r.stderr, `another mdvfs daemon (pid ${d.proc.pid}) already runs for ${d.dataDir}`, 'naming the daemon that holds it');
+  t.match(
+    r.stderr,
+    `another mdvfs daemon (pid ${d.proc.pid}) already runs for ${d.dataDir}`,
+    'naming the daemon that holds it',
+  );
   t.match(r.stderr, "stop it first ('mdvfs stop')", 'and how to stop it');
   t.equal(r.stderr.trim().split('\n').length, 1, 'in one line');
   t.equal((await d.client.call('sys.ping', {})).pid, d.proc.pid, 'the first daemon still answers on its socket');
@@ -310,7 +359,8 @@ t.test('a corrupt store refuses to start, loudly, and is left as it was', async 
     const d = await spawnDaemon(t);
     const root = d.client.as({});
     const writes: Promise<unknown>[] = [];
-    for (let i = 0; i < 300; i++) writes.push(root.call('fs.write', { path: `/data/${i}.md` }, { data: randomBytes(6000) }));
+    for (let i = 0; i < 300; i++)
+      writes.push(root.call('fs.write', { path: `/data/${i}.md` }, { data: randomBytes(6000) }));
     await Promise.all(writes);
     await d.kill('SIGTERM'); // a clean stop: everything checkpointed into store.db
     const file = path.join(d.dataDir, 'store.db');

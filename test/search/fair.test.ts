@@ -18,12 +18,15 @@ t.test("one caller's hostile batch does not hold another caller's grep behind it
   await alice.call('fs.write', { path: 'notes.md' }, text('# notes\nneedle\n'));
 
   let hostileDone = 0;
-  const batch = Array.from({ length: 6 }, () => settle(mallory.call('search.grep', { pattern: '(a+)+$', path: 'evil.md' })).then((x) => (hostileDone++, x)));
+  const batch = Array.from({ length: 6 }, () =>
+    settle(mallory.call('search.grep', { pattern: '(a+)+$', path: 'evil.md' })).then((x) => (hostileDone++, x)),
+  );
   // alice asks after all six were sent (the client keeps the order of requests on the connection)
   const mine = await alice.call('search.grep', { pattern: 'needle', path: 'notes.md' });
   const doneWhenAliceAnswered = hostileDone;
   t.same(mine.results, [{ file: '/home/alice/notes.md', line_num: 2, line: 'needle' }], "alice's grep is answered");
   t.ok(doneWhenAliceAnswered < 6, `before the hostile batch is done (${doneWhenAliceAnswered} of 6 done)`);
   t.ok(doneWhenAliceAnswered <= 1, 'in fact before the second hostile regex ends');
-  for (const r of await Promise.all(batch)) t.equal(r.ok ? 'ok' : r.error.code, 'ETIMEDOUT', 'each hostile regex hits its time bound');
+  for (const r of await Promise.all(batch))
+    t.equal(r.ok ? 'ok' : r.error.code, 'ETIMEDOUT', 'each hostile regex hits its time bound');
 });

@@ -45,15 +45,24 @@ t.test('hostile regex (a+)+$ on a 50k-character line', async (t) => {
 
   // the daemon keeps serving, greps included (the stuck worker was replaced)
   t.equal((await r.call('sys.ping', {})).pong, true);
-  t.same((await r.call('search.grep', { pattern: 'needle', path: '/srv/h', recursive: true })).results.map((m) => m.file), ['/srv/h/ok.md']);
+  t.same(
+    (await r.call('search.grep', { pattern: 'needle', path: '/srv/h', recursive: true })).results.map((m) => m.file),
+    ['/srv/h/ok.md'],
+  );
 
   // two at once, through a directory search: both time out, neither blocks a stat
   let both = 0;
-  const two = [1, 2].map(() => settle(r.call('search.grep', { pattern: '(a+)+$', path: '/srv/h', recursive: true })).then((x) => (both++, x)));
+  const two = [1, 2].map(() =>
+    settle(r.call('search.grep', { pattern: '(a+)+$', path: '/srv/h', recursive: true })).then((x) => (both++, x)),
+  );
   await r.call('fs.stat', { path: '/srv/h' });
   t.equal(both, 0, 'stat answered while two hostile greps run');
   for (const x of await Promise.all(two)) t.equal(x.ok ? 'ok' : x.error.code, 'ETIMEDOUT');
-  t.same((await r.call('search.grep', { pattern: 'needle', path: '/srv/h/ok.md' })).count, 1, 'still serving after both');
+  t.same(
+    (await r.call('search.grep', { pattern: 'needle', path: '/srv/h/ok.md' })).count,
+    1,
+    'still serving after both',
+  );
 });
 
 t.test('a hostile glob in find is bounded the same way', async (t) => {
@@ -63,11 +72,17 @@ t.test('a hostile glob in find is bounded the same way', async (t) => {
   await r.call('fs.write', { path: `/srv/g/${'a'.repeat(200)}` }, text('x'));
   await r.call('fs.write', { path: '/srv/g/ok.md' }, text('x'));
   let done = false;
-  const hostile = settle(r.call('search.find', { path: '/srv/g', name: `${'*a'.repeat(10)}*b` })).then((x) => ((done = true), x));
+  const hostile = settle(r.call('search.find', { path: '/srv/g', name: `${'*a'.repeat(10)}*b` })).then(
+    (x) => ((done = true), x),
+  );
   t.equal((await r.call('fs.stat', { path: '/srv/g/ok.md' })).kind, 'file');
   await r.call('admin.userAdd', { name: 'alice' });
   const alice = d.client.as({ authorization: 'User alice' });
-  t.same((await alice.call('search.find', { path: '/srv/g', name: '*.md' })).results, ['/srv/g/ok.md'], 'a simple find is served meanwhile');
+  t.same(
+    (await alice.call('search.find', { path: '/srv/g', name: '*.md' })).results,
+    ['/srv/g/ok.md'],
+    'a simple find is served meanwhile',
+  );
   t.equal(done, false, 'both answered while the hostile find was still running');
   const h = await hostile;
   t.equal(h.ok ? 'ok' : h.error.code, 'ETIMEDOUT');

@@ -4,7 +4,8 @@ import { cliEnv } from '../helpers/cli.js';
 
 void t.test('commit paths, log of one file, cat --at and restore --from', async (t) => {
   const cli = await cliEnv(t);
-  const alice = (args: string[], input?: string) => cli.run(args, input === undefined ? { user: 'alice' } : { user: 'alice', input });
+  const alice = (args: string[], input?: string) =>
+    cli.run(args, input === undefined ? { user: 'alice' } : { user: 'alice', input });
   t.equal((await cli.run(['useradd', 'alice'])).code, 0);
   t.equal((await alice(['write', 'a.md', 'a v1'])).code, 0);
   t.equal((await alice(['write', 'b.md', 'b v1'])).code, 0);
@@ -12,7 +13,11 @@ void t.test('commit paths, log of one file, cat --at and restore --from', async 
   t.equal(c1.code, 0, c1.stderr);
   t.match(c1.stdout, /1 change\n/);
   const st = await alice(['status', '--json']);
-  t.same((JSON.parse(st.stdout) as { added: string[] }).added.filter((p) => p.startsWith('/home/')), ['/home/alice/b.md'], 'b.md is still pending');
+  t.same(
+    (JSON.parse(st.stdout) as { added: string[] }).added.filter((p) => p.startsWith('/home/')),
+    ['/home/alice/b.md'],
+    'b.md is still pending',
+  );
   t.equal((await alice(['commit', '-m', 'b too'])).code, 0);
   t.equal((await alice(['write', 'a.md', 'a v2'])).code, 0);
   t.equal((await alice(['commit', '-m', 'a v2'])).code, 0);

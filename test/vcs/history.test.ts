@@ -85,8 +85,15 @@ t.test('commit/revert round trip: deleted files come back, later additions go, t
   t.ok((await r.call('vcs.status', {})).clean, 'the tree equals the revert commit');
 
   const log = (await r.call('vcs.log', {})).commits;
-  t.same(log.map((c) => c.message), [`revert to ${base.hash}`, 'second', 'base'], 'newest first, the revert included');
-  t.same((await r.call('vcs.log', { limit: 2 })).commits.map((c) => c.hash), [rv.hash, second.hash]);
+  t.same(
+    log.map((c) => c.message),
+    [`revert to ${base.hash}`, 'second', 'base'],
+    'newest first, the revert included',
+  );
+  t.same(
+    (await r.call('vcs.log', { limit: 2 })).commits.map((c) => c.hash),
+    [rv.hash, second.hash],
+  );
 
   // and forward again: reverting to the second commit brings its state back
   await r.call('vcs.revert', { hash: second.hash });
@@ -146,7 +153,10 @@ t.test('per-file history lists only the commits that touched the file', async (t
   t.same(la, [c5.hash, c4.hash, c3.hash, c1.hash], 'a deleted file keeps its history');
   const lb = (await r.call('vcs.log', { path: '/srv/h/b.md' })).commits.map((c) => c.hash);
   t.same(lb, [c6.hash, c2.hash]);
-  t.same((await r.call('vcs.log', { path: '/srv/h/a.md', limit: 2 })).commits.map((c) => c.hash), [c5.hash, c4.hash]);
+  t.same(
+    (await r.call('vcs.log', { path: '/srv/h/a.md', limit: 2 })).commits.map((c) => c.hash),
+    [c5.hash, c4.hash],
+  );
   t.same((await r.call('vcs.log', { path: '/srv/h/never.md' })).commits, []);
   const ld = (await r.call('vcs.log', { path: '/srv/h' })).commits.map((c) => c.hash);
   t.same(ld, [c6.hash, c5.hash, c4.hash, c3.hash, c2.hash, c1.hash], 'a directory is touched by every change below it');
@@ -187,36 +197,70 @@ t.test('diff gives exact unified text between commits and against the working tr
   const freshDiff = ['--- /dev/null', '+++ b/srv/d/fresh.md', '@@ -0,0 +1,2 @@', '+hello', '+world', ''].join('\n');
   const goneDiff = ['--- a/srv/d/gone.md', '+++ /dev/null', '@@ -1,1 +0,0 @@', '-bye', ''].join('\n');
 
-  t.equal((await r.call('vcs.diff', { path: '/srv/d/doc.md' })).diff, docDiff, 'HEAD against the working tree, one path');
+  t.equal(
+    (await r.call('vcs.diff', { path: '/srv/d/doc.md' })).diff,
+    docDiff,
+    'HEAD against the working tree, one path',
+  );
   // paths in path order: doc.md, fresh.md, gone.md
-  t.equal((await r.call('vcs.diff', { path: '/srv/d' })).diff, docDiff + freshDiff + goneDiff, 'a directory path covers its files');
+  t.equal(
+    (await r.call('vcs.diff', { path: '/srv/d' })).diff,
+    docDiff + freshDiff + goneDiff,
+    'a directory path covers its files',
+  );
 
   const c2 = await r.call('vcs.commit', { message: 'c2' });
   t.equal((await r.call('vcs.diff', {})).diff, '', 'no difference right after a commit');
-  t.equal((await r.call('vcs.diff', { from: c1.hash, to: c2.hash, path: '/srv/d/doc.md' })).diff, docDiff, 'between two commits');
-  t.equal((await r.call('vcs.diff', { from: c1.hash.slice(0, 6), to: c2.hash.slice(0, 6), path: '/srv/d' })).diff, docDiff + freshDiff + goneDiff);
+  t.equal(
+    (await r.call('vcs.diff', { from: c1.hash, to: c2.hash, path: '/srv/d/doc.md' })).diff,
+    docDiff,
+    'between two commits',
+  );
+  t.equal(
+    (await r.call('vcs.diff', { from: c1.hash.slice(0, 6), to: c2.hash.slice(0, 6), path: '/srv/d' })).diff,
+    docDiff + freshDiff + goneDiff,
+  );
   const reverse = (await r.call('vcs.diff', { from: c2.hash, to: c1.hash, path: '/srv/d/fresh.md' })).diff;
-  t.equal(reverse, ['--- a/srv/d/fresh.md', '+++ /dev/null', '@@ -1,2 +0,0 @@', '-hello', '-world', ''].join('\n'), 'reversed direction');
-  t.equal((await r.call('vcs.diff', { from: c1.hash })).diff.startsWith('--- a/srv/d/doc.md\n'), true, 'from a commit to the working tree');
+  t.equal(
+    reverse,
+    ['--- a/srv/d/fresh.md', '+++ /dev/null', '@@ -1,2 +0,0 @@', '-hello', '-world', ''].join('\n'),
+    'reversed direction',
+  );
+  t.equal(
+    (await r.call('vcs.diff', { from: c1.hash })).diff.startsWith('--- a/srv/d/doc.md\n'),
+    true,
+    'from a commit to the working tree',
+  );
 });
 
-t.test('a diff of two large unrelated versions ends as a whole replacement instead of stalling the daemon', async (t) => {
-  const d = await quickCore(t);
-  const r = d.client.as({});
-  const lines = (seed: number) => {
-    let x = seed;
-    return Array.from({ length: 20000 }, () => {
-      x = (x * 1103515245 + 12345) & 0x7fffffff;
-      return `line ${x}`;
-    });
-  };
-  const a = lines(1);
-  const b = lines(2);
-  await r.call('fs.write', { path: '/srv/big.md' }, text(a.join('\n') + '\n'));
-  const c1 = await r.call('vcs.commit', { message: 'a' });
-  await r.call('fs.write', { path: '/srv/big.md' }, text(b.join('\n'))); // and no final newline
-  // Myers' diff of these takes minutes; past its time budget the daemon answers a valid full replacement
-  const expected = ['--- a/srv/big.md', '+++ b/srv/big.md', '@@ -1,20000 +1,20000 @@', ...a.map((l) => '-' + l), ...b.map((l) => '+' + l), '\\ No newline at end of file', ''].join('\n');
-  t.equal((await r.call('vcs.diff', { from: c1.hash, path: '/srv/big.md' })).diff, expected);
-  t.equal((await r.call('fs.stat', { path: '/srv/big.md' })).kind, 'file', 'still serving');
-});
+t.test(
+  'a diff of two large unrelated versions ends as a whole replacement instead of stalling the daemon',
+  async (t) => {
+    const d = await quickCore(t);
+    const r = d.client.as({});
+    const lines = (seed: number) => {
+      let x = seed;
+      return Array.from({ length: 20000 }, () => {
+        x = (x * 1103515245 + 12345) & 0x7fffffff;
+        return `line ${x}`;
+      });
+    };
+    const a = lines(1);
+    const b = lines(2);
+    await r.call('fs.write', { path: '/srv/big.md' }, text(a.join('\n') + '\n'));
+    const c1 = await r.call('vcs.commit', { message: 'a' });
+    await r.call('fs.write', { path: '/srv/big.md' }, text(b.join('\n'))); // and no final newline
+    // Myers' diff of these takes minutes; past its time budget the daemon answers a valid full replacement
+    const expected = [
+      '--- a/srv/big.md',
+      '+++ b/srv/big.md',
+      '@@ -1,20000 +1,20000 @@',
+      ...a.map((l) => '-' + l),
+      ...b.map((l) => '+' + l),
+      '\\ No newline at end of file',
+      '',
+    ].join('\n');
+    t.equal((await r.call('vcs.diff', { from: c1.hash, path: '/srv/big.md' })).diff, expected);
+    t.equal((await r.call('fs.stat', { path: '/srv/big.md' })).kind, 'file', 'still serving');
+  },
+);

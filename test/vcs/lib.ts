@@ -33,7 +33,9 @@ export async function names(c: Caller, p: string): Promise<string[]> {
 }
 
 /** Settles a promise into a record instead of throwing, so a test can inspect the order of events. */
-export function settle<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: Error & { code?: string } }> {
+export function settle<T>(
+  p: Promise<T>,
+): Promise<{ ok: true; value: T } | { ok: false; error: Error & { code?: string } }> {
   return p.then(
     (value) => ({ ok: true as const, value }),
     (error: Error & { code?: string }) => ({ ok: false as const, error }),

@@ -13,7 +13,9 @@ t.test('10,000 identical files add exactly one blob', async (t) => {
   const before = await objects(r);
   const body = Buffer.from('# the same note\n\nidentical in every file\n');
   // one pipelined burst on one connection
-  const writes = await Promise.all(Array.from({ length: 10000 }, (_, i) => r.call('fs.write', { path: `/srv/dedup/f${i}.md` }, { data: body })));
+  const writes = await Promise.all(
+    Array.from({ length: 10000 }, (_, i) => r.call('fs.write', { path: `/srv/dedup/f${i}.md` }, { data: body })),
+  );
   t.equal(new Set(writes.map((w) => w.etag)).size, 1, 'every file has the same content id');
   t.equal((await r.call('fs.list', { path: '/srv/dedup' })).entries.length, 10000);
   t.equal(await objects(r), before + 1, 'one new object for 10,000 files');

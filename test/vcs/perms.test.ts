@@ -6,7 +6,7 @@ import t from 'tap';
 import { makePersonas, readText, text } from '../helpers/daemon.js';
 import { quickCore } from './lib.js';
 
-t.test('status, diff, grep, find and tree never leak alice\'s private files to bob', async (t) => {
+t.test("status, diff, grep, find and tree never leak alice's private files to bob", async (t) => {
   const d = await quickCore(t);
   const p = await makePersonas(d.client);
   await p.root.call('fs.mkdir', { path: '/srv/pub', parents: true, mode: '1777' });
@@ -27,33 +27,61 @@ t.test('status, diff, grep, find and tree never leak alice\'s private files to b
   const admin = await p.admin.call('vcs.status', {});
   t.same(
     [admin.added, admin.modified, admin.deleted],
-    [['/home/alice/private/secret-plan.md', '/srv/pub/locked.md', '/srv/pub/shared.md'], ['/home/alice/private/kept.md'], ['/home/alice/private/doomed.md']],
+    [
+      ['/home/alice/private/secret-plan.md', '/srv/pub/locked.md', '/srv/pub/shared.md'],
+      ['/home/alice/private/kept.md'],
+      ['/home/alice/private/doomed.md'],
+    ],
     'wheel sees everything',
   );
   const alice = await p.alice.call('vcs.status', {});
-  t.same(alice.added, ['/home/alice/private/secret-plan.md', '/srv/pub/locked.md', '/srv/pub/shared.md'], 'alice sees her own');
+  t.same(
+    alice.added,
+    ['/home/alice/private/secret-plan.md', '/srv/pub/locked.md', '/srv/pub/shared.md'],
+    'alice sees her own',
+  );
 
   const bobDiff = (await p.bob.call('vcs.diff', {})).diff;
   t.match(bobDiff, /needle shared/);
-  t.notMatch(bobDiff, /private|locked|doomed|kept/, 'bob\'s diff has neither names nor content of alice\'s files');
+  t.notMatch(bobDiff, /private|locked|doomed|kept/, "bob's diff has neither names nor content of alice's files");
   t.match((await p.admin.call('vcs.diff', {})).diff, /needle private/);
-  await t.rejects(p.bob.request('vcs.cat', { rev: bob.head!, path: '/home/alice/private/kept.md' }), { code: 'EACCES' }, 'old content is as private as current');
+  await t.rejects(
+    p.bob.request('vcs.cat', { rev: bob.head!, path: '/home/alice/private/kept.md' }),
+    { code: 'EACCES' },
+    'old content is as private as current',
+  );
 
   // a path's history is no existence oracle: existing and missing private paths answer alike
   await t.rejects(p.bob.call('vcs.log', { path: '/home/alice/private/kept.md' }), { code: 'EACCES' });
   await t.rejects(p.bob.call('vcs.log', { path: '/home/alice/private/no-such.md' }), { code: 'EACCES' });
   t.equal((await p.admin.call('vcs.log', { path: '/home/alice/private/kept.md' })).commits.length, 1);
-  t.equal((await p.bob.call('vcs.log', {})).commits.length, 1, 'bob sees the one commit, which touched /srv/pub (readable to him)');
+  t.equal(
+    (await p.bob.call('vcs.log', {})).commits.length,
+    1,
+    'bob sees the one commit, which touched /srv/pub (readable to him)',
+  );
 
   const bobGrep = await p.bob.call('search.grep', { pattern: 'needle', path: '/', recursive: true });
-  t.same(bobGrep.results.map((r) => r.file), ['/srv/pub/shared.md'], 'grep skips what bob cannot read');
+  t.same(
+    bobGrep.results.map((r) => r.file),
+    ['/srv/pub/shared.md'],
+    'grep skips what bob cannot read',
+  );
   const adminGrep = await p.admin.call('search.grep', { pattern: 'needle', path: '/', recursive: true });
-  t.same(adminGrep.results.map((r) => r.file), ['/home/alice/private/kept.md', '/home/alice/private/secret-plan.md', '/srv/pub/locked.md', '/srv/pub/shared.md']);
-  await t.rejects(p.bob.call('search.grep', { pattern: 'needle', path: '/home/alice', recursive: true }), { code: 'EACCES' });
+  t.same(
+    adminGrep.results.map((r) => r.file),
+    ['/home/alice/private/kept.md', '/home/alice/private/secret-plan.md', '/srv/pub/locked.md', '/srv/pub/shared.md'],
+  );
+  await t.rejects(p.bob.call('search.grep', { pattern: 'needle', path: '/home/alice', recursive: true }), {
+    code: 'EACCES',
+  });
   await t.rejects(p.bob.call('search.grep', { pattern: 'needle', path: '/srv/pub/locked.md' }), { code: 'EACCES' });
 
   const bobFind = (await p.bob.call('search.find', { path: '/', name: '*.md' })).results;
-  t.notOk(bobFind.some((f) => f.startsWith('/home/alice/')), 'find never walks into alice\'s home');
+  t.notOk(
+    bobFind.some((f) => f.startsWith('/home/alice/')),
+    "find never walks into alice's home",
+  );
   t.ok(bobFind.includes('/srv/pub/shared.md'));
   const adminFind = (await p.admin.call('search.find', { path: '/', name: '*.md' })).results;
   t.ok(adminFind.includes('/home/alice/private/secret-plan.md'), 'wheel finds everything');
@@ -61,7 +89,7 @@ t.test('status, diff, grep, find and tree never leak alice\'s private files to b
 
   const bobTree = (await p.bob.call('search.tree', { path: '/' })).text;
   t.match(bobTree, /shared\.md/);
-  t.notMatch(bobTree, /secret-plan|kept\.md|private/, 'tree shows alice\'s home but not inside it');
+  t.notMatch(bobTree, /secret-plan|kept\.md|private/, "tree shows alice's home but not inside it");
   t.match((await p.admin.call('search.tree', { path: '/' })).text, /secret-plan\.md/);
   await t.rejects(p.bob.call('search.tree', { path: '/home/alice' }), { code: 'EACCES' });
 
@@ -88,10 +116,18 @@ t.test('revert needs write permission on every entry it changes, all-or-nothing'
   await p.bob.call('fs.write', { path: '/srv/pub/bob.md' }, text('bob v3 uncommitted\n'));
   const before = (await p.root.call('vcs.log', {})).commits.map((c) => c.hash);
 
-  await t.rejects(p.bob.call('vcs.revert', { hash: c1.hash }), { code: 'EACCES' }, 'bob may not rewrite alice\'s file');
-  t.equal(await readText(p.root, '/srv/pub/alice.md'), 'alice v2\n', 'nothing changed: not alice\'s file');
-  t.equal(await readText(p.root, '/srv/pub/bob.md'), 'bob v3 uncommitted\n', 'nothing changed: not even bob\'s own file');
-  t.same((await p.root.call('vcs.log', {})).commits.map((c) => c.hash), before, 'no auto-save commit, no revert commit');
+  await t.rejects(p.bob.call('vcs.revert', { hash: c1.hash }), { code: 'EACCES' }, "bob may not rewrite alice's file");
+  t.equal(await readText(p.root, '/srv/pub/alice.md'), 'alice v2\n', "nothing changed: not alice's file");
+  t.equal(
+    await readText(p.root, '/srv/pub/bob.md'),
+    'bob v3 uncommitted\n',
+    "nothing changed: not even bob's own file",
+  );
+  t.same(
+    (await p.root.call('vcs.log', {})).commits.map((c) => c.hash),
+    before,
+    'no auto-save commit, no revert commit',
+  );
   t.same((await p.root.call('vcs.status', {})).modified, ['/srv/pub/bob.md']);
 
   // a later addition in a directory bob cannot write: removing it needs w on that directory
@@ -99,8 +135,11 @@ t.test('revert needs write permission on every entry it changes, all-or-nothing'
   const c3 = await p.root.call('vcs.commit', { message: 'root adds' });
   await p.bob.call('fs.write', { path: '/srv/pub/bob.md' }, text('bob v4\n'));
   const c4 = await p.bob.call('vcs.commit', { message: 'bob v4' });
-  await t.rejects(p.bob.call('vcs.revert', { hash: c2.hash }), { code: 'EACCES' }, 'bob may not delete root\'s file');
-  t.same((await p.root.call('fs.list', { path: '/srv/rootonly' })).entries.map((e) => e.name), ['r.md']);
+  await t.rejects(p.bob.call('vcs.revert', { hash: c2.hash }), { code: 'EACCES' }, "bob may not delete root's file");
+  t.same(
+    (await p.root.call('fs.list', { path: '/srv/rootonly' })).entries.map((e) => e.name),
+    ['r.md'],
+  );
   t.equal(await readText(p.root, '/srv/pub/bob.md'), 'bob v4\n');
 
   // where every change is his own, bob may revert
@@ -115,7 +154,10 @@ t.test('revert needs write permission on every entry it changes, all-or-nothing'
   t.equal(byAdmin.saved, null);
   t.equal(await readText(p.root, '/srv/pub/alice.md'), 'alice v1\n');
   t.equal(await readText(p.root, '/srv/pub/bob.md'), 'bob v1\n');
-  t.same((await p.root.call('fs.list', { path: '/srv/rootonly' })).entries.map((e) => e.name), []);
+  t.same(
+    (await p.root.call('fs.list', { path: '/srv/rootonly' })).entries.map((e) => e.name),
+    [],
+  );
 });
 
 t.test('revert cannot do what the caller could not do by hand', async (t) => {
@@ -148,12 +190,23 @@ t.test('revert cannot do what the caller could not do by hand', async (t) => {
   await p.root.call('fs.mkdir', { path: '/srv/r/open', mode: '0777' });
   await p.bob.call('fs.write', { path: '/srv/r/open/bob.md' }, text('bob\n'));
   await t.rejects(p.bob.call('vcs.revert', { hash: c3.hash }), { code: 'EACCES' }, 'revert may not remove it');
-  t.same((await p.root.call('fs.list', { path: '/srv/r/open' })).entries.map((e) => e.name), ['bob.md']);
+  t.same(
+    (await p.root.call('fs.list', { path: '/srv/r/open' })).entries.map((e) => e.name),
+    ['bob.md'],
+  );
   await p.bob.call('fs.unlink', { path: '/srv/r/open/bob.md' });
-  await t.rejects(p.bob.call('fs.rmdir', { path: '/srv/r/open' }), { code: 'EACCES' }, 'by hand he may empty it but not remove it');
+  await t.rejects(
+    p.bob.call('fs.rmdir', { path: '/srv/r/open' }),
+    { code: 'EACCES' },
+    'by hand he may empty it but not remove it',
+  );
 
   // what alice may do by hand, she may revert (root's directory gone, the rest is hers)
-  await t.rejects(p.alice.call('vcs.revert', { hash: c1.hash }), { code: 'EACCES' }, 'not while root\'s directory is in the way');
+  await t.rejects(
+    p.alice.call('vcs.revert', { hash: c1.hash }),
+    { code: 'EACCES' },
+    "not while root's directory is in the way",
+  );
   await p.root.call('fs.rmdir', { path: '/srv/r/open' });
   const back = await p.alice.call('vcs.revert', { hash: c1.hash });
   t.equal(back.reverted_to, c1.hash);

@@ -35,7 +35,11 @@ t.test('log, status, diff and revert survive a SIGKILL restart', async (t) => {
   const alice = d.client.as({ authorization: 'User alice' });
 
   t.same(await r.call('vcs.log', {}), log, 'log');
-  t.same((await r.call('vcs.log', { path: '/srv/r/b.md' })).commits.map((c) => c.hash), [c2.hash, c1.hash], 'per-file log');
+  t.same(
+    (await r.call('vcs.log', { path: '/srv/r/b.md' })).commits.map((c) => c.hash),
+    [c2.hash, c1.hash],
+    'per-file log',
+  );
   t.same(await r.call('vcs.status', {}), status, 'status, uncommitted changes included');
   t.same(await r.call('vcs.diff', {}), diff, 'diff against the working tree');
   t.same(await r.call('vcs.diff', { from: c1.hash, to: c2.hash }), diff12, 'diff between commits');
@@ -45,7 +49,9 @@ t.test('log, status, diff and revert survive a SIGKILL restart', async (t) => {
   const fsck = await r.call('sys.fsck', {});
   t.ok(fsck.ok, `fsck: ${fsck.problems.join('; ')}`);
   t.equal((await r.request('vcs.cat', { rev: c1.hash, path: '/srv/r/b.md' })).data.toString(), 'b1\n');
-  await t.rejects(d.client.as({ authorization: 'User bob' }).call('vcs.log', { path: '/home/alice/mine.md' }), { code: 'EACCES' });
+  await t.rejects(d.client.as({ authorization: 'User bob' }).call('vcs.log', { path: '/home/alice/mine.md' }), {
+    code: 'EACCES',
+  });
 
   // a commit after the restart continues the same chain; a revert works on the reloaded history
   const rv = await r.call('vcs.revert', { hash: c1.hash });
@@ -55,7 +61,11 @@ t.test('log, status, diff and revert survive a SIGKILL restart', async (t) => {
   t.same(await names(r, '/srv/r'), ['a.md', 'b.md', 'ln']);
   t.equal(await readText(r, '/srv/r/b.md'), 'b1\n');
   t.equal((await r.call('fs.stat', { path: '/srv/r/a.md' })).mode, '0644');
-  t.equal(await readText(alice, 'mine.md').catch((e: { code: string }) => e.code), 'ENOENT', 'alice\'s later file is gone too (the revert is of the whole tree)');
+  t.equal(
+    await readText(alice, 'mine.md').catch((e: { code: string }) => e.code),
+    'ENOENT',
+    "alice's later file is gone too (the revert is of the whole tree)",
+  );
 
   // and that state survives another crash
   await d.kill('SIGKILL');

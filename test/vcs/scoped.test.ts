@@ -30,8 +30,16 @@ t.test("alice's commit takes only what her status shows; admin's private change 
   t.equal(c.author, 'alice');
 
   const detail = await p.admin.call('vcs.show', { rev: c.hash });
-  t.same(detail.changes.map((x) => x.path), ['/shared/a.md', '/shared/new/deep.md'], "admin's files are not in alice's commit");
-  await t.rejects(p.root.request('vcs.cat', { rev: c.hash, path: '/shared/admin-secret.md' }), { code: 'ENOENT' }, 'nor in its tree');
+  t.same(
+    detail.changes.map((x) => x.path),
+    ['/shared/a.md', '/shared/new/deep.md'],
+    "admin's files are not in alice's commit",
+  );
+  await t.rejects(
+    p.root.request('vcs.cat', { rev: c.hash, path: '/shared/admin-secret.md' }),
+    { code: 'ENOENT' },
+    'nor in its tree',
+  );
 
   const admin = await p.admin.call('vcs.status', {});
   t.same(admin.added, ['/home/admin/private.md', '/shared/admin-secret.md'], "admin's changes stay pending for admin");
@@ -41,7 +49,11 @@ t.test("alice's commit takes only what her status shows; admin's private change 
   const all = await p.admin.call('vcs.commit', { message: 'admin work' });
   t.equal(all.changes, 2, 'wheel commits the rest');
   t.ok((await p.admin.call('vcs.status', {})).clean);
-  t.equal((await p.root.request('vcs.cat', { rev: 'HEAD', path: '/shared/a.md' })).data.toString(), 'a v2\n', "alice's change is in the tree of the commit after");
+  t.equal(
+    (await p.root.request('vcs.cat', { rev: 'HEAD', path: '/shared/a.md' })).data.toString(),
+    'a v2\n',
+    "alice's change is in the tree of the commit after",
+  );
 });
 
 t.test('commit paths narrow it; changes outside stay pending', async (t) => {
@@ -53,8 +65,16 @@ t.test('commit paths narrow it; changes outside stay pending', async (t) => {
   t.equal(c.changes, 2);
   const st = await p.alice.call('vcs.status', {});
   t.same([st.added, st.modified], [[], ['/shared/a.md']], 'a.md is still pending');
-  t.equal((await p.root.request('vcs.cat', { rev: c.hash, path: '/shared/a.md' })).data.toString(), 'a v1\n', 'the commit holds a.md as its parent had it');
-  t.equal((await p.root.request('vcs.cat', { rev: c.hash, path: '/home/alice/notes/x.md' })).data.toString(), 'x\n', 'a relative path is from the home');
+  t.equal(
+    (await p.root.request('vcs.cat', { rev: c.hash, path: '/shared/a.md' })).data.toString(),
+    'a v1\n',
+    'the commit holds a.md as its parent had it',
+  );
+  t.equal(
+    (await p.root.request('vcs.cat', { rev: c.hash, path: '/home/alice/notes/x.md' })).data.toString(),
+    'x\n',
+    'a relative path is from the home',
+  );
   t.equal(await readText(p.alice, '/shared/a.md'), 'a v2\n', 'the working tree is untouched');
 });
 
@@ -79,7 +99,10 @@ t.test("an agent's changes stay attributed to it after alice commits them", asyn
   await p.root.call('fs.delete', { path: '/shared/dir', recursive: true });
   const r = await p.root.call('vcs.commit', { message: 'cleanup' });
   const rd = await p.root.call('vcs.show', { rev: r.hash });
-  t.same(rd.changes.map((x) => [x.path, x.op, x.by]), [['/shared/dir/one.md', 'deleted', 'root']]);
+  t.same(
+    rd.changes.map((x) => [x.path, x.op, x.by]),
+    [['/shared/dir/one.md', 'deleted', 'root']],
+  );
 });
 
 t.test("bob does not see alice's commit messages, only commits touching what he may read, and his own", async (t) => {
@@ -104,45 +127,66 @@ t.test("bob does not see alice's commit messages, only commits touching what he 
   t.equal(page1.commits.length, 3);
   t.equal(page1.next_cursor, page1.commits[2]!.hash);
   const page2 = await p.admin.call('vcs.log', { limit: 3, cursor: page1.next_cursor! });
-  t.same(page2.commits.map((c) => c.message), ['base']);
+  t.same(
+    page2.commits.map((c) => c.message),
+    ['base'],
+  );
   t.equal(page2.next_cursor, undefined);
   // one file's history
-  t.same((await p.bob.call('vcs.log', { path: '/shared/a.md' })).commits.map((c) => c.message), ['alice public', 'base']);
+  t.same(
+    (await p.bob.call('vcs.log', { path: '/shared/a.md' })).commits.map((c) => c.message),
+    ['alice public', 'base'],
+  );
 });
 
-t.test('revert: restore one file; others\' private changes do not block it; never resurrect what is not yours', async (t) => {
-  const p = await world(t);
-  await p.alice.call('fs.write', { path: 'notes/a.md' }, text('a v1\n'));
-  await p.alice.call('fs.write', { path: 'notes/b.md' }, text('b v1\n'));
-  await p.bob.call('fs.write', { path: '/shared/bob.md' }, text('bob v1\n'));
-  const c1 = await p.root.call('vcs.commit', { message: 'v1' });
-  await p.alice.call('fs.write', { path: 'notes/a.md' }, text('a v2\n'));
-  await p.alice.call('fs.write', { path: 'notes/b.md' }, text('b v2\n'));
-  await p.alice.call('vcs.commit', { message: 'v2' });
-  // admin has a private pending change; bob deleted his file (bob's own, readable by alice)
-  await p.admin.call('fs.write', { path: 'secret.md' }, text('pending\n'));
-  await p.bob.call('fs.unlink', { path: '/shared/bob.md' });
+t.test(
+  "revert: restore one file; others' private changes do not block it; never resurrect what is not yours",
+  async (t) => {
+    const p = await world(t);
+    await p.alice.call('fs.write', { path: 'notes/a.md' }, text('a v1\n'));
+    await p.alice.call('fs.write', { path: 'notes/b.md' }, text('b v1\n'));
+    await p.bob.call('fs.write', { path: '/shared/bob.md' }, text('bob v1\n'));
+    const c1 = await p.root.call('vcs.commit', { message: 'v1' });
+    await p.alice.call('fs.write', { path: 'notes/a.md' }, text('a v2\n'));
+    await p.alice.call('fs.write', { path: 'notes/b.md' }, text('b v2\n'));
+    await p.alice.call('vcs.commit', { message: 'v2' });
+    // admin has a private pending change; bob deleted his file (bob's own, readable by alice)
+    await p.admin.call('fs.write', { path: 'secret.md' }, text('pending\n'));
+    await p.bob.call('fs.unlink', { path: '/shared/bob.md' });
 
-  const one = await p.alice.call('vcs.revert', { hash: c1.hash, paths: ['notes/a.md'] });
-  t.equal(await readText(p.alice, 'notes/a.md'), 'a v1\n', 'the one file is restored');
-  t.equal(await readText(p.alice, 'notes/b.md'), 'b v2\n', 'its neighbour is not');
-  t.equal(one.saved, null, 'alice had nothing pending there');
-  t.equal((await p.alice.call('vcs.show', { rev: one.hash })).changes.length, 1, 'the revert commit holds that one change');
-  t.same((await p.admin.call('vcs.status', {})).added, ['/home/admin/secret.md'], "admin's pending change is untouched and still pending");
+    const one = await p.alice.call('vcs.revert', { hash: c1.hash, paths: ['notes/a.md'] });
+    t.equal(await readText(p.alice, 'notes/a.md'), 'a v1\n', 'the one file is restored');
+    t.equal(await readText(p.alice, 'notes/b.md'), 'b v2\n', 'its neighbour is not');
+    t.equal(one.saved, null, 'alice had nothing pending there');
+    t.equal(
+      (await p.alice.call('vcs.show', { rev: one.hash })).changes.length,
+      1,
+      'the revert commit holds that one change',
+    );
+    t.same(
+      (await p.admin.call('vcs.status', {})).added,
+      ['/home/admin/secret.md'],
+      "admin's pending change is untouched and still pending",
+    );
 
-  // the whole revert would bring back bob's file: refused, nothing changes, the path is named
-  await t.rejects(p.alice.call('vcs.revert', { hash: c1.hash }), { code: 'EACCES', message: /\/shared\/bob\.md/ }, "a non-owner's revert does not resurrect bob's file");
-  t.equal(await readText(p.alice, 'notes/b.md'), 'b v2\n', 'all-or-nothing');
-  await t.rejects(p.root.call('fs.stat', { path: '/shared/bob.md' }), { code: 'ENOENT' });
-  // narrowed to her own files it works; bob may bring back his own
-  await p.alice.call('vcs.revert', { hash: c1.hash, paths: ['/home/alice'] });
-  t.equal(await readText(p.alice, 'notes/b.md'), 'b v1\n');
-  await p.bob.call('vcs.revert', { hash: c1.hash, paths: ['/shared/bob.md'] });
-  t.equal(await readText(p.bob, '/shared/bob.md'), 'bob v1\n', 'bob restores his own file');
-  t.same((await p.admin.call('vcs.status', {})).added, ['/home/admin/secret.md'], 'still pending after every revert');
-});
+    // the whole revert would bring back bob's file: refused, nothing changes, the path is named
+    await t.rejects(
+      p.alice.call('vcs.revert', { hash: c1.hash }),
+      { code: 'EACCES', message: /\/shared\/bob\.md/ },
+      "a non-owner's revert does not resurrect bob's file",
+    );
+    t.equal(await readText(p.alice, 'notes/b.md'), 'b v2\n', 'all-or-nothing');
+    await t.rejects(p.root.call('fs.stat', { path: '/shared/bob.md' }), { code: 'ENOENT' });
+    // narrowed to her own files it works; bob may bring back his own
+    await p.alice.call('vcs.revert', { hash: c1.hash, paths: ['/home/alice'] });
+    t.equal(await readText(p.alice, 'notes/b.md'), 'b v1\n');
+    await p.bob.call('vcs.revert', { hash: c1.hash, paths: ['/shared/bob.md'] });
+    t.equal(await readText(p.bob, '/shared/bob.md'), 'bob v1\n', 'bob restores his own file');
+    t.same((await p.admin.call('vcs.status', {})).added, ['/home/admin/secret.md'], 'still pending after every revert');
+  },
+);
 
-t.test('undo an agent: exactly its changes, committed or pending, and nobody else\'s', async (t) => {
+t.test("undo an agent: exactly its changes, committed or pending, and nobody else's", async (t) => {
   const p = await world(t);
   await p.root.call('fs.chmod', { path: '/shared/a.md', mode: '0666' });
   const base = (await p.root.call('vcs.commit', { message: 'a.md open to all' })).hash;
@@ -153,14 +197,22 @@ t.test('undo an agent: exactly its changes, committed or pending, and nobody els
   await p.agentForAlice.call('fs.write', { path: '/shared/pending.md' }, text('more junk\n'));
   const r = await p.alice.call('vcs.undo', { actor: 'agent', since: base });
   t.same(r.paths, ['/shared/a.md', '/shared/agent-new.md', '/shared/pending.md']);
-  t.equal(await readText(p.alice, '/shared/a.md'), 'a v1\n', 'the agent\'s edit is undone');
-  await t.rejects(p.alice.call('fs.stat', { path: '/shared/agent-new.md' }), { code: 'ENOENT' }, 'its committed new file is gone');
+  t.equal(await readText(p.alice, '/shared/a.md'), 'a v1\n', "the agent's edit is undone");
+  await t.rejects(
+    p.alice.call('fs.stat', { path: '/shared/agent-new.md' }),
+    { code: 'ENOENT' },
+    'its committed new file is gone',
+  );
   await t.rejects(p.alice.call('fs.stat', { path: '/shared/pending.md' }), { code: 'ENOENT' }, 'and its pending one');
   t.equal(await readText(p.alice, '/shared/alice.md'), 'alice keeps this\n', "alice's own change stays");
   t.match(r.commit.message, /^undo agent since /);
   // bob may not undo the agent's work where he could not have undone it by hand
   await p.agentForAlice.call('fs.write', { path: '/shared/a.md' }, text('agent again\n'));
   await p.agentForAlice.call('fs.write', { path: '/shared/agent2.md' }, text('new\n'));
-  await t.rejects(p.bob.call('vcs.undo', { actor: 'agent' }), { code: 'EACCES', message: /agent2\.md/ }, "removing alice's file in a sticky directory");
+  await t.rejects(
+    p.bob.call('vcs.undo', { actor: 'agent' }),
+    { code: 'EACCES', message: /agent2\.md/ },
+    "removing alice's file in a sticky directory",
+  );
   t.equal(await readText(p.alice, '/shared/a.md'), 'agent again\n', 'all-or-nothing');
 });

@@ -16,7 +16,10 @@ const { client: aliceMcp } = await httpClient(t, svc, { authorization: 'User ali
 const { client: bobMcp } = await httpClient(t, svc, { authorization: 'User bob' });
 
 await daemon.call('fs.mkdir', { path: '/shared', parents: true, mode: '1777' });
-for (const [who, path, body] of [[alice, '/fs//shared/a.md', 'a v1\n'], [bob, '/fs//shared/bob.md', 'bob v1\n']] as const) {
+for (const [who, path, body] of [
+  [alice, '/fs//shared/a.md', 'a v1\n'],
+  [bob, '/fs//shared/bob.md', 'bob v1\n'],
+] as const) {
   const r = await who.put(path, body);
   if (r.status !== 200) throw new Error(`setup: PUT ${path}: ${r.status} ${r.text}`);
 }
@@ -33,20 +36,31 @@ void t.test("alice's commit does not record root's private file (REST and MCP)",
   t.equal(c.json.changes, 1);
   const show = await root.get(`/vcs/show?rev=${c.json.hash as string}`);
   t.same(show.json.changes, [{ path: '/shared/a.md', op: 'modified', by: 'alice' }]);
-  t.equal((await root.get(`/fs//shared/root-secret.md?at=${c.json.hash as string}`)).status, 404, "root's file is not in alice's commit");
-  t.same((await root.get('/vcs/status?format=json')).json.added, ['/shared/root-secret.md'], 'it stays pending for root');
+  t.equal(
+    (await root.get(`/fs//shared/root-secret.md?at=${c.json.hash as string}`)).status,
+    404,
+    "root's file is not in alice's commit",
+  );
+  t.same(
+    (await root.get('/vcs/status?format=json')).json.added,
+    ['/shared/root-secret.md'],
+    'it stays pending for root',
+  );
 
   t.equal((await alice.put('/fs//shared/c.md', 'c\n')).status, 200);
   const m = data(await call(aliceMcp, 'commit', { message: 'alice c', paths: ['/shared/c.md'] }));
   t.equal(m.changes, 1);
-  t.same((await root.get(`/vcs/show?rev=${m.hash as string}`)).json.changes.map((x: { path: string }) => x.path), ['/shared/c.md']);
+  t.same(
+    (await root.get(`/vcs/show?rev=${m.hash as string}`)).json.changes.map((x: { path: string }) => x.path),
+    ['/shared/c.md'],
+  );
 });
 
 void t.test("bob does not read alice's commit messages (REST and MCP)", async (t) => {
   t.equal((await alice.put('/fs/diary.md', 'dear diary\n')).status, 200);
   const priv = (await alice.post('/vcs/commit', { message: 'alice private message' })).json.hash as string;
   const log = (await bob.get('/vcs/log')).json.commits.map((c: { message: string }) => c.message);
-  t.notOk(log.includes('alice private message'), 'not in bob\'s log over REST');
+  t.notOk(log.includes('alice private message'), "not in bob's log over REST");
   t.ok(log.includes('base'));
   const mcp = await call(bobMcp, 'get_history', {});
   t.notMatch(text(mcp), /alice private message/, 'nor over MCP');
@@ -60,7 +74,10 @@ void t.test('read at a commit: REST ?at=, MCP read_file {at}; only what the call
   t.equal(r.text, 'a v1\n');
   t.equal(text(await call(aliceMcp, 'read_file', { path: '/shared/a.md', at: base })), 'a v1\n');
   const dir = await alice.get(`/fs//shared?at=${base}`);
-  t.same(dir.json.entries.map((e: { name: string }) => e.name), ['a.md', 'bob.md']);
+  t.same(
+    dir.json.entries.map((e: { name: string }) => e.name),
+    ['a.md', 'bob.md'],
+  );
   // bob makes his file private now: its past is closed to alice too
   await daemon.call('fs.chmod', { path: '/shared/bob.md', mode: '0600' });
   t.equal((await alice.get(`/fs//shared/bob.md?at=${base}`)).status, 403);
@@ -81,7 +98,7 @@ void t.test("a non-owner's revert does not resurrect another user's file (REST a
   const own = await alice.post('/vcs/revert', { hash: base, paths: ['/shared/a.md'] });
   t.equal(own.status, 200);
   t.equal((await alice.get('/fs//shared/a.md')).text, 'a v1\n');
-  t.equal((await root.get('/fs//shared/bob.md')).status, 404, 'bob\'s file still gone');
+  t.equal((await root.get('/fs//shared/bob.md')).status, 404, "bob's file still gone");
   // bob brings back his own over MCP
   data(await call(bobMcp, 'revert', { hash: base, paths: ['/shared/bob.md'] }));
   t.equal((await bob.get('/fs//shared/bob.md')).text, 'bob v1\n');

@@ -38,8 +38,16 @@ t.test('workspace-scoped commit, log, status, diff and revert', async (t) => {
   await root.call('fs.write', { path: '/srv/outside.md' }, text('outside v2\n'));
   s = await ws.call('vcs.status', {});
   t.ok(s.clean, 'a change outside does not show inside');
-  t.same((await ws.call('vcs.log', {})).commits.map((c) => c.hash), [w1.hash], 'only its own history');
-  t.same((await root.call('vcs.log', {})).commits.map((c) => c.hash), [g1.hash], 'the global history is separate');
+  t.same(
+    (await ws.call('vcs.log', {})).commits.map((c) => c.hash),
+    [w1.hash],
+    'only its own history',
+  );
+  t.same(
+    (await root.call('vcs.log', {})).commits.map((c) => c.hash),
+    [g1.hash],
+    'the global history is separate',
+  );
 
   await ws.call('fs.write', { path: 'notes.md' }, text('n2\n'));
   await ws.call('fs.write', { path: 'later.md' }, text('later\n'));
@@ -49,16 +57,29 @@ t.test('workspace-scoped commit, log, status, diff and revert', async (t) => {
     'diff labels are workspace-relative',
   );
   const w2 = await ws.call('vcs.commit', { message: 'ws two' });
-  t.same((await ws.call('vcs.log', { path: '/notes.md' })).commits.map((c) => c.hash), [w2.hash, w1.hash]);
-  t.same((await ws.call('vcs.log', { path: 'sub/deep.md' })).commits.map((c) => c.hash), [w1.hash]);
+  t.same(
+    (await ws.call('vcs.log', { path: '/notes.md' })).commits.map((c) => c.hash),
+    [w2.hash, w1.hash],
+  );
+  t.same(
+    (await ws.call('vcs.log', { path: 'sub/deep.md' })).commits.map((c) => c.hash),
+    [w1.hash],
+  );
 
   const rv = await ws.call('vcs.revert', { hash: w1.hash });
   t.equal(rv.reverted_to, w1.hash);
   t.equal(await readText(ws, '/notes.md'), 'n1\n');
   t.same(await names(ws, '/'), ['notes.md', 'sub'], 'the later addition is gone');
   t.equal(await readText(root, '/srv/outside.md'), 'outside v2\n', 'the revert did not touch anything outside');
-  t.same((await ws.call('vcs.log', {})).commits.map((c) => c.message), [`revert to ${w1.hash}`, 'ws two', 'ws one']);
-  await t.rejects(ws.call('vcs.revert', { hash: g1.hash }), { code: 'ENOENT' }, 'a global commit is not in the workspace history');
+  t.same(
+    (await ws.call('vcs.log', {})).commits.map((c) => c.message),
+    [`revert to ${w1.hash}`, 'ws two', 'ws one'],
+  );
+  await t.rejects(
+    ws.call('vcs.revert', { hash: g1.hash }),
+    { code: 'ENOENT' },
+    'a global commit is not in the workspace history',
+  );
   await t.rejects(ws.request('vcs.cat', { rev: g1.hash, path: '/srv/outside.md' }), { code: 'ENOENT' });
   t.equal((await ws.request('vcs.cat', { rev: w2.hash, path: '/later.md' })).data.toString(), 'later\n');
 

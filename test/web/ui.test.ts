@@ -16,7 +16,8 @@ import puppeteer, { type Browser, type KeyInput, type Page } from 'puppeteer-cor
 import { client, startService, ROOT } from '../helpers/http.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium package (.ci/run does) or set CHROMIUM_PATH`);
+if (!existsSync(CHROMIUM))
+  throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium package (.ci/run does) or set CHROMIUM_PATH`);
 const SHOTS = process.env.MDVFS_SCREENSHOTS === '1' ? path.join(ROOT, 'docs', 'screenshots') : undefined;
 if (SHOTS !== undefined) mkdirSync(SHOTS, { recursive: true });
 
@@ -37,7 +38,8 @@ async function newPage(width = 1400, height = 860): Promise<Page> {
   await page.setViewport({ width, height });
   page.on('console', (m) => {
     // Refusals the UI shows (403, 404, 412) also log "Failed to load resource": expected, not problems.
-    if (m.type() === 'error' && page.url().startsWith(svc.base) && !m.text().startsWith('Failed to load resource')) problems.push(`console: ${m.text()}`);
+    if (m.type() === 'error' && page.url().startsWith(svc.base) && !m.text().startsWith('Failed to load resource'))
+      problems.push(`console: ${m.text()}`);
   });
   page.on('pageerror', (e) => problems.push(`pageerror: ${String(e)}`));
   return page;
@@ -49,7 +51,12 @@ async function textOf(page: Page, sel: string): Promise<string> {
   return page.$eval(sel, (e) => e.textContent ?? '');
 }
 async function waitText(page: Page, sel: string, re: RegExp): Promise<string> {
-  await page.waitForFunction((s, src) => new RegExp(src).test(document.querySelector(s)?.textContent ?? ''), {}, sel, re.source);
+  await page.waitForFunction(
+    (s, src) => new RegExp(src).test(document.querySelector(s)?.textContent ?? ''),
+    {},
+    sel,
+    re.source,
+  );
   return textOf(page, sel);
 }
 /** Answers the page's small dialog. */
@@ -66,14 +73,20 @@ async function answer(page: Page, value?: string): Promise<void> {
 async function clickTree(page: Page, path: string): Promise<void> {
   const sel = `#tree li[data-path="${path}"] > .name`;
   // Found and clicked in one turn of the page: a redraw between the two cannot detach it.
-  await page.waitForFunction((s) => {
-    const e = document.querySelector<HTMLElement>(s);
-    e?.click();
-    return e !== null;
-  }, {}, sel);
+  await page.waitForFunction(
+    (s) => {
+      const e = document.querySelector<HTMLElement>(s);
+      e?.click();
+      return e !== null;
+    },
+    {},
+    sel,
+  );
 }
 async function editorText(page: Page): Promise<string> {
-  return page.$eval('#editor >>> .cm-content', (e) => [...e.querySelectorAll('.cm-line')].map((l) => l.textContent ?? '').join('\n'));
+  return page.$eval('#editor >>> .cm-content', (e) =>
+    [...e.querySelectorAll('.cm-line')].map((l) => l.textContent ?? '').join('\n'),
+  );
 }
 async function signIn(page: Page, user: string): Promise<void> {
   await page.goto(svc.base);
@@ -110,7 +123,11 @@ t.test('first run: bootstrap shows the token once, with a copy button, and signs
   adminToken = await textOf(page, '#bootstrap-token');
   t.match(adminToken, /\S{20,}/, 'the token is shown');
   t.ok(await page.$('#bootstrap-copy'), 'copy button');
-  t.equal((await client(svc, { auth: `Bearer ${adminToken}` }).get('/auth/whoami')).json.user, 'admin', 'the shown token works');
+  t.equal(
+    (await client(svc, { auth: `Bearer ${adminToken}` }).get('/auth/whoami')).json.user,
+    'admin',
+    'the shown token works',
+  );
   t.notMatch(page.url(), /token|mdvfs_/, 'never in the URL');
   await page.click('#bootstrap-continue');
   t.equal(await waitText(page, '#who', /admin/), 'admin (admin)');
@@ -119,7 +136,12 @@ t.test('first run: bootstrap shows the token once, with a copy button, and signs
   t.match(stored, /Bearer /, 'kept in sessionStorage');
   await page.browserContext().close();
   // The cast for the rest of the file.
-  for (const [name, is_agent] of [['alice', false], ['bob', false], ['helper', true]] as const) t.equal((await root.post('/admin/users', { name, is_agent })).status, 200);
+  for (const [name, is_agent] of [
+    ['alice', false],
+    ['bob', false],
+    ['helper', true],
+  ] as const)
+    t.equal((await root.post('/admin/users', { name, is_agent })).status, 200);
 });
 
 const alice = client(svc, { auth: 'User alice' });
@@ -133,7 +155,9 @@ t.test('alice signs in, creates, edits, saves and previews a note', async (t) =>
   await waitText(page, '#file-path', /\/home\/alice\/note\.md/);
   await page.waitForSelector('#tree li[data-path="/home/alice/note.md"]');
   await page.click('#editor >>> .cm-content');
-  await page.keyboard.type('# Hello\n\nSome *text* and <img src=x onerror="document.title=\'xss\'"> [link](javascript:alert(1))\n');
+  await page.keyboard.type(
+    '# Hello\n\nSome *text* and <img src=x onerror="document.title=\'xss\'"> [link](javascript:alert(1))\n',
+  );
   t.equal(await textOf(page, '#file-state'), 'modified');
   await page.keyboard.down('Control');
   await page.keyboard.press('s');
@@ -142,7 +166,11 @@ t.test('alice signs in, creates, edits, saves and previews a note', async (t) =>
   await waitText(page, '#message', /Saved/);
   // One save per key press, and our own write's event is not reported as someone else's change.
   t.equal(await page.$eval('#conflict', (e) => e.hasAttribute('hidden')), true, 'no conflict with itself');
-  t.equal(await page.$eval('#file-note', (e) => e.hasAttribute('hidden')), true, 'no "changed by" note for our own save');
+  t.equal(
+    await page.$eval('#file-note', (e) => e.hasAttribute('hidden')),
+    true,
+    'no "changed by" note for our own save',
+  );
   const r = await alice.get('/fs/note.md');
   t.match(r.text, /^# Hello\n\nSome \*text\*/, 'saved through the API');
   await page.click('#toggle-preview');
@@ -150,7 +178,14 @@ t.test('alice signs in, creates, edits, saves and previews a note', async (t) =>
   t.equal(await textOf(page, '#preview h1'), 'Hello');
   t.equal(await textOf(page, '#preview em'), 'text');
   t.equal(await page.$('#preview img'), null, 'raw HTML is not rendered');
-  t.equal(await page.$$eval('#preview a', (as) => as.filter((a) => /^javascript:/i.test(a.getAttribute('href') ?? '')).length), 0, 'no javascript: links');
+  t.equal(
+    await page.$$eval(
+      '#preview a',
+      (as) => as.filter((a) => /^javascript:/i.test(a.getAttribute('href') ?? '')).length,
+    ),
+    0,
+    'no javascript: links',
+  );
   t.not(await page.title(), 'xss');
 });
 
@@ -174,14 +209,19 @@ t.test('a conflicting save is shown and overwrites nothing', async (t) => {
 });
 
 t.test('search opens a hit at its line', async (t) => {
-  await alice.put('/fs/docs/long.md', `${Array.from({ length: 80 }, (_, i) => `line ${i + 1}`).join('\n')}\nthe needle is here\n`);
+  await alice.put(
+    '/fs/docs/long.md',
+    `${Array.from({ length: 80 }, (_, i) => `line ${i + 1}`).join('\n')}\nthe needle is here\n`,
+  );
   await page.click('.tab[data-tab=search]');
   await page.type('#search-input', 'needle');
   await page.click('#search-form button');
   await waitText(page, '#search-results', /\/home\/alice\/docs\/long\.md:81/);
   await page.click('#search-results li.hit');
   await waitText(page, '#file-path', /long\.md/);
-  await page.waitForFunction("document.querySelector('#editor')?.shadowRoot?.querySelector('.cm-activeLine')?.textContent === 'the needle is here'");
+  await page.waitForFunction(
+    "document.querySelector('#editor')?.shadowRoot?.querySelector('.cm-activeLine')?.textContent === 'the needle is here'",
+  );
   t.pass('the editor is at the matching line');
 });
 
@@ -228,7 +268,9 @@ t.test('commit shows the status first, then the log and a diff', async (t) => {
 t.test('properties: chmod and chgrp where permitted, a refused chown shown as a readable message', async (t) => {
   t.equal((await root.post('/admin/groups', { name: 'team' })).status, 200);
   t.equal((await root.post('/admin/users/alice/groups/team')).status, 200);
-  const team = ((await root.get('/admin/groups')).json.groups as { name: string; gid: number }[]).find((g) => g.name === 'team')!.gid;
+  const team = ((await root.get('/admin/groups')).json.groups as { name: string; gid: number }[]).find(
+    (g) => g.name === 'team',
+  )!.gid;
   await clickTree(page, '/home/alice/note.md');
   await page.click('#properties');
   await page.waitForSelector('#props[open]');
@@ -263,7 +305,8 @@ t.test("an agent's REST write appears live in the tree and the editor, attribute
   // Delegated writes pass the checks of both, so the agent works in /tmp, which alice opens.
   await clickTree(page, '/tmp');
   await page.waitForSelector('#tree li[data-path="/tmp"].open');
-  const tok = (await client(svc, { auth: `Bearer ${adminToken}` }).post('/admin/users/helper/tokens')).json.token as string;
+  const tok = (await client(svc, { auth: `Bearer ${adminToken}` }).post('/admin/users/helper/tokens')).json
+    .token as string;
   const helper = client(svc, { auth: `Bearer ${tok}`, onBehalfOf: 'alice' });
   // 0666: the agent rewrites it below, and a delegated write needs write access for the agent too.
   t.equal((await helper.put('/fs//tmp/agent.md?mode=0666', 'first draft\n')).status, 200);
@@ -271,9 +314,19 @@ t.test("an agent's REST write appears live in the tree and the editor, attribute
   await clickTree(page, '/tmp/agent.md');
   await waitText(page, '#file-path', /agent\.md/);
   t.equal((await helper.put('/fs//tmp/agent.md', 'second draft by the agent\n')).status, 200);
-  await page.waitForFunction("document.querySelector('#editor')?.shadowRoot?.querySelector('.cm-content')?.textContent?.includes('second draft by the agent')");
-  t.match(await waitText(page, '#file-note', /Updated by/), /^Updated by helper on behalf of alice, \d+ s ago$/, 'the open file says who and when');
-  t.match(await waitText(page, '#tree li[data-path="/tmp/agent.md"] .changed', /ago/), /^helper on behalf of alice, \d+ s ago$/, 'so does the tree');
+  await page.waitForFunction(
+    "document.querySelector('#editor')?.shadowRoot?.querySelector('.cm-content')?.textContent?.includes('second draft by the agent')",
+  );
+  t.match(
+    await waitText(page, '#file-note', /Updated by/),
+    /^Updated by helper on behalf of alice, \d+ s ago$/,
+    'the open file says who and when',
+  );
+  t.match(
+    await waitText(page, '#tree li[data-path="/tmp/agent.md"] .changed', /ago/),
+    /^helper on behalf of alice, \d+ s ago$/,
+    'so does the tree',
+  );
   await page.click('.tab[data-tab=activity]');
   t.match(await waitText(page, '#activity', /agent\.md/), /helper on behalf of alice/);
   await shot(page, 'live');
@@ -286,7 +339,8 @@ t.test("an agent's REST write appears live in the tree and the editor, attribute
 });
 
 t.test('a note opened from a folder the tree loads lazily (the main screen)', async (t) => {
-  const note = '# Planning meeting\n\n*Tuesday*, with the **research agent**.\n\n## Decisions\n\n- Notes stay in markdown, versioned\n- Agents draft in `/tmp`; people review and commit\n\n## Next\n\n1. Draft the summary\n2. Commit it\n\n> Nothing is lost: every commit can be diffed.\n';
+  const note =
+    '# Planning meeting\n\n*Tuesday*, with the **research agent**.\n\n## Decisions\n\n- Notes stay in markdown, versioned\n- Agents draft in `/tmp`; people review and commit\n\n## Next\n\n1. Draft the summary\n2. Commit it\n\n> Nothing is lost: every commit can be diffed.\n';
   t.equal((await alice.put('/fs/notes/meeting.md', note)).status, 200);
   await clickTree(page, '/home/alice/notes');
   await clickTree(page, '/home/alice/notes/meeting.md');
@@ -298,53 +352,72 @@ t.test('a note opened from a folder the tree loads lazily (the main screen)', as
   await shot(page, 'editor');
 });
 
-t.test('new folder, a file in it, rename, move the folder with the open file, delete; a refusal is readable', async (t) => {
-  await clickTree(page, '/home/alice'); // collapse
-  await clickTree(page, '/home/alice'); // open again, selected
-  await page.waitForSelector('#tree li[data-path="/home/alice"].selected.open');
-  await page.click('#new-folder');
-  await answer(page, 'drafts');
-  await page.waitForSelector('#tree li[data-path="/home/alice/drafts"].selected');
-  await page.click('#new-file');
-  await answer(page, 'idea.md');
-  await waitText(page, '#file-path', /^\/home\/alice\/drafts\/idea\.md$/);
-  await page.click('#editor >>> .cm-content');
-  await page.keyboard.type('an idea\n');
-  await page.click('#save');
-  await waitText(page, '#file-state', /^saved$/);
-  await page.click('#rename');
-  await answer(page, 'plan.md');
-  await page.waitForSelector('#tree li[data-path="/home/alice/drafts/plan.md"].selected');
-  // (The tree may show it first, from the live event of the move.)
-  t.equal(await waitText(page, '#file-path', /plan\.md$/), '/home/alice/drafts/plan.md', 'the open file follows its new name');
-  t.equal((await alice.get('/fs/drafts/plan.md')).text, 'an idea\n');
-  t.equal((await alice.get('/fs/drafts/idea.md')).status, 404);
-  await clickTree(page, '/home/alice/drafts'); // collapse, selected
-  await page.waitForSelector('#tree li[data-path="/home/alice/drafts"].selected:not(.open)');
-  await page.click('#rename');
-  await answer(page, '/home/alice/archive');
-  await page.waitForSelector('#tree li[data-path="/home/alice/archive"]');
-  t.equal(await waitText(page, '#file-path', /archive/), '/home/alice/archive/plan.md', 'moving the folder moves the open file');
-  await page.click('#editor >>> .cm-content');
-  await page.keyboard.type('more ');
-  await page.click('#save');
-  await waitText(page, '#file-state', /^saved$/);
-  t.match((await alice.get('/fs/archive/plan.md')).text, /^(more an idea\n|an idea\nmore )$/, 'saved at its new place');
-  t.equal((await alice.get('/fs/drafts')).status, 404);
-  await page.click('#delete');
-  await answer(page);
-  await page.waitForSelector('#tree li[data-path="/home/alice/archive"]', { hidden: true });
-  t.equal((await alice.get('/fs/archive')).status, 404, 'deleted with what is in it');
-  t.equal(await textOf(page, '#file-path'), '', 'the open file is closed');
-  // root's file in the sticky /tmp: alice may not delete it
-  t.equal((await root.put('/fs//tmp/roots.md', 'root')).status, 200);
-  await clickTree(page, '/tmp/roots.md');
-  await waitText(page, '#file-path', /roots\.md/);
-  await page.click('#delete');
-  await answer(page);
-  t.match(await waitText(page, '#message', /^E/), /^(EACCES|EPERM): .*\/tmp\/roots\.md/, 'the refusal, readable, naming the file');
-  t.equal((await root.get('/fs//tmp/roots.md')).status, 200, 'still there');
-});
+t.test(
+  'new folder, a file in it, rename, move the folder with the open file, delete; a refusal is readable',
+  async (t) => {
+    await clickTree(page, '/home/alice'); // collapse
+    await clickTree(page, '/home/alice'); // open again, selected
+    await page.waitForSelector('#tree li[data-path="/home/alice"].selected.open');
+    await page.click('#new-folder');
+    await answer(page, 'drafts');
+    await page.waitForSelector('#tree li[data-path="/home/alice/drafts"].selected');
+    await page.click('#new-file');
+    await answer(page, 'idea.md');
+    await waitText(page, '#file-path', /^\/home\/alice\/drafts\/idea\.md$/);
+    await page.click('#editor >>> .cm-content');
+    await page.keyboard.type('an idea\n');
+    await page.click('#save');
+    await waitText(page, '#file-state', /^saved$/);
+    await page.click('#rename');
+    await answer(page, 'plan.md');
+    await page.waitForSelector('#tree li[data-path="/home/alice/drafts/plan.md"].selected');
+    // (The tree may show it first, from the live event of the move.)
+    t.equal(
+      await waitText(page, '#file-path', /plan\.md$/),
+      '/home/alice/drafts/plan.md',
+      'the open file follows its new name',
+    );
+    t.equal((await alice.get('/fs/drafts/plan.md')).text, 'an idea\n');
+    t.equal((await alice.get('/fs/drafts/idea.md')).status, 404);
+    await clickTree(page, '/home/alice/drafts'); // collapse, selected
+    await page.waitForSelector('#tree li[data-path="/home/alice/drafts"].selected:not(.open)');
+    await page.click('#rename');
+    await answer(page, '/home/alice/archive');
+    await page.waitForSelector('#tree li[data-path="/home/alice/archive"]');
+    t.equal(
+      await waitText(page, '#file-path', /archive/),
+      '/home/alice/archive/plan.md',
+      'moving the folder moves the open file',
+    );
+    await page.click('#editor >>> .cm-content');
+    await page.keyboard.type('more ');
+    await page.click('#save');
+    await waitText(page, '#file-state', /^saved$/);
+    t.match(
+      (await alice.get('/fs/archive/plan.md')).text,
+      /^(more an idea\n|an idea\nmore )$/,
+      'saved at its new place',
+    );
+    t.equal((await alice.get('/fs/drafts')).status, 404);
+    await page.click('#delete');
+    await answer(page);
+    await page.waitForSelector('#tree li[data-path="/home/alice/archive"]', { hidden: true });
+    t.equal((await alice.get('/fs/archive')).status, 404, 'deleted with what is in it');
+    t.equal(await textOf(page, '#file-path'), '', 'the open file is closed');
+    // root's file in the sticky /tmp: alice may not delete it
+    t.equal((await root.put('/fs//tmp/roots.md', 'root')).status, 200);
+    await clickTree(page, '/tmp/roots.md');
+    await waitText(page, '#file-path', /roots\.md/);
+    await page.click('#delete');
+    await answer(page);
+    t.match(
+      await waitText(page, '#message', /^E/),
+      /^(EACCES|EPERM): .*\/tmp\/roots\.md/,
+      'the refusal, readable, naming the file',
+    );
+    t.equal((await root.get('/fs//tmp/roots.md')).status, 200, 'still there');
+  },
+);
 
 t.test("bob sees none of alice's private files: tree, search, history, events", async (t) => {
   const bobPage = await newPage();
@@ -386,16 +459,26 @@ async function signInToken(p: Page, token: string, extra: { obo?: string; worksp
   await p.waitForSelector('#app:not([hidden])');
 }
 async function secretShown(p: Page): Promise<string> {
-  await p.waitForFunction(() => /\S{20,}/.test(document.querySelector('#admin-secret-value')?.textContent ?? '') && !document.querySelector('#admin-secret')?.hasAttribute('hidden'));
+  await p.waitForFunction(
+    () =>
+      /\S{20,}/.test(document.querySelector('#admin-secret-value')?.textContent ?? '') &&
+      !document.querySelector('#admin-secret')?.hasAttribute('hidden'),
+  );
   return textOf(p, '#admin-secret-value');
 }
 async function userRow(p: Page, name: string, button: number): Promise<void> {
   await p.waitForSelector(`#admin-users tr[data-name="${name}"]`);
-  await p.$eval(`#admin-users tr[data-name="${name}"] td.actions button:nth-child(${button})`, (e) => (e as HTMLElement).click());
+  await p.$eval(`#admin-users tr[data-name="${name}"] td.actions button:nth-child(${button})`, (e) =>
+    (e as HTMLElement).click(),
+  );
 }
 
 t.test('the admin panel: users and agents, tokens shown once, groups, workspaces and their secrets', async (t) => {
-  t.equal(await page.$eval('#admin-open', (e) => e.hasAttribute('hidden')), true, 'alice (not root/wheel) has no admin panel');
+  t.equal(
+    await page.$eval('#admin-open', (e) => e.hasAttribute('hidden')),
+    true,
+    'alice (not root/wheel) has no admin panel',
+  );
   const p = await newPage();
   await signInToken(p, adminToken);
   await p.click('#admin-open');
@@ -409,13 +492,21 @@ t.test('the admin panel: users and agents, tokens shown once, groups, workspaces
   await userRow(p, 'carol', 1);
   const tok1 = await secretShown(p);
   t.ok(await p.$('#admin-secret-copy'), 'with a copy button');
-  t.equal((await client(svc, { auth: `Bearer ${tok1}` }).get('/auth/whoami')).json.user, 'carol', 'the shown token works');
+  t.equal(
+    (await client(svc, { auth: `Bearer ${tok1}` }).get('/auth/whoami')).json.user,
+    'carol',
+    'the shown token works',
+  );
   await userRow(p, 'carol', 1);
   await answer(p);
   await p.waitForFunction((old) => document.querySelector('#admin-secret-value')?.textContent !== old, {}, tok1);
   const tok2 = await secretShown(p);
   t.not(tok2, tok1, 'regenerated');
-  t.equal((await client(svc, { auth: `Bearer ${tok1}` }).get('/auth/whoami')).status, 401, 'the old token no longer works');
+  t.equal(
+    (await client(svc, { auth: `Bearer ${tok1}` }).get('/auth/whoami')).status,
+    401,
+    'the old token no longer works',
+  );
   t.equal((await client(svc, { auth: `Bearer ${tok2}` }).get('/auth/whoami')).json.user, 'carol');
   await p.click('#admin-secret-done');
   t.equal(await textOf(p, '#admin-secret-value'), '', 'not shown again');
@@ -424,7 +515,11 @@ t.test('the admin panel: users and agents, tokens shown once, groups, workspaces
   await p.click('#admin-user-agent');
   await p.click('#admin-user-form button[type=submit]');
   botToken = await secretShown(p);
-  t.equal((await client(svc, { auth: `Bearer ${botToken}` }).get('/auth/whoami')).json.is_agent, true, 'an agent token');
+  t.equal(
+    (await client(svc, { auth: `Bearer ${botToken}` }).get('/auth/whoami')).json.is_agent,
+    true,
+    'an agent token',
+  );
   await waitText(p, '#admin-users tr[data-name="bot"]', /agent/);
   await p.click('#admin-secret-done');
   // groups and membership
@@ -437,7 +532,9 @@ t.test('the admin panel: users and agents, tokens shown once, groups, workspaces
   await waitText(p, '#admin-groups tr[data-name="writers"]', /carol/);
   t.match(await textOf(p, '#admin-users tr[data-name="carol"]'), /writers/, 'the user row lists the group');
   await p.$eval('#admin-groups tr[data-name="writers"] .chip button', (e) => (e as HTMLElement).click());
-  await p.waitForFunction(() => !/carol/.test(document.querySelector('#admin-groups tr[data-name="writers"]')?.textContent ?? 'carol'));
+  await p.waitForFunction(
+    () => !/carol/.test(document.querySelector('#admin-groups tr[data-name="writers"]')?.textContent ?? 'carol'),
+  );
   t.pass('member removed');
   // a refusal is a readable message in the panel
   await p.type('#admin-user-name', 'alice');
@@ -454,7 +551,9 @@ t.test('the admin panel: users and agents, tokens shown once, groups, workspaces
   await p.type('#admin-ws-root', '/tmp/proj');
   await p.click('#admin-ws-form button[type=submit]');
   await waitText(p, '#admin-workspaces tr[data-name="proj"]', /\/tmp\/proj/);
-  wsId = ((await root.get('/workspaces')).json.workspaces as { id: string; name: string }[]).find((w) => w.name === 'proj')!.id;
+  wsId = ((await root.get('/workspaces')).json.workspaces as { id: string; name: string }[]).find(
+    (w) => w.name === 'proj',
+  )!.id;
   for (const name of ['ci', 'temp']) {
     await p.type('#admin-wstoken-name', name);
     await p.type('#admin-wstoken-agent', botToken);
@@ -467,9 +566,16 @@ t.test('the admin panel: users and agents, tokens shown once, groups, workspaces
   }
   const ws = await client(svc, { auth: `Bearer ${wsSecret}`, workspace: wsId }).get('/auth/whoami');
   t.equal(ws.json.workspace?.name, 'proj', 'the secret works in its workspace');
-  await p.$$eval('#admin-workspaces tr[data-name="proj"] .chip', (cs) => (cs.find((c) => c.textContent?.startsWith('temp'))?.querySelector('button') as HTMLElement).click());
+  await p.$$eval('#admin-workspaces tr[data-name="proj"] .chip', (cs) =>
+    (cs.find((c) => c.textContent?.startsWith('temp'))?.querySelector('button') as HTMLElement).click(),
+  );
   await answer(p);
-  await p.waitForFunction(() => !/temp \(bot\)/.test(document.querySelector('#admin-workspaces tr[data-name="proj"]')?.textContent ?? 'temp (bot)'));
+  await p.waitForFunction(
+    () =>
+      !/temp \(bot\)/.test(
+        document.querySelector('#admin-workspaces tr[data-name="proj"]')?.textContent ?? 'temp (bot)',
+      ),
+  );
   t.equal(((await root.get(`/workspaces/${wsId}/tokens`)).json.tokens as unknown[]).length, 1, 'revoked');
   await shot(p, 'admin');
   await p.click('#admin-close');
@@ -517,8 +623,18 @@ t.test('a cross-origin page cannot drive the API', async (t) => {
       out.push('simple:blocked');
     }
     // A "simple" cross-site write needs no preflight: the server must refuse it itself.
-    await fetch(`${base}/fs//home/alice/note.md`, { method: 'POST', mode: 'no-cors', body: 'x', headers: { 'Content-Type': 'text/plain' } }).catch(() => undefined);
-    await fetch(`${base}/vcs/commit`, { method: 'POST', mode: 'no-cors', body: '{"message":"pwned"}', headers: { 'Content-Type': 'text/plain' } }).catch(() => undefined);
+    await fetch(`${base}/fs//home/alice/note.md`, {
+      method: 'POST',
+      mode: 'no-cors',
+      body: 'x',
+      headers: { 'Content-Type': 'text/plain' },
+    }).catch(() => undefined);
+    await fetch(`${base}/vcs/commit`, {
+      method: 'POST',
+      mode: 'no-cors',
+      body: '{"message":"pwned"}',
+      headers: { 'Content-Type': 'text/plain' },
+    }).catch(() => undefined);
     return out;
   }, svc.base);
   t.same(result, ['read:blocked', 'simple:blocked'], 'reads fail');
@@ -533,7 +649,8 @@ t.test('keyboard shortcuts, listed in a help overlay', async (t) => {
   await p.keyboard.press('?');
   await p.waitForSelector('#help[open]');
   const help = await textOf(p, '#help-keys');
-  for (const re of [/Ctrl\+S\s*Save/, /Ctrl\+K\s*Search/, /Ctrl\+Shift\+F\s*Find/, /Ctrl\+Enter\s*Commit/]) t.match(help, re);
+  for (const re of [/Ctrl\+S\s*Save/, /Ctrl\+K\s*Search/, /Ctrl\+Shift\+F\s*Find/, /Ctrl\+Enter\s*Commit/])
+    t.match(help, re);
   await shot(p, 'help');
   await p.keyboard.press('Escape');
   await p.waitForSelector('#help:not([open])');
@@ -569,7 +686,8 @@ t.test('keyboard shortcuts, listed in a help overlay', async (t) => {
 t.test('a 390 px wide screen: the tree is a drawer, the editor takes the width', async (t) => {
   const p = await newPage(390, 844);
   await signIn(p, 'alice');
-  const side = async (): Promise<{ x: number; width: number }> => p.$eval('#side', (e) => e.getBoundingClientRect().toJSON() as { x: number; width: number });
+  const side = async (): Promise<{ x: number; width: number }> =>
+    p.$eval('#side', (e) => e.getBoundingClientRect().toJSON() as { x: number; width: number });
   t.ok((await side()).x + (await side()).width <= 0, 'the tree starts closed, off the screen');
   const center = await p.$eval('#center', (e) => e.getBoundingClientRect().toJSON() as { x: number; width: number });
   t.ok(center.x === 0 && center.width >= 389, 'the editor takes the whole width');
