@@ -372,18 +372,19 @@ export class Vfs {
     let have = 0; // how many leading components of dirPath exist
     const parts = components(dirPath);
     const prefix = (k: number): string => '/' + parts.slice(0, k).join('/');
-    try {
-      dir = this.resolveDir(cred, dirPath, op);
+    const found = this.lookup(cred, dirPath, op, true);
+    if (found !== undefined) {
+      if (found.kind !== 'directory') throw new VfsError('ENOTDIR', op, dirPath);
+      dir = found;
       have = parts.length;
-    } catch (err) {
-      if (!(err instanceof VfsError) || err.code !== 'ENOENT' || dirPath === '/') throw err;
+    } else {
       // The walk met a missing entry: every shorter prefix up to it resolves, every longer one is
-      // ENOENT, so a binary search finds it in O(log n) walks instead of one walk per level.
+      // missing, so a binary search finds it in O(log n) walks instead of one walk per level.
       let lo = 0;
       let hi = parts.length - 1;
       while (lo < hi) {
         const mid = (lo + hi + 1) >> 1;
-        if (this.isMissing(cred, prefix(mid), op)) hi = mid - 1;
+        if (this.lookup(cred, prefix(mid), op, true) === undefined) hi = mid - 1;
         else lo = mid;
       }
       have = lo;
@@ -962,14 +963,6 @@ export class Vfs {
     return n;
   }
 
-  private isMissing(cred: Cred, abs: string, op: string): boolean {
-    try {
-      return this.lookup(cred, abs, op, true) === undefined;
-    } catch {
-      return false;
-    }
-  }
-
   /**
    * EINVAL when `from` (or its deepest existing ancestor) lies inside the directory `src`: checked
    * before missing parents of the destination are created, so a refused copy/move changes nothing.
@@ -1077,7 +1070,7 @@ export class Vfs {
     this.checkNotJailRoot(cred, src, op, srcAbs);
     if (src.kind === 'directory') this.refuseInsideSelf(cred, src, splitParent(dstAbs).dir, op, dstAbs);
     const placing: Placing = { height: heightOf(src), oldDepth: depthOf(src) };
-    if (this.isMissing(cred, splitParent(dstAbs).dir, op)) {
+    if (this.lookup(cred, splitParent(dstAbs).dir, op, true) === undefined) {
       // Missing parents of dst will be created: check the source side first, so a refused move changes nothing.
       requireUnlink(cred, sdir, src, op, srcAbs);
       if (src.kind === 'directory') requireAccess(cred, src, W, op, srcAbs);
