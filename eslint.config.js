@@ -38,6 +38,7 @@ export default tseslint.config(
                 '**/daemon/vcs/*',
                 '**/daemon/search/*',
                 '**/daemon/service*',
+                '**/daemon/service/*',
                 '**/daemon/events*',
                 '**/daemon/main*',
               ],
@@ -60,6 +61,7 @@ export default tseslint.config(
               group: [
                 '../rpc/*',
                 '../service*',
+                '../service/*',
                 '../store/*',
                 '../vcs/*',
                 '../search/*',
@@ -93,6 +95,7 @@ export default tseslint.config(
                 '../rpc/*',
                 '!../rpc/protocol*',
                 '../service*',
+                '../service/*',
                 '../store/*',
                 '../auth/*',
                 '../events*',

@@ -25,7 +25,8 @@ import {
   storeFromEnv,
   type StoreSetting,
 } from './rpc/settings.js';
-import { Service, type DaemonProcess } from './service.js';
+import { Service } from './service/runner.js';
+import type { DaemonProcess } from './service/context.js';
 import { standbyHandlers } from './standby.js';
 import type { LeaseStatus, PostgresStore } from './store/postgres.js';
 import { SqliteStore } from './store/sqlite.js';

@@ -7,7 +7,7 @@
 import { VfsError } from './errors.js';
 import { methods, type Method } from './rpc/protocol.js';
 import { VERSION } from './rpc/version.js';
-import type { DaemonProcess, Handlers } from './service.js';
+import type { DaemonProcess, Handlers } from './service/context.js';
 
 export function standbyHandlers(proc: DaemonProcess, active: () => string): Handlers {
   const notActive = (method: Method) => (): never => {

@@ -5,7 +5,7 @@
  * part (`READ_CHUNK`) as the daemon does; `DaemonClient` alone assembles larger files.
  */
 import { VfsError } from '../errors.js';
-import type { Handlers } from '../service.js';
+import type { Handlers } from '../service/context.js';
 import type { CallOptions, Caller, Reply } from './client.js';
 import type { Creds, Method, Params, Result } from './protocol.js';
 import { invoke } from './server.js';

@@ -17,7 +17,7 @@ import {
   MAX_HEADER,
 } from './framing.js';
 import { credsSchema, isMethod, methods, type ChangeEvent, type Method, type RequestHeader } from './protocol.js';
-import type { Connection, Ctx, Handlers } from '../service.js';
+import type { Connection, Ctx, Handlers } from '../service/context.js';
 import { requestScope } from '../events.js';
 
 /** A connection's identity for handlers, and what ends with it (the daemon's write grants). */
