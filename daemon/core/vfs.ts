@@ -4,6 +4,8 @@
  * `resolveFor`), walks with permission checks, and throws VfsError codes from the one table.
  */
 import { VfsError } from '../errors.js';
+import { InodeTable } from './inode-table.js';
+import { confine, MAX_SYMLINKS, walk } from './walk.js';
 import { BlobStore, type Journal } from './blobs.js';
 import { WriteGrants, type GrantHolder } from './grants.js';
 import {
@@ -24,7 +26,7 @@ import {
   type LinkNode,
   type Node,
 } from './inode.js';
-import { components, isWithin, MAX_DEPTH, normalize, splitParent, validateName } from './paths.js';
+import { components, MAX_DEPTH, normalize, splitParent, validateName } from './paths.js';
 import {
   actor,
   isRoot,
@@ -40,8 +42,6 @@ import {
   type Cred,
   type Principal,
 } from './perms.js';
-
-export const MAX_SYMLINKS = 40;
 
 export interface VfsOptions {
   maxFileSize: number;
@@ -284,52 +284,9 @@ export class Vfs {
    * that ask whether something exists. Every other refusal (EACCES, ENOTDIR, ELOOP) still throws.
    */
   lookup(cred: Cred, abs: string, op: string, follow = true): Node | undefined {
-    const node = this.walk(cred, abs, op, follow, { n: 0 });
-    if (node !== undefined) this.confine(cred, node, op, abs);
+    const node = walk(this.root, cred, abs, op, follow);
+    if (node !== undefined) confine(cred, node, op, abs);
     return node;
-  }
-
-  private walk(cred: Cred, abs: string, op: string, follow: boolean, links: { n: number }): Node | undefined {
-    let cur: Node = this.root;
-    let queue = components(abs);
-    let i = 0;
-    const jail = cred.workspace?.root;
-    while (i < queue.length) {
-      const name = queue[i++]!;
-      if (cur.kind !== 'directory') throw new VfsError('ENOTDIR', op, abs);
-      if (name === '.' || name === '') continue;
-      // Security: a workspace caller steps only inside its workspace (or on the way down to it), and a
-      // step outside fails before anything there is looked up, so a symlink cannot tell which outside paths exist.
-      if (
-        jail !== undefined &&
-        !onJailPath(name === '..' ? pathOf(cur.parent ?? this.root) : joinPath(pathOf(cur), name), jail)
-      )
-        throw new VfsError('EACCES', op, abs, 'outside the workspace');
-      requireAccess(cred, cur, X, op, abs);
-      if (name === '..') {
-        cur = cur.parent ?? this.root;
-        continue;
-      }
-      const child: Node | undefined = cur.children.get(name);
-      if (child === undefined) return undefined;
-      if (child.kind === 'symlink' && (i < queue.length || follow)) {
-        requireFollow(cred, cur, child, op, abs);
-        if (++links.n > MAX_SYMLINKS) throw new VfsError('ELOOP', op, abs);
-        const target = child.target;
-        if (target.startsWith('/')) cur = this.root;
-        queue = [...target.split('/'), ...queue.slice(i)];
-        i = 0;
-        continue;
-      }
-      cur = child;
-    }
-    return cur;
-  }
-
-  /** Security: workspace callers never reach outside the workspace root, even through symlinks. */
-  private confine(cred: Cred, node: Node, op: string, abs: string): void {
-    if (cred.workspace === undefined) return;
-    if (!isWithin(pathOf(node), cred.workspace.root)) throw new VfsError('EACCES', op, abs, 'outside the workspace');
   }
 
   /** The directory that holds `abs`'s last component, and that component (validated). */
@@ -1303,42 +1260,6 @@ export class Vfs {
   }
 }
 
-/**
- * Every inode by id, in 256 Maps chosen by the id's low bits. One Map of a million entries
- * rehashes all of them when it grows past a power of two or shrinks below a quarter of its
- * capacity: a recursive delete of a million inodes held the event loop 100-600 ms at each shrink
- * (profiled on a loaded machine), and creating the 1,048,577th inode as long. A shard holds 1/256
- * of the entries, so one rehash is 256 times shorter; ids spread evenly, so a bulk delete shrinks
- * all shards within a few hundred deletes, and `removeSliced` checks its time slice between them.
- */
-export class InodeTable {
-  private readonly shards: Map<number, Node>[] = Array.from({ length: INODE_SHARDS }, () => new Map<number, Node>());
-  private count = 0;
-
-  get size(): number {
-    return this.count;
-  }
-  get(id: number): Node | undefined {
-    return this.shards[id % INODE_SHARDS]!.get(id);
-  }
-  set(id: number, node: Node): this {
-    const shard = this.shards[id % INODE_SHARDS]!;
-    const before = shard.size;
-    shard.set(id, node);
-    this.count += shard.size - before;
-    return this;
-  }
-  delete(id: number): boolean {
-    const gone = this.shards[id % INODE_SHARDS]!.delete(id);
-    if (gone) this.count--;
-    return gone;
-  }
-  *values(): IterableIterator<Node> {
-    for (const shard of this.shards) yield* shard.values();
-  }
-}
-const INODE_SHARDS = 256;
-
 /** Directories up to this many entries are sorted in one go (a few ms); bigger ones in slices. */
 const SORT_SLICE = 16384;
 /** Inodes freed per turn of the event loop by a sliced delete (about 1,000 row deletes per store batch). */
@@ -1416,12 +1337,3 @@ function upperBound(names: string[], name: string): number {
 }
 
 export { compareNames };
-
-/** `p` is inside the workspace `jail` or one of the directories leading down to it. */
-function onJailPath(p: string, jail: string): boolean {
-  return isWithin(p, jail) || isWithin(jail, p);
-}
-
-function joinPath(dir: string, name: string): string {
-  return dir === '/' ? `/${name}` : `${dir}/${name}`;
-}

@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { GrepPool, grepFiles } from '../../daemon/search/search.js';
-import { InodeTable } from '../../daemon/core/vfs.js';
+import { InodeTable } from '../../daemon/core/inode-table.js';
 import { encodeFrame, encodeReplySliced, ENCODE_SLICE_CHARS, ENCODE_SLICE_ITEMS } from '../../daemon/rpc/framing.js';
 import type { Cred } from '../../daemon/core/perms.js';
 import { configFromEnv, openCore } from '../../daemon/main.js';
