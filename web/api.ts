@@ -105,6 +105,7 @@ export class Api {
 
 // The records as the daemon declares them (type-only: nothing of the daemon is bundled).
 export type {
+  ChangeRecord as Change,
   CommitRecord as Commit,
   DirEntry,
   FeedEvent,

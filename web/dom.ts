@@ -30,6 +30,19 @@ export function button(text: string, onclick: () => void, title?: string): HTMLB
   return b;
 }
 
+/** "12 s ago", "3 min ago", else the local date and time. */
+export function ago(ms: number): string {
+  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+  if (s < 60) return `${s} s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  return new Date(ms).toLocaleString();
+}
+/** "alice", or "helper on behalf of alice" for an agent's delegated work. */
+export function whoText(by: string | undefined, obo: string | undefined): string {
+  if (by === undefined) return 'the service';
+  return obo === undefined ? by : `${by} on behalf of ${obo}`;
+}
+
 /** A refusal as one readable sentence (the API's message starts with its code). */
 export function describe(err: unknown): string {
   if (err instanceof ApiError) return `${err.message}${err.message.startsWith(err.code) ? '' : ` (${err.code})`}`;

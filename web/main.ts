@@ -1,6 +1,6 @@
 /**
  * The mdvfs web UI: sign-in (and first-run bootstrap), the file tree, a CodeMirror editor with a
- * sanitised preview, search, commit, history with diffs, and live updates from `GET /events`.
+ * sanitised preview, search, commit, history (history.ts), and live updates from `GET /events`.
  * Everything goes through the same REST API as any other client, with the signed-in credentials.
  */
 import { EditorView, drawSelection, highlightActiveLine, keymap, lineNumbers } from '@codemirror/view';
@@ -10,7 +10,6 @@ import { highlightSelectionMatches, searchKeymap } from '@codemirror/search';
 import { markdown } from '@codemirror/lang-markdown';
 import MarkdownIt from 'markdown-it';
 import DOMPurify from 'dompurify';
-import { html as diffHtml } from 'diff2html';
 import {
   Api,
   ApiError,
@@ -18,7 +17,6 @@ import {
   loadSession,
   pathUrl,
   saveSession,
-  type Commit,
   type DirEntry,
   type FeedEvent,
   type GroupRecord,
@@ -28,8 +26,9 @@ import {
   type WhoAmI,
 } from './api.js';
 import { Live } from './live.js';
-import { $, ask, copyText, describe, el, input, show } from './dom.js';
+import { $, ago, ask, copyText, describe, el, input, show, whoText } from './dom.js';
 import { openAdmin, wireAdmin } from './admin.js';
+import { closeVersion, loadHistory, setHistoryPath, wireHistory } from './history.js';
 
 function join(dir: string, name: string): string {
   return dir === '/' ? `/${name}` : `${dir}/${name}`;
@@ -37,16 +36,6 @@ function join(dir: string, name: string): string {
 function dirname(p: string): string {
   const i = p.lastIndexOf('/');
   return i <= 0 ? '/' : p.slice(0, i);
-}
-function ago(ms: number): string {
-  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
-  if (s < 60) return `${s} s ago`;
-  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
-  return new Date(ms).toLocaleString();
-}
-function whoText(by: string | undefined, obo: string | undefined): string {
-  if (by === undefined) return 'the service';
-  return obo === undefined ? by : `${by} on behalf of ${obo}`;
 }
 /** "helper on behalf of alice, 2 s ago". */
 function attribution(ev: FeedEvent): string {
@@ -178,6 +167,7 @@ function dirItem(path: string, label: string): HTMLLIElement {
   li.dataset.path = path;
   li.setAttribute('role', 'treeitem');
   const name = el('span', 'name', label);
+  name.oncontextmenu = (e) => entryMenu(e, path, true);
   name.onclick = act(async () => {
     selectPath(path, true);
     if (expanded.has(path)) {
@@ -199,6 +189,7 @@ function fileItem(path: string, label: string): HTMLLIElement {
   li.dataset.path = path;
   li.setAttribute('role', 'treeitem');
   const name = el('span', 'name', label);
+  name.oncontextmenu = (e) => entryMenu(e, path, false);
   name.onclick = act(async () => {
     selectPath(path, false);
     await openFile(path);
@@ -301,6 +292,7 @@ function updateState(): void {
   $('file-path').textContent = open?.path ?? '';
   $('file-state').textContent = open === null ? '' : dirty() ? 'modified' : 'saved';
   ($('save') as HTMLButtonElement).disabled = open === null;
+  ($('file-history') as HTMLButtonElement).disabled = open === null;
   if (!$('preview').hidden) renderPreview();
 }
 function renderPreview(): void {
@@ -315,6 +307,7 @@ async function openFile(path: string, line?: number): Promise<void> {
   const t = await res.text();
   open = { path, etag: (res.headers.get('ETag') ?? '').replace(/"/g, ''), saved: t };
   setText(t);
+  closeVersion();
   show('conflict', false);
   // Who changed it last, if that was someone else while this page watched.
   const ev = lastChange.get(path);
@@ -563,36 +556,75 @@ async function commit(): Promise<void> {
   await loadStatus();
 }
 
-async function loadLog(): Promise<void> {
-  const { commits } = await api.json<{ commits: Commit[] }>('/vcs/log?limit=100');
-  const list = $('log');
-  list.replaceChildren();
-  if (commits.length === 0) list.append(el('li', 'empty', 'No commits yet'));
-  for (const c of commits) {
-    const li = el('li', 'commit');
-    li.append(
-      el('code', 'hash', c.hash.slice(0, 10)),
-      el('span', 'msg', c.message),
-      el('span', 'by', `${whoText(c.author, c.on_behalf_of)} · ${ago(c.timestamp * 1000)}`),
-    );
-    li.onclick = act(() => showDiff(c));
-    list.append(li);
+// ---------- history: entry points (the panel itself is history.ts) ----------
+
+/** Opens the History panel on one file's (or folder's) history. */
+function historyOf(path: string, dir: boolean): void {
+  setHistoryPath(path, dir);
+  tab('log');
+}
+
+/**
+ * After a restore of `path` (null: everything): the tree as it is now, the open file reloaded if the
+ * restore touched it (its unsaved edits were saved first), and a restored file opened unless the
+ * editor holds unsaved edits of another.
+ */
+async function restored(path: string | null, dir: boolean): Promise<void> {
+  await refreshAll();
+  const touched = open !== null && (path === null || open.path === path || (dir && open.path.startsWith(`${path}/`)));
+  let target: string | null = null;
+  if (touched) target = open!.path;
+  else if (path !== null && !dir && !dirty()) target = path;
+  if (target === null) return;
+  try {
+    if (target === path) await reveal(path, false);
+    await openFile(target);
+  } catch (err) {
+    // Restored to a commit without it: the file is gone now.
+    if (!(err instanceof ApiError && err.code === 'ENOENT')) throw err;
+    if (open?.path === target) {
+      open = null;
+      setText('');
+      updateState();
+    }
   }
 }
 
-async function showDiff(c: Commit): Promise<void> {
-  const box = $('diff');
-  if (c.parent === null) {
-    box.replaceChildren(el('p', 'empty', 'The first commit: no earlier version to compare with.'));
-    return;
-  }
-  const { diff, truncated } = await api.json<{ diff: string; truncated?: boolean }>(
-    `/vcs/diff?format=json&from=${encodeURIComponent(c.parent)}&to=${encodeURIComponent(c.hash)}`,
+/** The tree's context menu: what can be done with an entry, its history included. */
+function entryMenu(e: MouseEvent, path: string, dir: boolean): void {
+  e.preventDefault();
+  selectPath(path, dir);
+  const menu = $('entry-menu');
+  const items: [string, string, () => Promise<void> | void][] = [
+    ['history', 'History', () => historyOf(path, dir)],
+    ['rename', 'Rename or move…', rename],
+    ['delete', 'Delete…', remove],
+    ['properties', 'Properties…', properties],
+  ];
+  if (!dir) items.unshift(['open', 'Open', () => openFile(path)]);
+  menu.replaceChildren(
+    ...items.map(([id, label, run]) => {
+      const b = el('button', undefined, label);
+      b.type = 'button';
+      b.dataset.act = id;
+      b.setAttribute('role', 'menuitem');
+      b.onclick = act(async () => {
+        closeMenu();
+        await run();
+      });
+      return b;
+    }),
   );
-  box.innerHTML = DOMPurify.sanitize(
-    diffHtml(diff, { drawFileList: false, outputFormat: 'line-by-line', matching: 'lines' }),
-  );
-  if (truncated === true) box.prepend(el('p', 'more', 'The diff is cut: too many changes to show at once.'));
+  menu.hidden = false;
+  // CSSOM (not a style attribute), which the Content-Security-Policy allows.
+  const { innerWidth: w, innerHeight: h } = window;
+  const r = menu.getBoundingClientRect();
+  menu.style.left = `${Math.max(0, Math.min(e.clientX, w - r.width - 4))}px`;
+  menu.style.top = `${Math.max(0, Math.min(e.clientY, h - r.height - 4))}px`;
+  menu.querySelector('button')?.focus();
+}
+function closeMenu(): void {
+  $('entry-menu').hidden = true;
 }
 
 // ---------- live ----------
@@ -740,6 +772,14 @@ const SHORTCUTS: Shortcut[] = [
       else input('commit-message').focus();
     },
   },
+  {
+    key: 'Mod-Shift-h',
+    what: 'History of the open file (or of the selected entry)',
+    run: () => {
+      if (open !== null) historyOf(open.path, false);
+      else if (selected !== null) historyOf(selected.path, selected.dir);
+    },
+  },
   { key: 'Mod-/', plain: '?', what: 'Show these shortcuts', run: () => openHelp() },
 ];
 /** The editor's own keys, listed in the help. */
@@ -805,7 +845,7 @@ function tab(name: string): void {
   // Diffs need room: the history panel takes half the width.
   $('app').classList.toggle('wide-right', name === 'log');
   if (name === 'commit') act(loadStatus)();
-  if (name === 'log') act(loadLog)();
+  if (name === 'log') act(loadHistory)();
 }
 
 function wire(): void {
@@ -892,6 +932,25 @@ function wire(): void {
   $('admin-open').onclick = act(() => openAdmin(api));
   wireAdmin(api);
   $('save').onclick = act(save);
+  $('file-history').onclick = () => {
+    if (open !== null) historyOf(open.path, false);
+  };
+  wireHistory({
+    api,
+    md,
+    message,
+    act,
+    editing: () => (open === null ? null : { path: open.path, unsaved: dirty() }),
+    save: async () => {
+      await save();
+      return !dirty();
+    },
+    restored,
+  });
+  document.addEventListener('click', (e) => {
+    if (!$('entry-menu').contains(e.target as Node)) closeMenu();
+  });
+  window.addEventListener('blur', closeMenu);
   $('toggle-preview').onclick = () => {
     const p = $('preview');
     p.hidden = !p.hidden;
@@ -928,7 +987,10 @@ function wire(): void {
     if (s !== undefined) {
       e.preventDefault();
       s.run();
-    } else if (e.key === 'Escape') drawer(false);
+    } else if (e.key === 'Escape') {
+      closeMenu();
+      drawer(false);
+    }
   });
   $('help-open').onclick = openHelp;
   $('help-close').onclick = () => ($('help') as HTMLDialogElement).close();

@@ -2,7 +2,8 @@
 /**
  * The web UI in a real headless Chromium (Debian's `chromium`, driven by puppeteer-core; no browser
  * is downloaded): first-run bootstrap, sign-in, create/edit/save/preview, a conflicting save,
- * search, commit and a commit's diff, an agent's REST write appearing live and attributed, bob not
+ * search, commit and a commit's diff, an agent's REST write appearing live and attributed, a file's
+ * history (attributed commits, diffs, a version read and restored, revert to a commit), bob not
  * seeing alice's private files, a cross-origin page unable to drive the API, and no CSP violation.
  *
  * CHROMIUM_PATH names the browser (default /usr/bin/chromium). MDVFS_SCREENSHOTS=1 also writes the
@@ -262,7 +263,6 @@ t.test('commit shows the status first, then the log and a diff', async (t) => {
   await page.click('#log li.commit');
   await page.waitForSelector('#diff .d2h-file-wrapper');
   t.match(await textOf(page, '#diff'), /changed for the diff/);
-  await shot(page, 'history');
 });
 
 t.test('properties: chmod and chgrp where permitted, a refused chown shown as a readable message', async (t) => {
@@ -419,6 +419,212 @@ t.test(
   },
 );
 
+/** The History panel's rows, newest first: the message, who committed, who changed the path. */
+async function historyRows(p: Page, n: number): Promise<{ msg: string; by: string; attr: string }[]> {
+  await p.waitForFunction((k) => document.querySelectorAll('#log li.commit').length === k, {}, n);
+  return p.$$eval('#log li.commit', (ls) =>
+    ls.map((l) => ({
+      msg: l.querySelector('.msg')?.textContent ?? '',
+      by: l.querySelector('.by')?.textContent ?? '',
+      attr: l.querySelector('.attr')?.textContent ?? '',
+    })),
+  );
+}
+/** Clicks a button of the History panel's row whose message is `msg`. */
+async function rowButton(p: Page, msg: string, cls: string): Promise<void> {
+  await p.waitForFunction(
+    (m, c) => {
+      const li = [...document.querySelectorAll('#log li.commit')].find(
+        (l) => l.querySelector('.msg')?.textContent === m,
+      );
+      const b = li?.querySelector<HTMLElement>(`button.${c}, input.${c}`);
+      b?.click();
+      return b !== undefined && b !== null;
+    },
+    {},
+    msg,
+    cls,
+  );
+}
+/** Opens the tree's context menu on an entry and picks an item. */
+async function treeMenu(p: Page, path: string, item: string): Promise<void> {
+  await p.waitForFunction(
+    (s) => {
+      const e = document.querySelector<HTMLElement>(s);
+      if (e === null) return false;
+      const r = e.getBoundingClientRect();
+      e.dispatchEvent(new MouseEvent('contextmenu', { bubbles: true, cancelable: true, clientX: r.x, clientY: r.y }));
+      return true;
+    },
+    {},
+    `#tree li[data-path="${path}"] > .name`,
+  );
+  await p.waitForSelector('#entry-menu:not([hidden])');
+  await p.click(`#entry-menu button[data-act=${item}]`);
+  await p.waitForSelector('#entry-menu', { hidden: true });
+}
+
+t.test('per-file history: both commits attributed, diffs, a version read and restored in the editor', async (t) => {
+  const v1 = '# Plan\n\nfirst draft\n';
+  t.equal((await alice.put('/fs/hist.md', v1)).status, 200);
+  t.equal((await alice.post('/vcs/commit', { message: 'hist v1', paths: ['hist.md'] })).status, 200);
+  t.equal((await alice.put('/fs/hist.md', '# Plan\n\nsecond draft, much better\n')).status, 200);
+  t.equal((await alice.post('/vcs/commit', { message: 'hist v2', paths: ['hist.md'] })).status, 200);
+  // and a third edit, not committed: the working copy
+  t.equal((await alice.put('/fs/hist.md', '# Plan\n\nthird, not committed\n')).status, 200);
+  await clickTree(page, '/home/alice/hist.md');
+  await waitText(page, '#file-path', /^\/home\/alice\/hist\.md$/);
+  await page.waitForFunction(
+    "document.querySelector('#editor')?.shadowRoot?.querySelector('.cm-content')?.textContent?.includes('third, not committed')",
+  );
+  await page.click('#file-history');
+  t.equal(await waitText(page, '#log-title', /History of/), 'History of /home/alice/hist.md');
+  let rows = await historyRows(page, 2);
+  t.same(
+    rows.map((r) => r.msg),
+    ['hist v2', 'hist v1'],
+    'the commits of this file only, newest first',
+  );
+  t.match(rows[0]!.by, /^committed by alice · \d+ s ago$/);
+  t.equal(rows[0]!.attr, 'modified by alice', 'who changed the file in that commit');
+  t.equal(rows[1]!.attr, 'added by alice');
+  // what a commit changed, side by side, then unified
+  await rowButton(page, 'hist v2', 'changes');
+  await page.waitForSelector('#diff .d2h-file-side-diff');
+  t.match(await textOf(page, '#diff .diff-title'), /changes in \w+ \(hist v2\)/);
+  t.match(
+    await textOf(page, '#diff'),
+    /first draft[\s\S]*second draft, much better|second draft, much better[\s\S]*first draft/,
+  );
+  await page.click('#diff-format');
+  await page.waitForSelector('#diff .d2h-file-diff');
+  t.equal(await page.$('#diff .d2h-file-side-diff'), null, 'unified: one column');
+  t.match(await textOf(page, '#diff'), /second draft, much better/);
+  await page.click('#diff-format');
+  await page.waitForSelector('#diff .d2h-file-side-diff');
+  // a version against the working copy
+  await rowButton(page, 'hist v1', 'diff-now');
+  t.match(await waitText(page, '#diff .diff-title', /working copy/), /version \w+ → the working copy/);
+  t.match(await textOf(page, '#diff'), /third, not committed/);
+  // two versions
+  await rowButton(page, 'hist v1', 'tick');
+  t.equal(await page.$eval('#compare', (e) => (e as HTMLButtonElement).disabled), true, 'one ticked: no compare yet');
+  await rowButton(page, 'hist v2', 'tick');
+  await page.click('#compare');
+  await waitText(page, '#diff .diff-title', /version \w+ → version \w+$/);
+  const two = await textOf(page, '#diff');
+  t.match(two, /second draft, much better/);
+  t.notMatch(two, /third, not committed/, 'between the two versions, not the working copy');
+  // read the old version, with its preview
+  await rowButton(page, 'hist v1', 'view');
+  await page.waitForSelector('#version:not([hidden])');
+  t.ok(await page.$('#panes[hidden]'), 'in place of the editor');
+  t.match(await textOf(page, '#version-title'), /^\/home\/alice\/hist\.md at \w+ \(hist v1, .*\), read-only$/);
+  t.equal(await textOf(page, '#version-text'), v1, 'the text as it was');
+  t.equal(await textOf(page, '#version-preview h1'), 'Plan', 'and rendered');
+  await shot(page, 'version');
+  // restore it: a confirmation, then the editor shows the old text; nothing is lost
+  await page.click('#version-restore');
+  await page.waitForSelector('#ask[open]');
+  t.match(await textOf(page, '#ask-label'), /^Restore \/home\/alice\/hist\.md to its version of \w+ \(hist v1\)\?/);
+  await answer(page);
+  t.match(
+    await waitText(page, '#message', /Restored/),
+    /^Restored \/home\/alice\/hist\.md to \w+ \(commit \w+\); the changes before it are in \w+$/,
+  );
+  await page.waitForSelector('#panes:not([hidden])');
+  t.equal(await editorText(page), v1, 'the editor shows the old text');
+  t.equal(await textOf(page, '#file-state'), 'saved');
+  t.equal((await alice.get('/fs/hist.md')).text, v1, 'restored in the store');
+  rows = await historyRows(page, 4);
+  t.match(rows[0]!.msg, /^revert to \w+/, 'recorded as a commit');
+  t.match(rows[1]!.msg, /^save uncommitted changes before revert/, 'the uncommitted edit kept first');
+  // From the tree's context menu, and by keyboard
+  await clickTree(page, '/home/alice/note.md');
+  await waitText(page, '#file-path', /note\.md$/);
+  await page.click('.tab[data-tab=search]');
+  await treeMenu(page, '/home/alice/hist.md', 'history');
+  await waitText(page, '#log-title', /History of \/home\/alice\/hist\.md$/);
+  await historyRows(page, 4);
+  // restoring a file that is not open opens it, as restored
+  await rowButton(page, 'hist v2', 'restore');
+  await answer(page);
+  t.match(await waitText(page, '#message', /Restored/), /^Restored \/home\/alice\/hist\.md to \w+ \(commit \w+\)$/);
+  await waitText(page, '#file-path', /hist\.md$/);
+  t.equal(await editorText(page), '# Plan\n\nsecond draft, much better\n', 'the restored file is opened');
+  await historyRows(page, 5);
+  await clickTree(page, '/home/alice/note.md');
+  await waitText(page, '#file-path', /note\.md$/);
+  await page.keyboard.down('Control');
+  await page.keyboard.down('Shift');
+  await page.keyboard.press('H');
+  await page.keyboard.up('Shift');
+  await page.keyboard.up('Control');
+  await waitText(page, '#log-title', /History of \/home\/alice\/note\.md$/);
+  t.pass('Ctrl+Shift+H: the history of the open file');
+});
+
+t.test("an agent's work in the history: its own commit, and alice's commit of its change", async (t) => {
+  const helper = client(svc, { auth: 'User helper', onBehalfOf: 'alice' });
+  t.equal((await helper.put('/fs//tmp/agent-notes.md?mode=0666', 'by the agent\n')).status, 200);
+  t.equal((await helper.post('/vcs/commit', { message: 'agent notes', paths: ['/tmp/agent-notes.md'] })).status, 200);
+  t.equal((await helper.put('/fs//tmp/agent-notes.md', 'revised by the agent\n')).status, 200);
+  t.equal((await alice.post('/vcs/commit', { message: 'alice reviews', paths: ['/tmp/agent-notes.md'] })).status, 200);
+  await page.waitForSelector('#tree li[data-path="/tmp/agent-notes.md"]');
+  await treeMenu(page, '/tmp/agent-notes.md', 'history');
+  await waitText(page, '#log-title', /agent-notes\.md$/);
+  const rows = await historyRows(page, 2);
+  t.match(rows[1]!.by, /^committed by helper on behalf of alice · /, "the agent's own commit");
+  t.equal(rows[1]!.attr, 'added by helper on behalf of alice');
+  t.match(rows[0]!.by, /^committed by alice · /, 'alice commits what the agent changed');
+  t.equal(rows[0]!.attr, 'modified by helper on behalf of alice', 'and the agent stays visible');
+  await rowButton(page, 'alice reviews', 'changes');
+  await page.waitForSelector('#diff .d2h-file-side-diff');
+  t.match(await textOf(page, '#diff'), /revised by the agent/);
+  await shot(page, 'history');
+  // the whole log: a commit's changes, each attributed
+  await page.click('#log-all');
+  await waitText(page, '#log-title', /All commits/);
+  await page.waitForSelector('#log li.commit');
+  await page.$$eval('#log li.commit', (ls) =>
+    (ls.find((l) => l.querySelector('.msg')?.textContent === 'alice reviews') as HTMLElement).click(),
+  );
+  const detail = await waitText(page, '#commit-detail', /agent-notes/);
+  t.match(detail, /modified\/tmp\/agent-notes\.mdby helper on behalf of alice/);
+  await page.waitForSelector('#diff .d2h-file-wrapper');
+  t.match(await textOf(page, '#diff'), /revised by the agent/);
+});
+
+t.test('a refused restore is a readable message and changes nothing', async (t) => {
+  t.equal((await root.put('/fs//tmp/roots-notes.md', 'root one\n')).status, 200);
+  t.equal((await root.post('/vcs/commit', { message: 'roots one', paths: ['/tmp/roots-notes.md'] })).status, 200);
+  t.equal((await root.put('/fs//tmp/roots-notes.md', 'root two\n')).status, 200);
+  t.equal((await root.post('/vcs/commit', { message: 'roots two', paths: ['/tmp/roots-notes.md'] })).status, 200);
+  await page.waitForSelector('#tree li[data-path="/tmp/roots-notes.md"]');
+  await treeMenu(page, '/tmp/roots-notes.md', 'history');
+  await historyRows(page, 2);
+  await rowButton(page, 'roots one', 'restore');
+  await answer(page);
+  t.match(await waitText(page, '#message', /^E/), /^EACCES: .*roots-notes\.md/, 'the refusal, readable');
+  t.equal((await root.get('/fs//tmp/roots-notes.md')).text, 'root two\n', 'unchanged');
+  await historyRows(page, 2);
+});
+
+t.test("the file history is paged with the log's cursor", async (t) => {
+  for (let i = 1; i <= 27; i++) {
+    t.equal((await alice.put('/fs/paged.md', `version ${i}\n`)).status, 200);
+    t.equal((await alice.post('/vcs/commit', { message: `paged ${i}`, paths: ['paged.md'] })).status, 200);
+  }
+  await page.waitForSelector('#tree li[data-path="/home/alice/paged.md"]');
+  await treeMenu(page, '/home/alice/paged.md', 'history');
+  const first = await historyRows(page, 25);
+  t.equal(first[0]!.msg, 'paged 27');
+  await page.click('#log-more');
+  const all = await historyRows(page, 27);
+  t.equal(all[26]!.msg, 'paged 1', 'down to the first');
+  await page.waitForSelector('#log-more', { hidden: true });
+});
+
 t.test("bob sees none of alice's private files: tree, search, history, events", async (t) => {
   const bobPage = await newPage();
   await signIn(bobPage, 'bob');
@@ -436,6 +642,8 @@ t.test("bob sees none of alice's private files: tree, search, history, events", 
   await bobPage.waitForSelector('#log li');
   // (Her first commit also made /home/alice itself, a name bob may read in /home; the second only changed her note.)
   t.notMatch(await textOf(bobPage, '#log'), /second version/, 'not in history');
+  t.notMatch(await textOf(bobPage, '#log'), /hist v|revert to|paged/, "none of her note's commits");
+  t.match(await textOf(bobPage, '#log'), /agent notes/, 'a commit of a file he may read is listed');
   await bobPage.click('.tab[data-tab=activity]');
   await alice.put('/fs/private-plan.md', 'secret');
   await root.put('/fs//tmp/public-after.md', 'x');
@@ -703,6 +911,40 @@ t.test('a 390 px wide screen: the tree is a drawer, the editor takes the width',
   const header = await p.$eval('#top', (e) => ({ h: e.getBoundingClientRect().height, w: e.scrollWidth }));
   t.ok(header.w <= 390, 'the header fits');
   await shot(p, 'narrow');
+  await p.browserContext().close();
+});
+
+t.test('revert to a commit from the commit log, after a confirmation; the open file follows', async (t) => {
+  t.equal((await root.post('/admin/users', { name: 'dave', is_agent: false })).status, 200);
+  const dave = client(svc, { auth: 'User dave' });
+  t.equal((await dave.put('/fs/log.md', 'dave one\n')).status, 200);
+  t.equal((await dave.post('/vcs/commit', { message: 'dave one' })).status, 200);
+  t.equal((await dave.put('/fs/log.md', 'dave two\n')).status, 200);
+  t.equal((await dave.post('/vcs/commit', { message: 'dave two' })).status, 200);
+  const p = await newPage();
+  await signIn(p, 'dave');
+  await clickTree(p, '/home/dave/log.md');
+  await waitText(p, '#file-path', /log\.md$/);
+  t.equal(await editorText(p), 'dave two\n');
+  await p.click('.tab[data-tab=log]');
+  await waitText(p, '#log-title', /All commits/);
+  await p.waitForSelector('#log li.commit');
+  await p.$$eval('#log li.commit', (ls) =>
+    (ls.find((l) => l.querySelector('.msg')?.textContent === 'dave one') as HTMLElement).click(),
+  );
+  await waitText(p, '#commit-detail', /dave one/);
+  t.match(await textOf(p, '#commit-detail'), /\/home\/dave\/log\.mdby dave/, 'its changes, attributed');
+  await p.click('#commit-detail button.revert');
+  await p.waitForSelector('#ask[open]');
+  t.match(await textOf(p, '#ask-label'), /^Revert to \w+ \(dave one\)\?/);
+  await answer(p);
+  t.match(await waitText(p, '#message', /Reverted/), /^Reverted to \w+ \(commit \w+\)$/);
+  t.equal((await dave.get('/fs/log.md')).text, 'dave one\n', 'reverted');
+  await p.waitForFunction(
+    "document.querySelector('#editor')?.shadowRoot?.querySelector('.cm-content')?.textContent === 'dave one'",
+  );
+  t.pass('the open file shows it');
+  t.match(await waitText(p, '#log li.commit .msg', /^revert/), /^revert to \w+$/, 'recorded as a new commit');
   await p.browserContext().close();
 });
 
