@@ -336,12 +336,14 @@ export class Vfs {
       have = parts.length;
     } else {
       // The walk met a missing entry: every shorter prefix up to it resolves, every longer one is
-      // missing, so a binary search finds it in O(log n) walks instead of one walk per level.
+      // missing, so a binary search finds it in O(log n) walks instead of one walk per level. The
+      // prefixes are walked, not looked up: for a workspace caller they include the directories
+      // leading down to its workspace, which it may pass through but not be confined to.
       let lo = 0;
       let hi = parts.length - 1;
       while (lo < hi) {
         const mid = (lo + hi + 1) >> 1;
-        if (this.lookup(cred, prefix(mid), op, true) === undefined) hi = mid - 1;
+        if (walk(this.root, cred, prefix(mid), op, true) === undefined) hi = mid - 1;
         else lo = mid;
       }
       have = lo;
@@ -1027,7 +1029,7 @@ export class Vfs {
     this.checkNotJailRoot(cred, src, op, srcAbs);
     if (src.kind === 'directory') this.refuseInsideSelf(cred, src, splitParent(dstAbs).dir, op, dstAbs);
     const placing: Placing = { height: heightOf(src), oldDepth: depthOf(src) };
-    if (this.lookup(cred, splitParent(dstAbs).dir, op, true) === undefined) {
+    if (walk(this.root, cred, splitParent(dstAbs).dir, op, true) === undefined) {
       // Missing parents of dst will be created: check the source side first, so a refused move changes nothing.
       requireUnlink(cred, sdir, src, op, srcAbs);
       if (src.kind === 'directory') requireAccess(cred, src, W, op, srcAbs);
