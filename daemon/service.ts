@@ -5,6 +5,7 @@
  */
 import { VERSION } from './rpc/version.js';
 import { EventFeed, requestScope } from './events.js';
+import { McpSessions } from './mcp-sessions.js';
 import { VfsError, type WireError } from './errors.js';
 import {
   actor,
@@ -254,6 +255,9 @@ export class Service {
   /** The attributed, permission-filtered change feed (`events.subscribe`). */
   readonly events: EventFeed;
 
+  /** MCP over HTTP sessions, shared by every HTTP worker. */
+  readonly mcpSessions = new McpSessions();
+
   constructor(private readonly d: ServiceDeps) {
     this.events = new EventFeed(d.vfs, (creds) => this.authenticate(creds));
   }
@@ -460,6 +464,32 @@ export class Service {
       if (ctx.conn === undefined) return { unsubscribed: false };
       return { unsubscribed: this.events.unsubscribe(`${ctx.conn.id}:${p.sub}`) };
     },
+    'mcp.session.open': (p, { ctx, cred }) => ({
+      id: this.mcpSessions.open(ctx.creds, cred, p.address, p.limits),
+    }),
+    'mcp.session.get': (p, { ctx }) => {
+      const s = this.mcpSessions.get(ctx.creds, p.id);
+      return { id: s.id, subscriptions: this.mcpSessions.subscriptions(s) };
+    },
+    'mcp.session.stream': (p, { ctx }) => {
+      const s = this.mcpSessions.get(ctx.creds, p.id);
+      const conn = ctx.conn;
+      if (conn === undefined)
+        throw new VfsError('ENOTSUP', 'mcp session', undefined, 'event streams need a socket connection');
+      conn.onClose('mcp-streams', () => this.mcpSessions.dropConnection(conn.id));
+      return { streams: this.mcpSessions.stream(s, conn.id, p.open ? 1 : -1) };
+    },
+    'mcp.session.subscribe': (p, { ctx }) => ({
+      subscriptions: this.mcpSessions.subscribe(this.mcpSessions.get(ctx.creds, p.id), p.subscription),
+    }),
+    'mcp.session.unsubscribe': (p, { ctx }) => ({
+      subscriptions: this.mcpSessions.unsubscribe(this.mcpSessions.get(ctx.creds, p.id), p.uri),
+    }),
+    'mcp.session.close': (p, { ctx }) => {
+      this.mcpSessions.get(ctx.creds, p.id);
+      return { closed: this.mcpSessions.close(p.id) };
+    },
+    'mcp.session.match': (p) => this.mcpSessions.match(p.ids, p.paths),
     'sys.gc': () => {
       this.d.vcs.pruneTrees();
       this.d.vcs.dropOrphanTrees();
