@@ -65,20 +65,16 @@ function header(req: Request, name: string): string | undefined {
 
 /** A daemon refusal (bad credentials, unknown session, another identity's session, full server) as /mcp's answer. */
 function refusal(res: Response, err: VfsError): void {
-  switch (err.code) {
-    case 'ENOENT':
-      return rpcError(res, 404, RPC_SESSION_NOT_FOUND, 'Session not found', { code: 'ENOENT' });
-    case 'EBUSY':
-      res.set('Retry-After', '60');
-      return rpcError(res, 503, RPC_BUSY, err.message.replace(/^EBUSY: [^,]*, mcp session: /, ''), {
-        code: 'EBUSY',
-      });
-    default: {
-      const status = httpStatus(err.code);
-      const message = err.code === 'EPERM' ? err.message.replace(/^EPERM: [^,]*, mcp session: /, '') : err.message;
-      return rpcError(res, status, status === 401 ? RPC_UNAUTHORIZED : RPC_FORBIDDEN, message, { code: err.code });
-    }
+  // The daemon's detail without its code prefix (the code travels in error.data.code).
+  const detail = err.message.replace(/^E[A-Z0-9]+: /, '');
+  if (err.code === 'ENOENT') return rpcError(res, 404, RPC_SESSION_NOT_FOUND, 'Session not found', { code: 'ENOENT' });
+  if (err.code === 'EBUSY') {
+    res.set('Retry-After', '60');
+    return rpcError(res, 503, RPC_BUSY, detail, { code: 'EBUSY' });
   }
+  const status = httpStatus(err.code);
+  const message = err.code === 'EPERM' ? detail : err.message;
+  rpcError(res, status, status === 401 ? RPC_UNAUTHORIZED : RPC_FORBIDDEN, message, { code: err.code });
 }
 
 /**
