@@ -59,7 +59,7 @@ const require = createRequire(import.meta.url);
 const autocannon = require('autocannon') as Autocannon;
 
 const SIZE = 4096;
-const BODY = Buffer.alloc(SIZE, 'x');
+export const BODY = Buffer.alloc(SIZE, 'x');
 BODY.write('# bench\n');
 
 /** The baselines: the same two routes as our /fs/bench/*.md, from memory, no logging. */
@@ -124,7 +124,7 @@ async function startBaseline(name: keyof typeof BASELINE_SRC): Promise<{ port: n
 }
 
 /** A process and all its descendants (from /proc). */
-function processTree(pid: number): number[] {
+export function processTree(pid: number): number[] {
   const children = new Map<number, number[]>();
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
@@ -164,7 +164,7 @@ const TICK_S = (() => {
 })();
 
 /** User + system CPU seconds used so far by these processes (all threads). */
-function cpuSeconds(pids: number[]): number {
+export function cpuSeconds(pids: number[]): number {
   let ticks = 0;
   for (const pid of pids) {
     try {
@@ -178,7 +178,7 @@ function cpuSeconds(pids: number[]): number {
   return ticks * TICK_S;
 }
 
-function put(port: number, path: string, body: Buffer): Promise<number> {
+export function put(port: number, path: string, body: Buffer): Promise<number> {
   return new Promise((resolve, reject) => {
     const r = http.request(
       { host: '127.0.0.1', port, method: 'PUT', path, headers: { 'content-length': body.length }, agent: false },
@@ -192,19 +192,26 @@ function put(port: number, path: string, body: Buffer): Promise<number> {
   });
 }
 
-interface Measure {
+export interface Measure {
   rps: number;
   p99: number;
   /** Server-side CPU time per request (µs), all of the side's processes. */
   cpuUs: number;
+  /** Requests answered. */
+  total: number;
 }
 
-interface Side {
+export interface Side {
   port: number;
   pids: number[];
 }
 
-async function load({ port, pids }: Side, op: 'GET' | 'PUT', connections: number, duration: number): Promise<Measure> {
+export async function load(
+  { port, pids }: Side,
+  op: 'GET' | 'PUT',
+  connections: number,
+  duration: number,
+): Promise<Measure> {
   let i = 0;
   const request: AutocannonRequest =
     op === 'GET'
@@ -225,6 +232,7 @@ async function load({ port, pids }: Side, op: 'GET' | 'PUT', connections: number
     rps: r.requests.average,
     p99: r.latency.p99,
     cpuUs: r.requests.total > 0 ? (cpu / r.requests.total) * 1e6 : NaN,
+    total: r.requests.total,
   };
 }
 
@@ -238,7 +246,8 @@ export async function benchRest(opts: BenchOptions): Promise<BenchTable> {
   const sides = new Map<ServerName, Side>();
   let placement = 'not pinned (fewer than 2 CPUs or no taskset)';
   try {
-    const serve = await startServe(diskDir('mdvfs-bench-rest-'));
+    // One HTTP worker: this table compares one sidecar with one baseline process (bench/http-workers.ts scales them).
+    const serve = await startServe(diskDir('mdvfs-bench-rest-'), { SERVICE_HTTP_WORKERS: '1' });
     sides.set('mdvfs', { port: serve.port, pids: processTree(serve.proc.pid!) });
     for (const name of ['express', 'node:http'] as const) {
       const b = await startBaseline(name);

@@ -59,6 +59,14 @@ export const MODULES: ModuleSpec[] = [
     fullBudgetS: 600,
   },
   {
+    key: 'workers',
+    file: 'http-workers.ts',
+    export: 'benchWorkers',
+    title: 'HTTP workers: REST 4 KiB at c=32, 2 workers vs 1',
+    quickBudgetS: 25,
+    fullBudgetS: 300,
+  },
+  {
     key: 'scale',
     file: 'scale.ts',
     export: 'benchScale',

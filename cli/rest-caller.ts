@@ -361,6 +361,13 @@ export class RestCaller implements Caller {
       case 'sys.subscribe':
       case 'events.subscribe':
       case 'events.unsubscribe':
+      case 'mcp.session.open':
+      case 'mcp.session.get':
+      case 'mcp.session.stream':
+      case 'mcp.session.subscribe':
+      case 'mcp.session.unsubscribe':
+      case 'mcp.session.close':
+      case 'mcp.session.match':
       case 'fs.resolve':
       case 'fs.truncate':
       case 'fs.grantWrite':

@@ -125,6 +125,7 @@ function front(settings: HttpSettings, log: ((fields: Record<string, unknown>) =
       else log({ ...f });
     });
     res.setHeader('X-Content-Type-Options', 'nosniff');
+    if (workerHeader !== undefined) res.setHeader('X-Mdvfs-Worker', workerHeader);
     if (local) res.setHeader('Vary', 'Origin');
     const verdict = guard(req.headers, req.socket.localPort);
     if (!verdict.ok) {
@@ -147,6 +148,12 @@ function front(settings: HttpSettings, log: ((fields: Record<string, unknown>) =
     next();
   };
 }
+
+/**
+ * Tests only (MDVFS_TEST_WORKER_HEADER=1, an internal variable, not a setting): every answer names
+ * the worker process that served it, so a test can tell that requests were spread over the workers.
+ */
+const workerHeader = process.env.MDVFS_TEST_WORKER_HEADER === '1' ? String(process.pid) : undefined;
 
 /** 403 from the browser guard: REST's `{error, code}`, or a JSON-RPC error on /mcp. */
 function refuse(req: Request, res: Response, message: string): void {

@@ -1,5 +1,6 @@
 /**
- * `mdvfs http`: the HTTP sidecar (REST + MCP) for the daemon of SERVICE_DATA_DIR.
+ * `mdvfs http`: the HTTP sidecar (REST + MCP) for the daemon of SERVICE_DATA_DIR; `mdvfs serve`
+ * runs SERVICE_HTTP_WORKERS of them as node:cluster workers sharing one listen address.
  * Standalone it starts a background daemon when none runs; under `mdvfs serve` (an IPC channel
  * to the parent) it only connects, because serve owns the daemon. If the daemon connection closes
  * the sidecar exits non-zero, and serve restarts it.
@@ -100,7 +101,9 @@ export async function runHttp(): Promise<void> {
     }, 2000).unref();
   };
   process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  // Under serve a terminal's Ctrl-C reaches the workers too (they share serve's process group):
+  // serve stops them in order (SIGTERM), so they wait for that.
+  process.on('SIGINT', underServe ? () => undefined : stop);
   // Under serve: if serve itself dies (even by SIGKILL), the IPC channel closes and we stop too.
   if (underServe) process.on('disconnect', stop);
 }

@@ -1,12 +1,13 @@
 /**
- * `mdvfs serve` (and `npm start`): the daemon and the HTTP sidecar as two processes.
- * The sidecar is restarted whenever it dies; the daemon too (the sidecar then reconnects), whoever
+ * `mdvfs serve` (and `npm start`): the daemon and SERVICE_HTTP_WORKERS HTTP sidecar processes (the
+ * workers, node:cluster children sharing the listen address). A worker is restarted whenever it dies; the daemon too (the sidecar then reconnects), whoever
  * started it: a daemon found running (started in the background by the CLI, say) is held by this
  * serve (`sys.hold`) and replaced by one of ours when it dies. A data dir another live serve holds
  * is refused at once (one line naming it and that serve's pid, exit 1).
- * SIGINT/SIGTERM stop the sidecar first, then the daemon (which flushes on SIGTERM), then exit 0.
+ * SIGINT/SIGTERM stop the workers first, then the daemon (which flushes on SIGTERM), then exit 0.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import cluster, { type Worker } from 'node:cluster';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { existsSync } from 'node:fs';
@@ -82,7 +83,6 @@ export async function runServe(): Promise<void> {
   let stopping = false;
   let daemon: ChildProcess | null = null;
   let daemonExit: number | null = null;
-  let sidecar: ChildProcess | null = null;
   let announced = false;
   const daemonStarts: number[] = [];
 
@@ -165,51 +165,76 @@ export async function runServe(): Promise<void> {
     }
   };
 
+  // The HTTP workers (SERVICE_HTTP_WORKERS), node:cluster children of this process sharing the listen
+  // address. Each worker is its own `mdvfs http` with its own daemon connection; one that dies is
+  // restarted. SCHED_NONE: the workers accept from the one shared listening socket themselves. With
+  // the default round robin this process accepts and hands each connection over, and a connection
+  // handed to a worker that dies meanwhile stays open here with nobody to answer it (the client
+  // waits for its own timeout); with SCHED_NONE a dead worker takes only what it had accepted.
+  cluster.schedulingPolicy = cluster.SCHED_NONE;
+  cluster.setupPrimary({
+    exec: cli,
+    args: ['http'],
+    execArgv: [...process.execArgv],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const workers: (Worker | null)[] = Array.from({ length: settings.workers }, () => null);
+  const backoff: number[] = workers.map(() => 200);
   let sidecarStarted = false;
-  let sidecarBackoff = 200;
   let failedBeforeListening = 0;
-  const startSidecar = (): void => {
+  // The address workers ask the cluster for. They must all ask for the same one while any of them
+  // lives (the cluster shares one listening socket per address); once port 0 got a port, workers
+  // started after all others died ask for that port, so the service comes back where it was.
+  let listenAsked = listen;
+  const alive = (): number => workers.filter((w) => w !== null).length;
+  const startWorker = (slot: number): void => {
     const started = Date.now();
-    const child = spawn(process.execPath, [...process.execArgv, cli, 'http'], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      env: { ...env, SERVICE_LISTEN: formatListen(listen) },
-      detached: true,
-    });
-    sidecar = child;
-    child.on('message', (m: ListeningMessage) => {
+    if (alive() === 0) listenAsked = listen;
+    const worker = cluster.fork({ ...env, SERVICE_LISTEN: formatListen(listenAsked) });
+    workers[slot] = worker;
+    worker.on('message', (m: ListeningMessage) => {
       if (m?.type !== 'listening') return;
-      // Keep the port we got (port 0 asks for a free one) so a restarted sidecar comes back on it.
+      // Keep the port we got (port 0 asks for a free one) so a restarted worker comes back on it.
       listen = { host: m.host, port: m.port };
       if (!announced) {
         announced = true;
-        say(`listening on http://${formatListen(listen)} (data: ${dataDir})`);
+        say(
+          `listening on http://${formatListen(listen)} (data: ${dataDir}${settings.workers > 1 ? `, ${settings.workers} http workers` : ''})`,
+        );
       }
     });
-    child.once('exit', (code, signal) => {
-      if (stopping || sidecar !== child) return;
-      sidecar = null;
-      // A sidecar that never got to listen (port taken, bad address) will not do better next time.
+    worker.once('exit', (code, signal) => {
+      if (stopping || workers[slot] !== worker) return;
+      workers[slot] = null;
+      // A worker that never got to listen (port taken, bad address) will not do better next time.
       if (!announced && ++failedBeforeListening >= 3) {
         say(`the http sidecar could not start (${signal ?? code}, 3 times); stopping`);
         void shutdown(1);
         return;
       }
-      sidecarBackoff = Date.now() - started > 10_000 ? 200 : Math.min(sidecarBackoff * 2, 5000);
-      say(`http sidecar exited (${signal ?? code}); restarting in ${sidecarBackoff} ms`);
+      const wait = (backoff[slot] = Date.now() - started > 10_000 ? 200 : Math.min((backoff[slot] ?? 200) * 2, 5000));
+      say(
+        `http ${settings.workers > 1 ? `worker ${slot + 1}` : 'sidecar'} exited (${signal ?? code}); restarting in ${wait} ms`,
+      );
       setTimeout(() => {
-        if (!stopping) startSidecar();
-      }, sidecarBackoff);
+        if (!stopping) startWorker(slot);
+      }, wait);
     });
+  };
+  const startSidecar = (): void => {
+    for (let slot = 0; slot < workers.length; slot++) startWorker(slot);
   };
 
   const shutdown = async (exitCode: number): Promise<void> => {
     if (stopping) return;
     stopping = true;
-    const s = sidecar;
-    if (s) {
-      s.kill('SIGTERM');
-      await waitExit(s, 5000);
-    }
+    await Promise.all(
+      workers.map((w) => {
+        if (w === null) return;
+        w.process.kill('SIGTERM');
+        return waitExit(w.process, 5000);
+      }),
+    );
     const d = daemon;
     if (d) {
       d.kill('SIGTERM');

@@ -4,18 +4,21 @@
  * and Origin checks, http/browser-guard.ts), which covers /mcp as every other route.
  *
  * - Every request carries its own credentials (`Authorization`, `X-Service-Workspace`,
- *   `X-Service-On-Behalf-Of`) and is authenticated by the daemon (`auth.whoami`, origin remote,
- *   with this server's policy, so the anonymous rules are REST's).
- * - `initialize` without `Mcp-Session-Id` starts a session bound to the identity that created it;
- *   any later request on it must present the very same credentials (else 403), so a leaked
- *   session id is useless with someone else's credentials, and vice versa.
- * - Sessions are capped per client (its credentials; anonymous callers per address): a client over
- *   its cap loses its own least recently used session, never another client's. When the server's
- *   cap is reached, new sessions are refused (503) rather than evicting anyone.
+ *   `X-Service-On-Behalf-Of`) and is authenticated by the daemon (origin remote, with this
+ *   server's policy, so the anonymous rules are REST's).
+ * - Sessions live in the daemon (`mcp.session.*`, daemon/mcp-sessions.ts), not in this process:
+ *   with several HTTP workers (SERVICE_HTTP_WORKERS) any request of a session, and its event
+ *   stream, may land on any worker. `initialize` without `Mcp-Session-Id` opens a session bound to
+ *   the identity that created it; any later request on it must present the very same credentials
+ *   (else 403), so a leaked session id is useless with someone else's credentials, and vice versa.
+ *   The daemon enforces the caps (per client: its own least recently used session makes way; in
+ *   all: new sessions are refused, 503) and the idle expiry.
+ * - A request on a known session is served by a server and transport made for that request (the
+ *   session's state is the daemon's: identity and subscriptions); a GET opens the session's event
+ *   stream on this worker, which sends it the session's resource notifications (`EventStreams`).
  * - Any other POST without `Mcp-Session-Id` is served statelessly (a fresh server per request,
  *   JSON response).
  */
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import express, { type Express, type Request, type Response } from 'express';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -24,10 +27,11 @@ import type { Caller, DaemonClient } from '../daemon/rpc/client.js';
 import { defaultDataDir } from '../daemon/rpc/connect.js';
 import { DaemonLink } from '../daemon/rpc/link.js';
 import { credsFromHeaders } from '../daemon/rpc/credentials.js';
-import type { AuthPolicy, Creds, WhoAmI } from '../daemon/rpc/protocol.js';
+import { affects } from '../daemon/rpc/affects.js';
+import type { AuthPolicy, ChangeEvent } from '../daemon/rpc/protocol.js';
 import type { McpSessionSettings } from '../daemon/rpc/settings.js';
 import { VfsError, httpStatus } from '../daemon/errors.js';
-import { ChangeFeed } from './resources.js';
+import { ChangeFeed, visibleChange, type SubscriptionStore } from './resources.js';
 import { createMcpServer } from './server.js';
 
 export interface McpHttpOptions {
@@ -39,19 +43,6 @@ export interface McpHttpOptions {
   maxFileSize: number;
   /** The daemon's data dir, for the dedicated change-event connection (default SERVICE_DATA_DIR). */
   dataDir?: string;
-}
-
-interface Session {
-  id: string;
-  transport: StreamableHTTPServerTransport;
-  server: McpServer;
-  fingerprint: Buffer;
-  /** Whose cap this session counts against (see clientKey). */
-  client: string;
-  lastSeen: number;
-  openStreams: number;
-  /** False while its initialize request is still being answered: never evicted mid-answer. */
-  settled: boolean;
 }
 
 // JSON-RPC error codes for transport-level refusals (the spec leaves -32000..-32099 to servers).
@@ -72,21 +63,18 @@ function header(req: Request, name: string): string | undefined {
   return v ? v : undefined;
 }
 
-/** Security: a digest of the raw credentials, so sessions never keep a second copy of a token to compare. */
-function fingerprint(c: Creds): Buffer {
-  return createHash('sha256')
-    .update(JSON.stringify([c.authorization ?? null, c.workspace ?? null, c.onBehalfOf ?? null]))
-    .digest();
-}
-
-/**
- * Whose session cap a new session counts against: the authenticated identity (user, delegate,
- * workspace), so spelling the same credentials differently does not buy more sessions; anonymous
- * callers (who all share the empty credentials) count per address.
- */
-function clientKey(c: Creds, me: WhoAmI, req: Request): string {
-  if (c.authorization === undefined) return `anon:${req.socket.remoteAddress ?? ''}`;
-  return JSON.stringify([me.uid, me.on_behalf_of ?? null, me.workspace?.id ?? null]);
+/** A daemon refusal (bad credentials, unknown session, another identity's session, full server) as /mcp's answer. */
+function refusal(res: Response, err: VfsError): void {
+  // The daemon's detail without its code prefix (the code travels in error.data.code).
+  const detail = err.message.replace(/^E[A-Z0-9]+: /, '');
+  if (err.code === 'ENOENT') return rpcError(res, 404, RPC_SESSION_NOT_FOUND, 'Session not found', { code: 'ENOENT' });
+  if (err.code === 'EBUSY') {
+    res.set('Retry-After', '60');
+    return rpcError(res, 503, RPC_BUSY, detail, { code: 'EBUSY' });
+  }
+  const status = httpStatus(err.code);
+  const message = err.code === 'EPERM' ? detail : err.message;
+  rpcError(res, status, status === 401 ? RPC_UNAUTHORIZED : RPC_FORBIDDEN, message, { code: err.code });
 }
 
 /**
@@ -98,64 +86,102 @@ function mcpBodyMax(maxFileSize: number): number {
   return Math.min(maxFileSize * 2 + 1024 * 1024, 64 * 1024 * 1024);
 }
 
+/** The session's subscriptions, kept in the daemon under the session's own credentials. */
+function daemonSubscriptions(caller: Caller, id: string): SubscriptionStore {
+  return {
+    add: async (subscription) => {
+      await caller.call('mcp.session.subscribe', { id, subscription });
+    },
+    remove: async (uri) => {
+      await caller.call('mcp.session.unsubscribe', { id, uri });
+    },
+  };
+}
+
+interface OpenStream {
+  server: McpServer;
+  caller: Caller;
+  res: Response;
+}
+
+/**
+ * The event streams (GET /mcp) this worker serves. On a change event it asks the daemon which
+ * subscriptions of those sessions the change may affect (one call per event, whoever subscribed on
+ * whichever worker), checks with each subscriber's credentials that it may see the change, and
+ * sends `notifications/resources/updated` on the stream. A stream whose session is gone is ended.
+ */
+class EventStreams {
+  private readonly open = new Map<string, Set<OpenStream>>();
+  private listening: Promise<() => void> | null = null;
+
+  constructor(
+    private readonly client: DaemonClient,
+    private readonly feed: ChangeFeed,
+  ) {}
+
+  async add(id: string, s: OpenStream): Promise<void> {
+    let set = this.open.get(id);
+    if (set === undefined) this.open.set(id, (set = new Set()));
+    set.add(s);
+    this.listening ??= this.feed.listen((e) => this.onChange(e));
+    try {
+      await this.listening;
+    } catch (err) {
+      this.listening = null;
+      throw err;
+    }
+  }
+
+  remove(id: string, s: OpenStream): void {
+    const set = this.open.get(id);
+    set?.delete(s);
+    if (set?.size === 0) this.open.delete(id);
+    if (this.open.size === 0 && this.listening !== null) {
+      void this.listening.then(
+        (stop) => stop(),
+        () => undefined,
+      );
+      this.listening = null;
+    }
+  }
+
+  /** Ends this worker's streams of a closed session. */
+  end(id: string): void {
+    for (const s of this.open.get(id) ?? []) s.res.end();
+  }
+
+  private onChange(e: ChangeEvent): void {
+    const ids = [...this.open.keys()];
+    if (ids.length === 0) return;
+    this.client.call('mcp.session.match', { ids, paths: e.paths }).then(
+      ({ matches, gone }) => {
+        for (const id of gone) this.end(id);
+        for (const { id, subscription } of matches) {
+          const relevant = e.paths.filter((p) => affects(p, subscription.global));
+          for (const s of this.open.get(id) ?? []) {
+            void visibleChange(s.caller, subscription, relevant).then((visible) => {
+              if (visible && s.server.isConnected())
+                s.server.server.sendResourceUpdated({ uri: subscription.uri }).catch(() => undefined);
+            });
+          }
+        }
+      },
+      (err: unknown) => {
+        process.stderr.write(
+          `mdvfs http: resource notifications: ${err instanceof Error ? err.message : String(err)}\n`,
+        );
+      },
+    );
+  }
+}
+
 export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOptions): void {
-  const sessions = new Map<string, Session>();
-  const byClient = new Map<string, Set<Session>>();
-  let initializing = 0;
-  const { idleMs, maxSessions, maxSessionsPerClient } = opts.sessions;
+  const limits = opts.sessions;
   const dataDir = opts.dataDir ?? defaultDataDir();
   // Change events for resource subscriptions arrive on their own connection, opened on first use.
   const feed = new ChangeFeed(new DaemonLink(dataDir, {}, { name: 'mdvfs serve', spawn: false }));
+  const streams = new EventStreams(client, feed);
   const json = express.json({ limit: mcpBodyMax(opts.maxFileSize) });
-
-  const closeSession = (s: Session): void => {
-    sessions.delete(s.id);
-    const mine = byClient.get(s.client);
-    mine?.delete(s);
-    if (mine?.size === 0) byClient.delete(s.client);
-    void s.transport.close().catch(() => undefined);
-    void s.server.close().catch(() => undefined);
-  };
-
-  /**
-   * Security: a client over its cap loses its own least recently used sessions (idle ones first),
-   * never another client's. Sessions still answering their initialize are spared (the cap is
-   * enforced again when they settle).
-   */
-  const enforceClientCap = (key: string, keep?: Session): void => {
-    const mine = byClient.get(key);
-    while (mine !== undefined && mine.size > maxSessionsPerClient) {
-      let victim: Session | undefined;
-      for (const o of mine) {
-        if (o === keep || !o.settled) continue;
-        if (
-          !victim ||
-          (o.openStreams === 0 && victim.openStreams > 0) ||
-          (o.openStreams === victim.openStreams && o.lastSeen < victim.lastSeen)
-        )
-          victim = o;
-      }
-      if (victim === undefined) break;
-      closeSession(victim);
-    }
-  };
-
-  const addSession = (s: Session): void => {
-    sessions.set(s.id, s);
-    let mine = byClient.get(s.client);
-    if (mine === undefined) byClient.set(s.client, (mine = new Set()));
-    mine.add(s);
-    enforceClientCap(s.client, s);
-  };
-
-  const sweep = setInterval(
-    () => {
-      const now = Date.now();
-      for (const s of sessions.values()) if (s.openStreams === 0 && now - s.lastSeen > idleMs) closeSession(s);
-    },
-    Math.min(60_000, Math.max(1000, idleMs / 2)),
-  );
-  sweep.unref();
 
   const router = express.Router();
   router.use('/mcp', (req, res, next) => {
@@ -171,6 +197,7 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
     try {
       await handle(req, res);
     } catch (err) {
+      if (err instanceof VfsError) return refusal(res, err);
       process.stderr.write(
         `mdvfs http: /mcp ${req.method} failed: ${err instanceof Error ? err.message : String(err)}\n`,
       );
@@ -178,6 +205,21 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
     }
   });
   app.use(router);
+
+  /** Runs `server` on `transport` for this one request, and lets both go when the response ends. */
+  async function serveOnce(
+    server: McpServer,
+    transport: StreamableHTTPServerTransport,
+    req: Request,
+    res: Response,
+  ): Promise<void> {
+    res.on('close', () => {
+      void transport.close().catch(() => undefined);
+      void server.close().catch(() => undefined);
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req, res, req.body);
+  }
 
   async function handle(req: Request, res: Response): Promise<void> {
     if (req.method === 'OPTIONS') {
@@ -189,43 +231,38 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
       return rpcError(res, 405, -32000, 'Method not allowed', { code: 'EMETHOD' });
     }
 
-    // Authenticate this very request; the daemon applies this server's SERVICE_ANONYMOUS / SERVICE_USER_AUTH.
+    // Every request is authenticated by the daemon; it applies this server's SERVICE_ANONYMOUS / SERVICE_USER_AUTH.
     const creds = credsFromHeaders((name) => req.get(name), opts.policy);
-    const fp = fingerprint(creds);
     const caller: Caller = client.as(creds);
-    let me: WhoAmI;
-    try {
-      me = await caller.call('auth.whoami', {});
-    } catch (err) {
-      if (!(err instanceof VfsError)) throw err;
-      const status = httpStatus(err.code);
-      return rpcError(res, status, status === 401 ? RPC_UNAUTHORIZED : RPC_FORBIDDEN, err.message, { code: err.code });
-    }
 
     const sid = header(req, 'mcp-session-id');
     if (sid !== undefined) {
-      const s = sessions.get(sid);
-      if (!s) return rpcError(res, 404, RPC_SESSION_NOT_FOUND, 'Session not found', { code: 'ENOENT' });
-      // Security: the credential-switch attack. The session acts with its creator's identity, so
-      // a request presenting other credentials must not ride on it.
-      if (!timingSafeEqual(s.fingerprint, fp)) {
-        return rpcError(
-          res,
-          403,
-          RPC_FORBIDDEN,
-          'This session belongs to another identity; start a new session with these credentials',
-          { code: 'EPERM' },
-        );
+      // Authenticates the caller, then checks the session is theirs (401/403, 404, 403 in that order).
+      await caller.call('mcp.session.get', { id: sid });
+      if (req.method === 'DELETE') {
+        await caller.call('mcp.session.close', { id: sid });
+        streams.end(sid);
+        res.status(200).end();
+        return;
       }
-      s.lastSeen = Date.now();
+      const server = createMcpServer({ callerFor: () => caller, store: daemonSubscriptions(caller, sid) });
       if (req.method === 'GET') {
-        s.openStreams++;
+        // The session's event stream, on whichever worker the GET landed.
+        const transport = new StreamableHTTPServerTransport({}); // the session is the daemon's: no id checks here
+        const open: OpenStream = { server, caller, res };
+        // Counted in the daemon (a session with an open stream never idles out, and is evicted last);
+        // both calls go on this worker's one connection, so the daemon sees them in this order.
+        const opened = caller.call('mcp.session.stream', { id: sid, open: true });
         res.on('close', () => {
-          s.openStreams--;
-          s.lastSeen = Date.now();
+          streams.remove(sid, open);
+          void opened.then(() => caller.call('mcp.session.stream', { id: sid, open: false })).catch(() => undefined);
         });
+        await opened;
+        await streams.add(sid, open);
+        await serveOnce(server, transport, req, res);
+        return;
       }
-      await s.transport.handleRequest(req, res, req.body);
+      await serveOnce(server, new StreamableHTTPServerTransport({ enableJsonResponse: true }), req, res);
       return;
     }
 
@@ -243,65 +280,24 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
       return rpcError(res, 400, -32000, 'Bad request: Mcp-Session-Id header required', { code: 'EINVAL' });
 
     if (isInitializeRequest(req.body)) {
-      const key = clientKey(creds, me, req);
-      // Security: a full server refuses new sessions instead of evicting other clients' sessions.
-      // A client already at its own cap may still start one (it replaces its own oldest).
-      if (sessions.size + initializing >= maxSessions && (byClient.get(key)?.size ?? 0) < maxSessionsPerClient) {
-        res.set('Retry-After', '60');
-        return rpcError(
-          res,
-          503,
-          RPC_BUSY,
-          `Too many MCP sessions on this server (SERVICE_MCP_MAX_SESSIONS=${maxSessions}); close unused sessions (DELETE /mcp) or retry later`,
-          { code: 'EBUSY' },
-        );
-      }
-      const server = createMcpServer({ callerFor: () => caller, feed });
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => {
-          addSession({
-            id,
-            transport,
-            server,
-            fingerprint: fp,
-            client: key,
-            lastSeen: Date.now(),
-            openStreams: 0,
-            settled: false,
-          });
-        },
+      const { id } = await caller.call('mcp.session.open', {
+        address: req.socket.remoteAddress ?? '',
+        limits,
       });
-      transport.onclose = () => {
-        const id = transport.sessionId;
-        const s = id === undefined ? undefined : sessions.get(id);
-        if (s?.transport === transport) closeSession(s);
-      };
-      initializing++;
+      const server = createMcpServer({ callerFor: () => caller, store: daemonSubscriptions(caller, id) });
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id });
       try {
-        await server.connect(transport);
-        await transport.handleRequest(req, res, req.body);
+        await serveOnce(server, transport, req, res);
       } finally {
-        initializing--;
-        const s = transport.sessionId === undefined ? undefined : sessions.get(transport.sessionId);
-        if (s?.transport === transport) {
-          s.settled = true;
-          s.lastSeen = Date.now();
-          enforceClientCap(key, s);
-        }
+        // An initialize that was refused (bad params, unsupported version) leaves no session behind.
+        if (transport.sessionId === undefined) void caller.call('mcp.session.close', { id }).catch(() => undefined);
       }
-      if (transport.sessionId === undefined) void server.close().catch(() => undefined);
       return;
     }
 
-    // Stateless: a fresh server and transport for this one request.
+    // Stateless: a fresh server and transport for this one request, after authenticating it.
+    await caller.call('auth.whoami', {});
     const server = createMcpServer({ callerFor: () => caller });
-    const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true }); // no sessionIdGenerator: stateless
-    res.on('close', () => {
-      void transport.close().catch(() => undefined);
-      void server.close().catch(() => undefined);
-    });
-    await server.connect(transport);
-    await transport.handleRequest(req, res, req.body);
+    await serveOnce(server, new StreamableHTTPServerTransport({ enableJsonResponse: true }), req, res); // no sessionIdGenerator: stateless
   }
 }

@@ -8,7 +8,9 @@
  *
  * Subscriptions: the daemon pushes change events (absolute paths) on one dedicated connection
  * (`ChangeFeed`); each subscription re-checks with its subscriber's credentials that the file may
- * still be read before `notifications/resources/updated` is sent.
+ * still be read (`visibleChange`) before `notifications/resources/updated` is sent. Over stdio the
+ * server keeps its subscriptions; over HTTP they are kept in the daemon (`SubscriptionStore`) and
+ * the worker serving the session's event stream notifies (mcp/http.ts).
  */
 import path from 'node:path/posix';
 import { mcpMaxResourcesFromEnv } from '../daemon/rpc/settings.js';
@@ -26,7 +28,8 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Caller } from '../daemon/rpc/client.js';
 import type { DaemonLink } from '../daemon/rpc/link.js';
-import type { ChangeEvent } from '../daemon/rpc/protocol.js';
+import type { ChangeEvent, McpSubscription } from '../daemon/rpc/protocol.js';
+import { affects } from '../daemon/rpc/affects.js';
 import { VfsError, toWireError } from '../daemon/errors.js';
 import { ANSWER_MAX } from '../daemon/rpc/protocol.js';
 import { decodeContent, type CallerFor } from './tools.js';
@@ -112,24 +115,21 @@ export class ChangeFeed {
 
 // ---------- registration ----------
 
-interface Subscription {
-  caller: Caller;
-  /** The path as the subscriber names it (workspace-relative inside a workspace). */
-  path: string;
-  /** The same path in the daemon's global namespace, as change events carry it. */
-  global: string;
-}
-
-/** Does a change at `changed` affect `watched`? (itself, something inside it, or an ancestor moved or deleted) */
-function affects(changed: string, watched: string): boolean {
-  if (changed === watched) return true;
-  if (changed === '/' || watched === '/') return true;
-  return watched.startsWith(`${changed}/`) || changed.startsWith(`${watched}/`);
+/**
+ * Where a session's subscriptions are kept when they are not this server's own: MCP over HTTP keeps
+ * them in the daemon (every worker serves every session), and the worker serving the session's
+ * event stream sends the notifications (mcp/http.ts).
+ */
+export interface SubscriptionStore {
+  add(sub: McpSubscription): Promise<void>;
+  remove(uri: string): Promise<void>;
 }
 
 export interface ResourceOptions {
-  /** Change events for subscriptions; without it the server does not offer `subscribe`. */
+  /** Change events for subscriptions kept by this server (stdio). */
   feed?: ChangeFeed;
+  /** Subscriptions kept elsewhere (MCP over HTTP); with neither, the server does not offer `subscribe`. */
+  store?: SubscriptionStore;
   /** Most resources one resources/list page returns (default 200). */
   pageSize?: number;
   /** Most files resources/list walks in total (default SERVICE_MCP_MAX_RESOURCES or 5000). */
@@ -144,7 +144,9 @@ export function registerResources(server: McpServer, callerFor: CallerFor, opts:
   const low = server.server;
   const pageSize = opts.pageSize ?? 200;
   const maxResources = opts.maxResources ?? mcpMaxResourcesFromEnv();
-  low.registerCapabilities({ resources: { subscribe: opts.feed !== undefined, listChanged: false } });
+  low.registerCapabilities({
+    resources: { subscribe: opts.feed !== undefined || opts.store !== undefined, listChanged: false },
+  });
 
   low.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
     resourceTemplates: [
@@ -222,9 +224,10 @@ export function registerResources(server: McpServer, callerFor: CallerFor, opts:
   });
 
   const feed = opts.feed;
-  if (!feed) return;
+  const store = opts.store;
+  if (feed === undefined && store === undefined) return;
 
-  const subs = new Map<string, Subscription>();
+  const subs = new Map<string, McpSubscription & { caller: Caller }>();
   let listening: Promise<() => void> | null = null;
   let workspaceRoot: Promise<string | null> | null = null;
 
@@ -232,38 +235,10 @@ export function registerResources(server: McpServer, callerFor: CallerFor, opts:
     for (const [uri, s] of subs) {
       const relevant = e.paths.filter((p) => affects(p, s.global));
       if (relevant.length === 0) continue;
-      void visibleChange(s, relevant).then((visible) => {
+      void visibleChange(s.caller, s, relevant).then((visible) => {
         if (visible) notify(uri);
       });
     }
-  };
-  /**
-   * Security: whether the subscriber may see any of these changes now, checked with its own
-   * credentials (delegation and workspace included; permissions may have changed since it
-   * subscribed). A change to the watched path or one of its ancestors counts if the watched path
-   * may still be read, or is gone (the subscriber can observe the deletion itself). A change below
-   * it counts only if the changed path may be read, or if it is gone or unreadable but its parent
-   * directory may be read (the entry's appearance, removal or size shows in that listing anyway):
-   * changes inside a private directory below a readable folder are never reported.
-   */
-  const visibleChange = async (s: Subscription, changed: string[]): Promise<boolean> => {
-    const may = async (p: string, gone: boolean): Promise<boolean> => {
-      try {
-        await s.caller.call('fs.access', { path: p, mode: 4 });
-        return true;
-      } catch (err) {
-        return gone && err instanceof VfsError && err.code === 'ENOENT';
-      }
-    };
-    const prefix = s.global === '/' ? '/' : `${s.global}/`;
-    const below = (p: string): boolean => p !== s.global && p.startsWith(prefix);
-    if (changed.some((p) => !below(p)) && (await may(s.path, true))) return true;
-    // Bounded: a huge batch is judged by its first paths.
-    for (const p of changed.filter(below).slice(0, 64)) {
-      const mine = path.join(s.path, p.slice(prefix.length));
-      if ((await may(mine, false)) || (await may(path.dirname(mine), false))) return true;
-    }
-    return false;
   };
   const notify = (uri: string): void => {
     if (!subs.has(uri) || !server.isConnected()) return;
@@ -282,19 +257,32 @@ export function registerResources(server: McpServer, callerFor: CallerFor, opts:
       workspaceRoot ??= caller.call('auth.scope', {}).then((s) => (s.root_path === '/' ? null : s.root_path));
       const root = await workspaceRoot;
       const global = root === null ? st.path : path.join(root, st.path);
+      if (store !== undefined) {
+        await store.add({ uri, path: st.path, global });
+        return {};
+      }
+      if (feed === undefined) return {};
       listening ??= feed.listen(onChange).catch((err: unknown) => {
         listening = null;
         throw err;
       });
       await listening;
-      subs.set(uri, { caller, path: st.path, global });
+      subs.set(uri, { uri, caller, path: st.path, global });
       return {};
     } catch (err) {
       throw mcpError(err);
     }
   });
 
-  low.setRequestHandler(UnsubscribeRequestSchema, (req) => {
+  low.setRequestHandler(UnsubscribeRequestSchema, async (req) => {
+    if (store !== undefined) {
+      try {
+        await store.remove(req.params.uri);
+      } catch (err) {
+        throw mcpError(err);
+      }
+      return {};
+    }
     subs.delete(req.params.uri);
     if (subs.size === 0 && listening) {
       void listening.then(
@@ -317,4 +305,33 @@ export function registerResources(server: McpServer, callerFor: CallerFor, opts:
       );
     listening = null;
   };
+}
+
+/**
+ * Security: whether the subscriber may see any of these changes now, checked with its own
+ * credentials (delegation and workspace included; permissions may have changed since it
+ * subscribed). A change to the watched path or one of its ancestors counts if the watched path
+ * may still be read, or is gone (the subscriber can observe the deletion itself). A change below
+ * it counts only if the changed path may be read, or if it is gone or unreadable but its parent
+ * directory may be read (the entry's appearance, removal or size shows in that listing anyway):
+ * changes inside a private directory below a readable folder are never reported.
+ */
+export async function visibleChange(caller: Caller, s: McpSubscription, changed: string[]): Promise<boolean> {
+  const may = async (p: string, gone: boolean): Promise<boolean> => {
+    try {
+      await caller.call('fs.access', { path: p, mode: 4 });
+      return true;
+    } catch (err) {
+      return gone && err instanceof VfsError && err.code === 'ENOENT';
+    }
+  };
+  const prefix = s.global === '/' ? '/' : `${s.global}/`;
+  const below = (p: string): boolean => p !== s.global && p.startsWith(prefix);
+  if (changed.some((p) => !below(p)) && (await may(s.path, true))) return true;
+  // Bounded: a huge batch is judged by its first paths.
+  for (const p of changed.filter(below).slice(0, 64)) {
+    const mine = path.join(s.path, p.slice(prefix.length));
+    if ((await may(mine, false)) || (await may(path.dirname(mine), false))) return true;
+  }
+  return false;
 }

@@ -1,7 +1,7 @@
 /** One MCP server (tools + resources) for one identity; shared by the stdio binary and /mcp. */
 import { VERSION } from '../daemon/rpc/version.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { registerResources, type ChangeFeed } from './resources.js';
+import { registerResources, type ChangeFeed, type SubscriptionStore } from './resources.js';
 import { installToolCalls } from './tool-calls.js';
 import { registerTools, type CallerFor } from './tools.js';
 
@@ -17,8 +17,10 @@ Changes are versioned only when you call commit; get_history lists commits and r
 
 export interface CreateServerOptions {
   callerFor: CallerFor;
-  /** Enables resource subscriptions. */
+  /** Enables resource subscriptions kept by this server. */
   feed?: ChangeFeed;
+  /** Enables resource subscriptions kept elsewhere (MCP over HTTP: in the daemon). */
+  store?: SubscriptionStore;
   /** Answer tools/call through the SDK's own (re-validating) handler instead of mcp/tool-calls.ts (tests compare the two). */
   sdkToolCalls?: boolean;
 }
@@ -26,10 +28,16 @@ export interface CreateServerOptions {
 export function createMcpServer(opts: CreateServerOptions): McpServer {
   const server = new McpServer(
     { name: SERVER_NAME, version: SERVER_VERSION, title: 'mdvfs: versioned markdown filesystem' },
-    { instructions: INSTRUCTIONS, capabilities: { tools: {}, resources: { subscribe: opts.feed !== undefined } } },
+    {
+      instructions: INSTRUCTIONS,
+      capabilities: { tools: {}, resources: { subscribe: opts.feed !== undefined || opts.store !== undefined } },
+    },
   );
   const tools = registerTools(server, opts.callerFor);
   if (opts.sdkToolCalls !== true) installToolCalls(server, tools);
-  registerResources(server, opts.callerFor, opts.feed === undefined ? {} : { feed: opts.feed });
+  registerResources(server, opts.callerFor, {
+    ...(opts.feed === undefined ? {} : { feed: opts.feed }),
+    ...(opts.store === undefined ? {} : { store: opts.store }),
+  });
   return server;
 }

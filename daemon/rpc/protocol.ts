@@ -248,6 +248,18 @@ const modeSchema = z.union([z.number().int(), z.string()]);
 /** A write grant id (fs.grantWrite, fs.write want_grant). */
 const grantId = z.string().min(1).max(128);
 
+/** An MCP HTTP session id (a UUID the daemon makes). */
+const sessionId = z.string().min(1).max(100);
+/** The SERVICE_MCP_* bounds of the server that opens a session (see McpSessionSettings). */
+export const mcpSessionLimitsSchema = z.object({
+  idleMs: int.min(1000),
+  maxSessions: int.min(1),
+  maxSessionsPerClient: int.min(1),
+});
+/** A resource subscription: its URI, the path as the subscriber names it, and that path in the daemon's namespace. */
+export const mcpSubscriptionSchema = z.object({ uri: z.string().max(70000), path, global: path });
+export type McpSubscription = z.infer<typeof mcpSubscriptionSchema>;
+
 /** What `sys.status` answers: the daemon process, its data dir and what it holds. */
 export const daemonStatusSchema = z.object({
   pid: int,
@@ -502,6 +514,50 @@ export const methods = {
   'events.unsubscribe': {
     params: z.object({ sub: z.string().min(1).max(64) }),
     result: z.object({ unsubscribed: z.boolean() }),
+  },
+
+  // MCP over HTTP: sessions live in the daemon so that every HTTP worker serves every session
+  // (daemon/mcp-sessions.ts). Each call but match and open presents the credentials that opened the
+  // session (else EPERM); an unknown or expired session is ENOENT.
+  /** Opens a session for the caller; `limits` are the opening server's SERVICE_MCP_* settings. */
+  'mcp.session.open': {
+    params: z.object({
+      /** The client's network address: anonymous callers are capped per address. */
+      address: z.string().max(200),
+      limits: mcpSessionLimitsSchema,
+    }),
+    result: z.object({ id: z.string() }),
+  },
+  /** A session's subscriptions; counts as activity (the idle expiry starts again). */
+  'mcp.session.get': {
+    params: z.object({ id: sessionId }),
+    result: z.object({ id: z.string(), subscriptions: z.array(mcpSubscriptionSchema) }),
+  },
+  /** Marks an event stream (GET /mcp) open or closed on this connection; a session with one never idles out. */
+  'mcp.session.stream': {
+    params: z.object({ id: sessionId, open: z.boolean() }),
+    result: z.object({ streams: int }),
+  },
+  'mcp.session.subscribe': {
+    params: z.object({ id: sessionId, subscription: mcpSubscriptionSchema }),
+    result: z.object({ subscriptions: int }),
+  },
+  'mcp.session.unsubscribe': {
+    params: z.object({ id: sessionId, uri: z.string().max(70000) }),
+    result: z.object({ subscriptions: int }),
+  },
+  'mcp.session.close': { params: z.object({ id: sessionId }), result: z.object({ closed: z.boolean() }) },
+  /**
+   * For HTTP workers only: which subscriptions of these sessions (those whose event stream the
+   * worker serves) a change to `paths` may affect, and which of the sessions are gone.
+   */
+  'mcp.session.match': {
+    access: 'local',
+    params: z.object({ ids: z.array(sessionId).max(100_000), paths: z.array(path).max(100_000) }),
+    result: z.object({
+      matches: z.array(z.object({ id: z.string(), subscription: mcpSubscriptionSchema })),
+      gone: z.array(z.string()),
+    }),
   },
 
   // identity

@@ -3,6 +3,7 @@
  * and by the front ends (it lives under daemon/rpc so that the front ends may import it).
  * A bad value throws a SettingsError whose message is one line naming the variable and the fix.
  */
+import os from 'node:os';
 import type { AuthPolicy } from './protocol.js';
 
 export class SettingsError extends Error {
@@ -35,6 +36,7 @@ type Env = NodeJS.ProcessEnv;
 export const SETTINGS = [
   'SERVICE_MODE',
   'SERVICE_LISTEN',
+  'SERVICE_HTTP_WORKERS',
   'SERVICE_CORS_ORIGINS',
   'SERVICE_DATA_DIR',
   'SERVICE_MAX_FILE_SIZE',
@@ -182,6 +184,18 @@ export function corsOriginsFromEnv(env: Env = process.env): ReadonlySet<string> 
   return out;
 }
 
+/**
+ * SERVICE_HTTP_WORKERS: how many HTTP sidecar processes `mdvfs serve` runs on the listen address
+ * (default: one per core but one, which the daemon keeps; at least 1).
+ */
+const MAX_HTTP_WORKERS = 256;
+export function httpWorkersFromEnv(env: Env = process.env): number {
+  const n = intFromEnv(env, 'SERVICE_HTTP_WORKERS', Math.max(1, os.availableParallelism() - 1), 1);
+  if (n > MAX_HTTP_WORKERS)
+    throw new SettingsError(`SERVICE_HTTP_WORKERS must be at most ${MAX_HTTP_WORKERS}, got '${n}'`);
+  return n;
+}
+
 /** Everything the HTTP sidecar needs (`mdvfs serve`, `mdvfs http`), checked together at start. */
 export interface HttpSettings {
   mode: ServiceMode;
@@ -191,6 +205,8 @@ export interface HttpSettings {
   policy: AuthPolicy;
   maxFileSize: number;
   mcp: McpSessionSettings;
+  /** SERVICE_HTTP_WORKERS (`mdvfs serve`). */
+  workers: number;
 }
 
 export interface McpSessionSettings {
@@ -229,6 +245,7 @@ export function httpSettingsFromEnv(env: Env = process.env): HttpSettings {
     policy: authPolicyFromEnv(env),
     maxFileSize: maxFileSizeFromEnv(env),
     mcp: mcpSessionsFromEnv(env),
+    workers: httpWorkersFromEnv(env),
   };
 }
 

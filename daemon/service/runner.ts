@@ -2,9 +2,10 @@
  * The daemon's service: one runner for every operation of the methods table. The table declares
  * each operation's traits (who may call it, which params are paths, which result fields are shown
  * as the caller names them, whether it mutates); the runner applies them around the operation's own
- * work, which lives in one module per area (sys, identity, fs, search, vcs).
+ * work, which lives in one module per area (sys, identity, fs, search, vcs, mcp).
  */
 import { EventFeed } from '../events.js';
+import { McpSessions } from '../mcp-sessions.js';
 import { VfsError } from '../errors.js';
 import { requireAdmin, type Cred } from '../core/perms.js';
 import { methods, type Creds, type Method, type OpTraits, type ParsedParams } from '../rpc/protocol.js';
@@ -14,11 +15,14 @@ import { identityOps } from './identity.js';
 import { fsOps } from './fs.js';
 import { searchOps } from './search.js';
 import { vcsOps } from './vcs.js';
+import { mcpOps } from './mcp.js';
 
 export class Service {
   private readonly k: Kit;
   /** The attributed, permission-filtered change feed (`events.subscribe`). */
   readonly events: EventFeed;
+  /** MCP over HTTP sessions, shared by every HTTP worker. */
+  readonly mcpSessions = new McpSessions();
   /** Every operation's own work, by method. */
   private readonly ops: Ops;
 
@@ -32,6 +36,7 @@ export class Service {
       ...fsOps(this.k),
       ...searchOps(this.k),
       ...vcsOps(this.k),
+      ...mcpOps(this.mcpSessions),
     };
   }
 

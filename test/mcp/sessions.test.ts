@@ -1,7 +1,7 @@
 // Issue 12, item 8: one caller's session churn must never evict another caller's MCP session.
 // Real `mdvfs serve`, alice on the SDK client, bob and anonymous callers with raw initialize requests.
 import t from 'tap';
-import { INIT, call, httpClient, rawMcp, text, withCast } from '../helpers/mcp.js';
+import { INIT, call, httpClient, rawMcp, text, until, withCast } from '../helpers/mcp.js';
 
 const PROTO = { 'mcp-protocol-version': '2025-06-18' };
 
@@ -98,4 +98,21 @@ t.test('a full server refuses new sessions with a clear error instead of evictin
     'and carol spelled differently is still refused',
   );
   t.ok((await call(alice, 'list_directory', {})).isError !== true, "alice's session still answers");
+});
+
+t.test('an idle session expires after SERVICE_MCP_SESSION_TTL; one with an open event stream does not', async (t) => {
+  const { svc } = await withCast(t, { env: { SERVICE_MCP_SESSION_TTL: '1' } });
+  const ALICE = { authorization: 'User alice' };
+  const idle = String((await rawMcp(svc, 'POST', INIT, ALICE)).headers['mcp-session-id']);
+  // The SDK client keeps its session's GET stream open.
+  const { client: streaming } = await httpClient(t, svc, ALICE);
+  t.equal((await listTools(svc, idle, ALICE)).status, 200, 'a fresh session answers');
+  // Watched with bob's credentials: refused (403) while the session lives, without counting as its activity.
+  t.equal((await listTools(svc, idle, { authorization: 'User bob' })).status, 403);
+  await until(
+    async () => (await listTools(svc, idle, { authorization: 'User bob' })).status === 404,
+    'the idle session to expire',
+  );
+  t.equal((await listTools(svc, idle, ALICE)).status, 404, 'the idle session is gone');
+  t.ok((await call(streaming, 'list_directory', {})).isError !== true, 'the session with a stream is kept');
 });

@@ -1,0 +1,229 @@
+/**
+ * MCP over HTTP sessions, kept in the daemon so that every HTTP worker (SERVICE_HTTP_WORKERS) can
+ * serve any session: a request, or the event stream, may land on a worker other than the one that
+ * answered `initialize`. A session holds whose it is (a digest of the credentials that opened it),
+ * whose cap it counts against, its resource subscriptions, and how many event streams are open on
+ * it. Sessions live in memory: a daemon restart ends them (clients start a new one on 404).
+ *
+ * Bounds: the opening server's SERVICE_MCP_MAX_SESSIONS (in all; beyond it new sessions are refused,
+ * nobody is evicted) and SERVICE_MCP_MAX_SESSIONS_PER_CLIENT (a client over its cap loses its own
+ * least recently used session, those without an open stream first), SERVICE_MCP_SESSION_TTL (a
+ * session without an open stream and no request for that long is closed), and at most
+ * `MAX_SUBSCRIPTIONS` subscriptions per session.
+ */
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { VfsError } from './errors.js';
+import type { Cred } from './core/perms.js';
+import type { Creds, McpSubscription } from './rpc/protocol.js';
+import { affects } from './rpc/affects.js';
+
+/** Resource subscriptions one session may hold. */
+export const MAX_SUBSCRIPTIONS = 1000;
+
+interface Limits {
+  idleMs: number;
+  maxSessions: number;
+  maxSessionsPerClient: number;
+}
+
+interface McpSession {
+  id: string;
+  fingerprint: Buffer;
+  client: string;
+  idleMs: number;
+  lastSeen: number;
+  /** Event streams open on it, by connection id (a connection that closes takes its streams along). */
+  streams: Map<number, number>;
+  subscriptions: Map<string, McpSubscription>;
+}
+
+/** Security: a digest of the raw credentials, so the daemon never keeps a second copy of a token to compare. */
+function fingerprint(c: Creds): Buffer {
+  return createHash('sha256')
+    .update(JSON.stringify([c.authorization ?? null, c.workspace ?? null, c.onBehalfOf ?? null]))
+    .digest();
+}
+
+/**
+ * Whose session cap a new session counts against: the authenticated identity (user, delegate,
+ * workspace), so spelling the same credentials differently does not buy more sessions; anonymous
+ * callers (who all share the empty credentials) count per address.
+ */
+function clientKey(c: Creds, cred: Cred, address: string): string {
+  if (c.authorization === undefined) return `anon:${address}`;
+  return JSON.stringify([cred.user.uid, cred.delegate?.uid ?? null, cred.workspace?.id ?? null]);
+}
+
+const streamCount = (s: McpSession): number => {
+  let n = 0;
+  for (const v of s.streams.values()) n += v;
+  return n;
+};
+
+export class McpSessions {
+  private readonly sessions = new Map<string, McpSession>();
+  private readonly byClient = new Map<string, Set<McpSession>>();
+  private sweepEvery = 60_000;
+  private sweeper: NodeJS.Timeout | null = null;
+
+  /** Opens a session for `cred`; EBUSY when the server is full and the client is below its own cap. */
+  open(creds: Creds, cred: Cred, address: string, limits: Limits): string {
+    const key = clientKey(creds, cred, address);
+    const mine = this.byClient.get(key);
+    // Security: a full server refuses new sessions instead of evicting other clients' sessions.
+    // A client already at its own cap may still start one (it replaces its own oldest).
+    if (this.sessions.size >= limits.maxSessions && (mine?.size ?? 0) < limits.maxSessionsPerClient) {
+      throw new VfsError(
+        'EBUSY',
+        'mcp session',
+        undefined,
+        `Too many MCP sessions on this server (SERVICE_MCP_MAX_SESSIONS=${limits.maxSessions}); close unused sessions (DELETE /mcp) or retry later`,
+      );
+    }
+    const s: McpSession = {
+      id: randomUUID(),
+      fingerprint: fingerprint(creds),
+      client: key,
+      idleMs: limits.idleMs,
+      lastSeen: Date.now(),
+      streams: new Map(),
+      subscriptions: new Map(),
+    };
+    this.sessions.set(s.id, s);
+    const set = mine ?? new Set<McpSession>();
+    if (mine === undefined) this.byClient.set(key, set);
+    set.add(s);
+    this.enforceClientCap(set, limits.maxSessionsPerClient, s);
+    this.schedule(limits.idleMs);
+    return s.id;
+  }
+
+  /**
+   * The session `id` for the credentials presenting it: ENOENT when unknown (or expired), EPERM
+   * when it belongs to other credentials. Counts as activity.
+   */
+  get(creds: Creds, id: string): McpSession {
+    const s = this.sessions.get(id);
+    if (s === undefined) throw new VfsError('ENOENT', 'mcp session', undefined, 'Session not found');
+    // Security: the credential-switch attack. The session acts with its creator's identity, so a
+    // request presenting other credentials must not ride on it.
+    if (!timingSafeEqual(s.fingerprint, fingerprint(creds)))
+      throw new VfsError(
+        'EPERM',
+        'mcp session',
+        undefined,
+        'This session belongs to another identity; start a new session with these credentials',
+      );
+    s.lastSeen = Date.now();
+    return s;
+  }
+
+  subscriptions(s: McpSession): McpSubscription[] {
+    return [...s.subscriptions.values()];
+  }
+
+  /** An event stream opened (+1) or closed (-1) on connection `conn`. */
+  stream(s: McpSession, conn: number, delta: 1 | -1): number {
+    const n = Math.max(0, (s.streams.get(conn) ?? 0) + delta);
+    if (n === 0) s.streams.delete(conn);
+    else s.streams.set(conn, n);
+    return streamCount(s);
+  }
+
+  /** A connection closed: its streams are gone. */
+  dropConnection(conn: number): void {
+    const now = Date.now();
+    for (const s of this.sessions.values()) if (s.streams.delete(conn)) s.lastSeen = now; // its idle time starts now
+  }
+
+  subscribe(s: McpSession, sub: McpSubscription): number {
+    if (!s.subscriptions.has(sub.uri) && s.subscriptions.size >= MAX_SUBSCRIPTIONS)
+      throw new VfsError(
+        'EBUSY',
+        'resources/subscribe',
+        undefined,
+        `a session holds at most ${MAX_SUBSCRIPTIONS} subscriptions; unsubscribe from some first`,
+      );
+    s.subscriptions.set(sub.uri, sub);
+    return s.subscriptions.size;
+  }
+
+  unsubscribe(s: McpSession, uri: string): number {
+    s.subscriptions.delete(uri);
+    return s.subscriptions.size;
+  }
+
+  close(id: string): boolean {
+    const s = this.sessions.get(id);
+    if (s === undefined) return false;
+    this.sessions.delete(id);
+    const mine = this.byClient.get(s.client);
+    mine?.delete(s);
+    if (mine?.size === 0) this.byClient.delete(s.client);
+    return true;
+  }
+
+  /** Which subscriptions of sessions `ids` a change to `paths` may affect, and which sessions are gone. */
+  match(
+    ids: readonly string[],
+    paths: readonly string[],
+  ): { matches: { id: string; subscription: McpSubscription }[]; gone: string[] } {
+    const matches: { id: string; subscription: McpSubscription }[] = [];
+    const gone: string[] = [];
+    for (const id of ids) {
+      const s = this.sessions.get(id);
+      if (s === undefined) {
+        gone.push(id);
+        continue;
+      }
+      for (const sub of s.subscriptions.values())
+        if (paths.some((p) => affects(p, sub.global))) matches.push({ id, subscription: sub });
+    }
+    return { matches, gone };
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  /**
+   * Security: a client over its cap loses its own least recently used sessions (those without an
+   * open stream first), never another client's, and never the one just opened.
+   */
+  private enforceClientCap(mine: Set<McpSession>, cap: number, keep: McpSession): void {
+    while (mine.size > cap) {
+      let victim: McpSession | undefined;
+      let victimStreams = 0;
+      for (const o of mine) {
+        if (o === keep) continue;
+        const n = streamCount(o);
+        if (
+          victim === undefined ||
+          (n === 0 && victimStreams > 0) ||
+          ((n === 0) === (victimStreams === 0) && o.lastSeen < victim.lastSeen)
+        ) {
+          victim = o;
+          victimStreams = n;
+        }
+      }
+      if (victim === undefined) break;
+      this.close(victim.id);
+    }
+  }
+
+  /** Sweeps idle sessions every half of the shortest TTL seen (1 s to 60 s). */
+  private schedule(idleMs: number): void {
+    const every = Math.min(60_000, Math.max(1000, idleMs / 2));
+    if (this.sweeper !== null && every >= this.sweepEvery) return;
+    if (this.sweeper !== null) clearInterval(this.sweeper);
+    this.sweepEvery = every;
+    this.sweeper = setInterval(() => this.sweep(), every);
+    this.sweeper.unref();
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const s of [...this.sessions.values()])
+      if (streamCount(s) === 0 && now - s.lastSeen > s.idleMs) this.close(s.id);
+  }
+}
