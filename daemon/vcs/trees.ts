@@ -61,6 +61,8 @@ export const EMPTY_TREE_ENTRIES: TreeEntry[] = [];
 /** What the VCS writes through (the daemon's store): objects, and each scope's head. */
 interface VcsJournal extends Journal {
   setRef(scope: string, commitId: string): void;
+  /** A path's pending attribution (null: committed, forgotten). */
+  mark(path: string, row: { by: string; on_behalf_of: string | null; seq: number; subtree: boolean } | null): void;
 }
 
 export class Trees {
@@ -80,8 +82,8 @@ export class Trees {
   readonly emptyTree: string;
   /**
    * Who last changed each absolute path since it was last committed, taken from the core's change
-   * events, for the per-path attribution a commit records. Kept in memory: a change made before a
-   * restart is attributed to whoever commits it.
+   * events, for the per-path attribution a commit records. Written through the store (`mark`), so a
+   * restart keeps it; change it only through `setMark` and `unmark`.
    */
   readonly marks = new Map<string, Mark>();
   /** Per commit id: the paths it changed (see history.ts `changedPaths`). */
@@ -101,8 +103,30 @@ export class Trees {
       this.rulesMayHaveChanged(paths, subtree === true);
       if (by === undefined) return;
       const who = attributionOf(by);
-      for (const p of paths) this.marks.set(p, { ...who, seq: ++this.seq, subtree: subtree === true });
+      for (const p of paths) this.setMark(p, { ...who, seq: ++this.seq, subtree: subtree === true });
     });
+  }
+
+  private setMark(path: string, m: Mark): void {
+    this.marks.set(path, m);
+    this.store.mark(path, { by: m.by, on_behalf_of: m.on_behalf_of ?? null, seq: m.seq, subtree: m.subtree });
+  }
+
+  /** Forgets a path's mark (its change is committed). */
+  unmark(path: string): void {
+    if (this.marks.delete(path)) this.store.mark(path, null);
+  }
+
+  /** The marks a store kept (at start), with the change counter going on after them. */
+  loadMarks(
+    rows: ReadonlyMap<string, { by: string; on_behalf_of: string | null; seq: number; subtree: boolean }>,
+  ): void {
+    for (const [path, r] of rows) {
+      const m: Mark = { by: r.by, seq: r.seq, subtree: r.subtree };
+      if (r.on_behalf_of !== null) m.on_behalf_of = r.on_behalf_of;
+      this.marks.set(path, m);
+      if (r.seq > this.seq) this.seq = r.seq;
+    }
   }
 
   /**
@@ -169,7 +193,7 @@ export class Trees {
 
   /** Forgets the marks below `root` (all its changes are committed). */
   forgetMarks(root: string): void {
-    for (const p of [...this.marks.keys()]) if (isWithin(p, root)) this.marks.delete(p);
+    for (const p of [...this.marks.keys()]) if (isWithin(p, root)) this.unmark(p);
   }
 
   /** Who last changed `abs`: its own mark, or a newer one of an ancestor whose whole subtree changed. */
