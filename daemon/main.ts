@@ -195,6 +195,7 @@ function wireCore(
         );
       vcs.refs.set(scope, id);
     }
+    vcs.loadMarks(state.marks);
     if (registry.users.get(0) === undefined)
       throw new VfsError('EIO', 'load store', where, 'the store is corrupt: no root user. Refusing to start.');
   }

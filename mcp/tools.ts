@@ -1,5 +1,5 @@
 /**
- * The 12 MCP tools. Each is one daemon call (edit_file: a read, then a write conditional on it): the daemon resolves paths for the caller (relative
+ * The 14 MCP tools. Each is one daemon call (edit_file: a read, then a write conditional on it): the daemon resolves paths for the caller (relative
  * paths land in the caller's home, or the delegate's) and checks every permission, so nothing here
  * decides who may do what. Failures come back as `isError` results with the daemon's message and
  * code, the same pair REST puts in its `{error, code}` body.
@@ -443,6 +443,18 @@ const presenters: { [T in ToolName]: Presenter<T> } = {
         saved: r.saved,
         commit: commitOut(r.commit),
       });
+    }),
+
+  undo: async ({ actor, since }, caller) =>
+    attempt(async () => {
+      const r = await caller.call('vcs.undo', since === undefined ? { actor } : { actor, since });
+      const saved = r.saved === null ? '' : ` (uncommitted changes saved as ${r.saved})`;
+      const n = r.paths.length;
+      return ok(
+        `Undid ${actor}'s changes to ${n} path${n === 1 ? '' : 's'} since ${r.reverted_to}; new commit ${r.hash}${saved}\n` +
+          r.paths.join('\n'),
+        { hash: r.hash, reverted_to: r.reverted_to, saved: r.saved, paths: r.paths, commit: commitOut(r.commit) },
+      );
     }),
 };
 

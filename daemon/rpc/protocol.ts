@@ -1518,6 +1518,35 @@ export const methods = {
         'Restore every path last changed by `actor` since a commit or time to its state then (a revert narrowed to those paths: all-or-nothing), as a new commit',
       errors: [...COMMON, 409],
     },
+    mcp: [
+      {
+        tool: 'undo',
+        title: "Undo an agent's changes",
+        description:
+          'Restore every file last changed by `actor` (a user or agent name; an agent also when it acted on behalf of someone) ' +
+          'since a commit (hash, prefix or HEAD~n; default: the last commit) or an ISO date-time, to its state then. ' +
+          'A file someone else changed after the actor is left alone. Same rules as revert: only files you may read, ' +
+          'all or nothing, recorded as a new commit (your uncommitted changes there are committed first). ' +
+          'Nothing to undo is an error (no change by the actor, or nothing differs), and no commit is recorded.',
+        args: {
+          actor: z.string().min(1).max(256).describe('The user or agent whose changes to undo.'),
+          since: z
+            .string()
+            .min(1)
+            .max(200)
+            .optional()
+            .describe('A commit (hash, prefix, HEAD~n) or an ISO date-time; default: the last commit.'),
+        },
+        output: {
+          hash: z.string(),
+          reverted_to: z.string(),
+          saved: z.string().nullable(),
+          paths: z.array(z.string()),
+          commit: toolCommit,
+        },
+        annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+      },
+    ],
   },
   /** Read-only views of a commit's tree (for `.history` in the mount). Paths are absolute within the snapshot. */
   'vcs.ls': { params: z.object({ rev: z.string(), path: pathOpt }), result: listingSchema },

@@ -37,6 +37,7 @@ import {
   type FsckResult,
   type InodeRow,
   type LoadedState,
+  type MarkRow,
   type OpenedStore,
   type RegistryRows,
   type StoredObject,
@@ -82,6 +83,8 @@ const MIGRATIONS: string[] = [
   `CREATE TABLE lease (id INTEGER PRIMARY KEY CHECK (id = 1), epoch BIGINT NOT NULL, holder TEXT NOT NULL, acquired_at TIMESTAMPTZ NOT NULL, trimmed BIGINT NOT NULL DEFAULT 0);
    INSERT INTO lease (id, epoch, holder, acquired_at) VALUES (1, 0, '', now());
    CREATE TABLE changes (seq BIGSERIAL PRIMARY KEY, epoch BIGINT NOT NULL, batch JSONB NOT NULL);`,
+  // Who changed each path since its last commit (docs/vcs.md, Attribution), so a restart keeps it.
+  `CREATE TABLE pending_attribution (path TEXT PRIMARY KEY, by_user TEXT NOT NULL, on_behalf_of TEXT, seq BIGINT NOT NULL, subtree BOOLEAN NOT NULL);`,
 ];
 
 /** What one batch changed, as keys: a standby reads the rows they name as they are now. */
@@ -384,7 +387,14 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
         `the store is corrupt: unknown schema version ${String(m.version)}. Refusing to start.`,
       );
     this.auth = m.auth;
-    return { inodes: [...m.inodes.values()], objects: [...m.objects.values()], refs: m.refs, fresh: false };
+    // Pending attribution is not followed change by change: read once, now that the lease is ours.
+    return {
+      inodes: [...m.inodes.values()],
+      objects: [...m.objects.values()],
+      refs: m.refs,
+      marks: await this.markRows(),
+      fresh: false,
+    };
   }
 
   /** One catch-up at a time; a request during one runs another after it. */
@@ -537,7 +547,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
           'INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value',
           ['schema', SCHEMA_VERSION],
         );
-        return { inodes: [], objects: [], refs: new Map(), fresh: true };
+        return { inodes: [], objects: [], refs: new Map(), marks: new Map(), fresh: true };
       }
       if (version !== SCHEMA_VERSION) throw new Error(`unknown schema version ${String(version)}`);
       const inodes = await this.inodeRows();
@@ -549,7 +559,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       const refs = new Map<string, string>();
       for (const r of await this.refRows()) refs.set(r.scope, r.commit_id);
       this.auth = await this.authRows();
-      return { inodes, objects, refs, fresh: false };
+      return { inodes, objects, refs, marks: await this.markRows(), fresh: false };
     } catch (err) {
       throw new VfsError(
         'EIO',
@@ -626,6 +636,25 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
   async inodeRows(): Promise<InodeRow[]> {
     return (await this.client.query<Record<string, string | null>>('SELECT * FROM inodes ORDER BY id')).rows.map(
       inodeRow,
+    );
+  }
+
+  /** The pending attribution rows. */
+  async markRows(): Promise<Map<string, MarkRow>> {
+    const rows = (
+      await this.client.query<{
+        path: string;
+        by_user: string;
+        on_behalf_of: string | null;
+        seq: string;
+        subtree: boolean;
+      }>('SELECT path, by_user, on_behalf_of, seq, subtree FROM pending_attribution')
+    ).rows;
+    return new Map(
+      rows.map((r) => [
+        r.path,
+        { by: r.by_user, on_behalf_of: r.on_behalf_of, seq: Number(r.seq), subtree: r.subtree },
+      ]),
     );
   }
 
@@ -728,6 +757,18 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       out.push([
         'INSERT INTO refs (scope, commit_id) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (scope) DO UPDATE SET commit_id = EXCLUDED.commit_id',
         columns([...p.refs], 2),
+      ]);
+    const unmarked = [...p.marks].filter(([, m]) => m === null).map(([path]) => path);
+    if (unmarked.length > 0) out.push(['DELETE FROM pending_attribution WHERE path = ANY($1::text[])', [unmarked]]);
+    const marked = [...p.marks].flatMap(([path, m]) =>
+      m === null ? [] : [[path, m.by, m.on_behalf_of, String(m.seq), m.subtree]],
+    );
+    for (let i = 0; i < marked.length; i += ROWS_PER_STATEMENT)
+      out.push([
+        `INSERT INTO pending_attribution (path, by_user, on_behalf_of, seq, subtree)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::boolean[])
+         ON CONFLICT (path) DO UPDATE SET by_user = EXCLUDED.by_user, on_behalf_of = EXCLUDED.on_behalf_of, seq = EXCLUDED.seq, subtree = EXCLUDED.subtree`,
+        columns(marked.slice(i, i + ROWS_PER_STATEMENT), 5),
       ]);
     if (reg !== undefined) out.push(...authStatements(registryRows(reg)));
     const keys: ChangeKeys = {

@@ -24,6 +24,7 @@ import {
   type FsckResult,
   type InodeRow,
   type LoadedState,
+  type MarkRow,
   PendingChanges,
   type OpenedStore,
   type RegistryRows,
@@ -46,6 +47,7 @@ CREATE TABLE IF NOT EXISTS groups_ (gid INTEGER PRIMARY KEY, name TEXT UNIQUE NO
 CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, name TEXT NOT NULL, root TEXT NOT NULL, owner_uid INTEGER NOT NULL, created INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS ws_tokens (hash TEXT PRIMARY KEY, workspace_id TEXT NOT NULL, name TEXT NOT NULL, agent_uid INTEGER NOT NULL, created INTEGER NOT NULL, id TEXT, agent_token_hash TEXT);
 CREATE TABLE IF NOT EXISTS refs (scope TEXT PRIMARY KEY, commit_id TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pending_attribution (path TEXT PRIMARY KEY, by_user TEXT NOT NULL, on_behalf_of TEXT, seq INTEGER NOT NULL, subtree INTEGER NOT NULL);
 `;
 
 type Fsync = 'full' | 'normal' | 'off';
@@ -122,7 +124,7 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
       const users = this.db.prepare('SELECT count(*) FROM users').pluck().get() as number;
       if (isFresh(version, count, users)) {
         this.db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run('schema', SCHEMA_VERSION);
-        return { inodes: [], objects: [], refs: new Map(), fresh: true };
+        return { inodes: [], objects: [], refs: new Map(), marks: new Map(), fresh: true };
       }
       if (version !== SCHEMA_VERSION) throw new Error(`unknown schema version ${String(version)}`);
       const inodes = this.inodeRows();
@@ -133,7 +135,7 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
       }
       const refs = new Map<string, string>();
       for (const r of this.refRows()) refs.set(r.scope, r.commit_id);
-      return { inodes, objects, refs, fresh: false };
+      return { inodes, objects, refs, marks: this.markRows(), fresh: false };
     } catch (err) {
       throw new VfsError(
         'EIO',
@@ -214,6 +216,10 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
         insertObject: this.db.prepare('INSERT OR IGNORE INTO objects (id, type, data) VALUES (?, ?, ?)'),
         deleteObject: this.db.prepare('DELETE FROM objects WHERE id = ?'),
         setRef: this.db.prepare('INSERT OR REPLACE INTO refs (scope, commit_id) VALUES (?, ?)'),
+        setMark: this.db.prepare(
+          'INSERT OR REPLACE INTO pending_attribution (path, by_user, on_behalf_of, seq, subtree) VALUES (?, ?, ?, ?, ?)',
+        ),
+        deleteMark: this.db.prepare('DELETE FROM pending_attribution WHERE path = ?'),
         setMeta: this.db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)'),
         insertUser: this.db.prepare(
           'INSERT INTO users (uid, name, gid, is_agent, token_hash, created) VALUES (?, ?, ?, ?, ?, ?)',
@@ -232,7 +238,7 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
 
   private writeBatch(): void {
     const s = this.statements();
-    const { inodes, deletedInodes: deleted, objects, deletedObjects, refs } = this.pending;
+    const { inodes, deletedInodes: deleted, objects, deletedObjects, refs, marks } = this.pending;
     this.pending = new PendingChanges();
     const reg = this.registry?.dirty ? this.registry : undefined;
     if (reg !== undefined) reg.dirty = false;
@@ -244,6 +250,9 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
         s.upsertInode!.run(...inodeValues(n));
       }
       for (const [scope, id] of refs) s.setRef!.run(scope, id);
+      for (const [p, m] of marks)
+        if (m === null) s.deleteMark!.run(p);
+        else s.setMark!.run(p, m.by, m.on_behalf_of, m.seq, m.subtree ? 1 : 0);
       if (reg !== undefined) this.writeRegistry(reg);
     })();
   }
@@ -270,6 +279,20 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
     return (
       this.db.prepare('SELECT * FROM inodes ORDER BY id').safeIntegers(true).all() as Record<string, unknown>[]
     ).map(rowToInode);
+  }
+
+  /** The pending attribution rows (a store from before the table has none). */
+  markRows(): Map<string, MarkRow> {
+    const rows = this.db.prepare('SELECT path, by_user, on_behalf_of, seq, subtree FROM pending_attribution').all() as {
+      path: string;
+      by_user: string;
+      on_behalf_of: string | null;
+      seq: number;
+      subtree: number;
+    }[];
+    return new Map(
+      rows.map((r) => [r.path, { by: r.by_user, on_behalf_of: r.on_behalf_of, seq: r.seq, subtree: r.subtree === 1 }]),
+    );
   }
 
   refRows(): { scope: string; commit_id: string }[] {

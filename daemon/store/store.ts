@@ -25,9 +25,24 @@ export interface FsckResult {
   inodes: number;
 }
 
+/**
+ * Who last changed a path since it was last committed (the VCS's pending attribution, docs/vcs.md),
+ * one row per absolute path, so that a restart does not credit the committer with an agent's work.
+ */
+export interface MarkRow {
+  by: string;
+  on_behalf_of: string | null;
+  /** order of the changes (a newer change of a directory's whole subtree wins over an older one below it) */
+  seq: number;
+  /** the change reached everything below the path (a removal, move or copy of a directory) */
+  subtree: boolean;
+}
+
 /** Storage behind one interface, so that another backend (e.g. PostgreSQL) can take over. */
 export interface Store extends Journal {
   setRef(scope: string, commitId: string): void;
+  /** Records a path's pending attribution, or (null) that it was committed. */
+  mark(path: string, row: MarkRow | null): void;
   /** Resolves when everything changed so far is durable (group commit: one transaction per batch). */
   durable(): Promise<void>;
   /** Writes what is pending and lets go of the store. */
@@ -59,6 +74,8 @@ export interface LoadedState {
   inodes: InodeRow[];
   objects: StoredObject[];
   refs: Map<string, string>;
+  /** pending attribution by absolute path */
+  marks: Map<string, MarkRow>;
   fresh: boolean;
 }
 
@@ -316,6 +333,7 @@ export class PendingChanges {
   readonly objects = new Map<string, { type: ObjectType; data: Buffer }>();
   readonly deletedObjects = new Set<string>();
   readonly refs = new Map<string, string>();
+  readonly marks = new Map<string, MarkRow | null>();
 
   inode(node: Node): void {
     this.inodes.set(node.id, node);
@@ -341,13 +359,18 @@ export class PendingChanges {
     this.refs.set(scope, commitId);
   }
 
+  mark(path: string, row: MarkRow | null): void {
+    this.marks.set(path, row);
+  }
+
   any(): boolean {
     return (
       this.inodes.size > 0 ||
       this.deletedInodes.size > 0 ||
       this.objects.size > 0 ||
       this.deletedObjects.size > 0 ||
-      this.refs.size > 0
+      this.refs.size > 0 ||
+      this.marks.size > 0
     );
   }
 }
@@ -385,6 +408,11 @@ export abstract class BatchingJournal implements Journal {
 
   setRef(scope: string, commitId: string): void {
     this.pending.setRef(scope, commitId);
+    this.schedule();
+  }
+
+  mark(path: string, row: MarkRow | null): void {
+    this.pending.mark(path, row);
     this.schedule();
   }
 }

@@ -64,7 +64,7 @@ export function commit(
   v.refs.set(scope.id, id);
   v.store.setRef(scope.id, id);
   if (tree === work) v.forgetMarks(scope.root);
-  else for (const ch of mine!) v.marks.delete(joinScope(scope.root, ch.path.replace(/\/$/, '')));
+  else for (const ch of mine!) v.unmark(joinScope(scope.root, ch.path.replace(/\/$/, '')));
   return record(id, c);
 }
 

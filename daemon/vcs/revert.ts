@@ -35,9 +35,10 @@ export function revert(
   scope: Scope,
   prefix: string,
   paths?: readonly string[],
-  message?: string,
+  as: { message?: string; op?: 'revert' | 'undo' } = {},
 ): { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord } {
-  const target = find(v, scope, prefix);
+  const op = as.op ?? 'revert';
+  const target = find(v, scope, prefix, op);
   const targetTree = v.commits.get(target)!.tree;
   const dir = v.scopeDir(scope);
   // Security: a commit taken before the depth limit may hold a deeper tree; it is not rebuilt.
@@ -52,25 +53,35 @@ export function revert(
   const work = v.treeOf(dir);
   const admin = isAdminCred(cred);
   // What the working tree becomes: the target where the caller may restore, as it is elsewhere.
+  // Paths ignored now are left alone (the target may hold some, committed before they were ignored).
   let wanted = targetTree;
-  if (!admin || paths !== undefined) {
-    const all = v.changesBetween(work, targetTree);
-    const within = paths === undefined ? undefined : pathFilter(paths);
-    const memo = new Map<string, boolean>();
-    const mine = all.filter(
-      (c) =>
-        (within === undefined || within(c.path)) &&
-        (admin || (visibleNow(v, cred, scope, c.path, memo) && visibleIn(v, cred, targetTree, c.path))),
+  const all = v.changesBetween(work, targetTree);
+  const within = paths === undefined ? undefined : pathFilter(paths);
+  const memo = new Map<string, boolean>();
+  const mine = all.filter(
+    (c) =>
+      (within === undefined || within(c.path)) &&
+      (admin || (visibleNow(v, cred, scope, c.path, memo) && visibleIn(v, cred, targetTree, c.path))) &&
+      !v.isIgnored(joinScope(scope.root, c.path.replace(/\/$/, '')), (c.after ?? c.before)!.kind === 'd'),
+  );
+  // No empty commits: nothing to restore is an answer of its own, before any permission check or save.
+  if (mine.length === 0)
+    throw new VfsError(
+      'EINVAL',
+      op,
+      undefined,
+      `nothing to ${op}: ${paths === undefined ? 'what you may restore' : 'the paths given'} already ${
+        paths === undefined ? 'is' : 'are'
+      } as commit ${shortId(target)} has ${paths === undefined ? 'it' : 'them'} (no commit recorded)`,
     );
-    if (mine.length !== all.length) wanted = v.graft(work, targetTree, mine);
-  }
+  if (mine.length !== all.length) wanted = v.graft(work, targetTree, mine);
   checkRevert(v, cred, scope, dir, wanted);
   const extra = paths === undefined ? {} : { paths };
   let saved: string | null = null;
   if (pendingFor(v, cred, scope, v.changesBetween(v.headTree(scope), work), paths).length > 0)
     saved = commit(v, cred, scope, `save uncommitted changes before revert to ${shortId(target)}`, extra).hash;
   applyTree(v, dir, wanted);
-  const done = commit(v, cred, scope, message ?? `revert to ${shortId(target)}`, { ...extra, revert_of: target });
+  const done = commit(v, cred, scope, as.message ?? `revert to ${shortId(target)}`, { ...extra, revert_of: target });
   return { hash: done.hash, reverted_to: shortId(target), saved, commit: done };
 }
 
@@ -173,8 +184,11 @@ function applyTree(v: Trees, top: DirNode, topTree: string): void {
     if (dir.treeId === tree) continue;
     const entries = v.trees.get(tree) ?? [];
     const want = new Map(entries.map((e) => [e.name, e]));
+    const layers = v.ignores.layersOf(dir);
     for (const [name, child] of [...dir.children]) {
       const e = want.get(name);
+      // an ignored entry is not in any tree of the working tree: it stays as it is
+      if (e === undefined && v.ignores.ignored(layers, name, child.kind === 'directory')) continue;
       if (e === undefined || kindOf(e) !== child.kind) v.vfs.removeUnchecked(child);
     }
     const below: { dir: DirNode; tree: string }[] = [];

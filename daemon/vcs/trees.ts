@@ -7,7 +7,7 @@
  * `.history` views) and gc.ts; vcs.ts is the facade the daemon holds.
  */
 import { VfsError } from '../errors.js';
-import { compareNames, sortedNames, type DirNode, type Node } from '../core/inode.js';
+import { compareNames, markDirty, sortedNames, type DirNode, type Node } from '../core/inode.js';
 import { components, isWithin } from '../core/paths.js';
 import { slicer, type Vfs } from '../core/vfs.js';
 import type { Cred } from '../core/perms.js';
@@ -21,6 +21,7 @@ import {
   type CommitObject,
   type TreeEntry,
 } from '../core/objects.js';
+import { IGNORE_FILE, Ignores, type Layer } from './ignore.js';
 
 export interface Scope {
   id: string; // '' or a workspace id
@@ -60,6 +61,8 @@ export const EMPTY_TREE_ENTRIES: TreeEntry[] = [];
 /** What the VCS writes through (the daemon's store): objects, and each scope's head. */
 interface VcsJournal extends Journal {
   setRef(scope: string, commitId: string): void;
+  /** A path's pending attribution (null: committed, forgotten). */
+  mark(path: string, row: { by: string; on_behalf_of: string | null; seq: number; subtree: boolean } | null): void;
 }
 
 export class Trees {
@@ -79,12 +82,14 @@ export class Trees {
   readonly emptyTree: string;
   /**
    * Who last changed each absolute path since it was last committed, taken from the core's change
-   * events, for the per-path attribution a commit records. Kept in memory: a change made before a
-   * restart is attributed to whoever commits it.
+   * events, for the per-path attribution a commit records. Written through the store (`mark`), so a
+   * restart keeps it; change it only through `setMark` and `unmark`.
    */
   readonly marks = new Map<string, Mark>();
   /** Per commit id: the paths it changed (see history.ts `changedPaths`). */
   readonly changedPaths = new Map<string, readonly string[]>();
+  /** The `.mdvfsignore` rules: ignored entries are left out of the working tree's trees (`hashDir`). */
+  readonly ignores: Ignores;
   private seq = 0;
 
   constructor(
@@ -93,11 +98,90 @@ export class Trees {
   ) {
     this.emptyTree = objectId('tree', encodeTree([]));
     this.trees.set(this.emptyTree, []);
+    this.ignores = new Ignores((blob) => vfs.blobs.get(blob));
     vfs.onChange((paths, by, subtree) => {
+      this.rulesMayHaveChanged(paths, subtree === true);
       if (by === undefined) return;
       const who = attributionOf(by);
-      for (const p of paths) this.marks.set(p, { ...who, seq: ++this.seq, subtree: subtree === true });
+      for (const p of paths) this.setMark(p, { ...who, seq: ++this.seq, subtree: subtree === true });
     });
+  }
+
+  private setMark(path: string, m: Mark): void {
+    this.marks.set(path, m);
+    this.store.mark(path, { by: m.by, on_behalf_of: m.on_behalf_of ?? null, seq: m.seq, subtree: m.subtree });
+  }
+
+  /** Forgets a path's mark (its change is committed). */
+  unmark(path: string): void {
+    if (this.marks.delete(path)) this.store.mark(path, null);
+  }
+
+  /** The marks a store kept (at start), with the change counter going on after them. */
+  loadMarks(
+    rows: ReadonlyMap<string, { by: string; on_behalf_of: string | null; seq: number; subtree: boolean }>,
+  ): void {
+    for (const [path, r] of rows) {
+      const m: Mark = { by: r.by, seq: r.seq, subtree: r.subtree };
+      if (r.on_behalf_of !== null) m.on_behalf_of = r.on_behalf_of;
+      this.marks.set(path, m);
+      if (r.seq > this.seq) this.seq = r.seq;
+    }
+  }
+
+  /**
+   * Keeps the cached tree ids true to the ignore rules: an ignore file changed (written, created,
+   * removed, moved) may change what every directory below it holds, and a directory moved or
+   * copied where an ignore file above it applies (or applied) may hold other entries there. Their
+   * cached ids are cleared (O(directories below), only on such events); the default rules depend on
+   * names alone, so a move where no ignore file applies keeps its ids.
+   */
+  private rulesMayHaveChanged(paths: readonly string[], subtree: boolean): void {
+    for (const p of paths) {
+      if (p.slice(p.lastIndexOf('/') + 1) !== IGNORE_FILE) continue;
+      const dir = this.dirAt(p.slice(0, p.lastIndexOf('/')) || '/');
+      if (dir !== null) this.clearBelow(dir);
+    }
+    if (!subtree) return;
+    let governed = false;
+    for (const p of paths) if (this.ignores.governed(this.nearestDir(p))) governed = true;
+    if (!governed) return;
+    for (const p of paths) {
+      const d = this.dirAt(p);
+      if (d !== null) this.clearBelow(d);
+    }
+  }
+
+  /** Clears the cached tree ids of `top`, every directory below it and its ancestors (iterative). */
+  private clearBelow(top: DirNode): void {
+    const stack: DirNode[] = [top];
+    while (stack.length > 0) {
+      const d = stack.pop()!;
+      d.treeId = undefined;
+      for (const c of d.children.values()) if (c.kind === 'directory') stack.push(c);
+    }
+    markDirty(top.parent);
+  }
+
+  /** The directory at an absolute path, if there is one (no permission checks: bookkeeping). */
+  private dirAt(abs: string): DirNode | null {
+    let cur: Node = this.vfs.root;
+    for (const name of components(abs)) {
+      const next: Node | undefined = cur.kind === 'directory' ? cur.children.get(name) : undefined;
+      if (next === undefined) return null;
+      cur = next;
+    }
+    return cur.kind === 'directory' ? cur : null;
+  }
+
+  /** The parent directory of an absolute path, or its nearest existing ancestor. */
+  private nearestDir(abs: string): DirNode | null {
+    for (let p = abs; p !== '/';) {
+      p = p.slice(0, p.lastIndexOf('/')) || '/';
+      const d = this.dirAt(p);
+      if (d !== null) return d;
+    }
+    return null;
   }
 
   /** Whether a change below `root` not yet committed was made by someone other than `me`. */
@@ -109,7 +193,7 @@ export class Trees {
 
   /** Forgets the marks below `root` (all its changes are committed). */
   forgetMarks(root: string): void {
-    for (const p of [...this.marks.keys()]) if (isWithin(p, root)) this.marks.delete(p);
+    for (const p of [...this.marks.keys()]) if (isWithin(p, root)) this.unmark(p);
   }
 
   /** Who last changed `abs`: its own mark, or a newer one of an ancestor whose whole subtree changed. */
@@ -164,13 +248,53 @@ export class Trees {
       const dir = stack[stack.length - 1]!;
       if (!opened.has(dir)) {
         opened.add(dir);
-        for (const c of dir.children.values()) if (c.kind === 'directory' && !this.cached(c)) stack.push(c);
+        for (const c of this.subdirsToHash(dir)) stack.push(c);
         continue;
       }
       stack.pop();
       this.hashDir(dir);
     }
     return top.treeId!;
+  }
+
+  /**
+   * Whether the entry at an absolute path (a directory when `isDir`) is ignored, or lies in an
+   * ignored directory, by the rules in force now (the ignore files of the directories that exist on
+   * its way). O(depth²); for reverts, which restore from trees that may hold paths ignored since.
+   */
+  isIgnored(abs: string, isDir: boolean): boolean {
+    const parts = components(abs);
+    let dir: DirNode | null = this.vfs.root;
+    let layers = this.ignores.layersOf(this.vfs.root);
+    let below = ''; // the part of the path below the last directory that exists
+    for (let i = 0; i < parts.length; i++) {
+      const name = parts[i]!;
+      const last = i === parts.length - 1;
+      const here = below === '' ? layers : layers.map((l) => ({ m: l.m, prefix: l.prefix + below }));
+      if (this.ignores.ignored(here, name, !last || isDir)) return true;
+      if (last) break;
+      const next: Node | undefined = dir?.children.get(name);
+      if (dir !== null && next !== undefined && next.kind === 'directory') {
+        dir = next;
+        layers = this.ignores.layersOf(dir);
+      } else {
+        dir = null;
+        below += name + '/';
+      }
+    }
+    return false;
+  }
+
+  /** The subdirectories of `dir` whose tree ids are not cached and that are not ignored (an ignored one is never hashed). */
+  private subdirsToHash(dir: DirNode): DirNode[] {
+    const out: DirNode[] = [];
+    let layers: Layer[] | undefined;
+    for (const c of dir.children.values()) {
+      if (c.kind !== 'directory' || this.cached(c)) continue;
+      layers ??= this.ignores.layersOf(dir);
+      if (!this.ignores.ignored(layers, c.name, true)) out.push(c);
+    }
+    return out;
   }
 
   cached(dir: DirNode): boolean {
@@ -180,15 +304,18 @@ export class Trees {
   /** Hashes one directory whose subdirectories all have their tree ids. */
   hashDir(dir: DirNode): string {
     const names = sortedNames(dir);
-    const entries: TreeEntry[] = new Array<TreeEntry>(names.length);
+    const entries: TreeEntry[] = [];
+    const layers = this.ignores.layersOf(dir);
     for (let i = 0; i < names.length; i++) {
       const name = names[i]!;
       const c = dir.children.get(name)!;
+      // ignored entries are not part of the snapshot (docs/vcs.md, "Ignored paths")
+      if (this.ignores.ignored(layers, name, c.kind === 'directory')) continue;
       // one object shape for every entry (no spreads): this loop runs over whole directories
       if (c.kind === 'file')
-        entries[i] = { name, kind: 'f', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.blob, size: c.size };
+        entries.push({ name, kind: 'f', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.blob, size: c.size });
       else if (c.kind === 'symlink')
-        entries[i] = {
+        entries.push({
           name,
           kind: 'l',
           mode: c.mode,
@@ -196,8 +323,8 @@ export class Trees {
           gid: c.gid,
           ref: c.target,
           size: Buffer.byteLength(c.target),
-        };
-      else entries[i] = { name, kind: 'd', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.treeId!, size: 0 };
+        });
+      else entries.push({ name, kind: 'd', mode: c.mode, uid: c.uid, gid: c.gid, ref: c.treeId!, size: 0 });
     }
     const payload = encodeTree(entries);
     const id = objectId('tree', payload);
@@ -234,8 +361,7 @@ export class Trees {
       }
       if (!item.expanded) {
         item.expanded = true;
-        for (const c of item.dir.children.values())
-          if (c.kind === 'directory' && !this.cached(c)) stack.push({ dir: c, expanded: false });
+        for (const c of this.subdirsToHash(item.dir)) stack.push({ dir: c, expanded: false });
         continue;
       }
       stack.pop();

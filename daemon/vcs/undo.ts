@@ -4,11 +4,12 @@
  * narrowed to those paths (so with the same permission rules, all-or-nothing), recorded as a commit.
  */
 import { VfsError } from '../errors.js';
-import type { Cred } from '../core/perms.js';
+import { isAdminCred, type Cred } from '../core/perms.js';
 import { shortId } from '../core/objects.js';
 import type { CommitRecord } from '../rpc/protocol.js';
 import { find } from './history.js';
 import { revert } from './revert.js';
+import { visibleNow } from './status.js';
 import { joinScope, type Scope, type Trees } from './trees.js';
 
 export function undo(
@@ -35,13 +36,15 @@ export function undo(
       if (!last.has(ch.path)) last.set(ch.path, others.get(ch.path) ?? c.author);
     id = c.parent;
   }
+  // Security: only paths the caller may read now are named or counted (a path elsewhere is no answer to give).
+  const memo = new Map<string, boolean>();
   const paths = [...last]
-    .filter(([, by]) => by === actor)
+    .filter(([p, by]) => by === actor && (isAdminCred(cred) || visibleNow(v, cred, scope, p, memo)))
     .map(([p]) => p.replace(/\/$/, '') || '/')
     .sort();
   if (paths.length === 0)
     throw new VfsError('ENOENT', 'undo', undefined, `no change by ${actor.slice(0, 64)} since ${shortId(base)}`);
-  const r = revert(v, cred, scope, base, paths, `undo ${actor} since ${shortId(base)}`);
+  const r = revert(v, cred, scope, base, paths, { message: `undo ${actor} since ${shortId(base)}`, op: 'undo' });
   return { ...r, paths };
 }
 

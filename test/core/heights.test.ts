@@ -14,6 +14,7 @@ const journal = {
   object: () => undefined,
   objectRemoved: () => undefined,
   setRef: () => undefined,
+  mark: () => undefined,
   durable: () => Promise.resolve(),
   close: () => undefined,
 };

@@ -38,6 +38,7 @@ export const TOOL_NAMES = [
   'commit',
   'get_history',
   'revert',
+  'undo',
 ] as const;
 
 export interface Teardown {

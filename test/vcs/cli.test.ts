@@ -1,4 +1,4 @@
-/** The CLI's history commands for many users: commit [paths...], log <path>, cat --at, restore --from. */
+/** The CLI's history commands for many users: commit [paths...], log <path>, cat --at, restore --from (and nothing to restore). */
 import t from 'tap';
 import { cliEnv } from '../helpers/cli.js';
 
@@ -29,4 +29,14 @@ void t.test('commit paths, log of one file, cat --at and restore --from', async 
   t.equal(r.code, 0, r.stderr);
   t.equal((await alice(['cat', 'a.md'])).stdout, 'a v1\n');
   t.equal((await alice(['cat', 'b.md'])).stdout, 'b v1\n');
+
+  // no empty commits: restoring what already is as the commit has it fails and records nothing
+  const head = (await alice(['log', '--oneline', '-n', '1'])).stdout;
+  const again = await alice(['restore', 'a.md', '--from', 'HEAD~3']);
+  t.equal(again.code, 1);
+  t.match(
+    again.stderr,
+    /^mdvfs: nothing to revert: the paths given already are as commit \w{12} has them \(no commit recorded\)/,
+  );
+  t.equal((await alice(['log', '--oneline', '-n', '1'])).stdout, head, 'no commit was recorded');
 });

@@ -216,3 +216,39 @@ t.test("undo an agent: exactly its changes, committed or pending, and nobody els
   );
   t.equal(await readText(p.alice, '/shared/a.md'), 'agent again\n', 'all-or-nothing');
 });
+
+t.test('no empty commits: a revert, restore or undo that changes nothing records nothing', async (t) => {
+  const p = await world(t);
+  const head = (await p.root.call('vcs.log', { limit: 1 })).commits[0]!.hash;
+  await t.rejects(
+    p.root.call('vcs.revert', { hash: 'HEAD' }),
+    {
+      code: 'EINVAL',
+      message: `EINVAL: nothing to revert: what you may restore already is as commit ${head} has it (no commit recorded)`,
+    },
+    'root: the whole tree already is as HEAD',
+  );
+  await p.alice.call('fs.write', { path: '/shared/a.md' }, text('a v2\n'));
+  await t.rejects(
+    p.alice.call('vcs.revert', { hash: 'HEAD', paths: ['/shared/b.md'] }),
+    { code: 'EINVAL', message: /nothing to revert: the paths given already are as commit/ },
+    'a path that did not change (nor exists)',
+  );
+  // admin's private change is no change for alice, and not hers to save either
+  await p.admin.call('fs.write', { path: '/shared/admin.md', mode: '0600' }, text('private\n'));
+  await p.alice.call('fs.write', { path: '/shared/a.md' }, text('a v1\n'));
+  await t.rejects(p.alice.call('vcs.revert', { hash: 'HEAD' }), { code: 'EINVAL' });
+  t.equal((await p.root.call('vcs.log', { limit: 1 })).commits[0]!.hash, head, 'no commit, no auto-save');
+  t.same((await p.admin.call('vcs.status', {})).added, ['/shared/admin.md'], "admin's change untouched and pending");
+  // undo: the agent's change is already undone by hand
+  await p.root.call('fs.chmod', { path: '/shared/a.md', mode: '0666' });
+  await p.root.call('vcs.commit', { message: 'open a.md' });
+  await p.agentForAlice.call('fs.write', { path: '/shared/a.md' }, text('agent\n'));
+  const c = await p.alice.call('vcs.commit', { message: 'agent', paths: ['/shared/a.md'] });
+  await p.agentForAlice.call('fs.write', { path: '/shared/a.md' }, text('a v1\n'));
+  await t.rejects(p.alice.call('vcs.undo', { actor: 'agent', since: 'HEAD~1' }), {
+    code: 'EINVAL',
+    message: /^EINVAL: nothing to undo: the paths given already are as commit \w{12} has them/,
+  });
+  t.equal((await p.root.call('vcs.log', { limit: 1 })).commits[0]!.hash, c.hash, 'no commit recorded');
+});

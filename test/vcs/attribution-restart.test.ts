@@ -1,0 +1,60 @@
+/**
+ * Pending attribution survives a daemon restart (issue 15): an agent writes on behalf of alice, the
+ * daemon process is killed and started again, alice commits, and the commit still names the agent,
+ * with the SQLite store and with PostgreSQL (a private cluster).
+ */
+import t, { type Test } from 'tap';
+import { makePersonas, spawnDaemon, text, type TestDaemon } from '../helpers/daemon.js';
+import { startPostgres } from '../helpers/postgres.js';
+
+async function agentWorkSurvives(t: Test, d: TestDaemon): Promise<void> {
+  const p = await makePersonas(d.client);
+  await p.root.call('fs.mkdir', { path: '/shared', parents: true, mode: '1777' });
+  await p.alice.call('fs.write', { path: '/shared/a.md', mode: '0666' }, text('a v1\n'));
+  await p.root.call('vcs.commit', { message: 'base' });
+  await p.agentForAlice.call('fs.write', { path: '/shared/a.md' }, text('agent v2\n'));
+  await p.agentForAlice.call('fs.write', { path: '/shared/plan.md' }, text('plan\n'));
+  await p.alice.call('fs.write', { path: 'mine.md' }, text('mine\n'));
+
+  await d.kill('SIGKILL');
+  await d.restart();
+  const alice = d.client.as({ authorization: 'User alice' });
+  const root = d.client.as({});
+  const c = await alice.call('vcs.commit', { message: 'accept the agent' });
+  const show = await root.call('vcs.show', { rev: c.hash });
+  t.same(
+    show.changes,
+    [
+      { path: '/home/alice/mine.md', op: 'added', by: 'alice' },
+      { path: '/shared/a.md', op: 'modified', by: 'agent', on_behalf_of: 'alice' },
+      { path: '/shared/plan.md', op: 'added', by: 'agent', on_behalf_of: 'alice' },
+    ],
+    'the agent is still credited after the restart',
+  );
+  // the marks of what was committed are gone: another restart and a change by alice credits alice
+  await d.kill('SIGKILL');
+  await d.restart();
+  const alice2 = d.client.as({ authorization: 'User alice' });
+  await alice2.call('fs.write', { path: '/shared/plan.md' }, text('alice edits\n'));
+  const c2 = await alice2.call('vcs.commit', { message: 'alice edits' });
+  t.same((await d.client.as({}).call('vcs.show', { rev: c2.hash })).changes, [
+    { path: '/shared/plan.md', op: 'modified', by: 'alice' },
+  ]);
+  // an undo after a restart finds the agent's pending changes too
+  await d.client
+    .as({ authorization: `Bearer ${p.tokens.agent}`, onBehalfOf: 'alice' })
+    .call('fs.write', { path: '/shared/a.md' }, text('agent again\n'));
+  await d.kill('SIGKILL');
+  await d.restart();
+  const u = await d.client.as({ authorization: 'User alice' }).call('vcs.undo', { actor: 'agent' });
+  t.same(u.paths, ['/shared/a.md']);
+}
+
+t.test('SQLite store', async (t) => {
+  await agentWorkSurvives(t, await spawnDaemon(t, { SERVICE_STORE: 'sqlite' }));
+});
+
+t.test('PostgreSQL store', async (t) => {
+  const pg = await startPostgres(t);
+  await agentWorkSurvives(t, await spawnDaemon(t, { SERVICE_STORE: await pg.createDb() }));
+});
