@@ -168,6 +168,10 @@ class Importer {
         );
         return true;
       }
+      if (vanished(err)) {
+        this.skip(`skipped ${host}: it vanished while being imported`);
+        return false;
+      }
       this.fail(`cannot keep the times of ${host}`, err);
       return false;
     }
@@ -192,7 +196,8 @@ class Importer {
         try {
           data = await readFile(host);
         } catch (err) {
-          this.fail(`cannot read ${host}`, err);
+          if (vanished(err)) this.skip(`skipped ${host}: it vanished while being imported`);
+          else this.fail(`cannot read ${host}`, err);
           return false;
         }
         await caller.call('fs.write', { path: dst }, { data });
@@ -237,6 +242,14 @@ class Importer {
         this.fail(`cannot remove ${vfsJoin(this.target, rel)}`, err);
     }
   }
+}
+
+/**
+ * A host entry removed between its event (or the walk) and its reading, as `rm -r` of a folder being
+ * watched does: skipped with a note (rsync's "file has vanished"), not a failure; its unlink event follows.
+ */
+function vanished(err: unknown): boolean {
+  return !(err instanceof VfsError) && (err as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
 }
 
 /** Runs the import command. Exit status 1 when anything could not be imported. */
