@@ -15,7 +15,7 @@ import { AttrCache, ListingCache } from './attr-cache.js';
 import { childPath, parentOf } from './paths.js';
 import { entryToFuseStat, toFuseStat, type OwnerMap } from './attrs.js';
 import { ChangeLog, mountPaths } from './change-log.js';
-import { O_ACCMODE, O_RDONLY, O_TRUNC, O_WRONLY, S_IFDIR, type FuseStat, type FuseStatfs } from './fuse-native.js';
+import { O_ACCMODE, O_RDONLY, O_TRUNC, O_WRONLY, S_IFDIR, type FuseStat, type FuseStatfs } from './fuse-types.js';
 import { HISTORY_DIR, HistoryView, isHistoryPath } from './history.js';
 import { ContentCache, FileBuffer, OpenFile, OpenFiles } from './open-files.js';
 
@@ -555,7 +555,7 @@ export class MountFs {
 
   /**
    * A file's bytes, fetched on first use. Opening an unchanged large file costs no transfer: the
-   * kernel often serves its reads from the page cache (auto_cache) and never asks.
+   * kernel often serves its reads from the page cache (keep_cache) and never asks.
    */
   private content(file: OpenFile): Promise<FileBuffer> {
     if (file.data) return Promise.resolve(file.data);

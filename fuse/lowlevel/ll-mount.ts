@@ -1,30 +1,39 @@
 /**
- * The mount on the libfuse3 low-level addon (SERVICE_FUSE=ll): inode-based requests are mapped to paths
- * (Inodes) and served by the same MountFs as the libfuse2 binding, with the kernel caching entries,
- * attributes and file pages for a long time (no request at all for a warm `grep -r`), and every change
- * event of the daemon invalidating exactly the kernel entries and inodes it concerns.
+ * The mount on the libfuse3 low-level addon (fuse/native): inode-based requests are mapped to paths
+ * (Inodes) and served by MountFs, with the kernel caching entries, attributes and file pages for a long
+ * time (no request at all for a warm `grep -r`), and every change event of the daemon invalidating
+ * exactly the kernel entries and inodes it concerns.
  *
  * Opens are still answered (MountFs checks access and takes write grants there) but with keep_cache, so
  * re-reading an unchanged file costs no data transfer; directories need no open (no-opendir).
  */
-import { VfsError } from '../../daemon/errors.js';
+import { fuseErrno, VfsError } from '../../daemon/errors.js';
 import type { ChangeEvent } from '../../daemon/rpc/protocol.js';
 import { childPath, parentOf } from '../paths.js';
 import { ChangeLog, mountPaths } from '../change-log.js';
-import { O_ACCMODE, O_RDONLY, O_TRUNC, S_IFDIR, S_IFMT, S_IFREG, type FuseStat } from '../fuse-native.js';
+import { O_ACCMODE, O_RDONLY, O_TRUNC, S_IFDIR, S_IFMT, S_IFREG, type FuseStat } from '../fuse-types.js';
 import type { MountFs, UtimeArg } from '../mount-fs.js';
-import { errnoOf } from '../ops.js';
 import { Inodes } from './inodes.js';
 import { OPEN_FLAGS, Op, SET_ATTR, type Entry, type FuseLowLevel, type Name, type SetAttr } from './native.js';
 
 /** Seconds the kernel keeps entries and attributes: until a change event invalidates them. */
 const LONG = 86400;
 const NAME_MAX = 255;
+const EIO = 5;
 const EINVAL = 22;
 const EEXIST = 17;
 const ENOSYS = 38;
 const EILSEQ = 84;
 const RENAME_NOREPLACE = 1;
+
+/** The errno for any rejection: daemon and local errors carry their code; anything else is a bug (EIO). */
+function errnoOf(err: unknown): number {
+  if (err instanceof VfsError) return -fuseErrno(err.code);
+  process.stderr.write(
+    `mdvfs mount: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  return EIO;
+}
 
 /** An errno answered to the kernel as it is (for errors the daemon's error table does not have). */
 class KernelError extends Error {
@@ -145,7 +154,7 @@ export class LowLevelMount {
       return;
     }
     this.serve(op, req, ino, a, b, c, s1, s2, extra).catch((err: unknown) => {
-      this.ll.replyErr(req, err instanceof KernelError ? err.errno : -errnoOf(err));
+      this.ll.replyErr(req, err instanceof KernelError ? err.errno : errnoOf(err));
     });
   }
 

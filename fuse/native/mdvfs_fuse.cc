@@ -410,7 +410,7 @@ void TimeOf(struct timespec& t, const Napi::Object& o, const char* ns, const cha
   TimeOfMs(t, Num(o, ms));
 }
 
-// A FuseStat (fuse/fuse-native.ts) as struct stat. st_ino is its `ino` when set, else `ino` (the FUSE
+// A FuseStat (fuse/fuse-types.ts) as struct stat. st_ino is its `ino` when set, else `ino` (the FUSE
 // node id, which stays in the request's nodeid either way).
 void StatOf(struct stat& st, const Napi::Object& o, double ino) {
   memset(&st, 0, sizeof st);
