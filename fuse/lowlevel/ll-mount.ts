@@ -25,6 +25,7 @@ const EEXIST = 17;
 const ENOSYS = 38;
 const EILSEQ = 84;
 const RENAME_NOREPLACE = 1;
+const O_EXCL = 0o200;
 
 /** The errno for any rejection: daemon and local errors carry their code; anything else is a bug (EIO). */
 function errnoOf(err: unknown): number {
@@ -60,7 +61,13 @@ export class LowLevelMount {
     private readonly ll: FuseLowLevel,
     private readonly fs: MountFs,
     private readonly opts: LowLevelOptions = {},
-  ) {}
+  ) {
+    // A create answered without the daemon that the daemon then refused: the kernel forgets the name.
+    fs.onLost = (path) => {
+      this.invalidate(path);
+      this.nodes.removed(path);
+    };
+  }
 
   get sessionEnded(): boolean {
     return this.isEnded;
@@ -271,7 +278,7 @@ export class LowLevelMount {
       }
       case Op.CREATE: {
         const path = this.childOf(ino, s1, 'create');
-        const fh = await fs.create(path, a);
+        const fh = await fs.create(path, a, (b & O_EXCL) !== 0);
         const st = await fs.getattr(path);
         const node = this.nodes.remember(path, false);
         node.attr = st;
@@ -301,7 +308,7 @@ export class LowLevelMount {
       }
       case Op.FLUSH:
       case Op.FSYNC:
-        await fs.flush(a);
+        await fs.flush(a, op === Op.FLUSH);
         ll.replyErr(req, 0);
         return;
       case Op.RELEASE:
