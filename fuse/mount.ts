@@ -149,6 +149,7 @@ async function shutdown(llm: LowLevelMount, mfs: MountFs, link: DaemonLink, unmo
   }
   await mfs.flushAll();
   if (unmount) llm.unmount();
+  await llm.close();
   link.close();
 }
 

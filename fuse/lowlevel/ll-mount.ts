@@ -94,6 +94,18 @@ export class LowLevelMount {
   }
 
   /**
+   * Waits (at most `ms`) for the session to end, after unmount() or an unmount from outside, then
+   * joins the addon's threads, so the process exits with none of them running. A session that does
+   * not end in time (files still open in a lazily detached mount) is left to the process's exit.
+   */
+  async close(ms = 2000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.ended, new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+    clearTimeout(timer);
+    if (this.isEnded) this.ll.destroy();
+  }
+
+  /**
    * A daemon change event: the kernel forgets exactly the entries and inodes it concerns. `own`: the
    * event of this mount's own write (MountFs.onChange), whose content the kernel already holds: only
    * the attributes (the daemon set the times and size) are dropped, the pages are kept.

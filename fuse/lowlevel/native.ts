@@ -106,6 +106,11 @@ export interface FuseLowLevel {
   create(mountpoint: string, args: string[], capsWant: number, capsUnwant: number, handler: Handler): void;
   /** Ends the session (lazy unmount); the loop then reports Op.ENDED. */
   unmount(): void;
+  /**
+   * After Op.ENDED: joins the addon's threads and frees the session (false, doing nothing, while the
+   * loop still runs). Replies after it are refused.
+   */
+  destroy(): boolean;
   replyErr(req: number, errno: number): number;
   replyNone(req: number): void;
   replyEntry(req: number, entry: Entry): number;
