@@ -49,7 +49,7 @@ const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 /** Which of our processes a profile came from, by the code it ran. */
 function role(file: string): string {
   const text = readFileSync(file, 'utf8');
-  if (text.includes('fuse-native')) return 'mount (mdvfs mount)';
+  if (text.includes('/dist/fuse/lowlevel/')) return 'mount (mdvfs mount)';
   if (text.includes('/dist/http/app.js')) return 'HTTP sidecar (mdvfs http)'; // it hosts /mcp too
   if (text.includes('/dist/mcp/stdio.js')) return 'stdio MCP server (mdvfs-mcp)';
   if (text.includes('/dist/daemon/store/')) return 'daemon';
@@ -245,7 +245,7 @@ async function fuse(kind: 'create' | 'warm'): Promise<void> {
     report(dir, `FUSE ${kind}`, extra);
   } finally {
     await killProc(m, 'SIGTERM', 5000);
-    await sh(`fusermount -uz '${mnt}' 2>/dev/null; rmdir '${mnt}' 2>/dev/null; true`).catch(() => undefined);
+    await sh(`fusermount3 -uz '${mnt}' 2>/dev/null; rmdir '${mnt}' 2>/dev/null; true`).catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -9,7 +9,7 @@
  * principal, and only until something that could change its answer happens.
  */
 import type { ChangeLog } from './change-log.js';
-import { S_IFDIR, S_IFMT, type FuseStat } from './fuse-native.js';
+import { S_IFDIR, S_IFMT, type FuseStat } from './fuse-types.js';
 import { parentOf } from './paths.js';
 
 interface Entry<T> {

@@ -1,7 +1,7 @@
 /** Daemon stat records as FUSE attributes, and the owner mapping between the principal and the local user. */
 import { VfsError } from '../daemon/errors.js';
 import type { DirEntry, Kind, Stat } from '../daemon/rpc/protocol.js';
-import { S_IFDIR, S_IFLNK, S_IFREG, type FuseStat } from './fuse-native.js';
+import { S_IFDIR, S_IFLNK, S_IFREG, type FuseStat } from './fuse-types.js';
 
 const TYPE_BITS: Record<Kind, number> = { file: S_IFREG, directory: S_IFDIR, symlink: S_IFLNK };
 

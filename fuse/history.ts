@@ -6,7 +6,7 @@ import { VfsError } from '../daemon/errors.js';
 import type { Listing, Stat } from '../daemon/rpc/protocol.js';
 import type { Caller } from '../daemon/rpc/client.js';
 import { entryToFuseStat, syntheticDir, toFuseStat, type OwnerMap } from './attrs.js';
-import type { FuseStat } from './fuse-native.js';
+import type { FuseStat } from './fuse-types.js';
 
 export const HISTORY_DIR = '/.history';
 

@@ -15,7 +15,16 @@ import { AttrCache, ListingCache } from './attr-cache.js';
 import { childPath, parentOf } from './paths.js';
 import { entryToFuseStat, toFuseStat, type OwnerMap } from './attrs.js';
 import { ChangeLog, mountPaths } from './change-log.js';
-import { O_ACCMODE, O_RDONLY, O_TRUNC, O_WRONLY, S_IFDIR, type FuseStat, type FuseStatfs } from './fuse-native.js';
+import {
+  O_ACCMODE,
+  O_RDONLY,
+  O_TRUNC,
+  O_WRONLY,
+  S_IFDIR,
+  S_IFREG,
+  type FuseStat,
+  type FuseStatfs,
+} from './fuse-types.js';
 import { HISTORY_DIR, HistoryView, isHistoryPath } from './history.js';
 import { ContentCache, FileBuffer, OpenFile, OpenFiles } from './open-files.js';
 
@@ -24,6 +33,13 @@ const W_OK = 2;
 
 /** The largest file the mount buffers (the framing limit of the socket protocol). */
 const MAX_BUFFER = 1024 * 1024 * 1024;
+
+const S_ISUID = 0o4000;
+/**
+ * Inode numbers shown for files created here until the daemon has them (their first flush): above
+ * any the daemon gives, so that two files never show the same number.
+ */
+const PROVISIONAL_INO = 2 ** 52;
 
 /** One time of utimens: kept, the present, or nanoseconds since the epoch. */
 export type UtimeArg = 'omit' | 'now' | bigint;
@@ -49,6 +65,17 @@ export class MountFs {
   private readonly unusedGrants: string[] = [];
   private releaseTimer: NodeJS.Timeout | null = null;
   private statfsCache: { value: FuseStatfs; since: number } | undefined;
+  /**
+   * What the daemon answered to this mount's last create in each directory (the requested mode and
+   * the owner it gave), and ChangeLog.now() when it was asked: while nothing concerning that
+   * directory or a directory above it is reported, the next create there gets the same answer.
+   */
+  private readonly createdIn = new Map<string, { since: number; mode: number; uid: number; gid: number }>();
+  /** Files whose create was answered here and is not sent yet (OpenFile.unsent). */
+  private readonly unsent = new Set<OpenFile>();
+  private nextProvisionalIno = PROVISIONAL_INO;
+  /** Told when a file this mount answered as created was refused by the daemon: the kernel must forget it. */
+  onLost: ((path: string) => void) | undefined;
 
   constructor(
     private readonly rpc: Caller,
@@ -88,6 +115,7 @@ export class MountFs {
       // A name missing from a listing still valid does not exist (the lookup before every create).
       if (path !== '/' && this.listings.has(parentOf(path), basename(path)) === false)
         throw new VfsError('ENOENT', 'stat', path);
+      await this.settle(path);
       const since = this.log.now();
       st = toFuseStat(await this.rpc.call('fs.stat', { path, nofollow: true }), this.opts.owners);
       this.attrs.set(path, { ...st }, since);
@@ -109,6 +137,7 @@ export class MountFs {
     if (isHistoryPath(path)) return this.history.readdir(path);
     const cached = this.listings.get(path);
     if (cached) return cached;
+    await this.settle(path, true);
     const since = this.log.now();
     return this.remember(path, await listAll(this.rpc, path), since);
   }
@@ -150,6 +179,7 @@ export class MountFs {
   async access(path: string, mode: number): Promise<void> {
     if (isHistoryPath(path)) return this.history.access(path, mode);
     if (this.opts.readOnly && mode & W_OK) throw new VfsError('EROFS', 'access', path);
+    await this.settle(path);
     await this.rpc.call('fs.access', { path, mode });
   }
 
@@ -182,6 +212,7 @@ export class MountFs {
       return this.files.open({ kind: 'snapshot', data: await this.history.read(path) });
     }
     if (this.opts.readOnly && (writable || truncate)) throw new VfsError('EROFS', 'open', path);
+    await this.settle(path);
     const { file, grant } = await this.load(path, flags, truncate);
     const fd = this.files.open({ kind: 'file', file, writable, ...(grant !== undefined ? { grant } : {}) });
     // Empty content the daemon may not have yet (an old non-empty one, or a file never sent) is a change.
@@ -192,8 +223,28 @@ export class MountFs {
     return fd;
   }
 
-  async create(path: string, mode: number): Promise<number> {
+  /**
+   * Creates a file and opens it for writing. `exclusive` (O_EXCL: lock files) always asks the daemon.
+   * Otherwise, when the daemon's answer is known (this mount's last create in the same directory,
+   * with the same mode, succeeded, nothing concerning the directory or above was reported since, and
+   * its listing says the name is free) the create is answered here and sent with the file's first
+   * flush, as one exclusive write of its content: a new file costs one daemon call, not two. Should
+   * the daemon refuse it after all (a change made elsewhere whose event had not arrived), that
+   * flush (close, fsync) returns the error and the name goes away.
+   */
+  async create(path: string, mode: number, exclusive = true): Promise<number> {
     this.writable(path, 'create');
+    const dir = parentOf(path);
+    const known = this.createdIn.get(dir);
+    if (
+      !exclusive &&
+      known !== undefined &&
+      known.mode === (mode & 0o7777) &&
+      this.log.unchanged(dir, known.since) &&
+      this.listings.has(dir, basename(path)) === false &&
+      this.files.file(path) === undefined
+    )
+      return this.createHere(path, known);
     this.attrs.invalidate(path);
     // The kernel asks for the new file's attributes right after creating it: the write answers them too.
     const since = this.log.now();
@@ -209,7 +260,8 @@ export class MountFs {
     if (r.created && r.path === path && r.stat) {
       const st = toFuseStat(r.stat, this.opts.owners);
       this.attrs.set(path, st, since);
-      this.listings.add(parentOf(path), basename(path), st);
+      this.listings.add(dir, basename(path), st);
+      this.createdIn.set(dir, { since, mode: mode & 0o7777, uid: st.uid, gid: st.gid });
     } else this.changed(path);
     // The daemon just created the file: anything still recorded under that name is an old, gone file.
     this.files.unlink(path);
@@ -222,6 +274,51 @@ export class MountFs {
       writable: true,
       ...(r.grant !== undefined ? { grant: r.grant } : {}),
     });
+  }
+
+  /** A create answered from what the daemon answered last time (see create): nothing is sent yet. */
+  private createHere(path: string, known: { mode: number; uid: number; gid: number }): number {
+    const now = Date.now();
+    const ns = BigInt(now) * 1_000_000n;
+    const st: FuseStat = {
+      mode: S_IFREG | (known.mode & ~S_ISUID),
+      uid: known.uid,
+      gid: known.gid,
+      size: 0,
+      nlink: 1,
+      ino: this.nextProvisionalIno++,
+      blksize: 4096,
+      blocks: 0,
+      atime: now,
+      mtime: now,
+      ctime: now,
+      atimeNs: ns,
+      mtimeNs: ns,
+      ctimeNs: ns,
+    };
+    this.statfsCache = undefined;
+    this.attrs.invalidate(path);
+    this.attrs.set(path, { ...st }, this.log.now());
+    this.listings.add(parentOf(path), basename(path), st);
+    this.cache.delete(path);
+    const file = this.files.adopt(new OpenFile(path, FileBuffer.empty()));
+    file.touch();
+    const handle = { kind: 'file' as const, file, writable: true };
+    const fd = this.files.open(handle);
+    file.unsent = { mode: known.mode, fd, handle };
+    this.unsent.add(file);
+    return fd;
+  }
+
+  /**
+   * Sends the creates answered here that a daemon call about `path` (and, with `below`, anything
+   * under it) must find done. A refusal is kept for the file's next flush to report (see send).
+   */
+  private async settle(path: string, below = false): Promise<void> {
+    if (this.unsent.size === 0) return;
+    const prefix = path === '/' ? '/' : `${path}/`;
+    const due = [...this.unsent].filter((f) => f.path === path || (below && f.path.startsWith(prefix)));
+    await Promise.all(due.map((f) => f.serialize(() => this.send(f))));
   }
 
   async read(fd: number, buf: Buffer, len: number, pos: number): Promise<number> {
@@ -240,6 +337,7 @@ export class MountFs {
 
   async truncate(path: string, size: number): Promise<void> {
     this.writable(path, 'truncate');
+    await this.settle(path);
     this.changed(path);
     const open = this.files.file(path);
     if (!open) {
@@ -261,9 +359,16 @@ export class MountFs {
     h.file.touch();
   }
 
-  async flush(fd: number): Promise<void> {
+  /**
+   * Sends the descriptor's file (fsync; `closing`: a close, FUSE flush). A file created here and
+   * still empty waits at a close for its content or its last release: a shell's `> file` opens, dups
+   * and closes the descriptor before writing, which would otherwise cost the create a call of its own.
+   */
+  async flush(fd: number, closing = false): Promise<void> {
     const h = this.files.handle(fd);
-    if (h?.kind === 'file') await this.flushFile(h.file);
+    if (h?.kind !== 'file') return;
+    if (closing && h.file.unsent !== undefined && h.file.data?.size === 0) return;
+    await this.flushFile(h.file);
   }
 
   async release(fd: number): Promise<void> {
@@ -345,6 +450,7 @@ export class MountFs {
 
   async rmdir(path: string): Promise<void> {
     this.writable(path, 'rmdir');
+    await this.settle(path, true);
     this.changed(path);
     await this.rpc.call('fs.rmdir', { path });
     this.changed(path);
@@ -352,6 +458,7 @@ export class MountFs {
 
   async unlink(path: string): Promise<void> {
     this.writable(path, 'unlink');
+    await this.settle(path);
     this.changed(path);
     await this.rpc.call('fs.unlink', { path });
     this.changed(path);
@@ -362,6 +469,7 @@ export class MountFs {
   async rename(src: string, dst: string): Promise<void> {
     this.writable(src, 'rename');
     this.writable(dst, 'rename');
+    await Promise.all([this.settle(src, true), this.settle(dst, true)]);
     this.changed(src);
     this.changed(dst);
     await this.rpc.call('fs.move', { src, dst, overwrite: true });
@@ -389,6 +497,7 @@ export class MountFs {
 
   async chmod(path: string, mode: number): Promise<void> {
     this.writable(path, 'chmod');
+    await this.settle(path);
     this.changed(path);
     await this.rpc.call('fs.chmod', { path, mode: mode & 0o7777 });
     this.changed(path);
@@ -396,6 +505,7 @@ export class MountFs {
 
   async chown(path: string, uid: number, gid: number): Promise<void> {
     this.writable(path, 'chown');
+    await this.settle(path);
     this.changed(path);
     const owner = this.opts.owners.uidIn(uid);
     const group = this.opts.owners.gidIn(gid);
@@ -555,7 +665,7 @@ export class MountFs {
 
   /**
    * A file's bytes, fetched on first use. Opening an unchanged large file costs no transfer: the
-   * kernel often serves its reads from the page cache (auto_cache) and never asks.
+   * kernel often serves its reads from the page cache (keep_cache) and never asks.
    */
   private content(file: OpenFile): Promise<FileBuffer> {
     if (file.data) return Promise.resolve(file.data);
@@ -576,36 +686,77 @@ export class MountFs {
     return file.loading;
   }
 
+  /** Sends a changed buffer (flush, fsync, close), and reports a create the daemon refused. */
   private flushFile(file: OpenFile): Promise<void> {
     return file.serialize(async () => {
-      if (!file.dirty || file.orphaned || !file.data) return;
-      const path = file.path;
-      const data = file.data.view();
-      const since = this.log.now();
-      file.dirty = false;
-      this.attrs.invalidate(path);
-      try {
-        // The kernel asks for the attributes after a close: the write answers them too.
-        // Under the access a descriptor was opened with, if one open for writing holds a grant.
-        const grant = file.grants.values().next().value;
-        const r = await this.own([path], () =>
-          this.rpc.call(
-            'fs.write',
-            { path, parents: false, stat: true, ...(grant !== undefined ? { grant } : {}) },
-            { data },
-          ),
-        );
-        this.attrs.invalidate(path);
-        if (!r.created && r.path === path && r.stat) this.attrs.set(path, toFuseStat(r.stat, this.opts.owners), since);
-        else this.changed(path); // created again, or written elsewhere (a symlink put there meanwhile)
-        file.etag = r.etag;
-        // Not `readable`: the daemon accepted a write, it did not say this principal may read the file.
-        if (file.path === path) this.cache.set(path, r.etag, data, since, false);
-      } catch (err) {
-        file.dirty = true;
+      await this.send(file);
+      if (file.failed !== undefined) {
+        const err = file.failed;
+        file.failed = undefined;
         throw err;
       }
     });
+  }
+
+  /** Sends the buffer when it changed; a create answered here goes with it (OpenFile.unsent). */
+  private async send(file: OpenFile): Promise<void> {
+    if (!file.dirty || file.orphaned || !file.data) return;
+    const path = file.path;
+    const data = file.data.view();
+    const since = this.log.now();
+    const create = file.unsent;
+    file.dirty = false;
+    this.attrs.invalidate(path);
+    try {
+      // The kernel asks for the attributes after a close: the write answers them too.
+      // Under the access a descriptor was opened with, if one open for writing holds a grant.
+      const grant = file.grants.values().next().value;
+      const r = await this.own([path], () =>
+        this.rpc.call(
+          'fs.write',
+          create
+            ? { path, mode: create.mode, parents: false, exclusive: true, stat: true, want_grant: true }
+            : { path, parents: false, stat: true, ...(grant !== undefined ? { grant } : {}) },
+          { data },
+        ),
+      );
+      this.attrs.invalidate(path);
+      if (r.created === (create !== undefined) && r.path === path && r.stat) {
+        const st = toFuseStat(r.stat, this.opts.owners);
+        this.attrs.set(path, st, since);
+        if (create) {
+          this.listings.add(parentOf(path), basename(path), st);
+          this.createdIn.set(parentOf(path), { since, mode: create.mode, uid: st.uid, gid: st.gid });
+        }
+      } else this.changed(path); // created again, or written elsewhere (a symlink put there meanwhile)
+      if (create) {
+        file.unsent = undefined;
+        this.unsent.delete(file);
+        // The creating descriptor writes under this grant from now on, as if the daemon had created the file at open.
+        if (r.grant !== undefined) {
+          if (this.files.handle(create.fd) === create.handle) {
+            create.handle.grant = r.grant;
+            file.grants.add(r.grant);
+          } else this.dropGrant(r.grant);
+        }
+      }
+      file.etag = r.etag;
+      // Not `readable`: the daemon accepted a write, it did not say this principal may read the file.
+      if (file.path === path) this.cache.set(path, r.etag, data, since, false);
+    } catch (err) {
+      if (!create) {
+        file.dirty = true;
+        throw err;
+      }
+      // The create the kernel was told of did not happen: the file never existed for anyone else.
+      file.unsent = undefined;
+      this.unsent.delete(file);
+      file.failed = err;
+      this.createdIn.delete(parentOf(path));
+      this.files.unlink(path);
+      this.changed(path);
+      this.onLost?.(path);
+    }
   }
 }
 

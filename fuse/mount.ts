@@ -16,15 +16,12 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { ERRORS, VfsError, type ErrorCode } from '../daemon/errors.js';
 import { defaultDataDir } from '../daemon/rpc/connect.js';
-import { fuseBindingFromEnv } from '../daemon/rpc/settings.js';
 import type { Creds, WhoAmI } from '../daemon/rpc/protocol.js';
 import { OwnerMap } from './attrs.js';
 import { DaemonLink } from '../daemon/rpc/link.js';
-import { loadFuse, type FuseClass } from './fuse-native.js';
 import { LowLevelMount } from './lowlevel/ll-mount.js';
 import { loadLowLevel } from './lowlevel/native.js';
 import { MountFs } from './mount-fs.js';
-import { createOps } from './ops.js';
 
 const execFileP = promisify(execFile);
 
@@ -34,14 +31,6 @@ export interface MountOptions {
   onBehalfOf?: string;
   readOnly?: boolean;
 }
-
-/**
- * libfuse2 options the binding does not expose ride along in `fsname`, which it copies verbatim:
- * big_writes (128 KiB writes instead of 4 KiB), auto_cache (keep the page cache only while the file's
- * mtime and size are unchanged, so changes made through REST/MCP show on the next open) and
- * atomic_o_trunc (O_TRUNC reaches open, so truncating a file does not first fetch its old content).
- */
-const FSNAME = 'mdvfs,big_writes,auto_cache,atomic_o_trunc';
 
 export function credsFor(opts: MountOptions): Creds {
   if (opts.user !== undefined && opts.token !== undefined) throw new Error('use either --user or --token, not both');
@@ -64,7 +53,7 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   // The kernel's mount table names the real path: watching it for an outside unmount needs the same.
   const mnt = await fsp.realpath(path.resolve(dir)).catch(() => path.resolve(dir));
   const st = await fsp.stat(mnt).catch((err: NodeJS.ErrnoException) => {
-    // A mountpoint left behind by a killed mount answers ENOTCONN: `force` below clears it.
+    // A mountpoint left behind by a killed mount answers ENOTCONN: serve() detaches it first.
     if (err.code === 'ENOTCONN') return null;
     if (err.code === 'ENOENT') throw mountError('ENOENT', `cannot mount at '${mnt}': no such directory`);
     if (err.code === 'EACCES' || err.code === 'ENOTDIR' || err.code === 'ELOOP')
@@ -73,10 +62,8 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   });
   if (st && !st.isDirectory()) throw mountError('ENOTDIR', `cannot mount at '${mnt}': not a directory`);
 
-  const binding = fuseBindingFromEnv();
-  // First: without the binding there is nothing to connect for.
-  const Fuse = binding === 'fuse2' ? loadFuse() : null;
-  const ll = binding === 'll' ? loadLowLevel() : null;
+  // First: without the addon there is nothing to connect for.
+  const ll = loadLowLevel();
   const dataDir = defaultDataDir();
   const link = await DaemonLink.open(dataDir, creds, { name: 'mdvfs mount' });
   let who: WhoAmI;
@@ -98,19 +85,15 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   // whoami shows a workspace caller its root as '/': change events need the real one.
   const jail = who.workspace ? (await link.call('auth.scope', {})).root_path : '/';
   const mfs = new MountFs(link, { readOnly: opts.readOnly === true, owners, ...(jail !== '/' ? { jail } : {}) });
-  const llm = ll ? new LowLevelMount(ll, mfs, jail !== '/' ? { jail } : {}) : null;
+  const llm = new LowLevelMount(ll, mfs, jail !== '/' ? { jail } : {});
   try {
-    await link.onChange((ev) => {
-      const own = mfs.onChange(ev);
-      llm?.onChange(ev, own);
-    });
+    await link.onChange((ev) => llm.onChange(ev, mfs.onChange(ev)));
   } catch (err) {
     link.close();
     throw err;
   }
-  let served: Served;
   try {
-    served = llm ? await serveLowLevel(llm, mnt, st === null) : await serveFuse2(Fuse ?? loadFuse(), mfs, mnt);
+    await serve(llm, mnt, st === null);
   } catch (err) {
     link.close(); // or the open socket would keep this failed process alive
     throw err;
@@ -131,52 +114,16 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
       }
       stopping = true;
       process.stderr.write(`mdvfs: ${why}, unmounting ${mnt}\n`);
-      void shutdown(served, mfs, link, unmount).finally(resolve);
+      void shutdown(llm, mfs, link, unmount).finally(resolve);
     };
     for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => stop(`got ${sig}`, true));
-    // `mdvfs umount` / `fusermount -u` end the mount from outside: notice it, and exit once files are closed.
+    // `mdvfs umount` / `fusermount3 -u` end the mount from outside: notice it, and exit once files are closed.
     void watchMountTable(mnt, () => stopping).then(() => stop('unmounted from outside', false));
   });
   process.exit(0);
 }
 
-/** A mounted session of either binding. */
-interface Served {
-  unmount(): Promise<void>;
-  /** Whether the kernel ended the session (after an unmount from outside). */
-  sessionEnded(): Promise<boolean>;
-}
-
-async function serveFuse2(Fuse: FuseClass, mfs: MountFs, mnt: string): Promise<Served> {
-  const fuse = new Fuse(mnt, createOps(mfs), {
-    fsname: FSNAME,
-    subtype: 'mdvfs',
-    autoUnmount: true,
-    force: true,
-    entryTimeout: '1',
-    attrTimeout: '1',
-    // A flush of a large file can take a while; a daemon that never answers still fails the call.
-    timeout: 120_000,
-  });
-  const fuseFdsBefore = await fuseFds();
-  await new Promise<void>((resolve, reject) =>
-    fuse.mount((err) => (err ? reject(new Error(`cannot mount at ${mnt}: ${err.message}`)) : resolve())),
-  );
-  // This mount's connection to the kernel: libfuse closes it when the kernel ends the session.
-  const session = (await fuseFds()).filter((fd) => !fuseFdsBefore.includes(fd));
-  return {
-    unmount: () =>
-      new Promise<void>((resolve) =>
-        fuse.unmount((err) => {
-          if (err) process.stderr.write(`mdvfs: unmount: ${err.message}\n`);
-          resolve();
-        }),
-      ),
-    sessionEnded: () => sessionEnded(session),
-  };
-}
-
-async function serveLowLevel(llm: LowLevelMount, mnt: string, stale: boolean): Promise<Served> {
+async function serve(llm: LowLevelMount, mnt: string, stale: boolean): Promise<void> {
   // A mountpoint left behind by a killed mount (ENOTCONN): detach it first.
   if (stale)
     await execFileP('fusermount3', ['-uz', mnt])
@@ -187,16 +134,9 @@ async function serveLowLevel(llm: LowLevelMount, mnt: string, stale: boolean): P
   } catch (err) {
     throw new Error(`cannot mount at ${mnt}: ${(err as Error).message}`);
   }
-  return {
-    unmount: () => {
-      llm.unmount();
-      return Promise.resolve();
-    },
-    sessionEnded: () => Promise.resolve(llm.sessionEnded),
-  };
 }
 
-async function shutdown(served: Served, mfs: MountFs, link: DaemonLink, unmount: boolean): Promise<void> {
+async function shutdown(llm: LowLevelMount, mfs: MountFs, link: DaemonLink, unmount: boolean): Promise<void> {
   if (!unmount && mfs.files.openCount > 0) {
     // After a lazy unmount (`mdvfs umount --lazy`), processes may still hold files open and write to
     // them. Wait until the last is closed, or until the kernel ends the session: when the last file of
@@ -205,10 +145,11 @@ async function shutdown(served: Served, mfs: MountFs, link: DaemonLink, unmount:
     process.stderr.write(
       `mdvfs: ${mfs.files.openCount} file(s) still open in the detached mount; exiting when they are closed\n`,
     );
-    while (mfs.files.openCount > 0 && !(await served.sessionEnded())) await sleep(200);
+    while (mfs.files.openCount > 0 && !llm.sessionEnded) await sleep(200);
   }
   await mfs.flushAll();
-  if (unmount) await served.unmount();
+  if (unmount) llm.unmount();
+  await llm.close();
   link.close();
 }
 
@@ -232,34 +173,13 @@ async function watchMountTable(mnt: string, done: () => boolean): Promise<void> 
   }
 }
 
-/** This process's descriptors of /dev/fuse (read from /proc, never the mount); [] without /proc. */
-async function fuseFds(): Promise<number[]> {
-  const fds = await fsp.readdir('/proc/self/fd').catch(() => [] as string[]);
-  const links = await Promise.all(
-    fds.map((fd) =>
-      fsp.readlink(`/proc/self/fd/${fd}`).then(
-        (l) => (l === '/dev/fuse' ? Number(fd) : -1),
-        () => -1,
-      ),
-    ),
-  );
-  return links.filter((fd) => fd >= 0);
-}
-
-/** Whether libfuse closed this mount's /dev/fuse descriptor(s): the kernel session is over. */
-async function sessionEnded(session: number[]): Promise<boolean> {
-  if (session.length === 0) return false; // unknown: rely on the open count
-  const now = await fuseFds();
-  return !session.some((fd) => now.includes(fd));
-}
-
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
 /**
  * `mdvfs umount <dir>`: unmounts, or refuses with EBUSY while a process has a file or its working
- * directory in the mount (as umount(8) does). `lazy` detaches at once (`fusermount -uz`): the mount
+ * directory in the mount (as umount(8) does). `lazy` detaches at once (`fusermount3 -uz`): the mount
  * process sends what open files hold and exits when the last is closed.
  */
 export async function runUmount(dir: string, opts: { lazy?: boolean } = {}): Promise<void> {
@@ -276,11 +196,11 @@ export async function runUmount(dir: string, opts: { lazy?: boolean } = {}): Pro
     throw new Error(`cannot unmount ${mnt}: ${text}`);
   };
   try {
-    await execFileP('fusermount', [opts.lazy ? '-uz' : '-u', mnt]);
+    await execFileP('fusermount3', [opts.lazy ? '-uz' : '-u', mnt]);
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { stderr?: string };
     if (e.code !== 'ENOENT') fail(e);
-    // No fusermount (fuse2 package absent): root can still unmount directly.
+    // No fusermount3 (the fuse3 package absent): root can still unmount directly.
     await execFileP('umount', opts.lazy ? ['-l', mnt] : [mnt]).catch(fail);
   }
 }

@@ -91,6 +91,13 @@ export class OpenFile {
    * the access they were opened with, so a file created 0444, or chmodded after open, stays writable.
    */
   readonly grants = new Set<string>();
+  /**
+   * Set while the file exists only in this mount: its create was answered without the daemon (see
+   * MountFs.create) and goes with its first flush, as one exclusive write of its content.
+   */
+  unsent: { mode: number; fd: number; handle: Handle & { kind: 'file' } } | undefined;
+  /** Why that create failed, until a flush, fsync or close reports it. */
+  failed: unknown;
   /** The fetch of `data` while it runs (content is fetched on the first read, see MountFs.content). */
   loading: Promise<FileBuffer> | null = null;
   private chain: Promise<unknown> = Promise.resolve();

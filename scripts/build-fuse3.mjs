@@ -1,6 +1,6 @@
 // Builds the libfuse3 low-level addon (fuse/native) at install, offline, with the node-gyp that npm
 // brings. Without libfuse3's headers it only warns: everything but the mount works without it, and
-// `mdvfs mount` then says what to install (or SERVICE_FUSE=fuse2 selects the older libfuse2 mount).
+// `mdvfs mount` then says what to install.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

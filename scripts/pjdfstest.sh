@@ -7,8 +7,7 @@
 #
 #   scripts/pjdfstest.sh <pjdfstest-source-dir> [group...]    e.g. ... ~/src/pjdfstest chmod rename
 #
-# The mount uses the binding SERVICE_FUSE names (the default when unset). Writes the TAP output of
-# every test file under $PJDFSTEST_OUT (default: the temporary directory, kept when it is set).
+# Writes the TAP output of every test file under $PJDFSTEST_OUT (default: the temporary directory, kept when it is set).
 set -euo pipefail
 
 src=${1:?usage: scripts/pjdfstest.sh <pjdfstest-source-dir> [group...]}
@@ -27,7 +26,7 @@ daemon_pid=
 mount_pid=
 cleanup() {
   [ -n "$mount_pid" ] && kill "$mount_pid" 2>/dev/null && wait "$mount_pid" 2>/dev/null || true
-  mountpoint -q "$work/mnt" && fusermount -uz "$work/mnt" 2>/dev/null || true
+  mountpoint -q "$work/mnt" && fusermount3 -uz "$work/mnt" 2>/dev/null || true
   [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null || true
   mountpoint -q "$work/mnt" || rm -rf "$work/data" "$work/build"
   rmdir "$work/mnt" 2>/dev/null || true

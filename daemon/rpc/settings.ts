@@ -45,7 +45,6 @@ export const SETTINGS = [
   'SERVICE_USER_AUTH',
   'SERVICE_REGEX_TIMEOUT_MS',
   'SERVICE_IDLE_EXIT',
-  'SERVICE_FUSE',
   'SERVICE_STORE',
   'SERVICE_LEASE_TIMEOUT_MS',
   'SERVICE_DAEMONS',
@@ -67,17 +66,6 @@ export function modeFromEnv(env: Env = process.env): ServiceMode {
   if (v === '' || v === 'local') return 'local';
   if (v === 'hosted') return 'hosted';
   throw new SettingsError(`SERVICE_MODE must be local or hosted, got '${v.slice(0, 64)}'`);
-}
-
-/** The mount's FUSE binding: `ll` (the libfuse3 low-level addon) or `fuse2` (@cocalc/fuse-native). */
-export type FuseBinding = 'fuse2' | 'll';
-
-/** SERVICE_FUSE: `ll` (default: fuse/native, kernel caching with invalidation) or `fuse2` (the older libfuse2 mount). */
-export function fuseBindingFromEnv(env: Env = process.env): FuseBinding {
-  const v = (env.SERVICE_FUSE ?? '').trim();
-  if (v === '' || v === 'll') return 'll';
-  if (v === 'fuse2') return 'fuse2';
-  throw new SettingsError(`SERVICE_FUSE must be ll or fuse2, got '${v.slice(0, 64)}'`);
 }
 
 /**

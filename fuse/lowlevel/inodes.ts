@@ -5,7 +5,7 @@
  * new id), while the old id stays valid for the kernel until it forgets it.
  */
 import { childPath } from '../paths.js';
-import type { FuseStat } from '../fuse-native.js';
+import type { FuseStat } from '../fuse-types.js';
 
 export const ROOT_INO = 1;
 

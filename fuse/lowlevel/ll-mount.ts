@@ -1,30 +1,40 @@
 /**
- * The mount on the libfuse3 low-level addon (SERVICE_FUSE=ll): inode-based requests are mapped to paths
- * (Inodes) and served by the same MountFs as the libfuse2 binding, with the kernel caching entries,
- * attributes and file pages for a long time (no request at all for a warm `grep -r`), and every change
- * event of the daemon invalidating exactly the kernel entries and inodes it concerns.
+ * The mount on the libfuse3 low-level addon (fuse/native): inode-based requests are mapped to paths
+ * (Inodes) and served by MountFs, with the kernel caching entries, attributes and file pages for a long
+ * time (no request at all for a warm `grep -r`), and every change event of the daemon invalidating
+ * exactly the kernel entries and inodes it concerns.
  *
  * Opens are still answered (MountFs checks access and takes write grants there) but with keep_cache, so
  * re-reading an unchanged file costs no data transfer; directories need no open (no-opendir).
  */
-import { VfsError } from '../../daemon/errors.js';
+import { fuseErrno, VfsError } from '../../daemon/errors.js';
 import type { ChangeEvent } from '../../daemon/rpc/protocol.js';
 import { childPath, parentOf } from '../paths.js';
 import { ChangeLog, mountPaths } from '../change-log.js';
-import { O_ACCMODE, O_RDONLY, O_TRUNC, S_IFDIR, S_IFMT, S_IFREG, type FuseStat } from '../fuse-native.js';
+import { O_ACCMODE, O_RDONLY, O_TRUNC, S_IFDIR, S_IFMT, S_IFREG, type FuseStat } from '../fuse-types.js';
 import type { MountFs, UtimeArg } from '../mount-fs.js';
-import { errnoOf } from '../ops.js';
 import { Inodes } from './inodes.js';
 import { OPEN_FLAGS, Op, SET_ATTR, type Entry, type FuseLowLevel, type Name, type SetAttr } from './native.js';
 
 /** Seconds the kernel keeps entries and attributes: until a change event invalidates them. */
 const LONG = 86400;
 const NAME_MAX = 255;
+const EIO = 5;
 const EINVAL = 22;
 const EEXIST = 17;
 const ENOSYS = 38;
 const EILSEQ = 84;
 const RENAME_NOREPLACE = 1;
+const O_EXCL = 0o200;
+
+/** The errno for any rejection: daemon and local errors carry their code; anything else is a bug (EIO). */
+function errnoOf(err: unknown): number {
+  if (err instanceof VfsError) return -fuseErrno(err.code);
+  process.stderr.write(
+    `mdvfs mount: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  return EIO;
+}
 
 /** An errno answered to the kernel as it is (for errors the daemon's error table does not have). */
 class KernelError extends Error {
@@ -51,7 +61,13 @@ export class LowLevelMount {
     private readonly ll: FuseLowLevel,
     private readonly fs: MountFs,
     private readonly opts: LowLevelOptions = {},
-  ) {}
+  ) {
+    // A create answered without the daemon that the daemon then refused: the kernel forgets the name.
+    fs.onLost = (path) => {
+      this.invalidate(path);
+      this.nodes.removed(path);
+    };
+  }
 
   get sessionEnded(): boolean {
     return this.isEnded;
@@ -75,6 +91,18 @@ export class LowLevelMount {
 
   unmount(): void {
     this.ll.unmount();
+  }
+
+  /**
+   * Waits (at most `ms`) for the session to end, after unmount() or an unmount from outside, then
+   * joins the addon's threads, so the process exits with none of them running. A session that does
+   * not end in time (files still open in a lazily detached mount) is left to the process's exit.
+   */
+  async close(ms = 2000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.ended, new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+    clearTimeout(timer);
+    if (this.isEnded) this.ll.destroy();
   }
 
   /**
@@ -145,7 +173,7 @@ export class LowLevelMount {
       return;
     }
     this.serve(op, req, ino, a, b, c, s1, s2, extra).catch((err: unknown) => {
-      this.ll.replyErr(req, err instanceof KernelError ? err.errno : -errnoOf(err));
+      this.ll.replyErr(req, err instanceof KernelError ? err.errno : errnoOf(err));
     });
   }
 
@@ -262,7 +290,7 @@ export class LowLevelMount {
       }
       case Op.CREATE: {
         const path = this.childOf(ino, s1, 'create');
-        const fh = await fs.create(path, a);
+        const fh = await fs.create(path, a, (b & O_EXCL) !== 0);
         const st = await fs.getattr(path);
         const node = this.nodes.remember(path, false);
         node.attr = st;
@@ -292,7 +320,7 @@ export class LowLevelMount {
       }
       case Op.FLUSH:
       case Op.FSYNC:
-        await fs.flush(a);
+        await fs.flush(a, op === Op.FLUSH);
         ll.replyErr(req, 0);
         return;
       case Op.RELEASE:

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { FuseStat, FuseStatfs } from '../fuse-native.js';
+import type { FuseStat, FuseStatfs } from '../fuse-types.js';
 
 /** Operation codes (the enum in mdvfs_fuse.cc). Arguments after (req, ino): */
 export const Op = {
@@ -106,6 +106,11 @@ export interface FuseLowLevel {
   create(mountpoint: string, args: string[], capsWant: number, capsUnwant: number, handler: Handler): void;
   /** Ends the session (lazy unmount); the loop then reports Op.ENDED. */
   unmount(): void;
+  /**
+   * After Op.ENDED: joins the addon's threads and frees the session (false, doing nothing, while the
+   * loop still runs). Replies after it are refused.
+   */
+  destroy(): boolean;
   replyErr(req: number, errno: number): number;
   replyNone(req: number): void;
   replyEntry(req: number, entry: Entry): number;
@@ -147,15 +152,10 @@ export function loadLowLevel(): FuseLowLevel {
   const p = addonPath();
   const hint =
     'install libfuse3-dev, pkg-config, make and g++ (Debian/Ubuntu), then run npm install again so fuse/native is built';
-  if (p === null)
-    throw new Error(
-      `the libfuse3 mount is not built: ${hint} (or set SERVICE_FUSE=fuse2 for the older libfuse2 mount)`,
-    );
+  if (p === null) throw new Error(`the libfuse3 mount is not built: ${hint}`);
   try {
     return createRequire(import.meta.url)(p) as FuseLowLevel;
   } catch (err) {
-    throw new Error(
-      `the libfuse3 mount does not load (${(err as Error).message.split('\n')[0]}): ${hint} (or set SERVICE_FUSE=fuse2 for the older libfuse2 mount)`,
-    );
+    throw new Error(`the libfuse3 mount does not load (${(err as Error).message.split('\n')[0]}): ${hint}`);
   }
 }

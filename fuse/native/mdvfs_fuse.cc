@@ -11,6 +11,7 @@
 #include <fuse_lowlevel.h>
 #include <napi.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -111,7 +112,7 @@ struct Session {
   std::deque<Notice> notices;
   bool stopping = false;
   bool mounted = false;
-  bool ended = false;
+  std::atomic<bool> ended{false};
   uint64_t capsWant = 0, capsUnwant = 0;
 };
 
@@ -343,7 +344,7 @@ void CallJs(Napi::Env env, Napi::Function handler, std::nullptr_t*, Request* r) 
                   Napi::Number::New(env, r->ino), Napi::Number::New(env, r->a), Napi::Number::New(env, r->b), Napi::Number::New(env, r->c),
                   str(r->s1, r->s1Set, r->s1Bad), str(r->s2, r->s2Set, r->s2Bad), extra, Napi::Number::New(env, r->uid),
                   Napi::Number::New(env, r->gid)});
-  } else if (r->req) {
+  } else if (r->req && g) {
     fuse_reply_err(r->req, EIO);
   }
   delete r;
@@ -379,6 +380,10 @@ fuse_req_t ReqArg(const Napi::CallbackInfo& info) {
   return reinterpret_cast<fuse_req_t>(static_cast<uintptr_t>(info[0].As<Napi::Number>().Int64Value()));
 }
 
+// After destroy() the session and its requests are gone: a late reply must not touch them.
+#define REQUIRE_SESSION(info) \
+  if (!g) return Napi::Number::New((info).Env(), -ENOTCONN)
+
 double Num(const Napi::Object& o, const char* key) {
   Napi::Value v = o.Get(key);
   return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : 0;
@@ -410,7 +415,7 @@ void TimeOf(struct timespec& t, const Napi::Object& o, const char* ns, const cha
   TimeOfMs(t, Num(o, ms));
 }
 
-// A FuseStat (fuse/fuse-native.ts) as struct stat. st_ino is its `ino` when set, else `ino` (the FUSE
+// A FuseStat (fuse/fuse-types.ts) as struct stat. st_ino is its `ino` when set, else `ino` (the FUSE
 // node id, which stays in the request's nodeid either way).
 void StatOf(struct stat& st, const Napi::Object& o, double ino) {
   memset(&st, 0, sizeof st);
@@ -513,13 +518,12 @@ Napi::Value Create(const Napi::CallbackInfo& info) {
   g->tsfn = Tsfn::New(env, info[4].As<Napi::Function>(), "mdvfs-fuse", 0, 1);
   g->notifier = std::thread(NotifierMain);
   g->loop = std::thread(LoopMain);
-  g->loop.detach();
   return env.Undefined();
 }
 
 // unmount(): ends the session (idempotent). Nothing here waits for the loop or notifier threads: they
 // may be waiting on the kernel, which may be waiting on this very thread. The loop returns once the
-// kernel drops the connection, then reports OP_ENDED.
+// kernel drops the connection, then reports OP_ENDED; destroy() then joins them.
 Napi::Value Unmount(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!g || !g->mounted) return env.Undefined();
@@ -530,21 +534,44 @@ Napi::Value Unmount(const Napi::CallbackInfo& info) {
     g->stopping = true;
   }
   g->cv.notify_all();
-  g->notifier.detach();
   fuse_session_unmount(g->se);  // a lazy unmount: the loop's read() fails once the kernel lets go
   return env.Undefined();
 }
 
+// destroy(): once the loop has reported OP_ENDED, joins the loop and notifier threads and frees the
+// session, so that the process exits with no thread of the addon running. Returns false, doing
+// nothing, while the loop still runs. Replies after it are refused (the requests are gone with it).
+Napi::Value Destroy(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!g) return Napi::Boolean::New(env, true);
+  if (!g->ended) return Napi::Boolean::New(env, false);
+  {
+    std::lock_guard<std::mutex> lock(g->mu);
+    g->stopping = true;
+    g->mounted = false;
+  }
+  g->cv.notify_all();
+  if (g->notifier.joinable()) g->notifier.join();
+  if (g->loop.joinable()) g->loop.join();
+  fuse_session_destroy(g->se);
+  delete g;
+  g = nullptr;
+  return Napi::Boolean::New(env, true);
+}
+
 Napi::Value ReplyErr(const Napi::CallbackInfo& info) {
+  REQUIRE_SESSION(info);
   return Result(info.Env(), fuse_reply_err(ReqArg(info), info[1].As<Napi::Number>().Int32Value()));
 }
 
 Napi::Value ReplyNone(const Napi::CallbackInfo& info) {
+  if (!g) return info.Env().Undefined();
   fuse_reply_none(ReqArg(info));
   return info.Env().Undefined();
 }
 
 Napi::Value ReplyEntry(const Napi::CallbackInfo& info) {
+  REQUIRE_SESSION(info);
   struct fuse_entry_param e;
   EntryOf(e, info[1].As<Napi::Object>());
   return Result(info.Env(), fuse_reply_entry(ReqArg(info), &e));
@@ -552,6 +579,7 @@ Napi::Value ReplyEntry(const Napi::CallbackInfo& info) {
 
 // replyCreate(req, entry, fh, openFlags)
 Napi::Value ReplyCreate(const Napi::CallbackInfo& info) {
+  REQUIRE_SESSION(info);
   struct fuse_entry_param e;
   EntryOf(e, info[1].As<Napi::Object>());
   struct fuse_file_info fi;
@@ -561,6 +589,7 @@ Napi::Value ReplyCreate(const Napi::CallbackInfo& info) {
 
 // replyAttr(req, ino, attr, timeout)
 Napi::Value ReplyAttr(const Napi::CallbackInfo& info) {
+  REQUIRE_SESSION(info);
   struct stat st;
   StatOf(st, info[2].As<Napi::Object>(), info[1].As<Napi::Number>().DoubleValue());
   return Result(info.Env(), fuse_reply_attr(ReqArg(info), &st, info[3].As<Napi::Number>().DoubleValue()));
@@ -568,6 +597,7 @@ Napi::Value ReplyAttr(const Napi::CallbackInfo& info) {
 
 // replyOpen(req, fh, openFlags)
 Napi::Value ReplyOpen(const Napi::CallbackInfo& info) {
+  REQUIRE_SESSION(info);
   struct fuse_file_info fi;
   FileInfoOf(fi, info[1].As<Napi::Number>().DoubleValue(), info[2].As<Napi::Number>().Uint32Value());
   return Result(info.Env(), fuse_reply_open(ReqArg(info), &fi));
@@ -575,6 +605,7 @@ Napi::Value ReplyOpen(const Napi::CallbackInfo& info) {
 
 // replyBuf(req, buffer, length)
 Napi::Value ReplyBuf(const Napi::CallbackInfo& info) {
+  REQUIRE_SESSION(info);
   Napi::Buffer<char> b = info[1].As<Napi::Buffer<char>>();
   size_t len = info[2].As<Napi::Number>().Uint32Value();
   if (len > b.Length()) len = b.Length();
@@ -582,15 +613,18 @@ Napi::Value ReplyBuf(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value ReplyWrite(const Napi::CallbackInfo& info) {
+  REQUIRE_SESSION(info);
   return Result(info.Env(), fuse_reply_write(ReqArg(info), info[1].As<Napi::Number>().Uint32Value()));
 }
 
 Napi::Value ReplyReadlink(const Napi::CallbackInfo& info) {
+  REQUIRE_SESSION(info);
   std::string target = info[1].As<Napi::String>();
   return Result(info.Env(), fuse_reply_readlink(ReqArg(info), target.c_str()));
 }
 
 Napi::Value ReplyStatfs(const Napi::CallbackInfo& info) {
+  REQUIRE_SESSION(info);
   Napi::Object o = info[1].As<Napi::Object>();
   struct statvfs s;
   memset(&s, 0, sizeof s);
@@ -609,6 +643,7 @@ Napi::Value ReplyStatfs(const Napi::CallbackInfo& info) {
 // replyDir(req, size, off, names, inos, modes): entries from offset `off` (entry i gets the next
 // offset off+i+1), as many as fit in `size` bytes. Returns how many were sent.
 Napi::Value ReplyDir(const Napi::CallbackInfo& info) {
+  REQUIRE_SESSION(info);
   Napi::Env env = info.Env();
   fuse_req_t req = ReqArg(info);
   size_t size = info[1].As<Napi::Number>().Uint32Value();
@@ -637,6 +672,7 @@ Napi::Value ReplyDir(const Napi::CallbackInfo& info) {
 // node id (0 for `.` and `..`, which take no lookup). Every entry sent with a node id counts one
 // lookup in the kernel; the return value says how many were sent.
 Napi::Value ReplyDirPlus(const Napi::CallbackInfo& info) {
+  REQUIRE_SESSION(info);
   Napi::Env env = info.Env();
   fuse_req_t req = ReqArg(info);
   size_t size = info[1].As<Napi::Number>().Uint32Value();
@@ -690,6 +726,7 @@ Napi::Value NotifyDelete(const Napi::CallbackInfo& info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("create", Napi::Function::New(env, Create));
   exports.Set("unmount", Napi::Function::New(env, Unmount));
+  exports.Set("destroy", Napi::Function::New(env, Destroy));
   exports.Set("replyErr", Napi::Function::New(env, ReplyErr));
   exports.Set("replyNone", Napi::Function::New(env, ReplyNone));
   exports.Set("replyEntry", Napi::Function::New(env, ReplyEntry));

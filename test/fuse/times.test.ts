@@ -1,8 +1,6 @@
 /**
  * File times through a real mount: `touch -d`, `touch -m`, `touch -a` and `cp -p` each set exactly the
- * times they name, and the daemon holds them. These depend on the postinstall fix of the FUSE binding
- * (scripts/patch-fuse-native.mjs): unpatched, the mtime arrives as the atime and a change of one time
- * alone is dropped by libfuse.
+ * times they name, and the daemon holds them.
  */
 import { mkdtempSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';

@@ -5,14 +5,12 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
 import { connectSocket, type DaemonClient } from '../../daemon/rpc/client.js';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
-import { fuseBindingFromEnv } from '../../daemon/rpc/settings.js';
 import { loadLowLevel } from '../../fuse/lowlevel/native.js';
 import { testStoreEnv } from './postgres.js';
 
@@ -29,7 +27,6 @@ export function tempDir(t: Teardown, prefix = 'mdvfs-fuse-'): string {
   return dir;
 }
 
-/** Why real mounts cannot run on this machine, or null when they can (tests skip with this reason). */
 /** Ends the test file as skipped (with the reason) where FUSE cannot be used. */
 export function skipWithoutFuse(t: { plan(n: number, comment?: string): void }): void {
   const unavailable = fuseUnavailable();
@@ -38,6 +35,7 @@ export function skipWithoutFuse(t: { plan(n: number, comment?: string): void }):
   process.exit(0);
 }
 
+/** Why real mounts cannot run on this machine, or null when they can (tests skip with this reason). */
 export function fuseUnavailable(): string | null {
   if (!existsSync('/dev/fuse')) return 'no /dev/fuse on this machine';
   if (typeof process.getuid === 'function' && process.getuid() !== 0) {
@@ -47,19 +45,10 @@ export function fuseUnavailable(): string | null {
       return '/dev/fuse is not accessible to this user (the mount tests run as root)';
     }
   }
-  // The mounts started here use the binding SERVICE_FUSE names (the suite runs with either).
-  if (fuseBindingFromEnv() === 'll') {
-    try {
-      loadLowLevel();
-    } catch (err) {
-      return (err as Error).message;
-    }
-    return null;
-  }
   try {
-    createRequire(import.meta.url)('@cocalc/fuse-native');
+    loadLowLevel();
   } catch (err) {
-    return `the FUSE binding @cocalc/fuse-native does not load: ${(err as Error).message.split('\n')[0]}`;
+    return (err as Error).message;
   }
   return null;
 }
@@ -177,7 +166,7 @@ export async function mount(t: Teardown, d: { dataDir: string }, args: string[] 
   t.teardown(async () => {
     await stop();
     // auto_unmount cleans up after a killed mount; make sure before removing the (then empty) dir.
-    if (isMounted(dir)) await sh(`fusermount -uz '${dir}'`, '/');
+    if (isMounted(dir)) await sh(`fusermount3 -uz '${dir}'`, '/');
     try {
       rmdirSync(dir); // never recursive: if it were still mounted, this must not delete the tree
     } catch {
