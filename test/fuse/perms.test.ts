@@ -66,6 +66,35 @@ void t.test('mounted as bob', async (t) => {
   );
 });
 
+void t.test(
+  ".history applies the same read rule as the live tree (issue 15): bob cannot read alice's files at a commit",
+  async (t) => {
+    await asAlice.call('fs.write', { path: '/home/alice/diary.md' }, { data: Buffer.from('dear diary\n') });
+    await root.call('fs.write', { path: '/shared/open.md', mode: '0644' }, { data: Buffer.from('v1\n') });
+    const c = await root.call('vcs.commit', { message: "alice's diary and an open file" });
+    const m = await mount(t, d, ['--user', 'bob']);
+    const h = `.history/${c.hash}`;
+    t.equal((await m.sh(`cat ${h}/shared/open.md`)).stdout, 'v1\n', 'a file bob may read now reads at the commit');
+    const diary = await m.sh(`cat ${h}/home/alice/diary.md`);
+    t.not(diary.code, 0, "alice's file at the commit does not read");
+    t.notMatch(diary.stdout, /dear diary/, 'nothing of it reaches bob');
+    t.match((await m.sh(`ls ${h}/home/alice`)).stderr, /Permission denied|No such file/, "nor does alice's home list");
+    t.notMatch(
+      (await m.sh(`grep -r diary ${h} 2>/dev/null`)).stdout,
+      /dear diary/,
+      'grep -r over the commit finds nothing of it',
+    );
+    // A chmod now closes the past too: no reading through history what may not be read today.
+    await root.call('fs.chmod', { path: '/shared/open.md', mode: '0600' });
+    t.match(
+      (await m.sh(`cat ${h}/shared/open.md`)).stderr,
+      /Permission denied|No such file/,
+      'after a chmod, the old version refuses too',
+    );
+    await root.call('fs.chmod', { path: '/shared/open.md', mode: '0644' });
+  },
+);
+
 void t.test('mounted with a token file (never on the command line)', async (t) => {
   const { token } = await root.call('admin.token', { name: 'bob' });
   const dir = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-tok-'));
