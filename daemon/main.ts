@@ -23,6 +23,7 @@ import {
   leaseTimeoutFromEnv,
   maxFileSizeFromEnv,
   storeFromEnv,
+  storeLabel,
   type StoreSetting,
 } from './rpc/settings.js';
 import { Service } from './service/runner.js';
@@ -242,6 +243,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
         data_dir: cfg.dataDir,
         socket: socketPath,
         uptime: Math.floor((Date.now() - startedAt) / 1000),
+        store: storeLabel(cfg.store),
         started_by: cfg.startedBy,
         ...(by === undefined ? {} : { served_by: by }),
         idle_exit: idleExit(),

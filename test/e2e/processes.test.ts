@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { runCli } from '../helpers/cli.js';
-import { testStoreEnv } from '../helpers/postgres.js';
+import { startPostgres, testStoreEnv } from '../helpers/postgres.js';
 import { CLI, alive, client, daemonPidsFor, startService, tempDataDir, until } from '../helpers/http.js';
 
 interface Teardown {
@@ -136,6 +136,38 @@ t.test('serve brings back a daemon it found running (started by the CLI) after k
   );
   t.same(await svc.stop('SIGTERM'), { code: 0, signal: null }, 'serve stops cleanly');
   await until(() => daemonPidsFor(dataDir).every((p) => !alive(p)), 'its daemon to stop too');
+});
+
+t.test('serve refuses a running daemon that uses another store than its SERVICE_STORE', async (t) => {
+  const dataDir = tempDataDir(t);
+  reapDaemons(t, dataDir);
+  // A CLI command without SERVICE_STORE starts a daemon on SQLite ...
+  const env = await cliEnvFor(dataDir, { SERVICE_STORE: 'sqlite' });
+  t.equal((await runCli(env, ['write', '/kept.md', 'kept'])).code, 0);
+  const background = pidFile(dataDir);
+  // ... and serve is told to use PostgreSQL: adopting the daemon would switch stores at its next restart.
+  const pg = await startPostgres(t);
+  const url = await pg.createDb();
+  const serve = spawn(process.execPath, [CLI, 'serve'], {
+    env: { ...env, SERVICE_STORE: url, SERVICE_LISTEN: '127.0.0.1:0' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let err = '';
+  serve.stderr!.on('data', (b: Buffer) => (err += b.toString()));
+  let code: number | null | undefined;
+  serve.once('exit', (c) => (code = c));
+  t.teardown(() => {
+    if (serve.exitCode === null && serve.signalCode === null) serve.kill('SIGKILL');
+  });
+  await until(() => code !== undefined, `serve to exit (it printed: ${err})`, 20000);
+  t.equal(code, 1, 'exit status 1');
+  t.match(err, `a daemon (pid ${background}) already serves ${dataDir} from sqlite, not from postgres://`);
+  t.notMatch(err, 'mdvfs@', 'the URL is shown without its user');
+  t.ok(alive(background), 'the running daemon is left alone');
+  t.equal((await runCli(env, ['cat', '/kept.md'])).stdout, 'kept\n', 'and still serves its data');
+  const st = JSON.parse((await runCli(env, ['daemon', 'status', '--json'])).stdout);
+  t.equal(st.store, 'sqlite', 'status names its store');
+  t.equal(st.served_by, undefined, 'no serve holds it');
 });
 
 t.test(
