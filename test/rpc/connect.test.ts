@@ -113,7 +113,7 @@ t.test('SIGTERM stops cleanly: exit 0, socket and pid file removed, data kept', 
   const dir = tempDir();
   t.teardown(() => cleanup(dir));
   // The store the test run asks for (MDVFS_TEST_STORE), the one spawnDaemon below uses for this dir.
-  const env = { ...process.env, SERVICE_DATA_DIR: dir, ...(await testStoreEnv(dir)) };
+  const env: NodeJS.ProcessEnv = { ...process.env, SERVICE_DATA_DIR: dir, ...(await testStoreEnv(dir)) };
   const start = () => spawn(process.execPath, [DAEMON_ENTRY], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   const p = start();
   let err = '';
