@@ -23,6 +23,7 @@ import {
   leaseTimeoutFromEnv,
   maxFileSizeFromEnv,
   storeFromEnv,
+  storeLabel,
   type StoreSetting,
 } from './rpc/settings.js';
 import { Service } from './service/runner.js';
@@ -243,6 +244,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
         data_dir: cfg.dataDir,
         socket: socketPath,
         uptime: Math.floor((Date.now() - startedAt) / 1000),
+        store: storeLabel(cfg.store),
         started_by: cfg.startedBy,
         ...(by === undefined ? {} : { served_by: by }),
         idle_exit: idleExit(),
@@ -434,12 +436,12 @@ export async function runDaemon(): Promise<void> {
   try {
     daemon = await startDaemon(cfg);
   } catch (err) {
-    // EBUSY: the store is locked by another daemon (sqlite.ts); say whose it is and what to do.
+    // EBUSY: the store is locked by another daemon (sqlite.ts), or another daemon (PostgreSQL store)
+    // answers on this data dir's socket: say whose it is and what to do.
     const locked = err instanceof VfsError && err.code === 'EBUSY';
-    // A PostgreSQL store's message names the database (without its password) or the socket.
-    process.stderr.write(
-      `mdvfs daemon: ${locked && cfg.store.kind === 'sqlite' ? lockedMessage(cfg.dataDir) : (err as Error).message}\n`,
-    );
+    const thisDir = locked && (cfg.store.kind === 'sqlite' || (err.op === 'start' && err.path === cfg.dataDir));
+    // A PostgreSQL store's lease message names the database (without its password).
+    process.stderr.write(`mdvfs daemon: ${thisDir ? lockedMessage(cfg.dataDir) : (err as Error).message}\n`);
     process.exit(locked ? EXIT_LOCKED : 1);
   }
   const stop = (sig: string) => {

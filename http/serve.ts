@@ -14,7 +14,14 @@ import { existsSync } from 'node:fs';
 import { connectSocket, type DaemonClient } from '../daemon/rpc/client.js';
 import { announceNewDataDir, defaultDataDir, EXIT_LOCKED, socketPathFor } from '../daemon/rpc/connect.js';
 import { PRIVATE_UMASK, securePrivateDataDir, verifySocket } from '../daemon/rpc/private-dir.js';
-import { formatListen, httpSettingsFromEnv, SettingsError, type HttpSettings } from '../daemon/rpc/settings.js';
+import {
+  formatListen,
+  httpSettingsFromEnv,
+  SettingsError,
+  storeFromEnv,
+  storeLabel,
+  type HttpSettings,
+} from '../daemon/rpc/settings.js';
 import type { ListeningMessage } from './listen.js';
 import { DAEMON_V8_FLAGS } from '../daemon/node-flags.js';
 
@@ -57,8 +64,11 @@ export async function runServe(): Promise<void> {
   const dataDir = defaultDataDir();
   // Every setting is checked before anything starts: a bad one is one line and exit 2.
   let settings: HttpSettings;
+  // The store the daemons this serve starts use (SERVICE_STORE); a daemon found running must use the same.
+  let store: string;
   try {
     settings = httpSettingsFromEnv();
+    store = storeLabel(storeFromEnv());
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
     say(`${err.message} (${err.code})`);
@@ -120,13 +130,24 @@ export async function runServe(): Promise<void> {
       if (c !== null) {
         let holder: number;
         let pid: number;
+        let theirs: string;
         try {
-          holder = (await c.call('sys.hold', { pid: process.pid })).held_by;
-          pid = (await c.call('sys.ping', {})).pid;
+          ({ pid, store: theirs } = await c.call('sys.status', {}));
+          // A daemon on another store (e.g. one a CLI command started without this SERVICE_STORE) is
+          // refused before it is held: restarting it after a crash would switch the data under the clients.
+          holder = theirs === store ? (await c.call('sys.hold', { pid: process.pid })).held_by : process.pid;
         } catch {
           c.close(); // it went away meanwhile: look again
           await sleep(50);
           continue;
+        }
+        if (theirs !== store) {
+          c.close();
+          say(
+            `a daemon (pid ${pid}) already serves ${dataDir} from ${theirs}, not from ${store} (SERVICE_STORE); stop it first ('mdvfs stop') or set the same SERVICE_STORE`,
+          );
+          await shutdown(1);
+          return null;
         }
         if (holder !== process.pid) {
           c.close();

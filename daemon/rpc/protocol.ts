@@ -268,6 +268,8 @@ export const daemonStatusSchema = z.object({
   socket: z.string(),
   /** Seconds since the daemon started. */
   uptime: z.number(),
+  /** Where it keeps its data: `sqlite` (the data dir's store.db) or `postgres://host/db` (no user or password). */
+  store: z.string(),
   /** How it was started: `background` (by a client, exits when idle), `serve`, or `foreground` (`mdvfs daemon`). */
   started_by: z.enum(['background', 'serve', 'foreground']),
   /** The pid of the live `mdvfs serve` that keeps this daemon up, if any. */

@@ -262,6 +262,17 @@ export function storeFromEnv(env: Env = process.env): StoreSetting {
   );
 }
 
+/**
+ * The store named without credentials (for status and messages): `sqlite`, or
+ * `postgres://host[:port]/db` with the socket directory of a `?host=` parameter, never the user or password.
+ */
+export function storeLabel(s: StoreSetting): string {
+  if (s.kind === 'sqlite') return 'sqlite';
+  const u = new URL(s.url);
+  const host = u.searchParams.get('host');
+  return `postgres://${u.host}${u.pathname}${host === null ? '' : `?host=${encodeURIComponent(host)}`}`;
+}
+
 /** The default of SERVICE_LEASE_TIMEOUT_MS. */
 export const DEFAULT_LEASE_TIMEOUT_MS = 10000;
 

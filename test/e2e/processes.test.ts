@@ -5,15 +5,24 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { runCli } from '../helpers/cli.js';
+import { startPostgres, testStoreEnv } from '../helpers/postgres.js';
 import { CLI, alive, client, daemonPidsFor, startService, tempDataDir, until } from '../helpers/http.js';
 
 interface Teardown {
   teardown(fn: () => unknown): void;
 }
 
-/** The env for CLI runs on `dataDir` (no identity from the outer environment). */
-function cliEnvFor(dataDir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, SERVICE_DATA_DIR: dataDir, ...extra };
+/**
+ * The env for CLI runs on `dataDir` (no identity from the outer environment), with the store the
+ * test run asks for: the same one `startService` gives the daemons it starts for that data dir.
+ */
+async function cliEnvFor(dataDir: string, extra: NodeJS.ProcessEnv = {}): Promise<NodeJS.ProcessEnv> {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    SERVICE_DATA_DIR: dataDir,
+    ...(await testStoreEnv(dataDir)),
+    ...extra,
+  };
   for (const k of [
     'SERVICE_AS_USER',
     'SERVICE_TOKEN',
@@ -46,7 +55,7 @@ t.test(
     const root = client(svc);
     t.equal((await root.put('/fs/first.md', 'first')).status, 200);
     const second = spawn(process.execPath, [CLI, 'serve'], {
-      env: { ...process.env, SERVICE_DATA_DIR: svc.dataDir, SERVICE_LISTEN: '127.0.0.1:0' },
+      env: { ...(await cliEnvFor(svc.dataDir)), SERVICE_LISTEN: '127.0.0.1:0' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let err = '';
@@ -70,9 +79,10 @@ t.test(
 t.test('two serves started together on a fresh data dir: one serves, the other exits 1', async (t) => {
   const dataDir = tempDataDir(t);
   reapDaemons(t, dataDir);
+  const env = await cliEnvFor(dataDir, { SERVICE_LISTEN: '127.0.0.1:0' });
   const procs = [0, 1].map(() => {
     const p = spawn(process.execPath, [CLI, 'serve'], {
-      env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: '127.0.0.1:0' },
+      env,
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     const s = { p, err: '', code: undefined as number | null | undefined };
@@ -99,7 +109,7 @@ t.test('two serves started together on a fresh data dir: one serves, the other e
 t.test('serve brings back a daemon it found running (started by the CLI) after kill -9', async (t) => {
   const dataDir = tempDataDir(t);
   reapDaemons(t, dataDir);
-  const env = cliEnvFor(dataDir);
+  const env = await cliEnvFor(dataDir);
   t.equal((await runCli(env, ['write', '/kept.md', 'kept'])).code, 0, 'a CLI command starts a background daemon');
   const background = pidFile(dataDir);
   t.ok(alive(background));
@@ -128,6 +138,38 @@ t.test('serve brings back a daemon it found running (started by the CLI) after k
   await until(() => daemonPidsFor(dataDir).every((p) => !alive(p)), 'its daemon to stop too');
 });
 
+t.test('serve refuses a running daemon that uses another store than its SERVICE_STORE', async (t) => {
+  const dataDir = tempDataDir(t);
+  reapDaemons(t, dataDir);
+  // A CLI command without SERVICE_STORE starts a daemon on SQLite ...
+  const env = await cliEnvFor(dataDir, { SERVICE_STORE: 'sqlite' });
+  t.equal((await runCli(env, ['write', '/kept.md', 'kept'])).code, 0);
+  const background = pidFile(dataDir);
+  // ... and serve is told to use PostgreSQL: adopting the daemon would switch stores at its next restart.
+  const pg = await startPostgres(t);
+  const url = await pg.createDb();
+  const serve = spawn(process.execPath, [CLI, 'serve'], {
+    env: { ...env, SERVICE_STORE: url, SERVICE_LISTEN: '127.0.0.1:0' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let err = '';
+  serve.stderr!.on('data', (b: Buffer) => (err += b.toString()));
+  let code: number | null | undefined;
+  serve.once('exit', (c) => (code = c));
+  t.teardown(() => {
+    if (serve.exitCode === null && serve.signalCode === null) serve.kill('SIGKILL');
+  });
+  await until(() => code !== undefined, `serve to exit (it printed: ${err})`, 20000);
+  t.equal(code, 1, 'exit status 1');
+  t.match(err, `a daemon (pid ${background}) already serves ${dataDir} from sqlite, not from postgres://`);
+  t.notMatch(err, 'mdvfs@', 'the URL is shown without its user');
+  t.ok(alive(background), 'the running daemon is left alone');
+  t.equal((await runCli(env, ['cat', '/kept.md'])).stdout, 'kept\n', 'and still serves its data');
+  const st = JSON.parse((await runCli(env, ['daemon', 'status', '--json'])).stdout);
+  t.equal(st.store, 'sqlite', 'status names its store');
+  t.equal(st.served_by, undefined, 'no serve holds it');
+});
+
 t.test(
   'a background daemon exits after SERVICE_IDLE_EXIT seconds with no client; a foreground one does not',
   async (t) => {
@@ -137,14 +179,14 @@ t.test(
     reapDaemons(t, bgDir);
     // Foreground first (`mdvfs daemon`), never connected to until the background one has idled out.
     const fg = spawn(process.execPath, [CLI, 'daemon'], {
-      env: cliEnvFor(fgDir, { SERVICE_IDLE_EXIT: '1' }),
+      env: await cliEnvFor(fgDir, { SERVICE_IDLE_EXIT: '1' }),
       stdio: ['ignore', 'ignore', 'ignore'],
     });
     t.teardown(() => {
       if (fg.exitCode === null && fg.signalCode === null) fg.kill('SIGTERM');
     });
     await until(() => existsSync(path.join(fgDir, 'daemon.pid')), 'the foreground daemon to start');
-    const env = cliEnvFor(bgDir, { SERVICE_IDLE_EXIT: '1' });
+    const env = await cliEnvFor(bgDir, { SERVICE_IDLE_EXIT: '1' });
     t.equal((await runCli(env, ['whoami'])).code, 0);
     const bg = pidFile(bgDir);
     await until(() => !alive(bg), 'the background daemon to exit when idle', 30000);
@@ -155,7 +197,7 @@ t.test(
     );
     t.notOk(existsSync(path.join(bgDir, 'daemon.sock')), 'its socket is gone');
     t.ok(alive(fg.pid!), 'the foreground daemon, idle longer, still runs');
-    const st = await runCli(cliEnvFor(fgDir), ['daemon', 'status', '--json']);
+    const st = await runCli(await cliEnvFor(fgDir), ['daemon', 'status', '--json']);
     t.equal(st.code, 0);
     t.match(JSON.parse(st.stdout), { running: true, pid: fg.pid, started_by: 'foreground', idle_exit: 0 });
     // The next command starts a new background daemon on the same data: nothing was lost.
@@ -167,7 +209,7 @@ t.test(
 t.test('mdvfs daemon status and mdvfs stop', async (t) => {
   const dataDir = tempDataDir(t);
   reapDaemons(t, dataDir);
-  const env = cliEnvFor(dataDir);
+  const env = await cliEnvFor(dataDir);
   const none = await runCli(env, ['daemon', 'status']);
   t.equal(none.code, 1, 'status: exit 1 when no daemon runs');
   t.equal(none.stdout, `no daemon runs for ${dataDir}\n`);
@@ -217,7 +259,7 @@ t.test('mdvfs daemon status and mdvfs stop', async (t) => {
 t.test('mdvfs stop stops the serve that keeps the daemon up', async (t) => {
   const svc = await startService(t);
   reapDaemons(t, svc.dataDir);
-  const env = cliEnvFor(svc.dataDir);
+  const env = await cliEnvFor(svc.dataDir);
   const st = JSON.parse((await runCli(env, ['daemon', 'status', '--json'])).stdout);
   t.match(st, { running: true, started_by: 'serve', served_by: svc.proc.pid, idle_exit: 0 });
   const stop = await runCli(env, ['stop']);
@@ -231,7 +273,7 @@ t.test('a front end that creates the data dir says so, once', async (t) => {
   const parent = tempDataDir(t);
   const dataDir = path.join(parent, 'mistyped', 'mdvfs');
   reapDaemons(t, dataDir);
-  const env = cliEnvFor(dataDir);
+  const env = await cliEnvFor(dataDir);
   const first = await runCli(env, ['ls', '/']);
   t.equal(first.code, 0, first.stderr);
   t.equal(

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { connectDaemon, socketPathFor } from '../../daemon/rpc/connect.js';
 import { cleanup, DAEMON_ENTRY, ROOT_DIR, spawnDaemon, tempDir, text } from '../helpers/daemon.js';
+import { testStoreEnv } from '../helpers/postgres.js';
 
 /** Stops a background daemon this test caused to start (by its pid, from the ping). */
 function stopPid(pid: number): void {
@@ -111,7 +112,8 @@ t.test('a deep data dir gets a short socket path elsewhere', async (t) => {
 t.test('SIGTERM stops cleanly: exit 0, socket and pid file removed, data kept', async (t) => {
   const dir = tempDir();
   t.teardown(() => cleanup(dir));
-  const env = { ...process.env, SERVICE_DATA_DIR: dir };
+  // The store the test run asks for (MDVFS_TEST_STORE), the one spawnDaemon below uses for this dir.
+  const env: NodeJS.ProcessEnv = { ...process.env, SERVICE_DATA_DIR: dir, ...(await testStoreEnv(dir)) };
   const start = () => spawn(process.execPath, [DAEMON_ENTRY], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   const p = start();
   let err = '';
@@ -132,7 +134,8 @@ t.test('SIGTERM stops cleanly: exit 0, socket and pid file removed, data kept', 
   t.equal(await exited, 0);
   t.notOk(existsSync(socketPathFor(dir)));
   t.notOk(existsSync(path.join(dir, 'daemon.pid')));
-  t.ok(existsSync(path.join(dir, 'store.db')));
+  // SQLite keeps the data in the data dir; PostgreSQL in its database (read back below either way).
+  t.equal(existsSync(path.join(dir, 'store.db')), env.SERVICE_STORE === undefined);
   const d = await spawnDaemon(t, {}, dir);
   t.equal((await d.client.request('fs.read', { path: '/tmp/kept.md' })).data.toString(), 'kept');
 });
