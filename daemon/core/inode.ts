@@ -49,6 +49,23 @@ export interface LinkNode extends BaseNode {
 
 export type Node = FileNode | DirNode | LinkNode;
 
+/** A node as the store keeps it (without its parent link): what loading rebuilds a node from. */
+export interface NodeRow {
+  id: number;
+  kind: Node['kind'];
+  mode: number;
+  uid: number;
+  gid: number;
+  atime: bigint;
+  mtime: bigint;
+  ctime: bigint;
+  btime: bigint;
+  name: string;
+  blob: string | null;
+  size: number;
+  target: string | null;
+}
+
 export const S_ISUID = 0o4000;
 export const S_ISGID = 0o2000;
 export const S_ISVTX = 0o1000;

@@ -25,6 +25,7 @@ import {
   type FileNode,
   type LinkNode,
   type Node,
+  type NodeRow,
 } from './inode.js';
 import { components, MAX_DEPTH, normalize, splitParent, validateName } from './paths.js';
 import {
@@ -143,21 +144,7 @@ export class Vfs {
   }
 
   /** Loading: rebuilds a node from its stored row. Parents are linked by `linkLoaded`. */
-  loadNode(row: {
-    id: number;
-    kind: Node['kind'];
-    mode: number;
-    uid: number;
-    gid: number;
-    atime: bigint;
-    mtime: bigint;
-    ctime: bigint;
-    btime: bigint;
-    name: string;
-    blob: string | null;
-    size: number;
-    target: string | null;
-  }): Node {
+  loadNode(row: NodeRow): Node {
     const base = {
       id: row.id,
       mode: row.mode,

@@ -4,7 +4,7 @@
  * (sqlite.ts, the embedded default) and PostgreSQL (postgres.ts) differ only in how rows move.
  */
 import type { Journal } from '../core/blobs.js';
-import type { Node } from '../core/inode.js';
+import type { Node, NodeRow } from '../core/inode.js';
 import { MAX_DEPTH } from '../core/paths.js';
 import type { GroupRow, Registry, UserRow, WorkspaceRow, WsTokenRow } from '../auth/registry.js';
 import { verifyObject, type ObjectType } from '../core/objects.js';
@@ -79,21 +79,8 @@ export interface LoadedState {
   fresh: boolean;
 }
 
-export interface InodeRow {
-  id: number;
+export interface InodeRow extends NodeRow {
   parent: number | null;
-  name: string;
-  kind: Node['kind'];
-  mode: number;
-  uid: number;
-  gid: number;
-  atime: bigint;
-  mtime: bigint;
-  ctime: bigint;
-  btime: bigint;
-  blob: string | null;
-  size: number;
-  target: string | null;
 }
 
 /** An inode as its row, in column order (id, parent, name, kind, mode, uid, gid, atime, mtime, ctime, btime, blob, size, target). */
