@@ -10,6 +10,7 @@ import t, { type Test } from 'tap';
 import { connectSocket, type DaemonClient } from '../../daemon/rpc/client.js';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
 import { CLI, eventually, mount, sh, skipWithoutFuse, sleep, startDaemon, type Mount } from '../helpers/fuse.js';
+import { testStoreEnv } from '../helpers/postgres.js';
 
 skipWithoutFuse(t);
 
@@ -230,7 +231,7 @@ void t.test(
     await gone;
     // A new daemon for the same data dir, changed at once: the mount is not subscribed to it yet.
     const next = spawn(process.execPath, [CLI, 'daemon'], {
-      env: { ...process.env, SERVICE_DATA_DIR: d.dataDir },
+      env: { ...process.env, ...(await testStoreEnv(d.dataDir)), SERVICE_DATA_DIR: d.dataDir },
       stdio: 'ignore',
     });
     t.teardown(() => {

@@ -146,8 +146,10 @@ export function isMounted(dir: string): boolean {
 /** Mounts the daemon's tree at a fresh temp dir with `mdvfs mount` and waits until it serves. */
 export async function mount(t: Teardown, d: { dataDir: string }, args: string[] = []): Promise<Mount> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-mnt-'));
+  // The daemon the mount starts again after a restart must use the same store as the test's daemon.
+  const store = await testStoreEnv(d.dataDir);
   const proc = spawn(process.execPath, [CLI, 'mount', dir, ...args], {
-    env: { ...process.env, SERVICE_DATA_DIR: d.dataDir },
+    env: { ...process.env, ...store, SERVICE_DATA_DIR: d.dataDir },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let err = '';
@@ -192,17 +194,18 @@ export async function mount(t: Teardown, d: { dataDir: string }, args: string[] 
 }
 
 /** Runs a mount that is expected to fail; resolves with its exit code and stderr. */
-export function mountFailure(
+export async function mountFailure(
   t: Teardown,
   d: { dataDir: string },
   args: string[],
 ): Promise<{ code: number | null; stderr: string }> {
   const dir = tempDir(t, 'mdvfs-mnt-bad-');
+  const store = await testStoreEnv(d.dataDir);
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [CLI, 'mount', dir, ...args],
-      { env: { ...process.env, SERVICE_DATA_DIR: d.dataDir }, timeout: 30000 },
+      { env: { ...process.env, ...store, SERVICE_DATA_DIR: d.dataDir }, timeout: 30000 },
       (err, _out, stderr) => {
         resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr });
       },
