@@ -15,7 +15,7 @@ import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { VfsError } from './errors.js';
 import type { Cred } from './core/perms.js';
 import type { Creds, McpSubscription } from './rpc/protocol.js';
-import { affects } from './rpc/affects.js';
+import { slicer, sortSliced } from './core/vfs.js';
 
 /** Resource subscriptions one session may hold. */
 export const MAX_SUBSCRIPTIONS = 1000;
@@ -163,21 +163,30 @@ export class McpSessions {
     return true;
   }
 
-  /** Which subscriptions of sessions `ids` a change to `paths` may affect, and which sessions are gone. */
-  match(
+  /**
+   * Which subscriptions of sessions `ids` a change to `paths` may affect (see rpc/affects.ts), and
+   * which sessions are gone. Security: one change event may name 100,000 paths and the sessions
+   * 1,000 subscriptions each, so it is not the product of the two: each subscription costs a few set
+   * lookups and one binary search, and the work yields to the event loop between slices.
+   */
+  async match(
     ids: readonly string[],
     paths: readonly string[],
-  ): { matches: { id: string; subscription: McpSubscription }[]; gone: string[] } {
+  ): Promise<{ matches: { id: string; subscription: McpSubscription }[]; gone: string[] }> {
     const matches: { id: string; subscription: McpSubscription }[] = [];
     const gone: string[] = [];
+    const changed = await ChangedPaths.of(paths);
+    const pause = slicer();
     for (const id of ids) {
       const s = this.sessions.get(id);
       if (s === undefined) {
         gone.push(id);
         continue;
       }
-      for (const sub of s.subscriptions.values())
-        if (paths.some((p) => affects(p, sub.global))) matches.push({ id, subscription: sub });
+      for (const sub of s.subscriptions.values()) {
+        if (changed.affects(sub.global)) matches.push({ id, subscription: sub });
+        await pause();
+      }
     }
     return { matches, gone };
   }
@@ -225,5 +234,35 @@ export class McpSessions {
     const now = Date.now();
     for (const s of [...this.sessions.values()])
       if (streamCount(s) === 0 && now - s.lastSeen > s.idleMs) this.close(s.id);
+  }
+}
+
+/** The paths of one change event, indexed to answer `affects(changed, watched)` for any of them at once. */
+class ChangedPaths {
+  private constructor(
+    private readonly set: ReadonlySet<string>,
+    private readonly sorted: readonly string[],
+  ) {}
+
+  static async of(paths: readonly string[]): Promise<ChangedPaths> {
+    const set = new Set(paths);
+    return new ChangedPaths(set, await sortSliced(set));
+  }
+
+  /** Does some changed path equal `watched`, lie inside it, or above it (or is either the root)? */
+  affects(watched: string): boolean {
+    if (this.set.size === 0) return false;
+    if (watched === '/' || this.set.has('/') || this.set.has(watched)) return true;
+    for (let i = watched.indexOf('/', 1); i !== -1; i = watched.indexOf('/', i + 1))
+      if (this.set.has(watched.slice(0, i))) return true;
+    const inside = `${watched}/`;
+    let lo = 0;
+    let hi = this.sorted.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.sorted[mid]! < inside) lo = mid + 1;
+      else hi = mid;
+    }
+    return this.sorted[lo]?.startsWith(inside) ?? false;
   }
 }

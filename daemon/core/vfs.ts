@@ -1274,7 +1274,7 @@ export function slicer(): () => Promise<void> | undefined {
  * Names in `compareNames` order, sorted without holding the event loop: runs of SORT_SLICE names
  * are sorted natively, then merged pairwise, yielding whenever a slice's time is used up.
  */
-async function sortSliced(keys: Iterable<string>): Promise<string[]> {
+export async function sortSliced(keys: Iterable<string>): Promise<string[]> {
   const pause = slicer();
   let runs: string[][] = [];
   let run: string[] = [];
