@@ -112,6 +112,12 @@ export class Vfs {
     this.attach(this.root, tmp);
   }
 
+  /** What every new node starts with: its ids, mode and place, all four times now. */
+  private fresh(id: number, mode: number, uid: number, gid: number, parent: DirNode | null, name: string) {
+    const t = nowNs();
+    return { id, mode, uid, gid, atime: t, mtime: t, ctime: t, btime: t, parent, name };
+  }
+
   private makeDir(
     uid: number,
     gid: number,
@@ -120,19 +126,9 @@ export class Vfs {
     name: string,
     id = this.nextId++,
   ): DirNode {
-    const t = nowNs();
     const d: DirNode = {
-      id,
+      ...this.fresh(id, mode, uid, gid, parent, name),
       kind: 'directory',
-      mode,
-      uid,
-      gid,
-      atime: t,
-      mtime: t,
-      ctime: t,
-      btime: t,
-      parent,
-      name,
       children: new Map(),
       sorted: undefined,
       treeId: undefined,
@@ -141,6 +137,28 @@ export class Vfs {
     };
     this.nodes.set(id, d);
     return d;
+  }
+
+  /** A new file holding `blob` (the caller holds its reference). */
+  private makeFile(
+    uid: number,
+    gid: number,
+    mode: number,
+    parent: DirNode,
+    name: string,
+    blob: string,
+    size: number,
+    id = this.nextId++,
+  ): FileNode {
+    const f: FileNode = { ...this.fresh(id, mode, uid, gid, parent, name), kind: 'file', blob, size };
+    this.nodes.set(id, f);
+    return f;
+  }
+
+  private makeLink(uid: number, gid: number, parent: DirNode, name: string, target: string): LinkNode {
+    const l: LinkNode = { ...this.fresh(this.nextId++, 0o777, uid, gid, parent, name), kind: 'symlink', target };
+    this.nodes.set(l.id, l);
+    return l;
   }
 
   /** Loading: rebuilds a node from its stored row. Parents are linked by `linkLoaded`. */
@@ -627,26 +645,11 @@ export class Vfs {
     }
     if (!fresh) requireAccess(cred, dir, W | X, 'open', abs);
     const own = this.ownership(cred, dir);
-    const t = nowNs();
     const id = this.nextId++;
     // Issued before anything changes: it can fail (too many grants).
     const grant = opts.wantGrant ? this.grants.issue(opts.holder!, id, op, abs) : undefined;
-    const node: FileNode = {
-      id,
-      kind: 'file',
-      mode: (opts.mode ?? 0o644) & 0o7777 & ~S_ISUID,
-      uid: own.uid,
-      gid: own.gid,
-      atime: t,
-      mtime: t,
-      ctime: t,
-      btime: t,
-      parent: dir,
-      name,
-      blob: this.blobs.put(data),
-      size: data.length,
-    };
-    this.nodes.set(id, node);
+    const mode = (opts.mode ?? 0o644) & 0o7777 & ~S_ISUID;
+    const node = this.makeFile(own.uid, own.gid, mode, dir, name, this.blobs.put(data), data.length, id);
     this.attach(dir, node);
     const p = pathOf(node);
     this.emit(cred, p);
@@ -701,22 +704,7 @@ export class Vfs {
     requireAccess(cred, dir, W | X, op, abs);
     this.checkDepth(dir, 0, { height: 0 }, op, abs);
     const own = this.ownership(cred, dir);
-    const t = nowNs();
-    const node: LinkNode = {
-      id: this.nextId++,
-      kind: 'symlink',
-      mode: 0o777,
-      uid: own.uid,
-      gid: own.gid,
-      atime: t,
-      mtime: t,
-      ctime: t,
-      btime: t,
-      parent: dir,
-      name,
-      target,
-    };
-    this.nodes.set(node.id, node);
+    const node = this.makeLink(own.uid, own.gid, dir, name, target);
     this.attach(dir, node);
     this.emit(cred, pathOf(node));
     return node;
@@ -952,43 +940,13 @@ export class Vfs {
     while (stack.length > 0) {
       const { src, parent: into, name: as } = stack.pop()!;
       const own = this.ownership(cred, into);
-      const t = nowNs();
       const mode = src.mode & 0o777 & ~S_ISUID;
       let node: Node;
       if (src.kind === 'file') {
         this.blobs.ref(src.blob);
-        node = {
-          id: this.nextId++,
-          kind: 'file',
-          mode,
-          uid: own.uid,
-          gid: own.gid,
-          atime: t,
-          mtime: t,
-          ctime: t,
-          btime: t,
-          parent: into,
-          name: as,
-          blob: src.blob,
-          size: src.size,
-        };
-        this.nodes.set(node.id, node);
+        node = this.makeFile(own.uid, own.gid, mode, into, as, src.blob, src.size);
       } else if (src.kind === 'symlink') {
-        node = {
-          id: this.nextId++,
-          kind: 'symlink',
-          mode: 0o777,
-          uid: own.uid,
-          gid: own.gid,
-          atime: t,
-          mtime: t,
-          ctime: t,
-          btime: t,
-          parent: into,
-          name: as,
-          target: src.target,
-        };
-        this.nodes.set(node.id, node);
+        node = this.makeLink(own.uid, own.gid, into, as, src.target);
       } else {
         const d = this.makeDir(own.uid, own.gid, mode | (own.inheritSgid ? S_ISGID : 0), into, as);
         // taking the source's height now keeps raiseHeights from climbing once per entry
@@ -1144,27 +1102,11 @@ export class Vfs {
     if (e.kind === 'directory') {
       node = this.makeDir(e.uid, e.gid, e.mode, parent, e.name);
       node.height = e.height ?? 0;
-    } else {
-      const t = nowNs();
-      const base = {
-        id: this.nextId++,
-        mode: e.mode,
-        uid: e.uid,
-        gid: e.gid,
-        atime: t,
-        mtime: t,
-        ctime: t,
-        btime: t,
-        parent,
-        name: e.name,
-      };
-      if (e.kind === 'file') {
-        const blob = e.blob ?? '';
-        this.blobs.ref(blob);
-        node = { ...base, kind: 'file', blob, size: e.size ?? 0 };
-      } else node = { ...base, kind: 'symlink', target: e.target ?? '' };
-      this.nodes.set(node.id, node);
-    }
+    } else if (e.kind === 'file') {
+      const blob = e.blob ?? '';
+      this.blobs.ref(blob);
+      node = this.makeFile(e.uid, e.gid, e.mode, parent, e.name, blob, e.size ?? 0);
+    } else node = this.makeLink(e.uid, e.gid, parent, e.name, e.target ?? '');
     this.attach(parent, node);
     this.emit(by, pathOf(node));
     return node;
