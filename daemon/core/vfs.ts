@@ -126,15 +126,7 @@ export class Vfs {
     name: string,
     id = this.nextId++,
   ): DirNode {
-    const d: DirNode = {
-      ...this.fresh(id, mode, uid, gid, parent, name),
-      kind: 'directory',
-      children: new Map(),
-      sorted: undefined,
-      treeId: undefined,
-      height: 0,
-      subdirs: 0,
-    };
+    const d: DirNode = { ...this.fresh(id, mode, uid, gid, parent, name), ...emptyDir() };
     this.nodes.set(id, d);
     return d;
   }
@@ -176,16 +168,7 @@ export class Vfs {
       name: row.name,
     };
     let node: Node;
-    if (row.kind === 'directory')
-      node = {
-        ...base,
-        kind: 'directory',
-        children: new Map(),
-        sorted: undefined,
-        treeId: undefined,
-        height: 0,
-        subdirs: 0,
-      };
+    if (row.kind === 'directory') node = { ...base, ...emptyDir() };
     else if (row.kind === 'file') {
       node = { ...base, kind: 'file', blob: row.blob ?? '', size: row.size };
       this.blobs.loadRef(node.blob);
@@ -1197,6 +1180,11 @@ const SORT_SLICE = 16384;
 const DESTROY_BATCH = 1024;
 /** Work done between two yields of the event loop in sliced operations. */
 export const SLICE_MS = 15;
+
+/** A directory's own fields when it is made or loaded: no entries yet, nothing cached. */
+function emptyDir(): Pick<DirNode, 'kind' | 'children' | 'sorted' | 'treeId' | 'height' | 'subdirs'> {
+  return { kind: 'directory', children: new Map(), sorted: undefined, treeId: undefined, height: 0, subdirs: 0 };
+}
 
 /** Yields to the event loop once `SLICE_MS` have passed since the last yield. */
 export function slicer(): () => Promise<void> | undefined {
