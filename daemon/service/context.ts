@@ -3,7 +3,7 @@
  * methods table, and `Kit`, the steps handlers reuse (who the caller is, what a written path means
  * for it, how a path is shown to it, the VCS scope, durability).
  */
-import { requestScope, type EventFeed } from '../events.js';
+import { EventFeed, requestScope } from '../events.js';
 import { VfsError, type WireError } from '../errors.js';
 import { actor, requireWorkspaceOwner, type Cred } from '../core/perms.js';
 import { displayPath, resolveFor, normalize, splitParent } from '../core/paths.js';
@@ -76,10 +76,12 @@ export interface DaemonProcess {
 /** The steps handlers share; one per service, handed to each area's handlers. */
 export class Kit {
   readonly startedAt = Date.now();
-  /** The attributed, permission-filtered change feed (`events.subscribe`); set by the service. */
-  events!: EventFeed;
+  /** The attributed, permission-filtered change feed (`events.subscribe`). */
+  readonly events: EventFeed;
 
-  constructor(readonly d: ServiceDeps) {}
+  constructor(readonly d: ServiceDeps) {
+    this.events = new EventFeed(d.vfs, (creds) => this.authenticate(creds));
+  }
 
   /** The policy for a request: the one its server declared (the HTTP sidecar's settings), else ours. */
   policyFor(creds: Creds): AuthPolicy {

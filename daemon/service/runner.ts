@@ -4,7 +4,7 @@
  * as the caller names them, whether it mutates); the runner applies them around the operation's own
  * work, which lives in one module per area (sys, identity, fs, search, vcs, mcp).
  */
-import { EventFeed } from '../events.js';
+import type { EventFeed } from '../events.js';
 import { McpSessions } from '../mcp-sessions.js';
 import { VfsError } from '../errors.js';
 import { requireAdmin, type Cred } from '../core/perms.js';
@@ -28,8 +28,7 @@ export class Service {
 
   constructor(d: ServiceDeps) {
     this.k = new Kit(d);
-    this.events = new EventFeed(d.vfs, (creds) => this.k.authenticate(creds));
-    this.k.events = this.events;
+    this.events = this.k.events;
     this.ops = {
       ...sysOps(this.k),
       ...identityOps(this.k),
