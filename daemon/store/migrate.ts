@@ -1,6 +1,6 @@
 /**
  * `mdvfs migrate --from <data dir> --to postgres://…`: copies a SQLite store (content, history,
- * refs, users, groups, tokens, workspaces) into an empty PostgreSQL database in one transaction,
+ * refs, users, groups, tokens, workspaces, who made the changes not yet committed) into an empty PostgreSQL database in one transaction,
  * then verifies the copy: fsck over what PostgreSQL now holds, and every row compared with the source.
  * Both stores are locked meanwhile (no daemon may run on either).
  */
@@ -56,12 +56,13 @@ export async function migrateStore(
     const inodes = src.inodeRows();
     const refs = src.refRows();
     const auth: RegistryRows = src.authRows();
+    const marks = src.markRows();
     const dst = await PostgresStore.open(toUrl);
     try {
       log(
         `migrate: copying ${before.objects} objects, ${inodes.length} inodes, ${refs.length} refs and ${auth.users.length} users to ${dst.where}`,
       );
-      await dst.importAll({ objects: src.objects(), inodes, refs, auth });
+      await dst.importAll({ objects: src.objects(), inodes, refs, auth, marks });
       // Verify what PostgreSQL holds now, as a daemon starting on it would read it.
       const after = await dst.fsck(Vcs.refsOf);
       const problems = [...after.problems];
@@ -72,6 +73,8 @@ export async function migrateStore(
       const got = await dst.authRows();
       for (const k of ['users', 'groups', 'workspaces', 'wsTokens', 'meta'] as const)
         if (canonical(got[k]) !== canonical(auth[k])) problems.push(`the copied ${k} differ from the source`);
+      if (canonical([...(await dst.markRows())]) !== canonical([...marks]))
+        problems.push('the copied pending attribution differs from the source');
       const srcIds = new Set<string>();
       for (const o of src.objects()) srcIds.add(o.id);
       for await (const o of dst.objects())

@@ -760,16 +760,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       ]);
     const unmarked = [...p.marks].filter(([, m]) => m === null).map(([path]) => path);
     if (unmarked.length > 0) out.push(['DELETE FROM pending_attribution WHERE path = ANY($1::text[])', [unmarked]]);
-    const marked = [...p.marks].flatMap(([path, m]) =>
-      m === null ? [] : [[path, m.by, m.on_behalf_of, String(m.seq), m.subtree]],
-    );
-    for (let i = 0; i < marked.length; i += ROWS_PER_STATEMENT)
-      out.push([
-        `INSERT INTO pending_attribution (path, by_user, on_behalf_of, seq, subtree)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::boolean[])
-         ON CONFLICT (path) DO UPDATE SET by_user = EXCLUDED.by_user, on_behalf_of = EXCLUDED.on_behalf_of, seq = EXCLUDED.seq, subtree = EXCLUDED.subtree`,
-        columns(marked.slice(i, i + ROWS_PER_STATEMENT), 5),
-      ]);
+    out.push(...markStatements([...p.marks].flatMap(([path, m]) => (m === null ? [] : [[path, m] as const]))));
     if (reg !== undefined) out.push(...authStatements(registryRows(reg)));
     const keys: ChangeKeys = {
       i: [...p.deletedInodes, ...p.inodes.keys()],
@@ -837,6 +828,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     inodes: InodeRow[];
     refs: { scope: string; commit_id: string }[];
     auth: RegistryRows;
+    marks: ReadonlyMap<string, MarkRow>;
   }): Promise<void> {
     const n = Number(
       (
@@ -906,7 +898,8 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
             2,
           ),
         );
-      for (const [sql, values] of authStatements(src.auth)) await this.client.query(sql, values);
+      for (const [sql, values] of [...authStatements(src.auth), ...markStatements([...src.marks])])
+        await this.client.query(sql, values);
     });
   }
 
@@ -960,6 +953,20 @@ function inodeRow(x: Record<string, string | null>): InodeRow {
     size: n(x.size!),
     target: x.target ?? null,
   };
+}
+
+/** Statements writing pending attribution rows (a path's newer row replaces its older one). */
+function markStatements(marks: readonly (readonly [string, MarkRow])[]): [string, Values][] {
+  const rows = marks.map(([path, m]) => [path, m.by, m.on_behalf_of, String(m.seq), m.subtree]);
+  const out: [string, Values][] = [];
+  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT)
+    out.push([
+      `INSERT INTO pending_attribution (path, by_user, on_behalf_of, seq, subtree)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::boolean[])
+       ON CONFLICT (path) DO UPDATE SET by_user = EXCLUDED.by_user, on_behalf_of = EXCLUDED.on_behalf_of, seq = EXCLUDED.seq, subtree = EXCLUDED.subtree`,
+      columns(rows.slice(i, i + ROWS_PER_STATEMENT), 5),
+    ]);
+  return out;
 }
 
 /** Statements that replace the auth tables and their meta rows with `rows`. */

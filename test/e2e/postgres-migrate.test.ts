@@ -66,6 +66,17 @@ t.test('mdvfs migrate copies a SQLite store into PostgreSQL exactly, and verifie
     (await root2.request('vcs.cat', { rev: commit.hash, path: '/home/alice/a/hist.md' })).data.toString(),
     'kept only by history',
   );
+  // who made the changes not yet committed came along: root's commit credits alice with them
+  const next = await root2.call('vcs.commit', { message: 'after the move' });
+  const shown = await root2.call('vcs.show', { rev: next.hash });
+  t.same(
+    shown.changes.map((c) => [c.path, c.by]).sort(),
+    [
+      ['/home/alice/a/b/c.md', 'alice'],
+      ['/home/alice/a/hist.md', 'alice'],
+    ],
+    'pending attribution is copied',
+  );
   const fsck = await runCli(d.env, ['fsck']);
   t.equal(fsck.code, 0, fsck.stderr);
   t.match(fsck.stdout, /^fsck: ok/);
