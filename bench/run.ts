@@ -131,6 +131,15 @@ export const MODULES: ModuleSpec[] = [
     quickBudgetS: 60,
     fullBudgetS: 600,
   },
+  {
+    key: 'postgres',
+    file: 'postgres.ts',
+    export: 'benchPostgres',
+    title: 'PostgreSQL store: durable small writes, failover, standby lag',
+    // a private cluster (initdb), then the failover rounds, each restarting a daemon as the standby
+    quickBudgetS: 90,
+    fullBudgetS: 900,
+  },
 ];
 
 function argValue(args: string[], name: string): string | undefined {

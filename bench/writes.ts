@@ -11,7 +11,8 @@ import { compareRow, diskDir, errorRow, paired, startDaemonProc, timeMs } from '
 
 const SIZE = 100;
 
-async function burst(client: DaemonClient, dir: string, n: number): Promise<number> {
+/** `n` acknowledged writes of SIZE bytes into `dir`, all in flight at once over one socket; resolves with the ms taken. */
+export async function burst(client: DaemonClient, dir: string, n: number): Promise<number> {
   await client.call('fs.mkdir', { path: dir, parents: true });
   const data = Buffer.alloc(SIZE, 'x');
   return timeMs(() =>

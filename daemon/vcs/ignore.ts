@@ -110,16 +110,36 @@ export class Ignores {
 
   constructor(private readonly content: (blob: string) => Buffer) {}
 
-  /** The ignore files that govern the entries of `dir`, outermost first (O(depth)). */
+  /**
+   * The ignore files that govern the entries of `dir`, outermost first (O(depth) lookups). The
+   * prefixes are built only up to the outermost ignore file: with none above (the usual case), a
+   * deep directory costs no string at all.
+   */
   layersOf(dir: DirNode): Layer[] {
+    let outermost: DirNode | undefined;
+    for (let d: DirNode | null = dir; d !== null; d = d.parent)
+      if (d.children.get(IGNORE_FILE)?.kind === 'file') outermost = d;
+    if (outermost === undefined) return [];
     const layers: Layer[] = [];
     let below = '';
     for (let d: DirNode | null = dir; d !== null; d = d.parent) {
       const f = d.children.get(IGNORE_FILE);
       if (f !== undefined && f.kind === 'file') layers.push({ m: this.matcher(f.blob), prefix: below });
+      if (d === outermost) break;
       below = d.name + '/' + below;
     }
     return layers.reverse();
+  }
+
+  /**
+   * What `layersOf(child)` returns, from the layers of its parent (O(layers), no walk up): a
+   * traversal going down passes them along, so a deep chain costs O(depth), not O(depth²).
+   */
+  childLayers(parent: readonly Layer[], child: DirNode): Layer[] {
+    const out = parent.map((l) => ({ m: l.m, prefix: l.prefix + child.name + '/' }));
+    const f = child.children.get(IGNORE_FILE);
+    if (f !== undefined && f.kind === 'file') out.push({ m: this.matcher(f.blob), prefix: '' });
+    return out;
   }
 
   /** Whether `dir` or a directory above it holds an ignore file. */

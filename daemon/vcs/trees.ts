@@ -92,6 +92,13 @@ export class Trees {
   readonly ignores: Ignores;
   private seq = 0;
 
+  /**
+   * Counts the changes that may change a directory's ignore layers: an ignore file changed, a
+   * subtree moved, copied or removed, or everything reloaded. A walk that yields keeps the layers it
+   * passed down only while this stays the same.
+   */
+  private layout = 0;
+
   constructor(
     readonly vfs: Vfs,
     readonly store: VcsJournal,
@@ -100,6 +107,7 @@ export class Trees {
     this.trees.set(this.emptyTree, []);
     this.ignores = new Ignores((blob) => vfs.blobs.get(blob));
     vfs.onChange((paths, by, subtree) => {
+      if (subtree === true || paths.length === 0 || paths.some((p) => p.endsWith(`/${IGNORE_FILE}`))) this.layout++;
       this.rulesMayHaveChanged(paths, subtree === true);
       if (by === undefined) return;
       const who = attributionOf(by);
@@ -237,22 +245,30 @@ export class Trees {
 
   // ---------- trees of the working tree ----------
 
-  /** The tree id of a directory, hashing only directories changed since last time. */
-  treeOf(top: DirNode): string {
+  /**
+   * The tree id of a directory, hashing only directories changed since last time. `topLayers`: the
+   * ignore layers of `top` when the caller has them (else they are looked up, O(depth)).
+   */
+  treeOf(top: DirNode, topLayers?: Layer[]): string {
     if (this.cached(top)) return top.treeId!;
     // Post-order with an explicit stack (a deep tree would overflow recursion): a directory is
-    // hashed once every changed subdirectory below it has its id.
+    // hashed once every changed subdirectory below it has its id. The ignore layers go down with it.
     const stack: DirNode[] = [top];
+    const layers = new Map<DirNode, Layer[]>([[top, topLayers ?? this.ignores.layersOf(top)]]);
     const opened = new Set<DirNode>();
     while (stack.length > 0) {
       const dir = stack[stack.length - 1]!;
+      const own = layers.get(dir)!;
       if (!opened.has(dir)) {
         opened.add(dir);
-        for (const c of this.subdirsToHash(dir)) stack.push(c);
+        for (const c of this.subdirsToHash(dir, own)) {
+          layers.set(c, this.ignores.childLayers(own, c));
+          stack.push(c);
+        }
         continue;
       }
       stack.pop();
-      this.hashDir(dir);
+      this.hashDir(dir, own);
     }
     return top.treeId!;
   }
@@ -286,12 +302,10 @@ export class Trees {
   }
 
   /** The subdirectories of `dir` whose tree ids are not cached and that are not ignored (an ignored one is never hashed). */
-  private subdirsToHash(dir: DirNode): DirNode[] {
+  private subdirsToHash(dir: DirNode, layers: readonly Layer[]): DirNode[] {
     const out: DirNode[] = [];
-    let layers: Layer[] | undefined;
     for (const c of dir.children.values()) {
       if (c.kind !== 'directory' || this.cached(c)) continue;
-      layers ??= this.ignores.layersOf(dir);
       if (!this.ignores.ignored(layers, c.name, true)) out.push(c);
     }
     return out;
@@ -301,11 +315,10 @@ export class Trees {
     return dir.treeId !== undefined && this.trees.has(dir.treeId);
   }
 
-  /** Hashes one directory whose subdirectories all have their tree ids. */
-  hashDir(dir: DirNode): string {
+  /** Hashes one directory whose subdirectories all have their tree ids; `layers`: its ignore layers. */
+  private hashDir(dir: DirNode, layers: readonly Layer[]): string {
     const names = sortedNames(dir);
     const entries: TreeEntry[] = [];
-    const layers = this.ignores.layersOf(dir);
     for (let i = 0; i < names.length; i++) {
       const name = names[i]!;
       const c = dir.children.get(name)!;
@@ -352,7 +365,17 @@ export class Trees {
       return; // the operation itself reports it
     }
     const pause = slicer();
-    const stack: { dir: DirNode; expanded: boolean }[] = [{ dir: top, expanded: false }];
+    // The ignore layers go down with the walk (O(1) per directory where no ignore file applies);
+    // if an ignore file or a subtree moved while it yielded, each directory's are looked up again.
+    type Item = { dir: DirNode; expanded: boolean; layers: Layer[]; layout: number };
+    const layersNow = (item: Item): Layer[] => {
+      if (item.layout !== this.layout) {
+        item.layers = this.ignores.layersOf(item.dir);
+        item.layout = this.layout;
+      }
+      return item.layers;
+    };
+    const stack: Item[] = [{ dir: top, expanded: false, layers: this.ignores.layersOf(top), layout: this.layout }];
     while (stack.length > 0) {
       const item = stack[stack.length - 1]!;
       if (this.cached(item.dir)) {
@@ -361,11 +384,13 @@ export class Trees {
       }
       if (!item.expanded) {
         item.expanded = true;
-        for (const c of this.subdirsToHash(item.dir)) stack.push({ dir: c, expanded: false });
+        const own = layersNow(item);
+        for (const c of this.subdirsToHash(item.dir, own))
+          stack.push({ dir: c, expanded: false, layers: this.ignores.childLayers(own, c), layout: this.layout });
         continue;
       }
       stack.pop();
-      this.treeOf(item.dir);
+      this.treeOf(item.dir, layersNow(item));
       const p = pause();
       if (p !== undefined) await p;
     }

@@ -4,6 +4,7 @@
  * and a data dir owned by another user is refused.
  */
 import t, { type Test } from 'tap';
+import { spawnSync } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
@@ -20,6 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { runCli, until } from '../helpers/cli.js';
 import { alive, client, startService } from '../helpers/http.js';
+import { testStoreEnv } from '../helpers/postgres.js';
 import { localUser, type LocalUser } from '../helpers/unix-user.js';
 
 const SECRET = 'TOP-SECRET-7f3a9c-in-the-wal';
@@ -51,11 +53,22 @@ async function stopDaemonOf(dataDir: string): Promise<void> {
 
 const mode = (p: string): number => statSync(p).mode & 0o777;
 
-/** Asserts that `evil` can neither list the data dir nor read any file in it, and that every entry is private. */
-async function assertSealed(tt: Test, evil: LocalUser, dataDir: string): Promise<void> {
+/**
+ * Asserts that `evil` can neither list the data dir nor read any file in it, and that every entry is
+ * private. `store`: 'sqlite' (store.db is in the data dir) or 'postgres' (nothing of the store is).
+ */
+async function assertSealed(tt: Test, evil: LocalUser, dataDir: string, store: 'sqlite' | 'postgres'): Promise<void> {
   tt.equal(mode(dataDir), 0o700, 'the data dir is 0700');
   const names = readdirSync(dataDir);
-  tt.ok(names.includes('store.db'), 'the store exists');
+  if (store === 'sqlite') tt.ok(names.includes('store.db'), 'the store exists');
+  else {
+    tt.notOk(
+      names.some((n) => n.startsWith('store.db')),
+      'the store is in PostgreSQL: no store.db in the data dir',
+    );
+    for (const name of names.filter((n) => statSync(path.join(dataDir, n)).isFile()))
+      tt.notOk(readFileSync(path.join(dataDir, name), 'utf8').includes(SECRET), `the secret is not in ${name}`);
+  }
   for (const name of names) {
     const p = path.join(dataDir, name);
     tt.equal(mode(p) & 0o077, 0, `${name} is closed to group and others (mode ${mode(p).toString(8)})`);
@@ -69,6 +82,44 @@ async function assertSealed(tt: Test, evil: LocalUser, dataDir: string): Promise
     const strings = await evil.run('strings', [p]);
     tt.notOk(strings.stdout.includes(SECRET), `${evil.name} finds no secret in ${name} with strings`);
   }
+}
+
+/**
+ * The PostgreSQL cluster that holds the daemon's store in PostgreSQL mode (MDVFS_TEST_STORE=postgres):
+ * its directory, which is also its socket's; undefined on SQLite.
+ */
+async function pgClusterOf(dataDir: string): Promise<{ dir: string; db: string } | undefined> {
+  const url = (await testStoreEnv(dataDir)).SERVICE_STORE;
+  if (url === undefined) return undefined;
+  const u = new URL(url);
+  return { dir: u.searchParams.get('host')!, db: u.pathname.slice(1) };
+}
+
+/**
+ * Asserts that `evil` can neither read the cluster's files (where the secret is, as root can see)
+ * nor connect to it through its Unix socket (the cluster trusts local connections: only the socket
+ * directory's permissions keep other users out).
+ */
+async function assertClusterSealed(tt: Test, evil: LocalUser, cluster: { dir: string; db: string }): Promise<void> {
+  const asRoot = spawnSync('grep', ['-r', '-a', '-l', '-F', SECRET, cluster.dir], { encoding: 'utf8' });
+  tt.match(asRoot.stdout, /pg_wal/, "sanity: the secret is in the cluster's write-ahead log, as root sees it");
+  const ls = await evil.run('ls', [cluster.dir]);
+  tt.not(ls.code, 0, `${evil.name} cannot list the PostgreSQL cluster's directory`);
+  const grep = await evil.run('grep', ['-r', '-a', '-F', SECRET, cluster.dir]);
+  tt.not(grep.code, 0, `${evil.name} cannot grep the cluster's files`);
+  tt.notOk(grep.stdout.includes(SECRET), `${evil.name} finds no secret in the cluster's files`);
+  const psql = await evil.run('psql', [
+    '-h',
+    cluster.dir,
+    '-U',
+    'mdvfs',
+    '-d',
+    cluster.db,
+    '-Atc',
+    'SELECT count(*) FROM objects',
+  ]);
+  tt.not(psql.code, 0, `${evil.name} cannot connect to the cluster`);
+  tt.match(psql.stderr, /Permission denied/, `refused at the socket: ${psql.stderr.trim()}`);
 }
 
 t.test('a second local user', async (t) => {
@@ -86,8 +137,14 @@ t.test('a second local user', async (t) => {
     const w = await root.put('/fs//secret.md', SECRET);
     t.equal(w.status, 200, w.text);
     t.equal((await root.post('/admin/chmod//secret.md', { mode: '0600' })).status, 200);
-    t.ok(existsSync(path.join(dataDir, 'store.db-wal')), 'the write sits in the WAL');
-    await assertSealed(t, evil, dataDir);
+    const cluster = await pgClusterOf(dataDir);
+    if (cluster === undefined) {
+      t.ok(existsSync(path.join(dataDir, 'store.db-wal')), 'the write sits in the WAL');
+      await assertSealed(t, evil, dataDir, 'sqlite');
+    } else {
+      await assertSealed(t, evil, dataDir, 'postgres');
+      await assertClusterSealed(t, evil, cluster);
+    }
   });
 
   t.test('cannot read the data dir that the CLI created', async (t) => {
@@ -95,7 +152,7 @@ t.test('a second local user', async (t) => {
     t.teardown(() => stopDaemonOf(dataDir));
     const r = await runCli(cliEnvFor(dataDir), ['write', '/secret.md', SECRET]);
     t.equal(r.code, 0, r.stderr);
-    await assertSealed(t, evil, dataDir);
+    await assertSealed(t, evil, dataDir, 'sqlite');
   });
 
   t.test('an existing 0755 data dir with 0644 files is closed at start', async (t) => {
@@ -118,7 +175,7 @@ t.test('a second local user', async (t) => {
     t.equal(r.code, 0, r.stderr);
     t.equal(r.stdout.trimEnd(), SECRET);
     t.match(r.stderr, /was open to other users/, 'the fix is reported on stderr');
-    await assertSealed(t, evil, dataDir);
+    await assertSealed(t, evil, dataDir, 'sqlite');
   });
 
   t.test('a data dir owned by another user is refused, by the CLI and by serve', async (t) => {

@@ -6,13 +6,101 @@
 import t from 'tap';
 import Database from 'better-sqlite3';
 import path from 'node:path';
-import { makePersonas, spawnDaemon, text, treeSnapshot } from '../helpers/daemon.js';
+import pg from 'pg';
+import { makePersonas, spawnDaemon, text, treeSnapshot, type TestDaemon } from '../helpers/daemon.js';
 import { withCast } from '../helpers/http.js';
 
 const LIMIT = 1024;
 const tooDeep = { code: 'ENAMETOOLONG', message: /at most 1024 levels deep/ };
 /** `/home/alice` is level 2: `chain('/home/alice', k)` names level 2 + k. */
 const chain = (base: string, levels: number, name = 'd'): string => base + `/${name}`.repeat(levels);
+
+/**
+ * Straight into the inodes table of the stopped daemon's store (SQLite, or the PostgreSQL database of
+ * MDVFS_TEST_STORE=postgres): /home/bob/deep/d/d/... `levels` directories deep, with bob's x.md moved to
+ * the bottom and a copy of it, mid.md, at level 1030 (deeper than the limit but still reachable by path).
+ * Ids: the chain takes max(id) + 1 .. max(id) + levels, mid.md the next one.
+ */
+async function buildDeepChain(d: TestDaemon, levels: number): Promise<void> {
+  const url = d.env.SERVICE_STORE;
+  if (url !== undefined && url.startsWith('postgres')) {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      await c.query('BEGIN');
+      const row = (await c.query("SELECT * FROM inodes WHERE name = 'x.md'")).rows[0] as Record<string, unknown>;
+      const home = (await c.query("SELECT id FROM inodes WHERE name = 'bob' AND kind = 'directory'")).rows[0].id;
+      const maxId = Number((await c.query('SELECT max(id) AS m FROM inodes')).rows[0].m);
+      const attrs = [row.uid, row.gid, row.atime, row.mtime, row.ctime, row.btime];
+      // One statement for the whole chain: row g's parent is row g - 1 (the first one's is bob's home).
+      await c.query(
+        `INSERT INTO inodes (id, parent, name, kind, mode, uid, gid, atime, mtime, ctime, btime, blob, size, target)
+         SELECT $1::bigint + g, CASE WHEN g = 1 THEN $2::bigint ELSE $1::bigint + g - 1 END,
+                CASE WHEN g = 1 THEN 'deep' ELSE 'd' END, 'directory', ${0o755}, $3, $4, $5, $6, $7, $8, NULL, 0, NULL
+         FROM generate_series(1, $9::int) AS g`,
+        [maxId, home, ...attrs, levels],
+      );
+      await c.query('UPDATE inodes SET parent = $1 WHERE id = $2', [maxId + levels, row.id]);
+      await c.query(
+        `INSERT INTO inodes (id, parent, name, kind, mode, uid, gid, atime, mtime, ctime, btime, blob, size, target)
+         VALUES ($1, $2, 'mid.md', 'file', ${0o644}, $3, $4, $5, $6, $7, $8, $9, $10, NULL)`,
+        [maxId + 1 + levels, maxId + 1027, ...attrs, row.blob, row.size],
+      );
+      await c.query('COMMIT');
+    } finally {
+      await c.end();
+    }
+    return;
+  }
+  const db = new Database(path.join(d.dataDir, 'store.db'));
+  const row = db.prepare("SELECT * FROM inodes WHERE name = 'x.md'").get() as Record<string, unknown>;
+  const home = db.prepare("SELECT id FROM inodes WHERE name = 'bob' AND kind = 'directory'").pluck().get() as number;
+  const maxId = db.prepare('SELECT max(id) FROM inodes').pluck().get() as number;
+  const insert = db.prepare(
+    'INSERT INTO inodes (id, parent, name, kind, mode, uid, gid, atime, mtime, ctime, btime, blob, size, target) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  );
+  db.transaction(() => {
+    let parent = home;
+    for (let i = 0; i < levels; i++) {
+      const id = maxId + 1 + i;
+      insert.run(
+        id,
+        parent,
+        i === 0 ? 'deep' : 'd',
+        'directory',
+        0o755,
+        row.uid,
+        row.gid,
+        row.atime,
+        row.mtime,
+        row.ctime,
+        row.btime,
+        null,
+        0,
+        null,
+      );
+      parent = id;
+    }
+    db.prepare('UPDATE inodes SET parent = ? WHERE id = ?').run(parent, row.id);
+    insert.run(
+      maxId + 1 + levels,
+      maxId + 1027,
+      'mid.md',
+      'file',
+      0o644,
+      row.uid,
+      row.gid,
+      row.atime,
+      row.mtime,
+      row.ctime,
+      row.btime,
+      row.blob,
+      row.size,
+      null,
+    );
+  })();
+  db.close();
+}
 
 t.test('a user cannot build or nest chains past 1,024 levels', async (t) => {
   const d = await spawnDaemon(t);
@@ -110,57 +198,7 @@ t.test('a store holding a 10,000-level tree (written before the limit) starts an
   await first.bob.call('fs.write', { path: 'x.md' }, text('needle at the bottom'));
   await d.kill('SIGTERM');
 
-  // Straight into the inodes table of the stopped daemon: /home/bob/deep/d/d/.../x.md
-  const db = new Database(path.join(d.dataDir, 'store.db'));
-  const row = db.prepare("SELECT * FROM inodes WHERE name = 'x.md'").get() as Record<string, unknown>;
-  const home = db.prepare("SELECT id FROM inodes WHERE name = 'bob' AND kind = 'directory'").pluck().get() as number;
-  const maxId = db.prepare('SELECT max(id) FROM inodes').pluck().get() as number;
-  const insert = db.prepare(
-    'INSERT INTO inodes (id, parent, name, kind, mode, uid, gid, atime, mtime, ctime, btime, blob, size, target) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-  );
-  db.transaction(() => {
-    let parent = home;
-    for (let i = 0; i < LEVELS; i++) {
-      const id = maxId + 1 + i;
-      insert.run(
-        id,
-        parent,
-        i === 0 ? 'deep' : 'd',
-        'directory',
-        0o755,
-        row.uid,
-        row.gid,
-        row.atime,
-        row.mtime,
-        row.ctime,
-        row.btime,
-        null,
-        0,
-        null,
-      );
-      parent = id;
-    }
-    db.prepare('UPDATE inodes SET parent = ? WHERE id = ?').run(parent, row.id);
-    // and a file at level 1030, deeper than the limit but still reachable by path
-    insert.run(
-      maxId + 1 + LEVELS,
-      maxId + 1027,
-      'mid.md',
-      'file',
-      0o644,
-      row.uid,
-      row.gid,
-      row.atime,
-      row.mtime,
-      row.ctime,
-      row.btime,
-      row.blob,
-      row.size,
-      null,
-    );
-  })();
-  db.close();
-
+  await buildDeepChain(d, LEVELS);
   await d.restart();
   t.match(d.stderr(), /the tree is 10003 levels deep/, 'the start-up log says the tree is deeper than the limit');
   // callers on the new connection (the personas' users are in the store)

@@ -6,6 +6,7 @@
  */
 import t from 'tap';
 import { makePersonas, readText, text } from '../helpers/daemon.js';
+import { coreFrom } from '../helpers/core.js';
 import { quickCore } from './lib.js';
 import type { Caller } from '../../daemon/rpc/client.js';
 
@@ -195,4 +196,33 @@ t.test('a hostile pattern is skipped, a huge file is read only in part', async (
   // without the bounds this status would hold the event loop for a long time; with them the
   // pattern is skipped and the 302nd rule (the name itself) is past the 256 that count
   t.same(await pending(p.alice), ['A /shared/h/.mdvfsignore', `A /shared/h/${name}`]);
+});
+
+t.test('a deep chain: the ignore rules are passed down the walk, not looked up from each directory', async (t) => {
+  const c = await coreFrom(t);
+  const LEVELS = 1000;
+  const chain = '/deep' + '/d'.repeat(LEVELS - 1);
+  await c.root.call('fs.mkdir', { path: chain, parents: true });
+  await c.root.call('fs.write', { path: '/deep/d/.mdvfsignore' }, text('*.tmp\n'));
+  await c.root.call('fs.write', { path: `${chain}/keep.md` }, text('kept'));
+  await c.root.call('fs.write', { path: `${chain}/x.tmp` }, text('ignored'));
+  // Looking a directory's ignore files up walks to `/`: once per directory of a 10,000-level tree
+  // that was O(depth²), and held the event loop for tens of seconds (the PostgreSQL lease expired).
+  const ignores = c.core.vcs.ignores;
+  const layersOf = ignores.layersOf.bind(ignores);
+  let lookups = 0;
+  ignores.layersOf = (dir) => {
+    lookups++;
+    return layersOf(dir);
+  };
+  const st = await c.root.call('vcs.status', {});
+  t.same(
+    st.added.filter((p) => p.startsWith('/deep/')),
+    ['/deep/d/.mdvfsignore', `${chain}/keep.md`],
+    'the rule applies 998 levels below its file',
+  );
+  const commit = await c.root.call('vcs.commit', { message: 'deep' });
+  t.ok(await inCommit(c.root, commit.hash, `${chain}/keep.md`));
+  t.notOk(await inCommit(c.root, commit.hash, `${chain}/x.tmp`));
+  t.ok(lookups <= 10, `${lookups} lookups from a directory up to / for ${LEVELS} directories hashed`);
 });
