@@ -251,3 +251,28 @@ t.test('settings: the daemon refuses to start with a secret others can read, sho
   t.match(r.stderr, /SERVICE_DAEMON_LISTEN needs .*; missing: SERVICE_DAEMON_TLS_KEY, SERVICE_DAEMON_SECRET_FILE/);
   t.equal(r.stderr.trim().split('\n').length, 1, 'one line');
 });
+
+t.test('SERVICE_DAEMONS: socket paths and tls:// addresses, parsed once', async (t) => {
+  t.same(daemonsFromEnv({ SERVICE_DAEMONS: '/a/daemon.sock, tls://db.internal:7070,tls://[::1]:7071' }), [
+    { kind: 'unix', path: '/a/daemon.sock' },
+    { kind: 'tls', host: 'db.internal', port: 7070 },
+    { kind: 'tls', host: '::1', port: 7071 },
+  ]);
+  for (const bad of [
+    'a/daemon.sock',
+    'tls://db.internal',
+    'tls://:7070',
+    'tls://7070',
+    'https://db:7070',
+    'tls://h:99999',
+  ])
+    t.throws(
+      () => daemonsFromEnv({ SERVICE_DAEMONS: bad }),
+      { code: 'EINVAL', message: /each an absolute socket path or tls:\/\/host:port/ },
+      bad,
+    );
+  t.throws(() => daemonTlsClientFromEnv({}), {
+    message:
+      /a tls:\/\/ address in SERVICE_DAEMONS needs SERVICE_DAEMON_TLS_CA, SERVICE_DAEMON_SECRET_FILE; missing: SERVICE_DAEMON_TLS_CA, SERVICE_DAEMON_SECRET_FILE/,
+  });
+});
