@@ -213,6 +213,27 @@ t.test('attacks on the TLS listener are refused and the daemon goes on serving',
     );
     t.ok(await serves(addr), 'the proper daemon still serves');
   });
+
+  t.test('a certificate of the right CA for another host: the host name is checked', async (t) => {
+    const other = await spawnDaemon(
+      t,
+      pki.daemonEnv({ SERVICE_DAEMON_TLS_CERT: pki.elsewhereCert, SERVICE_DAEMON_TLS_KEY: pki.elsewhereKey }),
+    );
+    const oaddr = await tlsAddress(other.client);
+    const r = await runCli({ ...process.env, SERVICE_DATA_DIR: nowhere, ...pki.frontEnv(oaddr) }, [
+      'write',
+      '-n',
+      '/x.md',
+      'x',
+    ]);
+    t.not(r.code, 0);
+    t.match(
+      r.stderr,
+      /certificate is not one SERVICE_DAEMON_TLS_CA vouches for, for 127\.0\.0\.1 \(ERR_TLS_CERT_ALTNAME_INVALID\)/,
+    );
+    t.notMatch(other.stderr(), /connection refused|wrong hello/, 'the front end sent it no hello at all');
+    await t.rejects(other.client.as({}).call('fs.stat', { path: '/x.md' }), { code: 'ENOENT' }, 'nothing was written');
+  });
 });
 
 t.test('settings: the daemon refuses to start with a secret others can read, short, or missing', async (t) => {

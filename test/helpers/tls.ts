@@ -28,6 +28,9 @@ export interface Pki {
   foreignCa: string;
   foreignCert: string;
   foreignKey: string;
+  /** A certificate of the right CA for another host (elsewhere.example) only. */
+  elsewhereCert: string;
+  elsewhereKey: string;
   /** The shared secret file (0600). */
   secret: string;
   /** Another secret file (0600), holding a different secret. */
@@ -42,13 +45,14 @@ const openssl = (cwd: string, args: string[]): void => {
   execFileSync('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
 };
 
+const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+
 /** A CA (`name`.pem/.key) and a server certificate it issued (`name`-server.pem/.key) for 127.0.0.1 and localhost. */
 function makeCa(dir: string, name: string): void {
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
   openssl(dir, [
     'req',
     '-x509',
-    ...ec,
+    ...EC,
     '-keyout',
     `${name}.key`,
     '-out',
@@ -58,27 +62,32 @@ function makeCa(dir: string, name: string): void {
     '-subj',
     `/CN=${name}`,
   ]);
-  openssl(dir, ['req', ...ec, '-keyout', `${name}-server.key`, '-out', `${name}-server.csr`, '-subj', '/CN=localhost']);
+  issue(dir, name, `${name}-server`, 'IP:127.0.0.1,DNS:localhost');
+}
+
+/** A server certificate `cert`.pem/.key issued by CA `ca` for the subject alternative names `san`. */
+function issue(dir: string, ca: string, cert: string, san: string): void {
+  openssl(dir, ['req', ...EC, '-keyout', `${cert}.key`, '-out', `${cert}.csr`, '-subj', '/CN=mdvfs-daemon']);
   writeFileSync(
-    path.join(dir, `${name}-ext.cnf`),
-    'basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n',
+    path.join(dir, `${cert}.cnf`),
+    `basicConstraints=CA:FALSE\nsubjectAltName=${san}\nextendedKeyUsage=serverAuth\n`,
   );
   openssl(dir, [
     'x509',
     '-req',
     '-in',
-    `${name}-server.csr`,
+    `${cert}.csr`,
     '-CA',
-    `${name}.pem`,
+    `${ca}.pem`,
     '-CAkey',
-    `${name}.key`,
+    `${ca}.key`,
     '-CAcreateserial',
     '-out',
-    `${name}-server.pem`,
+    `${cert}.pem`,
     '-days',
     '2',
     '-extfile',
-    `${name}-ext.cnf`,
+    `${cert}.cnf`,
   ]);
 }
 
@@ -87,6 +96,7 @@ export function makePki(t: Teardown): Pki {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   makeCa(dir, 'ca');
   makeCa(dir, 'foreign');
+  issue(dir, 'ca', 'elsewhere', 'DNS:elsewhere.example');
   const secret = path.join(dir, 'secret');
   writeFileSync(secret, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
   const otherSecret = path.join(dir, 'other-secret');
@@ -100,6 +110,8 @@ export function makePki(t: Teardown): Pki {
     foreignCa: p('foreign.pem'),
     foreignCert: p('foreign-server.pem'),
     foreignKey: p('foreign-server.key'),
+    elsewhereCert: p('elsewhere.pem'),
+    elsewhereKey: p('elsewhere.key'),
     secret,
     otherSecret,
     daemonEnv: (extra = {}) => ({
