@@ -26,6 +26,7 @@ import {
   intFromEnv,
   leaseTimeoutFromEnv,
   maxFileSizeFromEnv,
+  SettingsError,
   storeFromEnv,
   storeLabel,
   type DaemonTlsServerSettings,
@@ -339,6 +340,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     } catch (err) {
       server.server.close();
       await storeOf()?.close();
+      if (err instanceof SettingsError) throw err;
       const e = err as NodeJS.ErrnoException;
       throw new VfsError(
         'EIO',

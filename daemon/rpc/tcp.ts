@@ -36,6 +36,7 @@ import {
   type DaemonTlsClientSettings,
   type DaemonTlsServerSettings,
   type ListenAddress,
+  SettingsError,
 } from './settings.js';
 
 /** How long a connection may take for its TLS handshake (from the TCP accept), and then for its hello. */
@@ -81,13 +82,20 @@ export async function listenTls(
   const { secret } = settings;
   warnUnlessSignedByCa(settings, log);
   const unproven = new Set<tls.TLSSocket>();
-  const server = tls.createServer({
-    key: settings.key,
-    cert: settings.cert,
-    minVersion: 'TLSv1.3',
-    // A peer slow in the TLS handshake is closed by node:tls, one slow with its hello by the timer below.
-    handshakeTimeout: HELLO_TIMEOUT_MS,
-  });
+  let server: tls.Server;
+  try {
+    server = tls.createServer({
+      key: settings.key,
+      cert: settings.cert,
+      minVersion: 'TLSv1.3',
+      // A peer slow in the TLS handshake is closed by node:tls, one slow with its hello by the timer below.
+      handshakeTimeout: HELLO_TIMEOUT_MS,
+    });
+  } catch (err) {
+    throw new SettingsError(
+      `SERVICE_DAEMON_TLS_CERT and SERVICE_DAEMON_TLS_KEY are not a certificate and its private key in PEM (${(err as Error).message})`,
+    );
+  }
   server.on('tlsClientError', (err, sock) => {
     log.info({ peer: sock.remoteAddress, err: err.message }, 'daemon tcp: TLS handshake refused');
     sock.destroy();

@@ -267,6 +267,10 @@ t.test('settings: the daemon refuses to start with a secret others can read, sho
   r = await daemonExit(pki.daemonEnv({ SERVICE_DAEMON_SECRET_FILE: blank }));
   t.match(r.stderr, /holds no secret/);
 
+  r = await daemonExit(pki.daemonEnv({ SERVICE_DAEMON_TLS_KEY: pki.foreignKey }));
+  t.equal(r.code, 1);
+  t.match(r.stderr, /SERVICE_DAEMON_TLS_CERT and SERVICE_DAEMON_TLS_KEY are not a certificate and its private key/);
+
   r = await daemonExit(pki.daemonEnv({ SERVICE_DAEMON_SECRET_FILE: '', SERVICE_DAEMON_TLS_KEY: '' }));
   t.equal(r.code, 2);
   t.match(r.stderr, /SERVICE_DAEMON_LISTEN needs .*; missing: SERVICE_DAEMON_TLS_KEY, SERVICE_DAEMON_SECRET_FILE/);
