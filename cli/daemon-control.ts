@@ -65,6 +65,7 @@ export async function runStatus(opts: { json?: boolean }): Promise<void> {
       `started:  ${startedBy(st)}`,
       `data dir: ${st.data_dir}`,
       `socket:   ${st.socket}`,
+      ...(st.listen === undefined ? [] : [`listen:   ${st.listen} (TLS and the shared secret)`]),
       `users: ${st.users}, files: ${st.files}, commits: ${st.commits}, clients: ${others}`,
       ...(st.role === undefined
         ? []

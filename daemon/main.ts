@@ -15,15 +15,21 @@ import { connectSocket } from './rpc/client.js';
 import { defaultDataDir, EXIT_LOCKED, processAlive, socketPathFor } from './rpc/connect.js';
 import { PRIVATE_UMASK, prepareSocketDir, securePrivateDataDir } from './rpc/private-dir.js';
 import { RpcServer } from './rpc/server.js';
+import { listenTls, type TlsListener } from './rpc/tcp.js';
 import {
   authPolicyFromEnv,
+  daemonListenFromEnv,
+  formatDaemonAddress,
+  formatListen,
   fsyncFromEnv,
   idleExitFromEnv,
   intFromEnv,
   leaseTimeoutFromEnv,
   maxFileSizeFromEnv,
+  SettingsError,
   storeFromEnv,
   storeLabel,
+  type DaemonTlsServerSettings,
   type StoreSetting,
 } from './rpc/settings.js';
 import { Service } from './service/runner.js';
@@ -50,6 +56,8 @@ export interface DaemonConfig {
   idleExitSecs: number;
   /** SERVICE_LEASE_TIMEOUT_MS (PostgreSQL store). */
   leaseTimeoutMs: number;
+  /** SERVICE_DAEMON_LISTEN and its TLS files and secret: a TCP listener besides the socket. */
+  tcp?: DaemonTlsServerSettings;
 }
 
 /**
@@ -64,6 +72,7 @@ function starterFromEnv(env: NodeJS.ProcessEnv): Pick<DaemonConfig, 'startedBy' 
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
   const fsync = fsyncFromEnv(env);
+  const tcp = daemonListenFromEnv(env);
   return {
     dataDir: defaultDataDir(env),
     maxFileSize: maxFileSizeFromEnv(env),
@@ -74,6 +83,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonConfi
     regexTimeoutMs: intFromEnv(env, 'SERVICE_REGEX_TIMEOUT_MS', 2000),
     idleExitSecs: idleExitFromEnv(env),
     leaseTimeoutMs: leaseTimeoutFromEnv(env),
+    ...(tcp === undefined ? {} : { tcp }),
     ...starterFromEnv(env),
   };
 }
@@ -90,7 +100,7 @@ export interface Daemon {
   stop(): Promise<void>;
 }
 
-type CoreConfig = Omit<DaemonConfig, 'startedBy' | 'idleExitSecs' | 'store' | 'leaseTimeoutMs'>;
+type CoreConfig = Omit<DaemonConfig, 'startedBy' | 'idleExitSecs' | 'store' | 'leaseTimeoutMs' | 'tcp'>;
 
 export interface Core {
   vfs: Vfs;
@@ -226,7 +236,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
   const servedBy = (): number | undefined => (holder !== undefined && processAlive(holder) ? holder : undefined);
   const idleExit = (): number => (cfg.startedBy === 'foreground' || servedBy() !== undefined ? 0 : cfg.idleExitSecs);
   // The socket server comes after the core (it needs the handlers); status reads its clients late.
-  const late: { rpc?: RpcServer; lease?: () => LeaseStatus; serving?: boolean } = {};
+  const late: { rpc?: RpcServer; lease?: () => LeaseStatus; serving?: boolean; tcp?: TlsListener } = {};
   const leaseFields = (): object => {
     const l = late.lease?.();
     // Active once it serves: a standby that took the lease is still loading until its core is wired.
@@ -243,6 +253,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
         pid: process.pid,
         data_dir: cfg.dataDir,
         socket: socketPath,
+        ...(late.tcp === undefined ? {} : { listen: formatDaemonAddress({ kind: 'tls', ...late.tcp.address }) }),
         uptime: Math.floor((Date.now() - startedAt) / 1000),
         store: storeLabel(cfg.store),
         started_by: cfg.startedBy,
@@ -323,6 +334,22 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     server.server.listen(socketPath, () => resolve());
   });
   chmodSync(socketPath, 0o600); // Security: only the data dir's owner may talk to the daemon
+  if (cfg.tcp !== undefined) {
+    try {
+      late.tcp = await listenTls(cfg.tcp, (sock) => server.accept(sock), log);
+    } catch (err) {
+      server.server.close();
+      await storeOf()?.close();
+      if (err instanceof SettingsError) throw err;
+      const e = err as NodeJS.ErrnoException;
+      throw new VfsError(
+        'EIO',
+        'listen',
+        formatListen(cfg.tcp.listen),
+        `cannot listen on ${formatListen(cfg.tcp.listen)} (SERVICE_DAEMON_LISTEN): ${e.code ?? e.message}`,
+      );
+    }
+  }
   // Inode numbers are reused at once on tmpfs: the change time (set by the chmod above) tells files apart.
   const identity = (): string => {
     const st = statSync(socketPath, { bigint: true });
@@ -360,7 +387,15 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
   };
   const pidFile = path.join(cfg.dataDir, 'daemon.pid');
   writeFileSync(pidFile, `${process.pid}\n`, { mode: 0o600 });
-  log.info({ dataDir: cfg.dataDir, socket: socketPath, pid: process.pid }, 'daemon ready');
+  log.info(
+    {
+      dataDir: cfg.dataDir,
+      socket: socketPath,
+      ...(late.tcp === undefined ? {} : { listen: formatListen(late.tcp.address) }),
+      pid: process.pid,
+    },
+    'daemon ready',
+  );
   return {
     socketPath,
     socketGone: async () => !(await ours()),
@@ -372,6 +407,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     async stop() {
       if (stopped) return;
       stopped = true;
+      late.tcp?.close(); // its proven connections are the RPC server's, closed below
       const mine = await ours();
       if (mine) {
         await new Promise<void>((resolve) => {

@@ -12,7 +12,14 @@ import { connectSocket, type DaemonClient } from './client.js';
 import { securePrivateDataDir, verifySocket } from './private-dir.js';
 import { VfsError } from '../errors.js';
 import { DAEMON_V8_FLAGS, loaderFlags } from '../node-flags.js';
-import { daemonsFromEnv } from './settings.js';
+import {
+  daemonsFromEnv,
+  daemonTlsClientFromEnv,
+  formatDaemonAddress,
+  type DaemonAddress,
+  type DaemonTlsClientSettings,
+} from './settings.js';
+import { connectTls } from './tcp.js';
 
 /** A socket or data dir refused by private-dir.ts: retrying or starting a daemon cannot help. */
 const refused = (err: unknown): boolean => err instanceof VfsError && err.code === 'EACCES';
@@ -50,8 +57,8 @@ export interface ConnectOptions {
   spawn?: boolean;
   /** How long to wait for a spawned daemon, or for one of `daemons` to be active (ms). */
   timeoutMs?: number;
-  /** Sockets of several daemons on one store, the active one to be used (default SERVICE_DAEMONS; [] for the data dir's daemon). */
-  daemons?: string[];
+  /** Addresses of several daemons on one store, the active one to be used (default SERVICE_DAEMONS; [] for the data dir's daemon). */
+  daemons?: DaemonAddress[];
 }
 
 /** The daemon entry point next to this module (works from dist/ and from sources run by a TS loader). */
@@ -143,21 +150,25 @@ export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonCl
  * The active one of several daemons: each is asked `sys.health` (O(1)), which a standby answers with
  * EAGAIN. During a failover none may be active for a moment: the list is tried again until `timeoutMs`.
  */
-async function connectActive(daemons: string[], timeoutMs: number): Promise<DaemonClient> {
+async function connectActive(daemons: DaemonAddress[], timeoutMs: number): Promise<DaemonClient> {
+  // Read once per search: a tls:// address needs the CA and the secret file (a bad one is a SettingsError).
+  const tls = daemons.some((d) => d.kind === 'tls') ? daemonTlsClientFromEnv() : undefined;
   const deadline = Date.now() + timeoutMs;
   const seen = new Map<string, string>();
   for (;;) {
-    for (const sock of daemons) {
+    for (const addr of daemons) {
       let client: DaemonClient | undefined;
       try {
-        verifySocket(sock); // Security: never a socket another local user could own
-        client = await connectSocket(sock);
+        client = await connectTo(addr, tls);
         await client.call('sys.health', {});
         return client;
       } catch (err) {
         client?.close();
         if (refused(err)) throw err;
-        seen.set(sock, err instanceof VfsError && err.code === 'EAGAIN' ? 'a standby' : (err as Error).message);
+        seen.set(
+          formatDaemonAddress(addr),
+          err instanceof VfsError && err.code === 'EAGAIN' ? 'a standby' : (err as Error).message,
+        );
       }
     }
     if (Date.now() > deadline)
@@ -165,6 +176,17 @@ async function connectActive(daemons: string[], timeoutMs: number): Promise<Daem
         `no active daemon among SERVICE_DAEMONS: ${[...seen].map(([s, why]) => `${s}: ${why}`).join('; ')}`,
       );
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** One daemon address: its Unix socket (checked private first), or TLS with the shared secret. */
+function connectTo(addr: DaemonAddress, tls: DaemonTlsClientSettings | undefined): Promise<DaemonClient> {
+  switch (addr.kind) {
+    case 'unix':
+      verifySocket(addr.path); // Security: never a socket another local user could own
+      return connectSocket(addr.path);
+    case 'tls':
+      return connectTls(addr, tls!);
   }
 }
 

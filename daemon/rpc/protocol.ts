@@ -266,6 +266,8 @@ export const daemonStatusSchema = z.object({
   version: z.string(),
   data_dir: z.string(),
   socket: z.string(),
+  /** Its TCP listener for front ends on other machines (SERVICE_DAEMON_LISTEN), `tls://host:port`, if any. */
+  listen: z.string().optional(),
   /** Seconds since the daemon started. */
   uptime: z.number(),
   /** Where it keeps its data: `sqlite` (the data dir's store.db) or `postgres://host/db` (no user or password). */

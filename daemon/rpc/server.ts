@@ -104,7 +104,7 @@ export class RpcServer {
     public handlers: Handlers,
     private readonly log: Logger,
   ) {
-    this.server = net.createServer((sock) => this.onConnection(sock));
+    this.server = net.createServer((sock) => this.accept(sock));
   }
 
   /** Pushes a change event to every subscribed connection. */
@@ -133,7 +133,8 @@ export class RpcServer {
     for (const s of this.sockets) s.destroy();
   }
 
-  private onConnection(sock: net.Socket): void {
+  /** Serves a connection: the Unix socket's, or a TLS one that proved the shared secret (tcp.ts). */
+  accept(sock: net.Socket): void {
     this.sockets.add(sock);
     this.onClientsChange?.(this.sockets.size);
     sock.setNoDelay(true);

@@ -3,7 +3,9 @@
  * and by the front ends (it lives under daemon/rpc so that the front ends may import it).
  * A bad value throws a SettingsError whose message is one line naming the variable and the fix.
  */
+import { readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import type { AuthPolicy } from './protocol.js';
 
 export class SettingsError extends Error {
@@ -48,6 +50,11 @@ export const SETTINGS = [
   'SERVICE_STORE',
   'SERVICE_LEASE_TIMEOUT_MS',
   'SERVICE_DAEMONS',
+  'SERVICE_DAEMON_LISTEN',
+  'SERVICE_DAEMON_TLS_CERT',
+  'SERVICE_DAEMON_TLS_KEY',
+  'SERVICE_DAEMON_TLS_CA',
+  'SERVICE_DAEMON_SECRET_FILE',
   'SERVICE_AS_USER',
   'SERVICE_TOKEN',
   'SERVICE_ON_BEHALF_OF',
@@ -123,15 +130,21 @@ export function idleExitFromEnv(env: Env = process.env): number {
   return intFromEnv(env, 'SERVICE_IDLE_EXIT', 300);
 }
 
+/** `host:port`, `[v6]:port`, `:port` or `port` (host defaults to 127.0.0.1); null when it is none of these. */
+function hostPort(v: string): ListenAddress | null {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(v) ?? /^()()(\d{1,5})$/.exec(v);
+  const port = Number(m?.[3]);
+  if (!m || !Number.isInteger(port) || port > 65535) return null;
+  return { host: m[1] || m[2] || DEFAULT_HOST, port };
+}
+
 /** SERVICE_LISTEN: `host:port`, `[v6]:port`, `:port` or `port` (host defaults to 127.0.0.1). */
 export function parseListen(value: string | undefined): ListenAddress {
   const v = (value ?? '').trim();
   if (v === '') return { host: DEFAULT_HOST, port: DEFAULT_PORT };
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(v) ?? /^()()(\d{1,5})$/.exec(v);
-  const port = Number(m?.[3]);
-  if (!m || !Number.isInteger(port) || port > 65535)
-    throw new SettingsError(`SERVICE_LISTEN must be host:port (got '${v.slice(0, 100)}')`);
-  return { host: m[1] || m[2] || DEFAULT_HOST, port };
+  const a = hostPort(v);
+  if (a === null) throw new SettingsError(`SERVICE_LISTEN must be host:port (got '${v.slice(0, 100)}')`);
+  return a;
 }
 
 export function formatListen(a: ListenAddress): string {
@@ -286,21 +299,137 @@ export function leaseTimeoutFromEnv(env: Env = process.env): number {
 }
 
 /**
- * SERVICE_DAEMONS: comma-separated socket paths of several daemons on one PostgreSQL store (one
- * active, the others standbys). Front ends connect to the one that is active, and after losing it
- * to the one that is active then. Empty: the daemon of SERVICE_DATA_DIR.
+ * Where a front end reaches a daemon: its Unix socket (same machine), or a TCP address served with
+ * TLS and a shared secret (another machine; daemon/rpc/tcp.ts). Written `/abs/daemon.sock` or
+ * `tls://host:port` (`tls://[v6]:port`), as in SERVICE_DAEMONS.
  */
-export function daemonsFromEnv(env: Env = process.env): string[] {
+export type DaemonAddress = { kind: 'unix'; path: string } | { kind: 'tls'; host: string; port: number };
+
+export function formatDaemonAddress(a: DaemonAddress): string {
+  return a.kind === 'unix' ? a.path : `tls://${formatListen(a)}`;
+}
+
+/** One entry of SERVICE_DAEMONS. */
+function parseDaemonAddress(raw: string): DaemonAddress {
+  const v = raw.trim();
+  if (v.startsWith('/')) return { kind: 'unix', path: v };
+  const m = /^tls:\/\/(.+)$/i.exec(v);
+  const a = m === null || /^:|^\d+$/.test(m[1]!) ? null : hostPort(m[1]!);
+  if (a === null)
+    throw new SettingsError(
+      `SERVICE_DAEMONS must list daemon addresses separated by commas, each an absolute socket path or tls://host:port, got '${v.slice(0, 100)}'`,
+    );
+  return { kind: 'tls', ...a };
+}
+
+/**
+ * SERVICE_DAEMONS: comma-separated addresses of several daemons on one PostgreSQL store (one
+ * active, the others standbys): socket paths, and `tls://host:port` for daemons on other machines.
+ * Front ends connect to the one that is active, and after losing it to the one that is active then.
+ * Empty: the daemon of SERVICE_DATA_DIR.
+ */
+export function daemonsFromEnv(env: Env = process.env): DaemonAddress[] {
   const v = (env.SERVICE_DAEMONS ?? '').trim();
   if (v === '') return [];
-  return v.split(',').map((raw) => {
-    const p = raw.trim();
-    if (!p.startsWith('/'))
+  return v.split(',').map(parseDaemonAddress);
+}
+
+/** The least a shared secret may hold, in bytes (`openssl rand -hex 32` makes 64). */
+export const MIN_SECRET_BYTES = 32;
+
+const TLS_SETTINGS = [
+  'SERVICE_DAEMON_TLS_CERT',
+  'SERVICE_DAEMON_TLS_KEY',
+  'SERVICE_DAEMON_TLS_CA',
+  'SERVICE_DAEMON_SECRET_FILE',
+] as const satisfies readonly SettingName[];
+
+/**
+ * A file a setting names, read whole. `secret`: like ssh with a private key, a file another user
+ * could read (or that belongs to another user) is refused, since whoever reads it can act as root.
+ */
+function settingFile(env: Env, name: SettingName, secret: boolean): Buffer {
+  const p = path.resolve((env[name] ?? '').trim());
+  let data: Buffer;
+  try {
+    const st = statSync(p);
+    if (!st.isFile()) throw new SettingsError(`${name}: ${p} is not a regular file`);
+    if (secret && st.uid !== (process.getuid?.() ?? 0))
       throw new SettingsError(
-        `SERVICE_DAEMONS must list absolute daemon socket paths separated by commas, got '${p.slice(0, 100)}'`,
+        `${name}: ${p} belongs to uid ${st.uid}, not to you (uid ${process.getuid?.() ?? 0}); refusing a secret another user controls`,
       );
-    return p;
-  });
+    if (secret && (st.mode & 0o077) !== 0)
+      throw new SettingsError(
+        `${name}: ${p} is open to other users (mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')}); refusing a secret others can read: chmod 600 ${p}`,
+      );
+    data = readFileSync(p);
+  } catch (err) {
+    if (err instanceof SettingsError) throw err;
+    throw new SettingsError(`${name}: cannot read ${p} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  return data;
+}
+
+/** SERVICE_DAEMON_SECRET_FILE's secret: the file's bytes without surrounding whitespace, at least MIN_SECRET_BYTES of them. */
+function secretFromEnv(env: Env): Buffer {
+  const raw = settingFile(env, 'SERVICE_DAEMON_SECRET_FILE', true);
+  const text = raw.toString('latin1').trim();
+  if (text.length < MIN_SECRET_BYTES)
+    throw new SettingsError(
+      `SERVICE_DAEMON_SECRET_FILE: ${path.resolve(env.SERVICE_DAEMON_SECRET_FILE!.trim())} holds ${text.length === 0 ? 'no secret' : `a secret of ${text.length} bytes`}; it needs at least ${MIN_SECRET_BYTES} (make one with: openssl rand -hex 32 > file; chmod 600 file)`,
+    );
+  return Buffer.from(text, 'latin1');
+}
+
+/** What a front end needs to reach a daemon at a tls:// address. */
+export interface DaemonTlsClientSettings {
+  /** SERVICE_DAEMON_TLS_CA: the only CA whose certificates (for the address's host name) are believed. */
+  ca: Buffer;
+  /** SERVICE_DAEMON_SECRET_FILE's contents. */
+  secret: Buffer;
+}
+
+/** The TLS listener of a daemon: SERVICE_DAEMON_LISTEN with its certificate, key, CA and secret. */
+export interface DaemonTlsServerSettings extends DaemonTlsClientSettings {
+  listen: ListenAddress;
+  cert: Buffer;
+  key: Buffer;
+}
+
+function requireSettings(env: Env, names: readonly SettingName[], why: string): void {
+  const missing = names.filter((n) => (env[n] ?? '').trim() === '');
+  if (missing.length > 0)
+    throw new SettingsError(`${why} needs ${names.join(', ')}; missing: ${missing.join(', ')} (see docs/deploy.md)`);
+}
+
+/**
+ * A front end's settings for the tls:// entries of SERVICE_DAEMONS: SERVICE_DAEMON_TLS_CA and
+ * SERVICE_DAEMON_SECRET_FILE. Never a secret in the environment or on a command line: only a file's name.
+ */
+export function daemonTlsClientFromEnv(env: Env = process.env): DaemonTlsClientSettings {
+  requireSettings(env, ['SERVICE_DAEMON_TLS_CA', 'SERVICE_DAEMON_SECRET_FILE'], 'a tls:// address in SERVICE_DAEMONS');
+  return { ca: settingFile(env, 'SERVICE_DAEMON_TLS_CA', false), secret: secretFromEnv(env) };
+}
+
+/**
+ * SERVICE_DAEMON_LISTEN=host:port: the daemon also listens there, with TLS (1.3) and the shared
+ * secret, for front ends on other machines. Unset: the Unix socket only. Refused (one line naming
+ * what is missing) without SERVICE_DAEMON_TLS_CERT, _KEY, _CA and SERVICE_DAEMON_SECRET_FILE.
+ */
+export function daemonListenFromEnv(env: Env = process.env): DaemonTlsServerSettings | undefined {
+  const v = (env.SERVICE_DAEMON_LISTEN ?? '').trim();
+  if (v === '') return undefined;
+  const listen = /^\d+$/.test(v) ? null : hostPort(v);
+  if (listen === null)
+    throw new SettingsError(`SERVICE_DAEMON_LISTEN must be host:port, e.g. 10.0.0.5:7070 (got '${v.slice(0, 100)}')`);
+  requireSettings(env, TLS_SETTINGS, 'SERVICE_DAEMON_LISTEN');
+  return {
+    listen,
+    cert: settingFile(env, 'SERVICE_DAEMON_TLS_CERT', false),
+    key: settingFile(env, 'SERVICE_DAEMON_TLS_KEY', true),
+    ca: settingFile(env, 'SERVICE_DAEMON_TLS_CA', false),
+    secret: secretFromEnv(env),
+  };
 }
 
 /** A connection URL without its password, for messages and logs. */

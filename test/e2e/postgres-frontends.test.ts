@@ -13,6 +13,7 @@ import { servePids } from '../helpers/http.js';
 import { call, errorCode, startServe, stdioClient, text as toolText } from '../helpers/mcp.js';
 import { until } from '../helpers/poll.js';
 import { startPostgres } from '../helpers/postgres.js';
+import { makePki, tlsAddress } from '../helpers/tls.js';
 
 const cluster = startPostgres(t);
 cluster.catch(() => undefined); // each test awaits it and fails with the reason
@@ -112,3 +113,35 @@ t.test(
     }, "serve A's restarted daemon to wait as a standby");
   },
 );
+
+t.test('over TLS: front ends given two tls:// addresses follow the active daemon across a kill -9', async (t) => {
+  const pg = await cluster;
+  const url = await pg.createDb();
+  const pki = makePki(t);
+  const a = await spawnDaemon(t, { SERVICE_STORE: url, ...pki.daemonEnv() });
+  const b = await spawnDaemon(t, { SERVICE_STORE: url, ...pki.daemonEnv() });
+  t.equal(await role(b), 'standby');
+  const [addrA, addrB] = [await tlsAddress(a.client), await tlsAddress(b.client)];
+  t.not(addrA, addrB);
+  // The standby first, and no data dir nor socket of their own: the tls:// addresses are all they use.
+  const nowhere = path.join(tempDir(), 'none');
+  const front = pki.frontEnv(`${addrB},${addrA}`);
+  const cliEnv = { ...process.env, SERVICE_DATA_DIR: nowhere, ...front };
+  const w = await runCli(cliEnv, ['write', '-n', '/tls.md', 'over tls']);
+  t.equal(w.code, 0, w.stderr);
+  t.equal(await readText(a.client.as({}), '/tls.md'), 'over tls', 'the CLI wrote through the active daemon');
+  const mcp = await stdioClient(t, nowhere, front);
+  t.equal(errorCode(await call(mcp.client, 'write_file', { path: '/mcp.md', content: 'from mcp' })), undefined);
+  await a.kill('SIGKILL');
+  await until(async () => (await role(b)) === 'active', 'the standby to take over');
+  const r = await runCli(cliEnv, ['cat', '/tls.md']);
+  t.equal(r.stdout, 'over tls', 'the CLI finds the new active daemon over TLS');
+  t.equal(
+    errorCode(await call(mcp.client, 'write_file', { path: '/mcp2.md', content: 'after failover' })),
+    undefined,
+    'the MCP server reconnected over TLS to the new active daemon',
+  );
+  t.equal(await readText(b.client.as({}), '/mcp2.md'), 'after failover');
+  t.equal(await readText(b.client.as({}), '/mcp.md'), 'from mcp');
+  t.notOk(existsSync(nowhere), 'no data dir was made for them');
+});
