@@ -42,6 +42,15 @@ import {
 /** How long a connection may take for its TLS handshake (from the TCP accept), and then for its hello. */
 export const HELLO_TIMEOUT_MS = 5000;
 
+/**
+ * Connections not yet proven (in the TLS handshake or before their hello) that one peer address,
+ * and all peers together, may hold; beyond that a new one is closed at once. Security: each costs
+ * a handshake's memory and CPU for up to two timeouts, so a peer opening thousands must not exhaust
+ * the daemon; a proven connection no longer counts.
+ */
+export const MAX_UNPROVEN_PER_PEER = 32;
+export const MAX_UNPROVEN = 256;
+
 const HELLO = Buffer.from('mdvfs/1\n');
 const OK = Buffer.from('mdvfs ok');
 const NO = Buffer.from('mdvfs no');
@@ -96,6 +105,33 @@ export async function listenTls(
       `SERVICE_DAEMON_TLS_CERT and SERVICE_DAEMON_TLS_KEY are not a certificate and its private key in PEM (${(err as Error).message})`,
     );
   }
+  // Unproven connections by peer address, each as the `address|port` it came from.
+  const pending = new Map<string, Set<string>>();
+  let pendingAll = 0;
+  const keyOf = (sock: net.Socket): [string, string] => [
+    sock.remoteAddress ?? '?',
+    `${sock.remoteAddress ?? '?'}|${sock.remotePort ?? '?'}`,
+  ];
+  const proven = (sock: net.Socket): void => {
+    const [peer, key] = keyOf(sock);
+    const mine = pending.get(peer);
+    if (mine?.delete(key) !== true) return;
+    pendingAll--;
+    if (mine.size === 0) pending.delete(peer);
+  };
+  server.on('connection', (raw: net.Socket) => {
+    const [peer, key] = keyOf(raw);
+    const mine = pending.get(peer) ?? new Set<string>();
+    if (mine.size >= MAX_UNPROVEN_PER_PEER || pendingAll >= MAX_UNPROVEN) {
+      log.info({ peer }, 'daemon tcp: connection refused: too many connections not yet proven');
+      raw.destroy();
+      return;
+    }
+    mine.add(key);
+    pending.set(peer, mine);
+    pendingAll++;
+    raw.once('close', () => proven(raw));
+  });
   server.on('tlsClientError', (err, sock) => {
     log.info({ peer: sock.remoteAddress, err: err.message }, 'daemon tcp: TLS handshake refused');
     sock.destroy();
@@ -128,6 +164,7 @@ export async function listenTls(
       if (!matches(got, HELLO, proof(secret, sock, 'front end')))
         return refuse('wrong hello (not the shared secret of SERVICE_DAEMON_SECRET_FILE)', true);
       settle();
+      proven(sock);
       sock.pause();
       sock.write(Buffer.concat([OK, proof(secret, sock, 'daemon')]));
       accept(sock);

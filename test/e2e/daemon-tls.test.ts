@@ -14,7 +14,7 @@ import tls from 'node:tls';
 import type { DaemonClient } from '../../daemon/rpc/client.js';
 import { encodeFrame } from '../../daemon/rpc/framing.js';
 import { daemonTlsClientFromEnv, daemonsFromEnv } from '../../daemon/rpc/settings.js';
-import { connectTls } from '../../daemon/rpc/tcp.js';
+import { connectTls, MAX_UNPROVEN_PER_PEER } from '../../daemon/rpc/tcp.js';
 import { runCli } from '../helpers/cli.js';
 import { DAEMON_ENTRY, readText, spawnDaemon, tempDir } from '../helpers/daemon.js';
 import { startServe } from '../helpers/mcp.js';
@@ -180,6 +180,27 @@ t.test('attacks on the TLS listener are refused and the daemon goes on serving',
     t.equal(answer.subarray(0, 8).toString(), 'mdvfs ok');
     alone.destroy();
     t.ok(await serves(addr), 'the daemon still serves');
+  });
+
+  t.test('a peer holding many connections that prove nothing: those beyond the cap are closed at once', async (t) => {
+    const held: net.Socket[] = [];
+    const closedAt: number[] = [];
+    const closed: Promise<void>[] = [];
+    for (let i = 0; i < MAX_UNPROVEN_PER_PEER + 8; i++) {
+      const s = net.connect(hostPort(addr));
+      s.on('error', () => undefined);
+      closed.push(new Promise((resolve) => s.once('close', () => (closedAt.push(i), resolve()))));
+      await new Promise<void>((resolve) => s.once('connect', () => resolve()));
+      held.push(s);
+    }
+    // The first to close are the ones over the cap, long before the held ones' handshake timeout.
+    await Promise.all(closed);
+    t.same(
+      closedAt.slice(0, 8).sort((a, b) => a - b),
+      Array.from({ length: 8 }, (_, k) => MAX_UNPROVEN_PER_PEER + k),
+      `the ${8} connections over the cap of ${MAX_UNPROVEN_PER_PEER} closed first`,
+    );
+    t.ok(await serves(addr), 'once they are gone, a front end is served');
   });
 
   t.test('a 20 MB hello', async (t) => {
