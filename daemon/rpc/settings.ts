@@ -261,13 +261,10 @@ export function storeFromEnv(env: Env = process.env): StoreSetting {
   const v = (env.SERVICE_STORE ?? '').trim();
   if (v === '' || v === 'sqlite') return { kind: 'sqlite' };
   if (/^postgres(ql)?:\/\//i.test(v)) {
-    try {
-      new URL(v);
-    } catch {
+    if (pgUrl(v) === undefined)
       throw new SettingsError(
         'SERVICE_STORE is not a valid postgres:// URL (its value is not shown: it may hold a password)',
       );
-    }
     return { kind: 'postgres', url: v };
   }
   throw new SettingsError(
@@ -281,7 +278,8 @@ export function storeFromEnv(env: Env = process.env): StoreSetting {
  */
 export function storeLabel(s: StoreSetting): string {
   if (s.kind === 'sqlite') return 'sqlite';
-  const u = new URL(s.url);
+  const u = pgUrl(s.url);
+  if (u === undefined) return 'postgres://(an unparsable URL)';
   const host = u.searchParams.get('host');
   return `postgres://${u.host}${u.pathname}${host === null ? '' : `?host=${encodeURIComponent(host)}`}`;
 }
@@ -434,12 +432,23 @@ export function daemonListenFromEnv(env: Env = process.env): DaemonTlsServerSett
 
 /** A connection URL without its password, for messages and logs. */
 export function redactUrl(url: string): string {
+  const u = pgUrl(url);
+  if (u === undefined) return '(an unparsable URL)';
+  if (u.password !== '') u.password = '***';
+  for (const k of [...u.searchParams.keys()]) if (/pass/i.test(k)) u.searchParams.set(k, '***');
+  return u.toString();
+}
+
+/**
+ * A PostgreSQL connection URL as a URL, including libpq's form with no host before the database
+ * (`postgres://user@/db?host=/run/postgresql`, a Unix socket), which WHATWG URLs refuse: it is read
+ * as host `localhost`, which the `host` parameter overrides in libpq and node-postgres alike.
+ */
+function pgUrl(v: string): URL | undefined {
+  const m = /^(postgres(?:ql)?:\/\/)([^@/?#]*@)?(?=[/?#]|$)/i.exec(v);
   try {
-    const u = new URL(url);
-    if (u.password !== '') u.password = '***';
-    for (const k of [...u.searchParams.keys()]) if (/pass/i.test(k)) u.searchParams.set(k, '***');
-    return u.toString();
+    return new URL(m === null ? v : `${m[1]}${m[2] ?? ''}localhost${v.slice(m[0].length)}`);
   } catch {
-    return '(an unparsable URL)';
+    return undefined;
   }
 }

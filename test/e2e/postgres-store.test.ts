@@ -49,6 +49,25 @@ t.test('the daemon keeps its state in PostgreSQL, and nothing in the data dir', 
   t.same((await d.client.call('sys.fsck', {})).problems, []);
 });
 
+t.test("libpq's URL with no host (a Unix socket in ?host=) is taken as it is", async (t) => {
+  const pg = await cluster;
+  const url = await pg.createDb();
+  const u = new URL(url);
+  // postgres://role@/db?host=/socket/dir: the form libpq documents, which WHATWG URLs refuse
+  const libpq = `postgres://${u.username}@${u.pathname}${u.search}`;
+  t.throws(() => new URL(libpq), 'the form WHATWG URLs refuse');
+  const d = await spawnDaemon(t, { SERVICE_STORE: libpq });
+  await d.client.as({}).call('fs.write', { path: '/socket.md' }, text('through the socket'));
+  const db = u.pathname.slice(1);
+  t.same(await pg.query(db, "SELECT name FROM inodes WHERE name = 'socket.md'"), [{ name: 'socket.md' }]);
+  const { store } = await d.client.as({}).call('sys.status', {});
+  t.equal(
+    store,
+    `postgres://localhost${u.pathname}?host=${encodeURIComponent(u.searchParams.get('host')!)}`,
+    'status names the store without the role',
+  );
+});
+
 t.test('one active daemon per database; the password in SERVICE_STORE is never shown', async (t) => {
   const pg = await cluster;
   const url = (await pg.createDb()).replace('mdvfs@', 'mdvfs:s3cret-pw@'); // trust auth: the password is ignored
