@@ -95,7 +95,7 @@ export class LowLevelMount {
 
   /**
    * Waits (at most `ms`) for the session to end, after unmount() or an unmount from outside, then
-   * joins the addon's threads, so the process exits with none of them running. A session that does
+   * joins the addon's thread, so the process exits with none of it running. A session that does
    * not end in time (files still open in a lazily detached mount) is left to the process's exit.
    */
   async close(ms = 2000): Promise<void> {
