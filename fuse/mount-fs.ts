@@ -108,6 +108,19 @@ export class MountFs {
 
   // ---------- attributes and directories ----------
 
+  /**
+   * Whether `path` is known not to exist without asking anyone: a valid listing of its directory lacks
+   * it (the lookup of each new name before its create). getattr would say the same with an ENOENT error.
+   */
+  absent(path: string): boolean {
+    return (
+      path !== '/' &&
+      !isHistoryPath(path) &&
+      this.attrs.get(path) === undefined &&
+      this.listings.has(parentOf(path), basename(path)) === false
+    );
+  }
+
   async getattr(path: string): Promise<FuseStat> {
     if (isHistoryPath(path)) return this.history.getattr(path);
     let st = this.attrs.get(path);

@@ -194,6 +194,8 @@ export class LowLevelMount {
     switch (op) {
       case Op.LOOKUP: {
         const path = this.childOf(ino, s1, 'lookup');
+        // A name the mount knows is free (a new file's lookup before its create): answered at once.
+        if (fs.absent(path)) return void ll.replyEntry(req, { ino: 0, entryTimeout: LONG, attrTimeout: 0 });
         const since = this.log.now();
         let st: FuseStat;
         try {
