@@ -646,8 +646,12 @@ export class MountFs {
     if (result.not_modified) {
       this.cache.confirm(path, result.etag, since);
       if (current && current.etag === result.etag) return { file: current, ...granted };
-      // Unchanged since we last saw it: reuse the bytes we kept, or fetch them on the first read.
-      content = known?.data ? new FileBuffer(known.data, true) : null;
+      // Unchanged since we last saw it: reuse the bytes we kept, or fetch them on the first read. The
+      // descriptor whose etag was asked about may have closed meanwhile (a shell's `echo > f; exec 3< f`
+      // races the release of the writer): the bytes it sent are still kept under that etag.
+      const cached = this.cache.get(path);
+      const bytes = known?.data ?? (cached?.etag === result.etag ? cached.data : undefined);
+      content = bytes ? new FileBuffer(bytes, true) : null;
     } else {
       content = new FileBuffer(data, true);
       this.cache.set(path, result.etag, data, since, true);
@@ -754,8 +758,8 @@ export class MountFs {
         }
       }
       file.etag = r.etag;
-      // Not `readable`: the daemon accepted a write, it did not say this principal may read the file.
-      if (file.path === path) this.cache.set(path, r.etag, data, since, false);
+      // Readable as the daemon says: re-reading what was just written then costs no daemon call.
+      if (file.path === path) this.cache.set(path, r.etag, data, since, r.readable === true);
     } catch (err) {
       if (!create) {
         file.dirty = true;

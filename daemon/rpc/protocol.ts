@@ -863,6 +863,11 @@ export const methods = {
       etag: z.string(),
       created: z.boolean(),
       stat: statSchema.optional(),
+      /**
+       * With `stat`: whether the caller may read the file now. The mount keeps what it wrote as content
+       * it may re-open for reading without asking again (until a change concerning the file is reported).
+       */
+      readable: z.boolean().optional(),
       grant: z.string().optional(),
     }),
     mcp: [

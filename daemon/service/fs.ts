@@ -84,7 +84,7 @@ export const fsOps = (k: Kit): AreaOps<'fs'> => ({
       size: r.node.size,
       etag: r.node.blob,
       created: r.created,
-      ...(p.stat === true ? { stat: toStat(r.node) } : {}),
+      ...(p.stat === true ? { stat: toStat(r.node), readable: k.d.vfs.mayRead(cred, r.node) } : {}),
       ...(r.grant !== undefined ? { grant: r.grant } : {}),
     };
   },

@@ -78,6 +78,30 @@ void t.test('a second pass over unchanged files needs no daemon call', async (t)
   );
 });
 
+void t.test(
+  'files written through the mount read back with no daemon call, unless the mode forbids reading',
+  async (t) => {
+    await root.call('fs.mkdir', { path: '/written', mode: '0777' });
+    // wo.md: alice's own file, write-only for her (0666 & ~0577): the daemon must still refuse reading it.
+    const made = await m.sh(
+      `printf 'one\\n' > written/a.md && printf 'two\\n' > written/b.md && (umask 0577; printf 'secret\\n' > written/wo.md)`,
+    );
+    t.equal(made.code, 0, made.stderr);
+    d.proc.kill('SIGSTOP'); // a daemon call would now wait (until the mount's 120 s request timeout)
+    try {
+      const back = await sh(`timeout -s KILL 20 cat '${m.dir}/written/a.md' '${m.dir}/written/b.md'`, '/');
+      t.equal(back.stdout, 'one\ntwo\n', 'what the mount wrote reads back with the daemon stopped');
+    } finally {
+      d.proc.kill('SIGCONT');
+    }
+    t.match(
+      (await cat(m, 'written/wo.md')).stderr,
+      /Permission denied/,
+      'a file its mode keeps from reading is refused',
+    );
+  },
+);
+
 void t.test('chmod of the file drops its cached content', async (t) => {
   await write('/c1/f.md', 'one\n');
   await readsTwice(t, 'c1/f.md', 'one\n');
