@@ -99,10 +99,7 @@ export class ListingCache {
   add(dir: string, name: string, stat: FuseStat): void {
     const e = this.entries.get(dir);
     if (!e) return;
-    if (e.shared) {
-      e.value = { names: [...e.value.names], stats: [...e.value.stats] };
-      e.shared = false;
-    }
+    this.own(e);
     const names = this.index(e);
     const i = names.get(name);
     if (i !== undefined) e.value.stats[i] = stat;
@@ -113,10 +110,35 @@ export class ListingCache {
     }
   }
 
+  /**
+   * The mount moved a file from `srcDir` to `dstDir` (the same directory or not): the listings follow,
+   * the destination's with the moved file's attributes as the daemon answered them.
+   */
+  moved(srcDir: string, srcName: string, dstDir: string, dstName: string, stat: FuseStat): void {
+    const from = this.valid(srcDir);
+    if (from) {
+      const i = this.index(from).get(srcName);
+      if (i !== undefined) {
+        this.own(from);
+        from.value.names.splice(i, 1);
+        from.value.stats.splice(i, 1);
+        delete from.names; // the positions after i moved
+      }
+    }
+    if (this.valid(dstDir)) this.add(dstDir, dstName, stat);
+  }
+
   /** Forgets the listing of `path` and of its parent (the mount changed that entry). */
   invalidate(path: string): void {
     this.entries.delete(path);
     this.entries.delete(parentOf(path));
+  }
+
+  /** A listing about to change: copied first if it was handed out. */
+  private own(e: ListingEntry): void {
+    if (!e.shared) return;
+    e.value = { names: [...e.value.names], stats: [...e.value.stats] };
+    e.shared = false;
   }
 
   private valid(path: string): ListingEntry | undefined {

@@ -1115,8 +1115,15 @@ export const methods = {
     paths: { src: 'entry', dst: 'entry' },
     shows: ['src', 'dst'],
     mutates: 'tree',
-    params: z.object({ src: path, dst: path, overwrite: z.boolean().optional(), into_dir: z.boolean().optional() }),
-    result: z.object({ src: z.string(), dst: z.string() }),
+    params: z.object({
+      src: path,
+      dst: path,
+      overwrite: z.boolean().optional(),
+      into_dir: z.boolean().optional(),
+      /** Also answer with the moved entry's attributes (`stat`, as lstat), saving an fs.stat round trip (the mount). */
+      stat: z.boolean().optional(),
+    }),
+    result: z.object({ src: z.string(), dst: z.string(), stat: statSchema.optional() }),
     mcp: [
       {
         tool: 'move_file',
@@ -1153,8 +1160,13 @@ export const methods = {
     paths: { path: 'path' },
     shows: ['path'],
     mutates: 'tree',
-    params: z.object({ path, mode: modeSchema.describe('octal mode, e.g. "0644"') }),
-    result: z.object({ path: z.string(), mode: z.string() }),
+    params: z.object({
+      path,
+      mode: modeSchema.describe('octal mode, e.g. "0644"'),
+      /** Also answer with the attributes after the change (`stat`), saving an fs.stat round trip (the mount). */
+      stat: z.boolean().optional(),
+    }),
+    result: z.object({ path: z.string(), mode: z.string(), stat: statSchema.optional() }),
     rest: {
       verb: 'post',
       route: '/admin/chmod{/*path}',
@@ -1175,8 +1187,10 @@ export const methods = {
       owner: z.union([z.string(), z.number().int()]).optional(),
       group: z.union([z.string(), z.number().int()]).optional(),
       nofollow: z.boolean().optional(),
+      /** Also answer with the attributes after the change (`stat`), saving an fs.stat round trip (the mount). */
+      stat: z.boolean().optional(),
     }),
-    result: z.object({ path: z.string(), uid: int, gid: int }),
+    result: z.object({ path: z.string(), uid: int, gid: int, stat: statSchema.optional() }),
     rest: {
       verb: 'post',
       route: '/admin/chown{/*path}',
@@ -1198,8 +1212,10 @@ export const methods = {
       atime: z.union([z.string(), z.number()]).optional(),
       mtime: z.union([z.string(), z.number()]).optional(),
       nofollow: z.boolean().optional(),
+      /** Also answer with the attributes after the change (`stat`), saving an fs.stat round trip (the mount). */
+      stat: z.boolean().optional(),
     }),
-    result: pathResult,
+    result: z.object({ path: z.string(), stat: statSchema.optional() }),
   },
   /** access(2): mode bits R=4 W=2 X=1, 0 for existence. */
   'fs.access': {
