@@ -59,8 +59,14 @@ export interface Listing {
   stats: FuseStat[];
 }
 
+/**
+ * A cached listing; `names`: each name's position, built on first use; `shared`: the listing was handed
+ * out (get), so it is copied before the mount's next create changes it.
+ */
+type ListingEntry = Entry<Listing> & { names?: Map<string, number>; shared?: boolean };
+
 export class ListingCache {
-  private readonly entries = new Map<string, Entry<Listing> & { names?: Set<string> }>();
+  private readonly entries = new Map<string, ListingEntry>();
 
   constructor(
     private readonly log: ChangeLog,
@@ -68,48 +74,88 @@ export class ListingCache {
   ) {}
 
   get(path: string): Listing | undefined {
-    const e = this.entries.get(path);
+    const e = this.valid(path);
     if (!e) return undefined;
-    if (!this.log.dirUnchanged(path, e.since)) {
-      this.entries.delete(path);
-      return undefined;
-    }
+    e.shared = true;
     return e.value;
   }
 
   /** Whether a valid cached listing of `dir` names `name`; undefined when there is none. */
   has(dir: string, name: string): boolean | undefined {
-    if (!this.get(dir)) return undefined;
-    const e = this.entries.get(dir)!;
-    e.names ??= new Set(e.value.names);
-    return e.names.has(name);
+    const e = this.valid(dir);
+    return e ? this.index(e).has(name) : undefined;
   }
 
   set(path: string, listing: Listing, since: number): void {
     if (this.entries.size >= this.maxEntries) this.entries.clear();
-    this.entries.set(path, { value: listing, since });
+    this.entries.set(path, { value: listing, since, shared: true });
   }
 
-  /** The mount created `name` in `dir`: a cached listing of `dir` gains it (and stays valid). */
+  /**
+   * The mount created `name` in `dir`: a cached listing of `dir` gains it (and stays valid). A listing
+   * already handed to the binding is never changed under it (readdir may still be sending it): it is
+   * copied once, and the copy then grows in place, so a create costs O(1), not O(entries).
+   */
   add(dir: string, name: string, stat: FuseStat): void {
     const e = this.entries.get(dir);
     if (!e) return;
-    const i = e.value.names.indexOf(name);
-    // Copied: a listing already handed to the binding is never changed under it.
-    const names = [...e.value.names];
-    const stats = [...e.value.stats];
-    if (i >= 0) stats[i] = stat;
+    this.own(e);
+    const names = this.index(e);
+    const i = names.get(name);
+    if (i !== undefined) e.value.stats[i] = stat;
     else {
-      names.push(name);
-      stats.push(stat);
+      names.set(name, e.value.names.length);
+      e.value.names.push(name);
+      e.value.stats.push(stat);
     }
-    e.value = { names, stats };
-    e.names?.add(name);
+  }
+
+  /**
+   * The mount moved a file from `srcDir` to `dstDir` (the same directory or not): the listings follow,
+   * the destination's with the moved file's attributes as the daemon answered them.
+   */
+  moved(srcDir: string, srcName: string, dstDir: string, dstName: string, stat: FuseStat): void {
+    const from = this.valid(srcDir);
+    if (from) {
+      const i = this.index(from).get(srcName);
+      if (i !== undefined) {
+        this.own(from);
+        from.value.names.splice(i, 1);
+        from.value.stats.splice(i, 1);
+        delete from.names; // the positions after i moved
+      }
+    }
+    if (this.valid(dstDir)) this.add(dstDir, dstName, stat);
   }
 
   /** Forgets the listing of `path` and of its parent (the mount changed that entry). */
   invalidate(path: string): void {
     this.entries.delete(path);
     this.entries.delete(parentOf(path));
+  }
+
+  /** A listing about to change: copied first if it was handed out. */
+  private own(e: ListingEntry): void {
+    if (!e.shared) return;
+    e.value = { names: [...e.value.names], stats: [...e.value.stats] };
+    e.shared = false;
+  }
+
+  private valid(path: string): ListingEntry | undefined {
+    const e = this.entries.get(path);
+    if (!e) return undefined;
+    if (!this.log.dirUnchanged(path, e.since)) {
+      this.entries.delete(path);
+      return undefined;
+    }
+    return e;
+  }
+
+  private index(e: ListingEntry): Map<string, number> {
+    if (!e.names) {
+      e.names = new Map();
+      e.value.names.forEach((n, i) => e.names!.set(n, i));
+    }
+    return e.names;
   }
 }

@@ -10,7 +10,7 @@
 import { VfsError } from '../daemon/errors.js';
 import type { Caller } from '../daemon/rpc/client.js';
 import { listAll } from '../daemon/rpc/listing.js';
-import type { ChangeEvent, Listing } from '../daemon/rpc/protocol.js';
+import type { ChangeEvent, Listing, Stat } from '../daemon/rpc/protocol.js';
 import { AttrCache, ListingCache } from './attr-cache.js';
 import { childPath, parentOf } from './paths.js';
 import { entryToFuseStat, toFuseStat, type OwnerMap } from './attrs.js';
@@ -21,6 +21,7 @@ import {
   O_TRUNC,
   O_WRONLY,
   S_IFDIR,
+  S_IFMT,
   S_IFREG,
   type FuseStat,
   type FuseStatfs,
@@ -107,6 +108,19 @@ export class MountFs {
   }
 
   // ---------- attributes and directories ----------
+
+  /**
+   * Whether `path` is known not to exist without asking anyone: a valid listing of its directory lacks
+   * it (the lookup of each new name before its create). getattr would say the same with an ENOENT error.
+   */
+  absent(path: string): boolean {
+    return (
+      path !== '/' &&
+      !isHistoryPath(path) &&
+      this.attrs.get(path) === undefined &&
+      this.listings.has(parentOf(path), basename(path)) === false
+    );
+  }
 
   async getattr(path: string): Promise<FuseStat> {
     if (isHistoryPath(path)) return this.history.getattr(path);
@@ -470,14 +484,41 @@ export class MountFs {
     this.writable(src, 'rename');
     this.writable(dst, 'rename');
     await Promise.all([this.settle(src, true), this.settle(dst, true)]);
-    this.changed(src);
-    this.changed(dst);
-    await this.rpc.call('fs.move', { src, dst, overwrite: true });
-    this.changed(src);
-    this.changed(dst);
+    const st = this.attrs.get(src);
+    if (st === undefined || (st.mode & S_IFMT) === S_IFDIR || this.files.file(dst) !== undefined) {
+      // A directory (everything below it moves), or what the mount knows too little about: drop it all.
+      this.changed(src);
+      this.changed(dst);
+      await this.rpc.call('fs.move', { src, dst, overwrite: true });
+      this.changed(src);
+      this.changed(dst);
+      this.files.rename(src, dst);
+      this.cache.delete(src);
+      this.cache.delete(dst);
+      return;
+    }
+    // A file or link (rsync, git and editors rename every file they write): the move's own event is
+    // expected, and the cached listings of both directories follow the move instead of being dropped,
+    // so the lookups of the next names in them still cost no daemon call.
+    this.attrs.invalidate(src);
+    this.attrs.invalidate(dst);
+    this.cache.delete(src);
+    this.cache.delete(dst);
+    const r = await this.own([src, dst], () => this.rpc.call('fs.move', { src, dst, overwrite: true, stat: true }));
+    this.attrs.invalidate(src);
+    this.attrs.invalidate(dst);
     this.files.rename(src, dst);
     this.cache.delete(src);
     this.cache.delete(dst);
+    if (r.src !== src || r.dst !== dst || !r.stat) {
+      this.changed(src);
+      this.changed(dst);
+      return;
+    }
+    const moved = toFuseStat(r.stat, this.opts.owners);
+    const since = this.log.now();
+    this.attrs.set(dst, { ...moved }, since);
+    this.listings.moved(parentOf(src), basename(src), parentOf(dst), basename(dst), moved);
   }
 
   async symlink(target: string, path: string): Promise<void> {
@@ -498,21 +539,17 @@ export class MountFs {
   async chmod(path: string, mode: number): Promise<void> {
     this.writable(path, 'chmod');
     await this.settle(path);
-    this.changed(path);
-    await this.rpc.call('fs.chmod', { path, mode: mode & 0o7777 });
-    this.changed(path);
+    await this.setAttrs(path, () => this.rpc.call('fs.chmod', { path, mode: mode & 0o7777, stat: true }));
   }
 
   async chown(path: string, uid: number, gid: number): Promise<void> {
     this.writable(path, 'chown');
     await this.settle(path);
-    this.changed(path);
     const owner = this.opts.owners.uidIn(uid);
     const group = this.opts.owners.gidIn(gid);
     if (owner === undefined && group === undefined) return;
     // The kernel resolved symlinks already: the path names the inode to change.
-    await this.rpc.call('fs.chown', { path, owner, group, nofollow: true });
-    this.changed(path);
+    await this.setAttrs(path, () => this.rpc.call('fs.chown', { path, owner, group, nofollow: true, stat: true }));
   }
 
   /**
@@ -521,7 +558,6 @@ export class MountFs {
    */
   async utimens(path: string, atime: UtimeArg, mtime: UtimeArg): Promise<void> {
     this.writable(path, 'utimens');
-    this.changed(path);
     // A pending write would otherwise overwrite the times when it is flushed (cp -p sets times before close).
     const open = this.files.file(path);
     if (open) await this.flushFile(open);
@@ -534,17 +570,58 @@ export class MountFs {
         t === 'omit' ? (kept ?? Date.now()) : t === 'now' ? Date.now() : t.toString();
       times = { atime: pick(atime, cur?.atime_ns), mtime: pick(mtime, cur?.mtime_ns) };
     }
-    try {
-      await this.rpc.call('fs.utimens', { path, ...times, nofollow: true });
-    } catch (err) {
-      // `touch -m` / `touch -a` by a writer who does not own the file: utimensat(2) allows them "now" only,
-      // which the daemon grants when no time is named (both become now). Explicit times stay refused.
-      if (!(err instanceof VfsError && err.code === 'EPERM') || typeof atime === 'bigint' || typeof mtime === 'bigint')
-        throw err;
-      await this.rpc.call('fs.utimens', { path, nofollow: true });
-    } finally {
+    await this.setAttrs(path, async () => {
+      try {
+        return await this.rpc.call('fs.utimens', { path, ...times, nofollow: true, stat: true });
+      } catch (err) {
+        // `touch -m` / `touch -a` by a writer who does not own the file: utimensat(2) allows them "now" only,
+        // which the daemon grants when no time is named (both become now). Explicit times stay refused.
+        if (
+          !(err instanceof VfsError && err.code === 'EPERM') ||
+          typeof atime === 'bigint' ||
+          typeof mtime === 'bigint'
+        )
+          throw err;
+        return this.rpc.call('fs.utimens', { path, nofollow: true, stat: true });
+      }
+    });
+  }
+
+  /**
+   * Runs `send`, a change of the attributes of `path` alone (chmod, chown, utimens), and keeps the
+   * attributes it answered (the kernel asks for them right after a setattr), taken after the reply:
+   * every event of a change made before it has arrived by then, and later ones drop them. For a file
+   * or link the mount knows, the change's own event is expected (own) and its directory's cached
+   * listing takes the new attributes instead of being dropped (rsync and `cp -p` set the mode and
+   * times of every file they write). A directory's change concerns everything below it: dropped.
+   */
+  private async setAttrs(path: string, send: () => Promise<{ stat?: Stat | undefined }>): Promise<void> {
+    const known = this.attrs.get(path);
+    if (known === undefined || (known.mode & S_IFMT) === S_IFDIR) {
       this.changed(path);
+      let r: { stat?: Stat | undefined };
+      try {
+        r = await send();
+      } finally {
+        this.changed(path);
+      }
+      if (r.stat) this.attrs.set(path, toFuseStat(r.stat, this.opts.owners), this.log.now());
+      return;
     }
+    // The access it gives may change: what was read under the old one is dropped.
+    this.attrs.invalidate(path);
+    this.cache.delete(path);
+    let r: { stat?: Stat | undefined };
+    try {
+      r = await this.own([path], send);
+    } finally {
+      this.attrs.invalidate(path);
+      this.cache.delete(path);
+    }
+    if (!r.stat) return this.changed(path);
+    const st = toFuseStat(r.stat, this.opts.owners);
+    this.attrs.set(path, { ...st }, this.log.now());
+    this.listings.add(parentOf(path), basename(path), st);
   }
 
   // ---------- helpers ----------
@@ -633,8 +710,12 @@ export class MountFs {
     if (result.not_modified) {
       this.cache.confirm(path, result.etag, since);
       if (current && current.etag === result.etag) return { file: current, ...granted };
-      // Unchanged since we last saw it: reuse the bytes we kept, or fetch them on the first read.
-      content = known?.data ? new FileBuffer(known.data, true) : null;
+      // Unchanged since we last saw it: reuse the bytes we kept, or fetch them on the first read. The
+      // descriptor whose etag was asked about may have closed meanwhile (a shell's `echo > f; exec 3< f`
+      // races the release of the writer): the bytes it sent are still kept under that etag.
+      const cached = this.cache.get(path);
+      const bytes = known?.data ?? (cached?.etag === result.etag ? cached.data : undefined);
+      content = bytes ? new FileBuffer(bytes, true) : null;
     } else {
       content = new FileBuffer(data, true);
       this.cache.set(path, result.etag, data, since, true);
@@ -741,8 +822,8 @@ export class MountFs {
         }
       }
       file.etag = r.etag;
-      // Not `readable`: the daemon accepted a write, it did not say this principal may read the file.
-      if (file.path === path) this.cache.set(path, r.etag, data, since, false);
+      // Readable as the daemon says: re-reading what was just written then costs no daemon call.
+      if (file.path === path) this.cache.set(path, r.etag, data, since, r.readable === true);
     } catch (err) {
       if (!create) {
         file.dirty = true;

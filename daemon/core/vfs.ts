@@ -561,6 +561,11 @@ export class Vfs {
     return node;
   }
 
+  /** Whether `cred` may read `node` now (a writer learns whether it may keep what it wrote as readable). */
+  mayRead(cred: Cred, node: Node): boolean {
+    return may(cred, node, R);
+  }
+
   /**
    * open(2) for writing, as the mount does it: checks write access (and `bits`, R for O_RDWR) to the
    * file now and returns a write grant for it (see grants.ts).

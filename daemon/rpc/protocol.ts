@@ -865,6 +865,11 @@ export const methods = {
       etag: z.string(),
       created: z.boolean(),
       stat: statSchema.optional(),
+      /**
+       * With `stat`: whether the caller may read the file now. The mount keeps what it wrote as content
+       * it may re-open for reading without asking again (until a change concerning the file is reported).
+       */
+      readable: z.boolean().optional(),
       grant: z.string().optional(),
     }),
     mcp: [
@@ -1112,8 +1117,15 @@ export const methods = {
     paths: { src: 'entry', dst: 'entry' },
     shows: ['src', 'dst'],
     mutates: 'tree',
-    params: z.object({ src: path, dst: path, overwrite: z.boolean().optional(), into_dir: z.boolean().optional() }),
-    result: z.object({ src: z.string(), dst: z.string() }),
+    params: z.object({
+      src: path,
+      dst: path,
+      overwrite: z.boolean().optional(),
+      into_dir: z.boolean().optional(),
+      /** Also answer with the moved entry's attributes (`stat`, as lstat), saving an fs.stat round trip (the mount). */
+      stat: z.boolean().optional(),
+    }),
+    result: z.object({ src: z.string(), dst: z.string(), stat: statSchema.optional() }),
     mcp: [
       {
         tool: 'move_file',
@@ -1150,8 +1162,13 @@ export const methods = {
     paths: { path: 'path' },
     shows: ['path'],
     mutates: 'tree',
-    params: z.object({ path, mode: modeSchema.describe('octal mode, e.g. "0644"') }),
-    result: z.object({ path: z.string(), mode: z.string() }),
+    params: z.object({
+      path,
+      mode: modeSchema.describe('octal mode, e.g. "0644"'),
+      /** Also answer with the attributes after the change (`stat`), saving an fs.stat round trip (the mount). */
+      stat: z.boolean().optional(),
+    }),
+    result: z.object({ path: z.string(), mode: z.string(), stat: statSchema.optional() }),
     rest: {
       verb: 'post',
       route: '/admin/chmod{/*path}',
@@ -1172,8 +1189,10 @@ export const methods = {
       owner: z.union([z.string(), z.number().int()]).optional(),
       group: z.union([z.string(), z.number().int()]).optional(),
       nofollow: z.boolean().optional(),
+      /** Also answer with the attributes after the change (`stat`), saving an fs.stat round trip (the mount). */
+      stat: z.boolean().optional(),
     }),
-    result: z.object({ path: z.string(), uid: int, gid: int }),
+    result: z.object({ path: z.string(), uid: int, gid: int, stat: statSchema.optional() }),
     rest: {
       verb: 'post',
       route: '/admin/chown{/*path}',
@@ -1195,8 +1214,10 @@ export const methods = {
       atime: z.union([z.string(), z.number()]).optional(),
       mtime: z.union([z.string(), z.number()]).optional(),
       nofollow: z.boolean().optional(),
+      /** Also answer with the attributes after the change (`stat`), saving an fs.stat round trip (the mount). */
+      stat: z.boolean().optional(),
     }),
-    result: pathResult,
+    result: z.object({ path: z.string(), stat: statSchema.optional() }),
   },
   /** access(2): mode bits R=4 W=2 X=1, 0 for existence. */
   'fs.access': {

@@ -84,7 +84,7 @@ export const fsOps = (k: Kit): AreaOps<'fs'> => ({
       size: r.node.size,
       etag: r.node.blob,
       created: r.created,
-      ...(p.stat === true ? { stat: toStat(r.node) } : {}),
+      ...(p.stat === true ? { stat: toStat(r.node), readable: k.d.vfs.mayRead(cred, r.node) } : {}),
       ...(r.grant !== undefined ? { grant: r.grant } : {}),
     };
   },
@@ -139,26 +139,32 @@ export const fsOps = (k: Kit): AreaOps<'fs'> => ({
       k.intoDir(cred, p.src, p.dst, p.into_dir === true, 'rename'),
       p.overwrite === undefined ? {} : { overwrite: p.overwrite },
     );
-    return { src: r.from, dst: r.to };
+    return { src: r.from, dst: r.to, ...(p.stat === true ? { stat: toStat(k.d.vfs.stat(cred, r.to, true)) } : {}) };
   },
   'fs.symlink': (p, { cred }) => {
     k.d.vfs.symlink(cred, p.target, p.path);
     return { path: p.path, target: p.target };
   },
   'fs.readlink': (p, { cred }) => ({ path: p.path, target: k.d.vfs.readlink(cred, p.path) }),
-  'fs.chmod': (p, { cred }) => ({
-    path: p.path,
-    mode: formatMode(k.d.vfs.chmod(cred, p.path, mode(p.mode, 'chmod')!).mode),
-  }),
+  'fs.chmod': (p, { cred }) => {
+    const n = k.d.vfs.chmod(cred, p.path, mode(p.mode, 'chmod')!);
+    return { path: p.path, mode: formatMode(n.mode), ...(p.stat === true ? { stat: toStat(n) } : {}) };
+  },
   'fs.chown': (p, { cred }) => {
     const uid = p.owner === undefined || p.owner === '' ? undefined : k.d.registry.uidOf(p.owner);
     const gid = p.group === undefined || p.group === '' ? undefined : k.d.registry.gidOf(p.group);
     const n = k.d.vfs.chown(cred, p.path, uid, gid, p.nofollow === true);
-    return { path: p.path, uid: n.uid, gid: n.gid };
+    return { path: p.path, uid: n.uid, gid: n.gid, ...(p.stat === true ? { stat: toStat(n) } : {}) };
   },
   'fs.utimens': (p, { cred }) => {
-    k.d.vfs.utimens(cred, p.path, parseTime(p.atime, 'utime'), parseTime(p.mtime, 'utime'), p.nofollow === true);
-    return { path: p.path };
+    const n = k.d.vfs.utimens(
+      cred,
+      p.path,
+      parseTime(p.atime, 'utime'),
+      parseTime(p.mtime, 'utime'),
+      p.nofollow === true,
+    );
+    return { path: p.path, ...(p.stat === true ? { stat: toStat(n) } : {}) };
   },
   'fs.access': (p, { cred }) => {
     k.d.vfs.access(cred, p.path, p.mode);

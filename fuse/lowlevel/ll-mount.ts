@@ -95,7 +95,7 @@ export class LowLevelMount {
 
   /**
    * Waits (at most `ms`) for the session to end, after unmount() or an unmount from outside, then
-   * joins the addon's threads, so the process exits with none of them running. A session that does
+   * joins the addon's thread, so the process exits with none of it running. A session that does
    * not end in time (files still open in a lazily detached mount) is left to the process's exit.
    */
   async close(ms = 2000): Promise<void> {
@@ -194,6 +194,8 @@ export class LowLevelMount {
     switch (op) {
       case Op.LOOKUP: {
         const path = this.childOf(ino, s1, 'lookup');
+        // A name the mount knows is free (a new file's lookup before its create): answered at once.
+        if (fs.absent(path)) return void ll.replyEntry(req, { ino: 0, entryTimeout: LONG, attrTimeout: 0 });
         const since = this.log.now();
         let st: FuseStat;
         try {

@@ -33,7 +33,7 @@ export const Op = {
   ACCESS: 20, // a mask
   CREATE: 21, // s1 name, a mode, b flags
   MKNOD: 22, // s1 name, a mode, b rdev
-  ENDED: 23, // the session loop returned (req and ino are 0)
+  ENDED: 23, // no more requests will come (req and ino are 0)
   READDIRPLUS: 24, // a fh, b size, c offset
 } as const;
 
@@ -102,13 +102,13 @@ export interface Caps {
 }
 
 export interface FuseLowLevel {
-  /** Creates the session with libfuse's options (`['-o', 'fsname=...']`), mounts it and starts its loop. */
+  /** Creates the session with libfuse's options (`['-o', 'fsname=...']`), mounts it and reads its requests from the event loop. */
   create(mountpoint: string, args: string[], capsWant: number, capsUnwant: number, handler: Handler): void;
-  /** Ends the session (lazy unmount); the loop then reports Op.ENDED. */
+  /** Ends the session (lazy unmount); Op.ENDED follows on a later turn of the event loop. */
   unmount(): void;
   /**
-   * After Op.ENDED: joins the addon's threads and frees the session (false, doing nothing, while the
-   * loop still runs). Replies after it are refused.
+   * After Op.ENDED: joins the addon's thread and frees the session (false, doing nothing, while
+   * requests are still read). Replies after it are refused.
    */
   destroy(): boolean;
   replyErr(req: number, errno: number): number;

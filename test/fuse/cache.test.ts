@@ -78,6 +78,63 @@ void t.test('a second pass over unchanged files needs no daemon call', async (t)
   );
 });
 
+void t.test(
+  'files written through the mount read back with no daemon call, unless the mode forbids reading',
+  async (t) => {
+    await root.call('fs.mkdir', { path: '/written', mode: '0777' });
+    // wo.md: alice's own file, write-only for her (0666 & ~0577): the daemon must still refuse reading it.
+    const made = await m.sh(
+      `printf 'one\\n' > written/a.md && printf 'two\\n' > written/b.md && (umask 0577; printf 'secret\\n' > written/wo.md)`,
+    );
+    t.equal(made.code, 0, made.stderr);
+    d.proc.kill('SIGSTOP'); // a daemon call would now wait (until the mount's 120 s request timeout)
+    try {
+      const back = await sh(`timeout -s KILL 20 cat '${m.dir}/written/a.md' '${m.dir}/written/b.md'`, '/');
+      t.equal(back.stdout, 'one\ntwo\n', 'what the mount wrote reads back with the daemon stopped');
+    } finally {
+      d.proc.kill('SIGCONT');
+    }
+    t.match(
+      (await cat(m, 'written/wo.md')).stderr,
+      /Permission denied/,
+      'a file its mode keeps from reading is refused',
+    );
+  },
+);
+
+void t.test('renames and chmods of files in the mount keep the directory listing, right', async (t) => {
+  await root.call('fs.mkdir', { path: '/moved', mode: '0777' });
+  // rsync's way with every file: a temporary name, its mode and times set, then renamed over the final
+  // name. The directory's own attributes (its mtime changed) are fetched again at the end.
+  const made = await m.sh(
+    `cd moved && ls >/dev/null && printf 'one\\n' > .a.tmp && chmod 0640 .a.tmp && touch -d @1700000000 .a.tmp && mv .a.tmp a.md && printf 'old\\n' > b.md && printf 'new\\n' > .b.tmp && mv .b.tmp b.md && stat . >/dev/null`,
+  );
+  t.equal(made.code, 0, made.stderr);
+  const dir = `${m.dir}/moved`;
+  const seen: string[] = [];
+  d.proc.kill('SIGSTOP'); // a daemon call would now wait (until the mount's 120 s request timeout)
+  try {
+    // One command per `timeout`, from outside the mount: a killed command leaves no child waiting.
+    for (const cmd of [
+      `ls -a '${dir}'`,
+      `test ! -e '${dir}/.a.tmp'`,
+      `test ! -e '${dir}/.b.tmp'`,
+      `stat -c '%a %Y' '${dir}/a.md'`,
+    ])
+      seen.push(`${(await sh(`timeout -s KILL 20 ${cmd} | tr "\\n" " "`, '/')).stdout}`);
+  } finally {
+    d.proc.kill('SIGCONT');
+  }
+  t.same(seen, ['. .. a.md b.md ', '', '', '640 1700000000 '], 'listed and looked up with the daemon stopped');
+  t.equal((await cat(m, 'moved/b.md')).stdout, 'new\n', 'the file renamed over another reads as the new one');
+  const listed = await root.call('fs.list', { path: '/moved' });
+  t.same(
+    listed.entries.map((e) => `${e.name} ${e.mode}`),
+    ['a.md 0640', 'b.md 0644'],
+    'the daemon has the same',
+  );
+});
+
 void t.test('chmod of the file drops its cached content', async (t) => {
   await write('/c1/f.md', 'one\n');
   await readsTwice(t, 'c1/f.md', 'one\n');
