@@ -44,14 +44,19 @@ const VOLATILE = new Set([
 function scrub(v: unknown, key = ''): unknown {
   if (VOLATILE.has(key) && (typeof v === 'string' || typeof v === 'number')) return `<${key}>`;
   if (typeof v === 'string') {
-    return v
-      .replace(/\b[0-9a-f]{40,64}\b/g, '<hex>')
-      .replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/g, '<uuid>')
-      .replace(/\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\b/g, '<date>')
-      .replace(/mdv_[A-Za-z0-9_-]+/g, '<token>')
-      .replace(/\b[0-9a-f]{7,12}\b/g, (m) => (/[a-f]/.test(m) && /\d/.test(m) ? '<short>' : m))
-      .replace(/127\.0\.0\.1:\d+/g, '127.0.0.1:<port>')
-      .replace(/\b1\d{9}\b/g, '<time>');
+    return (
+      v
+        .replace(/\b[0-9a-f]{40,64}\b/g, '<hex>')
+        .replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/g, '<uuid>')
+        .replace(/\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\b/g, '<date>')
+        .replace(/mdv_[A-Za-z0-9_-]+/g, '<token>')
+        // a short hash where the history's text puts one (whatever its digits: 1 in 300 is all decimal)
+        .replace(/^[0-9a-f]{7,12}(?= {2})/gm, '<short>')
+        .replace(/(pass cursor )[0-9a-f]{7,12}\b/g, '$1<short>')
+        .replace(/\b[0-9a-f]{7,12}\b/g, (m) => (/[a-f]/.test(m) && /\d/.test(m) ? '<short>' : m))
+        .replace(/127\.0\.0\.1:\d+/g, '127.0.0.1:<port>')
+        .replace(/\b1\d{9}\b/g, '<time>')
+    );
   }
   if (Array.isArray(v)) return v.map((x) => scrub(x));
   if (v !== null && typeof v === 'object')
