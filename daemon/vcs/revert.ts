@@ -21,6 +21,7 @@ import { shortId, type TreeEntry } from '../core/objects.js';
 import type { CommitRecord } from '../rpc/protocol.js';
 import { commit, find } from './history.js';
 import { pathFilter, pendingFor, visibleIn, visibleNow } from './status.js';
+import type { Layer } from './ignore.js';
 import { joinScope, type Change, type Scope, type Trees } from './trees.js';
 
 /**
@@ -58,11 +59,12 @@ export function revert(
   const all = v.changesBetween(work, targetTree);
   const within = paths === undefined ? undefined : pathFilter(paths);
   const memo = new Map<string, boolean>();
+  const ignored = v.ignoredNow();
   const mine = all.filter(
     (c) =>
       (within === undefined || within(c.path)) &&
       (admin || (visibleNow(v, cred, scope, c.path, memo) && visibleIn(v, cred, targetTree, c.path))) &&
-      !v.isIgnored(joinScope(scope.root, c.path.replace(/\/$/, '')), (c.after ?? c.before)!.kind === 'd'),
+      !ignored(joinScope(scope.root, c.path.replace(/\/$/, '')), (c.after ?? c.before)!.kind === 'd'),
   );
   // No empty commits: nothing to restore is an answer of its own, before any permission check or save.
   if (mine.length === 0)
@@ -176,15 +178,21 @@ function nearestDir(v: Trees, abs: string): DirNode | null {
   }
 }
 
-/** Makes `dir`'s contents equal to `tree`, touching only what differs (iterative, whatever the depth). */
+/**
+ * Makes `dir`'s contents equal to `tree`, touching only what differs (iterative, whatever the
+ * depth). The ignore layers go down the walk (each directory's from its parent's, `childLayers`),
+ * so a deep chain costs O(depth), not a look-up to `/` from each directory.
+ */
 function applyTree(v: Trees, top: DirNode, topTree: string): void {
-  const stack: { dir: DirNode; tree: string }[] = [{ dir: top, tree: topTree }];
+  const ignores = v.ignores;
+  const stack: { dir: DirNode; tree: string; layers: Layer[]; above: Layer[] }[] = [
+    { dir: top, tree: topTree, layers: ignores.layersOf(top), above: [] },
+  ];
   while (stack.length > 0) {
-    const { dir, tree } = stack.pop()!;
+    const { dir, tree, layers, above } = stack.pop()!;
     if (dir.treeId === tree) continue;
     const entries = v.trees.get(tree) ?? [];
     const want = new Map(entries.map((e) => [e.name, e]));
-    const layers = v.ignores.layersOf(dir);
     for (const [name, child] of [...dir.children]) {
       const e = want.get(name);
       // an ignored entry is not in any tree of the working tree: it stays as it is
@@ -211,7 +219,13 @@ function applyTree(v: Trees, top: DirNode, topTree: string): void {
       } else if (cur.kind === 'directory') below.push({ dir: cur, tree: e.ref });
     }
     markDirty(dir);
-    for (let k = below.length - 1; k >= 0; k--) stack.push(below[k]!);
+    if (below.length === 0) continue;
+    // the layers below as they are now, this directory's own ignore file restored
+    const restored = dir === top ? ignores.layersOf(dir) : ignores.childLayers(above, dir);
+    for (let k = below.length - 1; k >= 0; k--) {
+      const sub = below[k]!;
+      stack.push({ ...sub, layers: ignores.childLayers(restored, sub.dir), above: restored });
+    }
   }
 }
 

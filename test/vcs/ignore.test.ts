@@ -226,3 +226,38 @@ t.test('a deep chain: the ignore rules are passed down the walk, not looked up f
   t.notOk(await inCommit(c.root, commit.hash, `${chain}/x.tmp`));
   t.ok(lookups <= 10, `${lookups} lookups from a directory up to / for ${LEVELS} directories hashed`);
 });
+
+t.test(
+  'a revert of a deep chain: the ignore rules go down its walks too, not looked up from each directory',
+  async (t) => {
+    const c = await coreFrom(t);
+    const LEVELS = 1000;
+    const chain = '/deep' + '/d'.repeat(LEVELS - 1);
+    await c.root.call('fs.mkdir', { path: chain, parents: true });
+    await c.root.call('fs.write', { path: '/deep/d/.mdvfsignore' }, text('*.tmp\n'));
+    await c.root.call('fs.write', { path: `${chain}/a.md` }, text('a v1'));
+    await c.root.call('fs.write', { path: `${chain}/b.md` }, text('b v1'));
+    const base = await c.root.call('vcs.commit', { message: 'v1' });
+    await c.root.call('fs.write', { path: `${chain}/a.md` }, text('a v2'));
+    await c.root.call('fs.delete', { path: `${chain}/b.md` });
+    await c.root.call('fs.write', { path: `${chain}/c.md` }, text('c, new'));
+    await c.root.call('fs.write', { path: `${chain}/x.tmp` }, text('ignored'));
+    const ignores = c.core.vcs.ignores;
+    const layersOf = ignores.layersOf.bind(ignores);
+    let lookups = 0;
+    ignores.layersOf = (dir) => {
+      lookups++;
+      return layersOf(dir);
+    };
+    // Each of the three changes at level 1000 was tested by looking up the ignore files of every
+    // directory on its way up to `/` (O(depth²) each), and the walk that applies the commit looked
+    // them up again from each of the 1,000 directories it went down.
+    const r = await c.root.call('vcs.revert', { hash: base.hash });
+    t.ok(r.saved, 'the pending changes were saved first');
+    t.equal(await readText(c.root, `${chain}/a.md`), 'a v1');
+    t.equal(await readText(c.root, `${chain}/b.md`), 'b v1');
+    await t.rejects(c.root.call('fs.stat', { path: `${chain}/c.md` }), { code: 'ENOENT' });
+    t.equal(await readText(c.root, `${chain}/x.tmp`), 'ignored', 'the ignored file 998 levels below its rule stays');
+    t.ok(lookups <= 10, `${lookups} lookups from a directory up to / for a revert 1,000 levels down`);
+  },
+);
