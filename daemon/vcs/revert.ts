@@ -180,16 +180,19 @@ function nearestDir(v: Trees, abs: string): DirNode | null {
 
 /**
  * Makes `dir`'s contents equal to `tree`, touching only what differs (iterative, whatever the
- * depth). The ignore layers go down the walk (each directory's from its parent's, `childLayers`),
- * so a deep chain costs O(depth), not a look-up to `/` from each directory.
+ * depth). What is ignored is decided by the rules as they were when the revert began, those `tree`
+ * was built with: an ignore file removed on the way does not expose (and remove) the files it
+ * ignored below, which no commit holds. Its layers go down the walk (each directory's from its
+ * parent's, read before the directory is changed), so a deep chain costs O(depth), not a look-up
+ * to `/` from each directory.
  */
 function applyTree(v: Trees, top: DirNode, topTree: string): void {
   const ignores = v.ignores;
-  const stack: { dir: DirNode; tree: string; layers: Layer[]; above: Layer[] }[] = [
-    { dir: top, tree: topTree, layers: ignores.layersOf(top), above: [] },
+  const stack: { dir: DirNode; tree: string; layers: Layer[] }[] = [
+    { dir: top, tree: topTree, layers: ignores.layersOf(top) },
   ];
   while (stack.length > 0) {
-    const { dir, tree, layers, above } = stack.pop()!;
+    const { dir, tree, layers } = stack.pop()!;
     if (dir.treeId === tree) continue;
     const entries = v.trees.get(tree) ?? [];
     const want = new Map(entries.map((e) => [e.name, e]));
@@ -219,12 +222,10 @@ function applyTree(v: Trees, top: DirNode, topTree: string): void {
       } else if (cur.kind === 'directory') below.push({ dir: cur, tree: e.ref });
     }
     markDirty(dir);
-    if (below.length === 0) continue;
-    // the layers below as they are now, this directory's own ignore file restored
-    const restored = dir === top ? ignores.layersOf(dir) : ignores.childLayers(above, dir);
+    // a subdirectory's own ignore file is read now, before its turn changes it
     for (let k = below.length - 1; k >= 0; k--) {
       const sub = below[k]!;
-      stack.push({ ...sub, layers: ignores.childLayers(restored, sub.dir), above: restored });
+      stack.push({ ...sub, layers: ignores.childLayers(layers, sub.dir) });
     }
   }
 }

@@ -261,3 +261,24 @@ t.test(
     t.ok(lookups <= 10, `${lookups} lookups from a directory up to / for a revert 1,000 levels down`);
   },
 );
+
+t.test('a revert that takes an ignore file away leaves the files it ignored alone', async (t) => {
+  const p = await world(t);
+  await p.alice.call('fs.write', { path: '/shared/sub/deeper/notes.md' }, text('notes v1'));
+  const before = await p.root.call('vcs.commit', { message: 'no rule yet' });
+  await p.alice.call('fs.write', { path: '/shared/sub/.mdvfsignore' }, text('*.log\n'));
+  await p.alice.call('fs.write', { path: '/shared/sub/deeper/run.log' }, text('live log, never committed'));
+  await p.alice.call('fs.write', { path: '/shared/sub/deeper/notes.md' }, text('notes v2'));
+  t.same(await pending(p.root), ['A /shared/sub/.mdvfsignore', 'M /shared/sub/deeper/notes.md']);
+
+  const r = await p.root.call('vcs.revert', { hash: before.hash });
+  t.equal(await readText(p.root, '/shared/sub/deeper/notes.md'), 'notes v1', 'the tracked file is restored');
+  await t.rejects(p.root.call('fs.stat', { path: '/shared/sub/.mdvfsignore' }), { code: 'ENOENT' });
+  // The log was ignored when the revert began: in no tree of the working tree, saved by no commit.
+  // Removing it because the rule went first would lose it for good.
+  t.equal(await readText(p.root, '/shared/sub/deeper/run.log'), 'live log, never committed', 'the ignored file stays');
+  // The rule gone, the log is part of the working tree: the revert's commit, which records the
+  // working tree as the revert left it, holds it.
+  t.ok(await inCommit(p.root, r.hash, '/shared/sub/deeper/run.log'), 'the revert commit records it');
+  t.same(await pending(p.root), [], 'nothing is left pending');
+});
