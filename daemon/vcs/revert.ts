@@ -184,25 +184,36 @@ function nearestDir(v: Trees, abs: string): DirNode | null {
  * was built with: an ignore file removed on the way does not expose (and remove) the files it
  * ignored below, which no commit holds. Its layers go down the walk (each directory's from its
  * parent's, read before the directory is changed), so a deep chain costs O(depth), not a look-up
- * to `/` from each directory.
+ * to `/` from each directory. A directory the tree lacks that holds ignored entries is emptied of
+ * the rest rather than removed, and goes at the end only if nothing is left in it.
  */
 function applyTree(v: Trees, top: DirNode, topTree: string): void {
   const ignores = v.ignores;
-  const stack: { dir: DirNode; tree: string; layers: Layer[] }[] = [
+  const stack: { dir: DirNode; tree: string; layers: Layer[]; emptying?: true }[] = [
     { dir: top, tree: topTree, layers: ignores.layersOf(top) },
   ];
+  const emptied: DirNode[] = []; // directories the tree lacks, kept for the ignored entries below them
+  const holding = new Set<DirNode>(); // directories found to hold ignored entries below them
   while (stack.length > 0) {
-    const { dir, tree, layers } = stack.pop()!;
+    const { dir, tree, layers, emptying } = stack.pop()!;
     if (dir.treeId === tree) continue;
     const entries = v.trees.get(tree) ?? [];
     const want = new Map(entries.map((e) => [e.name, e]));
+    const below: { dir: DirNode; tree: string; emptying?: true }[] = [];
     for (const [name, child] of [...dir.children]) {
       const e = want.get(name);
       // an ignored entry is not in any tree of the working tree: it stays as it is
       if (e === undefined && v.ignores.ignored(layers, name, child.kind === 'directory')) continue;
-      if (e === undefined || kindOf(e) !== child.kind) v.vfs.removeUnchecked(child);
+      // below a directory being emptied, the scan that chose it has looked at every directory
+      if (
+        e === undefined &&
+        child.kind === 'directory' &&
+        (emptying === true ? holding.has(child) : scanForIgnored(v, child, layers, holding))
+      ) {
+        emptied.push(child);
+        below.push({ dir: child, tree: v.emptyTree, emptying: true });
+      } else if (e === undefined || kindOf(e) !== child.kind) v.vfs.removeUnchecked(child);
     }
-    const below: { dir: DirNode; tree: string }[] = [];
     for (const e of entries) {
       const cur = dir.children.get(e.name);
       if (cur === undefined) {
@@ -228,6 +239,37 @@ function applyTree(v: Trees, top: DirNode, topTree: string): void {
       stack.push({ ...sub, layers: ignores.childLayers(layers, sub.dir) });
     }
   }
+  // deepest first: a directory emptied of everything goes, and then maybe the one above it
+  for (let k = emptied.length - 1; k >= 0; k--) {
+    const d = emptied[k]!;
+    if (d.children.size === 0) v.vfs.removeUnchecked(d);
+  }
+}
+
+/**
+ * Whether anything below `dir` (an entry of a directory governed by `above`) is ignored; every
+ * directory of the subtree found to hold such an entry is added to `holding` (one post-order walk,
+ * iterative, so emptying a deep chain scans it once).
+ */
+function scanForIgnored(v: Trees, dir: DirNode, above: Layer[], holding: Set<DirNode>): boolean {
+  const stack: { d: DirNode; layers: Layer[]; open: boolean }[] = [
+    { d: dir, layers: v.ignores.childLayers(above, dir), open: false },
+  ];
+  while (stack.length > 0) {
+    const item = stack[stack.length - 1]!;
+    if (!item.open) {
+      item.open = true;
+      for (const [name, c] of item.d.children) {
+        if (v.ignores.ignored(item.layers, name, c.kind === 'directory')) holding.add(item.d);
+        else if (c.kind === 'directory')
+          stack.push({ d: c, layers: v.ignores.childLayers(item.layers, c), open: false });
+      }
+      continue;
+    }
+    stack.pop();
+    if (holding.has(item.d) && item.d !== dir && item.d.parent !== null) holding.add(item.d.parent);
+  }
+  return holding.has(dir);
 }
 
 function materialize(v: Trees, parent: DirNode, top: TreeEntry): void {

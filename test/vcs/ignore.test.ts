@@ -282,3 +282,35 @@ t.test('a revert that takes an ignore file away leaves the files it ignored alon
   t.ok(await inCommit(p.root, r.hash, '/shared/sub/deeper/run.log'), 'the revert commit records it');
   t.same(await pending(p.root), [], 'nothing is left pending');
 });
+
+t.test('a revert that removes a directory keeps what is ignored in it (a .git/ inside)', async (t) => {
+  const p = await world(t);
+  const base = (await p.root.call('vcs.log', { limit: 1 })).commits[0]!.hash;
+  await p.alice.call('fs.write', { path: '/shared/repo/README.md' }, text('# repo\n'));
+  await p.alice.call('fs.write', { path: '/shared/repo/docs/guide.md' }, text('guide'));
+  await p.alice.call('fs.write', { path: '/shared/repo/.git/HEAD' }, text('ref: refs/heads/main\n'));
+  await p.alice.call('fs.write', { path: '/shared/repo/docs/guide.md.swp' }, text('swap'));
+  await p.alice.call('fs.write', { path: '/shared/gone/only.md' }, text('tracked only'));
+  const chain = '/shared/chain' + '/c'.repeat(300);
+  await p.alice.call('fs.write', { path: `${chain}/tracked.md` }, text('tracked'));
+  await p.alice.call('fs.write', { path: `${chain}/tracked.md~` }, text('a backup 301 levels down'));
+  t.same(await pending(p.root), [
+    `A ${chain}/tracked.md`,
+    'A /shared/gone/only.md',
+    'A /shared/repo/README.md',
+    'A /shared/repo/docs/guide.md',
+  ]);
+
+  const r = await p.root.call('vcs.revert', { hash: base });
+  t.ok(r.saved, 'the tracked files were saved first');
+  // The .git/ directory and the swap file are in no commit: removing their directories with
+  // everything in them would lose them for good.
+  t.equal(await readText(p.root, '/shared/repo/.git/HEAD'), 'ref: refs/heads/main\n', '.git/ stays');
+  t.equal(await readText(p.root, '/shared/repo/docs/guide.md.swp'), 'swap', 'so does the swap file');
+  for (const gone of ['/shared/repo/README.md', '/shared/repo/docs/guide.md'])
+    await t.rejects(p.root.call('fs.stat', { path: gone }), { code: 'ENOENT' }, `${gone} is reverted away`);
+  await t.rejects(p.root.call('fs.stat', { path: '/shared/gone' }), { code: 'ENOENT' }, 'a directory left empty goes');
+  t.equal(await readText(p.root, `${chain}/tracked.md~`), 'a backup 301 levels down', 'the chain keeps it');
+  await t.rejects(p.root.call('fs.stat', { path: `${chain}/tracked.md` }), { code: 'ENOENT' });
+  t.same(await pending(p.root), [], 'the working tree is the commit again');
+});
