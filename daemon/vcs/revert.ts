@@ -4,7 +4,7 @@
  * unchecked primitives, once the checks here have passed.
  */
 import { VfsError } from '../errors.js';
-import { depthOf, markDirty, pathOf, type DirNode, type Node } from '../core/inode.js';
+import { depthOf, markDirty, type DirNode, type Node } from '../core/inode.js';
 import { components, MAX_DEPTH } from '../core/paths.js';
 import {
   actor,
@@ -22,7 +22,7 @@ import type { CommitRecord } from '../rpc/protocol.js';
 import { commit, find } from './history.js';
 import { pathFilter, pendingFor, visibleIn, visibleNow } from './status.js';
 import type { Layer } from './ignore.js';
-import { joinScope, type Change, type Scope, type Trees } from './trees.js';
+import { findEntry, joinScope, type Change, type Scope, type Trees } from './trees.js';
 
 /**
  * Restores the paths the caller may read (now, and as the commit recorded them), or those at or
@@ -96,6 +96,8 @@ function checkRevert(v: Trees, cred: Cred, scope: Scope, dir: DirNode, wanted: s
   const changes: Change[] = [];
   v.diffTrees(v.treeOf(dir), wanted, '', changes);
   const me = actor(cred).uid;
+  const scopeDepth = components(scope.root).length;
+  const removable = new Set<Node>(); // entries whose removal (and their ancestors') is checked
   try {
     for (const c of changes) {
       const rel = c.path.replace(/\/$/, '');
@@ -108,21 +110,25 @@ function checkRevert(v: Trees, cred: Cred, scope: Scope, dir: DirNode, wanted: s
       }
       if (c.kind === 'added') {
         const parent = nearestDir(v, parentAbs);
-        if (parent !== null) requireAccess(cred, parent, W | X, 'revert', abs);
-        // every entry created on the way, and the entry itself, must be the caller's own
-        const from = parent === null ? 0 : components(pathOf(parent)).length - components(scope.root).length;
+        requireAccess(cred, parent.dir, W | X, 'revert', abs);
+        // every entry created on the way, and the entry itself, must be the caller's own (one walk
+        // down the tree, not a look-up from the top per level: a deep chain costs O(depth))
+        const from = parent.depth - scopeDepth;
         const parts = components(rel);
-        for (let i = Math.max(0, from); i < parts.length; i++) {
-          const e = v.entryAt(wanted, '/' + parts.slice(0, i + 1).join('/'));
-          if (e !== undefined && e.uid !== me)
+        let entries = v.trees.get(wanted);
+        for (let i = 0; i < parts.length; i++) {
+          const e = entries === undefined ? undefined : findEntry(entries, parts[i]!);
+          if (e === undefined) break;
+          if (i >= from && e.uid !== me)
             throw new VfsError(
               'EACCES',
               'revert',
               joinScope(scope.root, '/' + parts.slice(0, i + 1).join('/')),
               `revert would bring back an entry owned by uid ${e.uid}, which only its owner or an administrator may restore`,
             );
+          entries = e.kind === 'd' ? v.trees.get(e.ref) : undefined;
         }
-      } else if (existing !== undefined) checkRemove(v, cred, dir, existing, rel, wanted);
+      } else if (existing !== undefined) checkRemove(v, cred, scope, dir, existing, rel, wanted, removable);
     }
   } catch (err) {
     // One answer for a denied revert, whichever rule denied it (chmod and chown say EPERM).
@@ -141,18 +147,39 @@ function checkModify(v: Trees, cred: Cred, node: Node, want: TreeEntry, abs: str
   if (node.uid !== want.uid || node.gid !== want.gid) requireChown(cred, node, want.uid, want.gid, 'revert', abs);
 }
 
-/** Removing an entry also removes each ancestor the target lacks: every one needs unlink rights in its parent, like `rm -r`. */
-function checkRemove(v: Trees, cred: Cred, scopeDir: DirNode, node: Node, rel: string, targetTree: string): void {
+/**
+ * Removing an entry also removes each ancestor the target lacks: every one needs unlink rights in
+ * its parent, like `rm -r`. `checked`: entries already checked so (with the ancestors they take
+ * along), so the files of one deep directory walk its chain once.
+ */
+function checkRemove(
+  v: Trees,
+  cred: Cred,
+  scope: Scope,
+  scopeDir: DirNode,
+  node: Node,
+  rel: string,
+  targetTree: string,
+  checked: Set<Node>,
+): void {
+  // how many leading directories of `rel` the target keeps (one walk down, not one per level)
+  const parts = components(rel);
+  let kept = 0;
+  let entries = v.trees.get(targetTree);
+  for (; kept < parts.length - 1; kept++) {
+    const e = entries === undefined ? undefined : findEntry(entries, parts[kept]!);
+    if (e === undefined || e.kind !== 'd') break;
+    entries = v.trees.get(e.ref);
+  }
   let n = node;
   let r = rel;
-  for (;;) {
+  for (let depth = parts.length; !checked.has(n); depth--) {
     const parent = n.parent;
     if (parent === null) return;
-    requireUnlink(cred, parent, n, 'revert', pathOf(n));
-    if (parent === scopeDir) return;
+    requireUnlink(cred, parent, n, 'revert', joinScope(scope.root, r));
+    checked.add(n);
+    if (parent === scopeDir || depth - 1 <= kept) return;
     r = r.slice(0, r.lastIndexOf('/'));
-    const kept = v.entryAt(targetTree, r);
-    if (kept !== undefined && kept.kind === 'd') return;
     n = parent;
   }
 }
@@ -168,14 +195,17 @@ function lookupQuiet(v: Trees, abs: string): Node | undefined {
   return cur;
 }
 
-function nearestDir(v: Trees, abs: string): DirNode | null {
-  let p = abs;
-  for (;;) {
-    const n = lookupQuiet(v, p);
-    if (n !== undefined && n.kind === 'directory') return n;
-    if (p === '/') return null;
-    p = p.slice(0, p.lastIndexOf('/')) || '/';
+/** The deepest directory on the way to `abs` (itself when it is one) and its level below `/`: one walk down. */
+function nearestDir(v: Trees, abs: string): { dir: DirNode; depth: number } {
+  let dir = v.vfs.root;
+  let depth = 0;
+  for (const name of components(abs)) {
+    const n = dir.children.get(name);
+    if (n === undefined || n.kind !== 'directory') break;
+    dir = n;
+    depth++;
   }
+  return { dir, depth };
 }
 
 /**
