@@ -70,7 +70,14 @@ export async function runStatus(opts: { json?: boolean }): Promise<void> {
       ...(st.role === undefined
         ? []
         : [
-            `role:     ${st.role}, epoch ${st.epoch ?? 0}${st.role === 'standby' ? `, lag ${st.lag ?? 0} change(s), active daemon ${st.active ?? 'unknown'}` : ''}`,
+            `role:     ${st.role}, epoch ${st.epoch ?? 0}${
+              st.role === 'standby'
+                ? `, lag ${st.lag ?? 0} change(s), active daemon ${st.active ?? 'unknown'}`
+                : `, committed change ${st.committed_seq ?? 0}`
+            }`,
+            ...(st.role === 'standby'
+              ? [`stream:   applied change ${st.applied_seq ?? 0} of ${st.head_seq ?? 0}`]
+              : []),
           ]),
       '',
     ].join('\n'),

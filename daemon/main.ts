@@ -243,8 +243,8 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     return l === undefined
       ? {}
       : late.serving === true
-        ? { role: 'active', epoch: l.epoch }
-        : { role: 'standby', epoch: l.epoch, lag: l.lag, active: l.holder };
+        ? { role: 'active', epoch: l.epoch, committed_seq: l.applied }
+        : { role: 'standby', epoch: l.epoch, lag: l.lag, applied_seq: l.applied, head_seq: l.head, active: l.holder };
   };
   const proc: DaemonProcess = {
     status: () => {

@@ -287,8 +287,18 @@ export const daemonStatusSchema = z.object({
   role: z.enum(['active', 'standby']).optional(),
   /** PostgreSQL store only: the lease epoch (the active daemon's; a standby: the newest it has seen). */
   epoch: int.optional(),
-  /** A standby: change batches committed by the active daemon and not yet in its memory. */
+  /** A standby: change batches committed by the active daemon and not yet in its memory (`head_seq - applied_seq`). */
   lag: int.optional(),
+  /**
+   * PostgreSQL store, the active daemon: the change-stream position (sequence number, which may skip)
+   * of the last batch it committed (before its first, the stream's newest when it took the lease).
+   * A standby whose `applied_seq` has reached it holds everything the active daemon had committed.
+   */
+  committed_seq: int.optional(),
+  /** A standby: the change-stream position of the last batch applied to its memory. */
+  applied_seq: int.optional(),
+  /** A standby: the newest change-stream position it knows was committed (from notifications and its polls). */
+  head_seq: int.optional(),
   /** A standby: who holds the lease (`host:pid`). */
   active: z.string().optional(),
 });

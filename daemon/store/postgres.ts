@@ -106,6 +106,14 @@ export interface LeaseStatus {
   epoch: number;
   /** A standby: change batches committed and not yet applied to its memory (0 on the active daemon). */
   lag: number;
+  /**
+   * The change-stream position (`changes.seq`) of what this daemon's memory holds: a standby's last
+   * batch applied; the active daemon's last batch committed (before its first, the stream's newest
+   * when it took the lease).
+   */
+  applied: number;
+  /** The newest position it knows was committed: a standby learns it from NOTIFY and its polls; the active daemon's is `applied`. */
+  head: number;
   /** Who holds the lease (`host:pid`), as the standby last read it. */
   holder: string;
 }
@@ -301,11 +309,22 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
 
   /** The role, epoch and lag for `sys.status`. */
   leaseStatus(): LeaseStatus {
-    if (this.epoch !== undefined) return { role: 'active', epoch: this.epoch, lag: 0, holder: this.seen.holder };
+    if (this.epoch !== undefined)
+      return {
+        role: 'active',
+        epoch: this.epoch,
+        lag: 0,
+        applied: this.head,
+        head: this.head,
+        holder: this.seen.holder,
+      };
+    const applied = this.mirror?.applied ?? 0;
     return {
       role: 'standby',
       epoch: this.seen.epoch,
-      lag: Math.max(0, this.head - (this.mirror?.applied ?? 0)),
+      lag: Math.max(0, this.head - applied),
+      applied,
+      head: Math.max(this.head, applied),
       holder: this.seen.holder,
     };
   }
@@ -778,13 +797,14 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
    * on commit only).
    */
   private async writeBatch({ statements, keys }: { statements: [string, Values][]; keys: ChangeKeys }): Promise<void> {
+    let seq = 0;
     await this.transaction(async () => {
       const stored = Number(
         (await this.client.query<{ epoch: string }>('SELECT epoch FROM lease WHERE id = 1 FOR SHARE')).rows[0]?.epoch,
       );
       if (stored !== this.epoch) throw this.leaseLost(stored);
       for (const [sql, values] of statements) await this.client.query(sql, values);
-      const seq = Number(
+      seq = Number(
         (
           await this.client.query<{ seq: string }>('INSERT INTO changes (epoch, batch) VALUES ($1, $2) RETURNING seq', [
             this.epoch,
@@ -800,6 +820,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       }
       await this.client.query('SELECT pg_notify($1, $2)', [CHANNEL, String(seq)]);
     });
+    this.head = Math.max(this.head, seq); // committed: what `sys.status` shows as committed_seq
   }
 
   /** Verifies what is stored, as a restart would load it (reads page by page: the event loop stays free). */

@@ -54,15 +54,31 @@ t.test('a standby follows the change stream, answers EAGAIN and shows its role, 
   t.equal(err?.code, 'EAGAIN', 'a standby answers EAGAIN');
   t.match(err?.message, /not active: this daemon is a standby/);
   for (let i = 0; i < 20; i++) await a.client.as({}).call('fs.write', { path: `/f${i}.md` }, text(`v${i}`));
-  await until(async () => (await b.client.call('sys.status', {})).lag === 0, 'the standby to catch up');
+  // The positions in the change stream: the active daemon's last batch committed, and how far the
+  // standby has applied it (what a caller waits on to know the standby holds a given write).
+  const committed = (await a.client.call('sys.status', {})).committed_seq!;
+  t.ok(committed >= 21, `the active daemon committed change ${committed} (at least one per acknowledged write here)`);
+  t.ok(committed > sa.committed_seq!, 'its position moves on with its writes');
+  await until(
+    async () => ((await b.client.call('sys.status', {})).applied_seq ?? 0) >= committed,
+    'the standby to apply what the active daemon committed',
+  );
+  const sb2 = await b.client.call('sys.status', {});
+  t.ok(sb2.head_seq! >= sb2.applied_seq!, 'it knows of nothing older than what it applied');
+  t.equal(sb2.lag, sb2.head_seq! - sb2.applied_seq!, 'lag is the difference');
+  t.equal(sb2.committed_seq, undefined, 'a standby commits nothing');
+  t.equal(sa.applied_seq, undefined, 'the active daemon shows what it committed');
   const cli = await runCli({ ...process.env, SERVICE_DATA_DIR: b.dataDir }, ['daemon', 'status']);
   t.match(
     cli.stdout,
     new RegExp(`role: +standby, epoch ${sa.epoch}, lag 0 change\\(s\\)`),
     'mdvfs daemon status shows the role, epoch and lag',
   );
+  const shown = /stream: +applied change (\d+) of (\d+)\n/.exec(cli.stdout);
+  t.ok(shown !== null && Number(shown[1]) >= committed && Number(shown[2]) >= Number(shown[1]), 'and the positions');
   const cliA = await runCli({ ...process.env, SERVICE_DATA_DIR: a.dataDir }, ['daemon', 'status']);
-  t.match(cliA.stdout, new RegExp(`role: +active, epoch ${sa.epoch}`));
+  const active = new RegExp(`role: +active, epoch ${sa.epoch}, committed change (\\d+)\\n`).exec(cliA.stdout);
+  t.ok(active !== null && Number(active[1]) >= committed, 'the active daemon shows what it committed');
 });
 
 t.test('a paused leader (SIGSTOP) loses the lease; woken (SIGCONT), it writes nothing and steps down', async (t) => {

@@ -226,3 +226,91 @@ t.test('a deep chain: the ignore rules are passed down the walk, not looked up f
   t.notOk(await inCommit(c.root, commit.hash, `${chain}/x.tmp`));
   t.ok(lookups <= 10, `${lookups} lookups from a directory up to / for ${LEVELS} directories hashed`);
 });
+
+t.test(
+  'a revert of a deep chain: the ignore rules go down its walks too, not looked up from each directory',
+  async (t) => {
+    const c = await coreFrom(t);
+    const LEVELS = 1000;
+    const chain = '/deep' + '/d'.repeat(LEVELS - 1);
+    await c.root.call('fs.mkdir', { path: chain, parents: true });
+    await c.root.call('fs.write', { path: '/deep/d/.mdvfsignore' }, text('*.tmp\n'));
+    await c.root.call('fs.write', { path: `${chain}/a.md` }, text('a v1'));
+    await c.root.call('fs.write', { path: `${chain}/b.md` }, text('b v1'));
+    const base = await c.root.call('vcs.commit', { message: 'v1' });
+    await c.root.call('fs.write', { path: `${chain}/a.md` }, text('a v2'));
+    await c.root.call('fs.delete', { path: `${chain}/b.md` });
+    await c.root.call('fs.write', { path: `${chain}/c.md` }, text('c, new'));
+    await c.root.call('fs.write', { path: `${chain}/x.tmp` }, text('ignored'));
+    const ignores = c.core.vcs.ignores;
+    const layersOf = ignores.layersOf.bind(ignores);
+    let lookups = 0;
+    ignores.layersOf = (dir) => {
+      lookups++;
+      return layersOf(dir);
+    };
+    // Each of the three changes at level 1000 was tested by looking up the ignore files of every
+    // directory on its way up to `/` (O(depth²) each), and the walk that applies the commit looked
+    // them up again from each of the 1,000 directories it went down.
+    const r = await c.root.call('vcs.revert', { hash: base.hash });
+    t.ok(r.saved, 'the pending changes were saved first');
+    t.equal(await readText(c.root, `${chain}/a.md`), 'a v1');
+    t.equal(await readText(c.root, `${chain}/b.md`), 'b v1');
+    await t.rejects(c.root.call('fs.stat', { path: `${chain}/c.md` }), { code: 'ENOENT' });
+    t.equal(await readText(c.root, `${chain}/x.tmp`), 'ignored', 'the ignored file 998 levels below its rule stays');
+    t.ok(lookups <= 10, `${lookups} lookups from a directory up to / for a revert 1,000 levels down`);
+  },
+);
+
+t.test('a revert that takes an ignore file away leaves the files it ignored alone', async (t) => {
+  const p = await world(t);
+  await p.alice.call('fs.write', { path: '/shared/sub/deeper/notes.md' }, text('notes v1'));
+  const before = await p.root.call('vcs.commit', { message: 'no rule yet' });
+  await p.alice.call('fs.write', { path: '/shared/sub/.mdvfsignore' }, text('*.log\n'));
+  await p.alice.call('fs.write', { path: '/shared/sub/deeper/run.log' }, text('live log, never committed'));
+  await p.alice.call('fs.write', { path: '/shared/sub/deeper/notes.md' }, text('notes v2'));
+  t.same(await pending(p.root), ['A /shared/sub/.mdvfsignore', 'M /shared/sub/deeper/notes.md']);
+
+  const r = await p.root.call('vcs.revert', { hash: before.hash });
+  t.equal(await readText(p.root, '/shared/sub/deeper/notes.md'), 'notes v1', 'the tracked file is restored');
+  await t.rejects(p.root.call('fs.stat', { path: '/shared/sub/.mdvfsignore' }), { code: 'ENOENT' });
+  // The log was ignored when the revert began: in no tree of the working tree, saved by no commit.
+  // Removing it because the rule went first would lose it for good.
+  t.equal(await readText(p.root, '/shared/sub/deeper/run.log'), 'live log, never committed', 'the ignored file stays');
+  // The rule gone, the log is part of the working tree: the revert's commit, which records the
+  // working tree as the revert left it, holds it.
+  t.ok(await inCommit(p.root, r.hash, '/shared/sub/deeper/run.log'), 'the revert commit records it');
+  t.same(await pending(p.root), [], 'nothing is left pending');
+});
+
+t.test('a revert that removes a directory keeps what is ignored in it (a .git/ inside)', async (t) => {
+  const p = await world(t);
+  const base = (await p.root.call('vcs.log', { limit: 1 })).commits[0]!.hash;
+  await p.alice.call('fs.write', { path: '/shared/repo/README.md' }, text('# repo\n'));
+  await p.alice.call('fs.write', { path: '/shared/repo/docs/guide.md' }, text('guide'));
+  await p.alice.call('fs.write', { path: '/shared/repo/.git/HEAD' }, text('ref: refs/heads/main\n'));
+  await p.alice.call('fs.write', { path: '/shared/repo/docs/guide.md.swp' }, text('swap'));
+  await p.alice.call('fs.write', { path: '/shared/gone/only.md' }, text('tracked only'));
+  const chain = '/shared/chain' + '/c'.repeat(300);
+  await p.alice.call('fs.write', { path: `${chain}/tracked.md` }, text('tracked'));
+  await p.alice.call('fs.write', { path: `${chain}/tracked.md~` }, text('a backup 301 levels down'));
+  t.same(await pending(p.root), [
+    `A ${chain}/tracked.md`,
+    'A /shared/gone/only.md',
+    'A /shared/repo/README.md',
+    'A /shared/repo/docs/guide.md',
+  ]);
+
+  const r = await p.root.call('vcs.revert', { hash: base });
+  t.ok(r.saved, 'the tracked files were saved first');
+  // The .git/ directory and the swap file are in no commit: removing their directories with
+  // everything in them would lose them for good.
+  t.equal(await readText(p.root, '/shared/repo/.git/HEAD'), 'ref: refs/heads/main\n', '.git/ stays');
+  t.equal(await readText(p.root, '/shared/repo/docs/guide.md.swp'), 'swap', 'so does the swap file');
+  for (const gone of ['/shared/repo/README.md', '/shared/repo/docs/guide.md'])
+    await t.rejects(p.root.call('fs.stat', { path: gone }), { code: 'ENOENT' }, `${gone} is reverted away`);
+  await t.rejects(p.root.call('fs.stat', { path: '/shared/gone' }), { code: 'ENOENT' }, 'a directory left empty goes');
+  t.equal(await readText(p.root, `${chain}/tracked.md~`), 'a backup 301 levels down', 'the chain keeps it');
+  await t.rejects(p.root.call('fs.stat', { path: `${chain}/tracked.md` }), { code: 'ENOENT' });
+  t.same(await pending(p.root), [], 'the working tree is the commit again');
+});

@@ -4,6 +4,7 @@
  */
 import t from 'tap';
 import { makePersonas, readText, text } from '../helpers/daemon.js';
+import { coreFrom } from '../helpers/core.js';
 import { quickCore } from './lib.js';
 
 t.test("status, diff, grep, find and tree never leak alice's private files to bob", async (t) => {
@@ -213,3 +214,38 @@ t.test('revert cannot do what the caller could not do by hand', async (t) => {
   t.equal((await p.root.call('fs.stat', { path: '/srv/pub/team.md' })).mode, '0666');
   t.equal((await p.root.call('fs.readlink', { path: '/srv/pub/alice-link' })).target, 'team.md');
 });
+
+t.test(
+  "a user's revert of a deep chain checks each entry by walking down once, not from the top per level",
+  async (t) => {
+    const c = await coreFrom(t);
+    await c.root.call('admin.userAdd', { name: 'alice' });
+    const alice = c.as({ authorization: 'User alice' });
+    const chain = '/home/alice/deep' + '/d'.repeat(996); // the files at level 1,000
+    const FILES = 20;
+    const base = await alice.call('vcs.commit', { message: 'before the chain' });
+    await alice.call('fs.mkdir', { path: chain, parents: true });
+    for (let i = 0; i < FILES; i++) await alice.call('fs.write', { path: `${chain}/f${i}.md` }, text(`v${i}`));
+    const full = await alice.call('vcs.commit', { message: 'the chain' });
+    // The checks looked each level's entry up from the top of the commit's tree (and each file's
+    // nearest directory from `/` per level): O(depth²) per file; 50 files held the event loop ~3 s.
+    const trees = c.core.vcs;
+    const entryAt = trees.entryAt.bind(trees);
+    let lookups = 0;
+    trees.entryAt = (tree, rel) => {
+      lookups++;
+      return entryAt(tree, rel);
+    };
+    await alice.call('vcs.revert', { hash: base.hash });
+    await t.rejects(
+      alice.call('fs.stat', { path: '/home/alice/deep' }),
+      { code: 'ENOENT' },
+      'removed, every level checked',
+    );
+    const removing = lookups;
+    await alice.call('vcs.revert', { hash: full.hash });
+    t.equal(await readText(alice, `${chain}/f${FILES - 1}.md`), `v${FILES - 1}`, 'brought back, every level checked');
+    t.ok(removing <= 10, `${removing} look-ups from the top of a tree to remove ${FILES} files 1,000 levels down`);
+    t.ok(lookups - removing <= 10, `${lookups - removing} to bring them back`);
+  },
+);
