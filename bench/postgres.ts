@@ -33,6 +33,7 @@ import {
   sleep,
   spawnDaemonProc,
   startDaemonProc,
+  startWriters,
 } from './util.js';
 import { burst } from './writes.js';
 
@@ -82,25 +83,6 @@ async function caughtUpStandby(r: Running): Promise<void> {
     const s = await status(r.client);
     return s.role === 'standby' && s.lag === 0;
   }, `the standby of ${r.dir} to catch up`);
-}
-
-/** Writers that keep writing until their daemon is gone; the acknowledged paths. */
-function startWriters(client: DaemonClient, dir: string): { acked: string[]; done: Promise<void> } {
-  const acked: string[] = [];
-  const data = Buffer.alloc(200, 'y');
-  let i = 0;
-  const worker = async (): Promise<void> => {
-    for (;;) {
-      const p = `${dir}/f${i++}.md`;
-      try {
-        await client.call('fs.write', { path: p, parents: true }, { data });
-      } catch {
-        return; // the daemon is gone
-      }
-      acked.push(p);
-    }
-  };
-  return { acked, done: Promise.all(Array.from({ length: 16 }, worker)).then(() => undefined) };
 }
 
 /**
@@ -192,7 +174,7 @@ async function failoverRows(pg: PgCluster, rounds: number): Promise<BenchRow[]> 
       reps: rounds,
       ours: async () => {
         const dir = `/failover/r${rep++}`;
-        const w = startWriters(active.client, dir);
+        const w = startWriters(active.client, dir, 16);
         await sleep(150);
         const t0 = nowMs();
         await killProc(active.proc, 'SIGKILL');
@@ -211,7 +193,7 @@ async function failoverRows(pg: PgCluster, rounds: number): Promise<BenchRow[]> 
       },
       baseline: async () => {
         const dir = `/failover/r${rep++}`;
-        const w = startWriters(single.client, dir);
+        const w = startWriters(single.client, dir, 16);
         await sleep(150);
         const t0 = nowMs();
         await killProc(single.proc, 'SIGKILL');

@@ -4,7 +4,6 @@
  * `sys.health`; then check that every acknowledged write of the burst is there. Paired with a clean
  * restart (SIGTERM, which flushes) of the same store, so the ratio shows what a crash costs on top.
  */
-import type { DaemonClient } from '../daemon/rpc/client.js';
 import type { BenchOptions, BenchTable } from './types.js';
 import {
   buildStore,
@@ -16,30 +15,12 @@ import {
   paired,
   sleep,
   startDaemonProc,
+  startWriters,
   type DaemonProc,
 } from './util.js';
 
 /** A daemon started again on an existing store, answering. */
 const restart = (dataDir: string): Promise<DaemonProc> => startDaemonProc(dataDir);
-
-/** Starts a burst of writes that keeps going until the connection drops; returns the acknowledged paths. */
-function startBurst(client: DaemonClient, dir: string): { acked: string[]; done: Promise<void> } {
-  const acked: string[] = [];
-  const data = Buffer.alloc(200, 'y');
-  let i = 0;
-  const worker = async (): Promise<void> => {
-    for (;;) {
-      const p = `${dir}/f${i++}.md`;
-      try {
-        await client.call('fs.write', { path: p, parents: true }, { data });
-      } catch {
-        return; // the daemon is gone
-      }
-      acked.push(p);
-    }
-  };
-  return { acked, done: Promise.all(Array.from({ length: 64 }, worker)).then(() => undefined) };
-}
 
 export async function benchRecovery(opts: BenchOptions): Promise<BenchTable> {
   const n = opts.quick ? 10000 : 100000;
@@ -55,7 +36,7 @@ export async function benchRecovery(opts: BenchOptions): Promise<BenchTable> {
       warmup: 1,
       reps: 5,
       ours: async () => {
-        const burst = startBurst(d.client, `/crash/r${round++}`);
+        const burst = startWriters(d.client, `/crash/r${round++}`, 64);
         await sleep(150);
         const t0 = nowMs();
         await killProc(d.proc, 'SIGKILL');

@@ -428,3 +428,29 @@ export async function buildStore(count: number, size = 1024): Promise<string> {
 export function log(msg: string): void {
   process.stderr.write(`  ${msg}\n`);
 }
+
+/**
+ * `writers` clients writing 200-byte files under `dir` over one connection until it drops (the
+ * daemon is gone); `acked` lists the paths whose writes were acknowledged.
+ */
+export function startWriters(
+  client: DaemonClient,
+  dir: string,
+  writers: number,
+): { acked: string[]; done: Promise<void> } {
+  const acked: string[] = [];
+  const data = Buffer.alloc(200, 'y');
+  let i = 0;
+  const worker = async (): Promise<void> => {
+    for (;;) {
+      const p = `${dir}/f${i++}.md`;
+      try {
+        await client.call('fs.write', { path: p, parents: true }, { data });
+      } catch {
+        return; // the daemon is gone
+      }
+      acked.push(p);
+    }
+  };
+  return { acked, done: Promise.all(Array.from({ length: writers }, worker)).then(() => undefined) };
+}
