@@ -198,23 +198,32 @@ t.test('a hostile pattern is skipped, a huge file is read only in part', async (
   t.same(await pending(p.alice), ['A /shared/h/.mdvfsignore', `A /shared/h/${name}`]);
 });
 
-t.test('a deep chain: the ignore rules are passed down the walk, not looked up from each directory', async (t) => {
+/**
+ * A core holding a 1,000-level chain /deep/d/…/d with `*.tmp` ignored from /deep/d down, and a
+ * count of the look-ups of a directory's ignore files that walk up to `/` (what made deep trees O(depth²)).
+ */
+async function deepChain(t: Parameters<typeof coreFrom>[0]) {
   const c = await coreFrom(t);
-  const LEVELS = 1000;
-  const chain = '/deep' + '/d'.repeat(LEVELS - 1);
+  const chain = '/deep' + '/d'.repeat(999);
   await c.root.call('fs.mkdir', { path: chain, parents: true });
   await c.root.call('fs.write', { path: '/deep/d/.mdvfsignore' }, text('*.tmp\n'));
+  const ignores = c.core.vcs.ignores;
+  const layersOf = ignores.layersOf.bind(ignores);
+  const count = { lookups: 0 };
+  ignores.layersOf = (dir) => {
+    count.lookups++;
+    return layersOf(dir);
+  };
+  return { c, chain, count };
+}
+
+t.test('a deep chain: the ignore rules are passed down the walk, not looked up from each directory', async (t) => {
+  const { c, chain, count } = await deepChain(t);
   await c.root.call('fs.write', { path: `${chain}/keep.md` }, text('kept'));
   await c.root.call('fs.write', { path: `${chain}/x.tmp` }, text('ignored'));
   // Looking a directory's ignore files up walks to `/`: once per directory of a 10,000-level tree
   // that was O(depth²), and held the event loop for tens of seconds (the PostgreSQL lease expired).
-  const ignores = c.core.vcs.ignores;
-  const layersOf = ignores.layersOf.bind(ignores);
-  let lookups = 0;
-  ignores.layersOf = (dir) => {
-    lookups++;
-    return layersOf(dir);
-  };
+  count.lookups = 0;
   const st = await c.root.call('vcs.status', {});
   t.same(
     st.added.filter((p) => p.startsWith('/deep/')),
@@ -224,17 +233,13 @@ t.test('a deep chain: the ignore rules are passed down the walk, not looked up f
   const commit = await c.root.call('vcs.commit', { message: 'deep' });
   t.ok(await inCommit(c.root, commit.hash, `${chain}/keep.md`));
   t.notOk(await inCommit(c.root, commit.hash, `${chain}/x.tmp`));
-  t.ok(lookups <= 10, `${lookups} lookups from a directory up to / for ${LEVELS} directories hashed`);
+  t.ok(count.lookups <= 10, `${count.lookups} lookups from a directory up to / for 1000 directories hashed`);
 });
 
 t.test(
   'a revert of a deep chain: the ignore rules go down its walks too, not looked up from each directory',
   async (t) => {
-    const c = await coreFrom(t);
-    const LEVELS = 1000;
-    const chain = '/deep' + '/d'.repeat(LEVELS - 1);
-    await c.root.call('fs.mkdir', { path: chain, parents: true });
-    await c.root.call('fs.write', { path: '/deep/d/.mdvfsignore' }, text('*.tmp\n'));
+    const { c, chain, count } = await deepChain(t);
     await c.root.call('fs.write', { path: `${chain}/a.md` }, text('a v1'));
     await c.root.call('fs.write', { path: `${chain}/b.md` }, text('b v1'));
     const base = await c.root.call('vcs.commit', { message: 'v1' });
@@ -242,13 +247,7 @@ t.test(
     await c.root.call('fs.delete', { path: `${chain}/b.md` });
     await c.root.call('fs.write', { path: `${chain}/c.md` }, text('c, new'));
     await c.root.call('fs.write', { path: `${chain}/x.tmp` }, text('ignored'));
-    const ignores = c.core.vcs.ignores;
-    const layersOf = ignores.layersOf.bind(ignores);
-    let lookups = 0;
-    ignores.layersOf = (dir) => {
-      lookups++;
-      return layersOf(dir);
-    };
+    count.lookups = 0;
     // Each of the three changes at level 1000 was tested by looking up the ignore files of every
     // directory on its way up to `/` (O(depth²) each), and the walk that applies the commit looked
     // them up again from each of the 1,000 directories it went down.
@@ -258,7 +257,7 @@ t.test(
     t.equal(await readText(c.root, `${chain}/b.md`), 'b v1');
     await t.rejects(c.root.call('fs.stat', { path: `${chain}/c.md` }), { code: 'ENOENT' });
     t.equal(await readText(c.root, `${chain}/x.tmp`), 'ignored', 'the ignored file 998 levels below its rule stays');
-    t.ok(lookups <= 10, `${lookups} lookups from a directory up to / for a revert 1,000 levels down`);
+    t.ok(count.lookups <= 10, `${count.lookups} lookups from a directory up to / for a revert 1,000 levels down`);
   },
 );
 
