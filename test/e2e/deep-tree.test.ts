@@ -59,45 +59,33 @@ async function buildDeepChain(d: TestDaemon, levels: number): Promise<void> {
   const insert = db.prepare(
     'INSERT INTO inodes (id, parent, name, kind, mode, uid, gid, atime, mtime, ctime, btime, blob, size, target) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
   );
-  db.transaction(() => {
-    let parent = home;
-    for (let i = 0; i < levels; i++) {
-      const id = maxId + 1 + i;
-      insert.run(
-        id,
-        parent,
-        i === 0 ? 'deep' : 'd',
-        'directory',
-        0o755,
-        row.uid,
-        row.gid,
-        row.atime,
-        row.mtime,
-        row.ctime,
-        row.btime,
-        null,
-        0,
-        null,
-      );
-      parent = id;
-    }
-    db.prepare('UPDATE inodes SET parent = ? WHERE id = ?').run(parent, row.id);
+  // a row of bob's, with x.md's owner and times
+  const put = (id: number, parent: number, name: string, kind: string, mode: number, blob: unknown, size: unknown) =>
     insert.run(
-      maxId + 1 + levels,
-      maxId + 1027,
-      'mid.md',
-      'file',
-      0o644,
+      id,
+      parent,
+      name,
+      kind,
+      mode,
       row.uid,
       row.gid,
       row.atime,
       row.mtime,
       row.ctime,
       row.btime,
-      row.blob,
-      row.size,
+      blob,
+      size,
       null,
     );
+  db.transaction(() => {
+    let parent = home;
+    for (let i = 0; i < levels; i++) {
+      const id = maxId + 1 + i;
+      put(id, parent, i === 0 ? 'deep' : 'd', 'directory', 0o755, null, 0);
+      parent = id;
+    }
+    db.prepare('UPDATE inodes SET parent = ? WHERE id = ?').run(parent, row.id);
+    put(maxId + 1 + levels, maxId + 1027, 'mid.md', 'file', 0o644, row.blob, row.size);
   })();
   db.close();
 }
