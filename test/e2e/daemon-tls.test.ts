@@ -317,6 +317,13 @@ t.test('SERVICE_DAEMONS: socket paths and tls:// addresses, parsed once', async 
       { code: 'EINVAL', message: /each an absolute socket path or tls:\/\/host:port/ },
       bad,
     );
+  // The CLI says it as a bad setting (EINVAL), not as a daemon it could not reach.
+  const cli = await runCli(
+    { ...process.env, SERVICE_DATA_DIR: path.join(tempDir(), 'd'), SERVICE_DAEMONS: 'tls://h' },
+    ['ls', '/'],
+  );
+  t.equal(cli.code, 1);
+  t.match(cli.stderr, /^mdvfs: SERVICE_DAEMONS must list .* \(EINVAL\)$/m);
   t.throws(() => daemonTlsClientFromEnv({}), {
     message:
       /a tls:\/\/ address in SERVICE_DAEMONS needs SERVICE_DAEMON_TLS_CA, SERVICE_DAEMON_SECRET_FILE; missing: SERVICE_DAEMON_TLS_CA, SERVICE_DAEMON_SECRET_FILE/,
