@@ -351,31 +351,34 @@ async function daemonMutation(): Promise<void> {
       return { all: (u.user + u.system) / 1e6, main: (u.user + u.system) / 1e6 };
     },
   };
-  const d = await startDaemonProc(path.join(base, 'daemon'));
-  const pid = d.proc.pid!;
-  await d.client.call('sys.subscribe', {});
-  const socket: MutationSide = {
-    caller: d.client.as(creds),
-    cpu: () => ({ all: procCpuSeconds(pid), main: mainThreadCpuSeconds(pid) }),
+  const socketSide = async (name: string, cli?: string): Promise<{ side: MutationSide; stop: () => Promise<void> }> => {
+    const d = await startDaemonProc(path.join(base, name), {}, undefined, cli);
+    const pid = d.proc.pid!;
+    await d.client.call('sys.subscribe', {});
+    return {
+      side: { caller: d.client.as(creds), cpu: () => ({ all: procCpuSeconds(pid), main: mainThreadCpuSeconds(pid) }) },
+      stop: () => d.stop(),
+    };
   };
-  // Warm both (JIT, statement cache), then alternate which side goes first.
-  await mutationRound(inProcess, '/bench/warm', n);
-  await mutationRound(socket, '/bench/warm', n);
-  const ours = { create: [] as PhaseCost[], unlink: [] as PhaseCost[] };
-  const core1 = { create: [] as PhaseCost[], unlink: [] as PhaseCost[] };
+  // MDVFS_PROFILE_BEFORE: another build's dist/cli/main.js (e.g. main's), measured alongside in the same rounds.
+  const before = process.env.MDVFS_PROFILE_BEFORE;
+  const sides: { label: string; side: MutationSide; stop?: () => Promise<void> }[] = [];
+  const ours = await socketSide('daemon');
+  sides.push({ label: 'socket', ...ours });
+  if (before !== undefined) sides.push({ label: 'socket, before', ...(await socketSide('before', before)) });
+  sides.push({ label: 'in-process', side: inProcess });
+  const costs = sides.map(() => ({ create: [] as PhaseCost[], unlink: [] as PhaseCost[] }));
+  // Warm every side (JIT, statement cache), then rotate which side goes first.
+  for (const s of sides) await mutationRound(s.side, `/bench/warm`, n);
   for (let r = 0; r < rounds; r++) {
-    const pair: [MutationSide, typeof ours, string][] = [
-      [socket, ours, 's'],
-      [inProcess, core1, 'c'],
-    ];
-    if (r % 2 === 1) pair.reverse();
-    for (const [side, acc, tag] of pair) {
-      const x = await mutationRound(side, `/bench/${tag}${r}`, n);
-      acc.create.push(x.create);
-      acc.unlink.push(x.unlink);
+    for (let k = 0; k < sides.length; k++) {
+      const i = (k + r) % sides.length;
+      const x = await mutationRound(sides[i]!.side, `/bench/r${r}`, n);
+      costs[i]!.create.push(x.create);
+      costs[i]!.unlink.push(x.unlink);
     }
   }
-  await d.stop();
+  for (const s of sides) await s.stop?.();
   core.store.close();
   const med = (xs: PhaseCost[], k: keyof PhaseCost): string =>
     median(xs.map((x) => x[k]))
@@ -383,14 +386,17 @@ async function daemonMutation(): Promise<void> {
       .padStart(7);
   process.stdout.write(
     `\n=== daemon mutation cost: ${n} files × ${rounds} rounds, one call in flight, 1 KiB, SERVICE_FSYNC=full on tmpfs (medians)\n` +
-      `    op            side        µs/call  server CPU µs/call  main thread µs/call\n`,
+      `    op              side              µs/call  server CPU µs/call  main thread µs/call\n`,
   );
   for (const op of ['create', 'unlink'] as const) {
     const name = op === 'create' ? 'fs.write (new)' : 'fs.unlink     ';
-    process.stdout.write(
-      `    ${name}  socket      ${med(ours[op], 'us')}  ${med(ours[op], 'cpuUs')}             ${med(ours[op], 'mainUs')}\n` +
-        `    ${name}  in-process  ${med(core1[op], 'us')}  ${med(core1[op], 'cpuUs')}             (same)\n`,
-    );
+    sides.forEach((s, i) => {
+      const c = costs[i]![op];
+      const main = s.label === 'in-process' ? '  (same)' : med(c, 'mainUs');
+      process.stdout.write(
+        `    ${name}  ${s.label.padEnd(16)}  ${med(c, 'us')}  ${med(c, 'cpuUs')}             ${main}\n`,
+      );
+    });
   }
   if (process.env.MDVFS_PROFILE_NO_PROF === '1') {
     rmSync(base, { recursive: true, force: true });
