@@ -105,8 +105,11 @@ export async function encodeReplySliced(
 ): Promise<EncodedHeader | undefined> {
   if (typeof result !== 'object' || result === null || Object.getPrototypeOf(result) !== Object.prototype)
     return undefined;
+  // Most replies are small: look for a long field before building anything.
+  let long = false;
+  for (const key in result) if (isLong((result as Record<string, unknown>)[key])) long = true;
+  if (!long) return undefined;
   const fields = Object.entries(result as Record<string, unknown>);
-  if (!fields.some(([, v]) => isLong(v))) return undefined;
   await new Promise<void>((resolve) => setImmediate(resolve)); // the handler may have used this turn already
   const pause = pauser();
   const parts: Buffer[] = [];
