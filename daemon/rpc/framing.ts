@@ -250,7 +250,12 @@ export class FrameWriter {
   constructor(private readonly sock: Writable) {}
 
   push(header: unknown, data?: Buffer): void {
-    for (const b of encodeFrame(header, data)) this.queue.push(b);
+    this.pushEncoded(encodeFrame(header, data));
+  }
+
+  /** Queues a frame already encoded (`encodeFrame`): one event sent to many connections is encoded once. */
+  pushEncoded(frame: readonly Buffer[]): void {
+    for (const b of frame) this.queue.push(b);
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(this.flushNow);
