@@ -6,21 +6,30 @@
  * Each scenario runs one workload of a comparison with every mdvfs process it involves started under
  * `node --cpu-prof` (stopped with SIGTERM so the profiles are written), then prints, per process, the
  * share of idle time and the functions with the most self time. Scenarios: rest-get-c1, rest-get-c32,
- * rest-put-c32, mcp-read, fuse-create, fuse-warm, startup (default: all).
+ * rest-put-c32, mcp-read, fuse-create, fuse-warm, daemon-mutation, startup (default: all).
+ *
+ * daemon-mutation first measures without the profiler (see `daemonMutation`): µs per call and daemon
+ * CPU per call of the mount's create and unlink over the socket, against the same calls run in-process.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { summarizeProfile } from './report.js';
+import { configFromEnv, openCore } from '../daemon/main.js';
+import { invoke } from '../daemon/rpc/server.js';
+import type { Caller } from '../daemon/rpc/client.js';
+import type { Creds, Method, Params, Result } from '../daemon/rpc/protocol.js';
+import { VfsError } from '../daemon/errors.js';
 import {
   buildStore,
   CLI,
   exited,
   killProc,
+  median,
   nowMs,
   populate,
   ROOT_DIR,
@@ -250,6 +259,162 @@ async function fuse(kind: 'create' | 'warm'): Promise<void> {
   }
 }
 
+/** CPU seconds a process has used, all its threads (utime + stime of /proc/<pid>/stat). */
+function procCpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
+}
+
+/** CPU seconds of a process's main thread (the event loop), from its scheduler statistics (ns). */
+function mainThreadCpuSeconds(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e9;
+}
+
+/** One side of the mutation workload: a caller, and how much CPU the side that serves it has used. */
+interface MutationSide {
+  caller: Pick<Caller, 'call'>;
+  cpu(): { all: number; main: number };
+}
+
+interface PhaseCost {
+  us: number;
+  cpuUs: number;
+  mainUs: number;
+}
+
+/**
+ * The mount's per-file daemon calls, one in flight at a time (what a shell loop through the mount
+ * sends): `n` exclusive writes of a new 1 KiB file with `stat` and `want_grant` (MountFs.send of a
+ * created file), then `n` unlinks (rm -rf). Grants are released after the create phase, off the clock.
+ */
+async function mutationRound(
+  side: MutationSide,
+  dir: string,
+  n: number,
+): Promise<{ create: PhaseCost; unlink: PhaseCost }> {
+  const data = Buffer.alloc(1024, 'note line\n');
+  await side.caller.call('fs.mkdir', { path: dir, parents: true });
+  const phase = async (fn: (i: number) => Promise<unknown>): Promise<PhaseCost> => {
+    const c0 = side.cpu();
+    const t0 = nowMs();
+    for (let i = 0; i < n; i++) await fn(i);
+    const ms = nowMs() - t0;
+    const c1 = side.cpu();
+    return { us: (ms * 1000) / n, cpuUs: ((c1.all - c0.all) * 1e6) / n, mainUs: ((c1.main - c0.main) * 1e6) / n };
+  };
+  const grants: string[] = [];
+  const create = await phase(async (i) => {
+    const r = await side.caller.call(
+      'fs.write',
+      { path: `${dir}/n${i}.md`, mode: 0o644, parents: false, exclusive: true, stat: true, want_grant: true },
+      { data },
+    );
+    if (r.grant !== undefined) grants.push(r.grant);
+  });
+  if (grants.length > 0) await side.caller.call('fs.releaseGrant', { grants });
+  const unlink = await phase((i) => side.caller.call('fs.unlink', { path: `${dir}/n${i}.md` }));
+  return { create, unlink };
+}
+
+/**
+ * Issue 18's per-mutation cost: the mount's create (fs.write) and rm (fs.unlink) sent to a daemon
+ * process over its Unix socket by the real client, sequentially, on a connection subscribed to change
+ * events as the mount's is (data dir on tmpfs, SERVICE_FSYNC=full), against the same calls run
+ * in-process through the same `invoke` (params, runner, durability; no socket, no second process).
+ * Reports medians of alternating rounds: µs per call, and the serving side's CPU per call (the
+ * daemon's: all threads and its main thread; in-process: this process). Then the same workload once
+ * more with the daemon under --cpu-prof, and its profile.
+ */
+async function daemonMutation(): Promise<void> {
+  const n = Number(process.env.MDVFS_PROFILE_FILES ?? 1000);
+  const rounds = Number(process.env.MDVFS_PROFILE_ROUNDS ?? 5);
+  const creds: Creds = { origin: 'local' };
+  const base = shmDir('mdvfs-profile-mutation-');
+  mkdirSync(path.join(base, 'core'));
+  const core = openCore({
+    ...configFromEnv({ ...process.env, SERVICE_DATA_DIR: path.join(base, 'core') }),
+    fsync: 'full',
+  });
+  // A connection of its own, so that grants work in-process as over the socket.
+  const conn = { id: 1, onClose: (): void => undefined };
+  const inProcess: MutationSide = {
+    caller: {
+      async call<M extends Method>(method: M, params: Params<M>, opts?: { data?: Buffer }): Promise<Result<M>> {
+        const o = await invoke(core.service.handlers, { method, params, creds, data: opts?.data }, { conn });
+        if (!o.ok) throw VfsError.fromWire(o.error);
+        return o.result as Result<M>;
+      },
+    },
+    cpu: () => {
+      const u = process.cpuUsage();
+      return { all: (u.user + u.system) / 1e6, main: (u.user + u.system) / 1e6 };
+    },
+  };
+  const socketSide = async (name: string, cli?: string): Promise<{ side: MutationSide; stop: () => Promise<void> }> => {
+    const d = await startDaemonProc(path.join(base, name), {}, undefined, cli);
+    const pid = d.proc.pid!;
+    await d.client.call('sys.subscribe', {});
+    return {
+      side: { caller: d.client.as(creds), cpu: () => ({ all: procCpuSeconds(pid), main: mainThreadCpuSeconds(pid) }) },
+      stop: () => d.stop(),
+    };
+  };
+  // MDVFS_PROFILE_BEFORE: another build's dist/cli/main.js (e.g. main's), measured alongside in the same rounds.
+  const before = process.env.MDVFS_PROFILE_BEFORE;
+  const sides: { label: string; side: MutationSide; stop?: () => Promise<void> }[] = [];
+  const ours = await socketSide('daemon');
+  sides.push({ label: 'socket', ...ours });
+  if (before !== undefined) sides.push({ label: 'socket, before', ...(await socketSide('before', before)) });
+  sides.push({ label: 'in-process', side: inProcess });
+  const costs = sides.map(() => ({ create: [] as PhaseCost[], unlink: [] as PhaseCost[] }));
+  // Warm every side (JIT, statement cache), then rotate which side goes first.
+  for (const s of sides) await mutationRound(s.side, `/bench/warm`, n);
+  for (let r = 0; r < rounds; r++) {
+    for (let k = 0; k < sides.length; k++) {
+      const i = (k + r) % sides.length;
+      const x = await mutationRound(sides[i]!.side, `/bench/r${r}`, n);
+      costs[i]!.create.push(x.create);
+      costs[i]!.unlink.push(x.unlink);
+    }
+  }
+  for (const s of sides) await s.stop?.();
+  core.store.close();
+  const med = (xs: PhaseCost[], k: keyof PhaseCost): string =>
+    median(xs.map((x) => x[k]))
+      .toFixed(1)
+      .padStart(7);
+  process.stdout.write(
+    `\n=== daemon mutation cost: ${n} files × ${rounds} rounds, one call in flight, 1 KiB, SERVICE_FSYNC=full on tmpfs (medians)\n` +
+      `    op              side              µs/call  server CPU µs/call  main thread µs/call\n`,
+  );
+  for (const op of ['create', 'unlink'] as const) {
+    const name = op === 'create' ? 'fs.write (new)' : 'fs.unlink     ';
+    sides.forEach((s, i) => {
+      const c = costs[i]![op];
+      const main = s.label === 'in-process' ? '  (same)' : med(c, 'mainUs');
+      process.stdout.write(
+        `    ${name}  ${s.label.padEnd(16)}  ${med(c, 'us')}  ${med(c, 'cpuUs')}             ${main}\n`,
+      );
+    });
+  }
+  if (process.env.MDVFS_PROFILE_NO_PROF === '1') {
+    rmSync(base, { recursive: true, force: true });
+    return;
+  }
+  const dir = profDir();
+  const p = await startDaemonProc(path.join(base, 'prof'));
+  await p.client.call('sys.subscribe', {});
+  const profiled: MutationSide = { caller: p.client.as(creds), cpu: () => ({ all: 0, main: 0 }) };
+  for (let r = 0; r < rounds; r++) await mutationRound(profiled, `/bench/p${r}`, n);
+  await p.stop();
+  delete process.env.MDVFS_BENCH_NODE_ARGS;
+  report(dir, 'daemon under --cpu-prof, same workload', `${rounds} rounds of ${n} creates and ${n} unlinks`);
+  if (process.env.MDVFS_PROFILE_KEEP === '1') process.stdout.write(`    profile kept in ${dir}\n`);
+  else rmSync(dir, { recursive: true, force: true });
+  rmSync(base, { recursive: true, force: true });
+}
+
 async function startup(): Promise<void> {
   const n = 10000;
   const store = await buildStore(n);
@@ -275,6 +440,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   'mcp-read': mcpRead,
   'fuse-create': () => fuse('create'),
   'fuse-warm': () => fuse('warm'),
+  'daemon-mutation': daemonMutation,
   startup,
 };
 

@@ -249,13 +249,14 @@ export interface DaemonProc {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Spawns `node dist/cli/main.js daemon` for `dataDir` (no wait). */
+/** Spawns `node dist/cli/main.js daemon` for `dataDir` (no wait); `cli`: another build's main.js. */
 export function spawnDaemonProc(
   dataDir: string,
   env: NodeJS.ProcessEnv = {},
+  cli = CLI,
 ): { proc: ChildProcess; stderr: () => string } {
   let err = '';
-  const proc = spawn(process.execPath, [...DAEMON_V8_FLAGS, ...benchNodeArgs(), CLI, 'daemon'], {
+  const proc = spawn(process.execPath, [...DAEMON_V8_FLAGS, ...benchNodeArgs(), cli, 'daemon'], {
     env: { ...process.env, SERVICE_DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -302,8 +303,9 @@ export async function startDaemonProc(
   dataDir: string,
   env: NodeJS.ProcessEnv = {},
   startTimeoutMs?: number,
+  cli = CLI,
 ): Promise<DaemonProc> {
-  const { proc, stderr } = spawnDaemonProc(dataDir, env);
+  const { proc, stderr } = spawnDaemonProc(dataDir, env, cli);
   const client = await waitHealthy(dataDir, proc, stderr, startTimeoutMs);
   return {
     dataDir,

@@ -105,8 +105,11 @@ export async function encodeReplySliced(
 ): Promise<EncodedHeader | undefined> {
   if (typeof result !== 'object' || result === null || Object.getPrototypeOf(result) !== Object.prototype)
     return undefined;
+  // Most replies are small: look for a long field before building anything.
+  let long = false;
+  for (const key in result) if (isLong((result as Record<string, unknown>)[key])) long = true;
+  if (!long) return undefined;
   const fields = Object.entries(result as Record<string, unknown>);
-  if (!fields.some(([, v]) => isLong(v))) return undefined;
   await new Promise<void>((resolve) => setImmediate(resolve)); // the handler may have used this turn already
   const pause = pauser();
   const parts: Buffer[] = [];
@@ -247,7 +250,12 @@ export class FrameWriter {
   constructor(private readonly sock: Writable) {}
 
   push(header: unknown, data?: Buffer): void {
-    for (const b of encodeFrame(header, data)) this.queue.push(b);
+    this.pushEncoded(encodeFrame(header, data));
+  }
+
+  /** Queues a frame already encoded (`encodeFrame`): one event sent to many connections is encoded once. */
+  pushEncoded(frame: readonly Buffer[]): void {
+    for (const b of frame) this.queue.push(b);
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(this.flushNow);

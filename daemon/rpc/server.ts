@@ -8,6 +8,7 @@ import { toWireError, VfsError, type WireError } from '../errors.js';
 import { slicer } from '../core/vfs.js';
 import {
   EncodedHeader,
+  encodeFrame,
   encodeReplySliced,
   FrameDecoder,
   FrameError,
@@ -109,13 +110,16 @@ export class RpcServer {
 
   /** Pushes a change event to every subscribed connection. */
   broadcast(ev: ChangeEvent): void {
-    const header = { event: 'change', data: ev };
+    if (this.subscribers.size === 0) return;
+    let frame: Buffer[];
     try {
-      for (const s of this.subscribers) this.writers.get(s)?.push(header);
+      frame = encodeFrame({ event: 'change', data: ev });
     } catch (err) {
       if (!(err instanceof FrameTooLarge)) throw err;
       this.log.error({ paths: ev.paths.length }, 'change event too large to send; dropped');
+      return;
     }
+    for (const s of this.subscribers) this.writers.get(s)?.pushEncoded(frame);
   }
 
   /** One event frame on one connection; a frame too large is dropped with a log line. */

@@ -31,6 +31,18 @@ void t.test('a write reports its path', async (t) => {
   t.same(evs, [{ kind: 'change', paths: ['/a.md'] }]);
 });
 
+void t.test('every subscribed connection hears the event (encoded once for all of them)', async (t) => {
+  const second = await connectSocket(socketPathFor(d.dataDir));
+  t.teardown(() => second.close());
+  const heard: ChangeEvent[] = [];
+  second.on('event', (ev: ChangeEvent) => heard.push(ev));
+  await second.call('sys.subscribe', {});
+  const evs = await eventsOf(() => root.call('fs.write', { path: '/both.md' }, text('x')));
+  await second.call('sys.ping', {});
+  t.same(evs, [{ kind: 'change', paths: ['/both.md'] }]);
+  t.same(heard, evs);
+});
+
 void t.test('identity, group, token and workspace changes report paths: []', async (t) => {
   const all = [{ kind: 'change', paths: [] }];
   const added = await eventsOf(() => root.call('admin.userAdd', { name: 'carol' }));

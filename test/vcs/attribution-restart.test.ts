@@ -3,6 +3,8 @@
  * daemon process is killed and started again, alice commits, and the commit still names the agent,
  * with the SQLite store and with PostgreSQL (a private cluster).
  */
+import path from 'node:path';
+import Database from 'better-sqlite3';
 import t, { type Test } from 'tap';
 import { makePersonas, spawnDaemon, text, type TestDaemon } from '../helpers/daemon.js';
 import { startPostgres } from '../helpers/postgres.js';
@@ -52,6 +54,37 @@ async function agentWorkSurvives(t: Test, d: TestDaemon): Promise<void> {
 
 t.test('SQLite store', async (t) => {
   await agentWorkSurvives(t, await spawnDaemon(t, { SERVICE_STORE: 'sqlite' }));
+});
+
+t.test('a SQLite store from before pending_attribution was WITHOUT ROWID keeps its marks', async (t) => {
+  const d = await spawnDaemon(t, { SERVICE_STORE: 'sqlite' });
+  const p = await makePersonas(d.client);
+  await p.root.call('fs.mkdir', { path: '/shared', parents: true, mode: '1777' });
+  await p.root.call('vcs.commit', { message: 'base' });
+  await p.agentForAlice.call('fs.write', { path: '/shared/plan.md' }, text('plan\n'));
+  await d.kill('SIGKILL');
+  const file = path.join(d.dataDir, 'store.db');
+  const tableSql = (db: Database.Database): string =>
+    db.prepare("SELECT sql FROM sqlite_master WHERE name = 'pending_attribution'").pluck().get() as string;
+  // the table as stores before this change had it: a rowid table with a text primary key
+  const old = new Database(file);
+  t.match(tableSql(old), /WITHOUT ROWID/, 'a new store makes the table WITHOUT ROWID');
+  old.exec(`CREATE TABLE pa_old (path TEXT PRIMARY KEY, by_user TEXT NOT NULL, on_behalf_of TEXT, seq INTEGER NOT NULL, subtree INTEGER NOT NULL);
+    INSERT INTO pa_old SELECT * FROM pending_attribution; DROP TABLE pending_attribution;
+    ALTER TABLE pa_old RENAME TO pending_attribution;`);
+  t.notMatch(tableSql(old), /WITHOUT ROWID/);
+  t.ok((old.prepare('SELECT count(*) FROM pending_attribution').pluck().get() as number) > 0);
+  old.close();
+
+  await d.restart();
+  const c = await d.client.as({ authorization: 'User alice' }).call('vcs.commit', { message: 'accept' });
+  t.same((await d.client.as({}).call('vcs.show', { rev: c.hash })).changes, [
+    { path: '/shared/plan.md', op: 'added', by: 'agent', on_behalf_of: 'alice' },
+  ]);
+  await d.kill('SIGKILL');
+  const after = new Database(file, { readonly: true });
+  t.match(tableSql(after), /WITHOUT ROWID/, 'the daemon moved the rows to the new table');
+  after.close();
 });
 
 t.test('PostgreSQL store', async (t) => {
