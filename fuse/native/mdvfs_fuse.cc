@@ -260,12 +260,17 @@ void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   Deliver(r);
 }
 
-void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info* fi) {
-  Request* r = Make(OP_READ, req, ino);
+// A read of `size` bytes at `off` of a file or listing (read, readdir, readdirplus): a = fh, b = size, c = off.
+void DeliverSized(int op, fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info* fi) {
+  Request* r = Make(op, req, ino);
   r->a = fhOf(fi);
   r->b = static_cast<double>(size);
   r->c = static_cast<double>(off);
   Deliver(r);
+}
+
+void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info* fi) {
+  DeliverSized(OP_READ, req, ino, size, off, fi);
 }
 
 void ll_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, struct fuse_file_info* fi) {
@@ -297,19 +302,11 @@ void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_inf
 }
 
 void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info* fi) {
-  Request* r = Make(OP_READDIR, req, ino);
-  r->a = fhOf(fi);
-  r->b = static_cast<double>(size);
-  r->c = static_cast<double>(off);
-  Deliver(r);
+  DeliverSized(OP_READDIR, req, ino, size, off, fi);
 }
 
 void ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info* fi) {
-  Request* r = Make(OP_READDIRPLUS, req, ino);
-  r->a = fhOf(fi);
-  r->b = static_cast<double>(size);
-  r->c = static_cast<double>(off);
-  Deliver(r);
+  DeliverSized(OP_READDIRPLUS, req, ino, size, off, fi);
 }
 
 // Directories need no handle: ENOSYS makes the kernel stop sending opendir/releasedir at all.
@@ -706,58 +703,52 @@ Napi::Value ReplyStatfs(const Napi::CallbackInfo& info) {
   return Result(info.Env(), fuse_reply_statfs(ReqArg(info), &s));
 }
 
-// replyDir(req, size, off, names, inos, modes): entries from offset `off` (entry i gets the next
-// offset off+i+1), as many as fit in `size` bytes. Returns how many were sent.
-Napi::Value ReplyDir(const Napi::CallbackInfo& info) {
+// The reply of a listing: entries from offset `off` (entry i gets the next offset off+i+1), as many
+// as fit in `size` bytes; `add(req, i, name, buf, room, next)` adds entry i and returns the bytes it
+// takes (more than `room`: it did not fit). Returns how many were sent, or -1 if the reply failed.
+template <typename Add>
+Napi::Value ReplyEntries(const Napi::CallbackInfo& info, Add add) {
   REQUIRE_SESSION(info);
   Napi::Env env = info.Env();
   fuse_req_t req = ReqArg(info);
   size_t size = info[1].As<Napi::Number>().Uint32Value();
   double off = info[2].As<Napi::Number>().DoubleValue();
   Napi::Array names = info[3].As<Napi::Array>();
-  Napi::Array inos = info[4].As<Napi::Array>();
-  Napi::Array modes = info[5].As<Napi::Array>();
   std::vector<char> buf(size);
   size_t used = 0;
   uint32_t i = 0;
   for (; i < names.Length(); i++) {
     std::string name = names.Get(i).As<Napi::String>();
-    struct stat st;
-    memset(&st, 0, sizeof st);
-    st.st_ino = static_cast<ino_t>(inos.Get(i).As<Napi::Number>().DoubleValue());
-    st.st_mode = static_cast<mode_t>(modes.Get(i).As<Napi::Number>().Uint32Value());
-    size_t need = fuse_add_direntry(req, buf.data() + used, size - used, name.c_str(), &st, static_cast<off_t>(off + i + 1));
-    if (need > size - used) break;
-    used += need;
-  }
-  fuse_reply_buf(req, buf.data(), used);
-  return Napi::Number::New(env, i);
-}
-
-// replyDirPlus(req, size, off, names, entries): as replyDir, each entry with its attributes and a
-// node id (0 for `.` and `..`, which take no lookup). Every entry sent with a node id counts one
-// lookup in the kernel; the return value says how many were sent.
-Napi::Value ReplyDirPlus(const Napi::CallbackInfo& info) {
-  REQUIRE_SESSION(info);
-  Napi::Env env = info.Env();
-  fuse_req_t req = ReqArg(info);
-  size_t size = info[1].As<Napi::Number>().Uint32Value();
-  double off = info[2].As<Napi::Number>().DoubleValue();
-  Napi::Array names = info[3].As<Napi::Array>();
-  Napi::Array entries = info[4].As<Napi::Array>();
-  std::vector<char> buf(size);
-  size_t used = 0;
-  uint32_t i = 0;
-  for (; i < names.Length(); i++) {
-    std::string name = names.Get(i).As<Napi::String>();
-    struct fuse_entry_param e;
-    EntryOf(e, entries.Get(i).As<Napi::Object>());
-    size_t need = fuse_add_direntry_plus(req, buf.data() + used, size - used, name.c_str(), &e, static_cast<off_t>(off + i + 1));
+    size_t need = add(req, i, name.c_str(), buf.data() + used, size - used, static_cast<off_t>(off + i + 1));
     if (need > size - used) break;
     used += need;
   }
   if (fuse_reply_buf(req, buf.data(), used) != 0) return Napi::Number::New(env, -1);
   return Napi::Number::New(env, i);
+}
+
+// replyDir(req, size, off, names, inos, modes): each entry with its inode number and type.
+Napi::Value ReplyDir(const Napi::CallbackInfo& info) {
+  Napi::Array inos = info[4].As<Napi::Array>();
+  Napi::Array modes = info[5].As<Napi::Array>();
+  return ReplyEntries(info, [&](fuse_req_t req, uint32_t i, const char* name, char* buf, size_t room, off_t next) {
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    st.st_ino = static_cast<ino_t>(inos.Get(i).As<Napi::Number>().DoubleValue());
+    st.st_mode = static_cast<mode_t>(modes.Get(i).As<Napi::Number>().Uint32Value());
+    return fuse_add_direntry(req, buf, room, name, &st, next);
+  });
+}
+
+// replyDirPlus(req, size, off, names, entries): each entry with its attributes and a node id (0 for
+// `.` and `..`, which take no lookup). Every entry sent with a node id counts one lookup in the kernel.
+Napi::Value ReplyDirPlus(const Napi::CallbackInfo& info) {
+  Napi::Array entries = info[4].As<Napi::Array>();
+  return ReplyEntries(info, [&](fuse_req_t req, uint32_t i, const char* name, char* buf, size_t room, off_t next) {
+    struct fuse_entry_param e;
+    EntryOf(e, entries.Get(i).As<Napi::Object>());
+    return fuse_add_direntry_plus(req, buf, room, name, &e, next);
+  });
 }
 
 void Queue(Notice n) {
