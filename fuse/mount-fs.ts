@@ -109,6 +109,8 @@ export class MountFs {
   onLost: ((path: string) => void) | undefined;
   /** Writeback mode: the descriptor of each path's handle-less requests (see looseFd). */
   private readonly loose = new Map<string, Promise<Loose>>();
+  /** Those of `loose` whose open completed. */
+  private readonly settledLoose = new WeakMap<Promise<Loose>, Loose>();
   /** Writeback mode: told when written data was refused after close: the kernel's copy of `path` is stale. */
   onDiscarded: ((path: string) => void) | undefined;
 
@@ -509,13 +511,11 @@ export class MountFs {
       let p = this.loose.get(path);
       if (p === undefined) {
         const since = this.log.now();
-        const opening = this.open(path, write ? O_RDWR : O_RDONLY).then((fd): Loose => ({
-          fd,
-          since,
-          last: Date.now(),
-          busy: 0,
-          timer: null,
-        }));
+        const opening: Promise<Loose> = this.open(path, write ? O_RDWR : O_RDONLY).then((fd) => {
+          const l: Loose = { fd, since, last: Date.now(), busy: 0, timer: null };
+          this.settledLoose.set(opening, l);
+          return l;
+        });
         p = opening;
         this.loose.set(path, opening);
         opening.catch(() => {
@@ -560,7 +560,33 @@ export class MountFs {
     const l: Loose = { fd, since: this.log.now(), last: Date.now(), busy: 0, timer: null };
     const p = Promise.resolve(l);
     this.loose.set(path, p);
+    this.settledLoose.set(p, l);
     this.idleLoose(path, p, l);
+  }
+
+  /**
+   * Writeback mode: `path` was removed; its handle-less descriptor, if one is open, is handed over to
+   * serve the reads of descriptors still open on the removed file (the caller releases it when the
+   * kernel forgets the inode). Without one, such reads get only what the kernel holds.
+   */
+  detachLoose(path: string): number | undefined {
+    const p = this.loose.get(path);
+    if (p === undefined) return undefined;
+    this.loose.delete(path);
+    let fd: number | undefined;
+    // Settled entries only (an open still in flight is left to fail or close on its own).
+    void p.then((l) => {
+      if (l.timer !== null) clearTimeout(l.timer);
+      l.timer = null;
+      if (fd === undefined) void this.releaseLate(l.fd);
+    });
+    const settled = this.settledLoose.get(p);
+    if (settled !== undefined) {
+      fd = settled.fd;
+      if (settled.timer !== null) clearTimeout(settled.timer);
+      settled.timer = null;
+    }
+    return fd;
   }
 
   /**

@@ -179,7 +179,8 @@ export class LowLevelMount {
     extra: Buffer | SetAttr | undefined,
   ): void {
     if (op === Op.FORGET) {
-      this.nodes.forget(ino, a);
+      const gone = this.nodes.forget(ino, a);
+      if (gone?.orphanFd !== undefined) void this.fs.release(gone.orphanFd).catch(() => undefined);
       return;
     }
     if (op === Op.ENDED) {
@@ -229,7 +230,7 @@ export class LowLevelMount {
         const node = this.nodes.get(ino);
         if (node?.path === null && node.attr) {
           // Removed while open (fstat of an unlinked file): its last attributes, with no link left.
-          const h = a >= 0 ? fs.files.handle(a) : undefined;
+          const h = fs.files.handle(a > 0 ? a : (node.orphanFd ?? -1));
           const size = h?.kind === 'file' && h.file.data ? h.file.data.size : node.attr.size;
           ll.replyAttr(req, ino, { ...node.attr, nlink: 0, size, blocks: Math.ceil(size / 512) }, 1);
           return;
@@ -278,6 +279,10 @@ export class LowLevelMount {
         const path = this.childOf(ino, s1, op === Op.UNLINK ? 'unlink' : 'rmdir');
         if (op === Op.UNLINK) await fs.unlink(path);
         else await fs.rmdir(path);
+        // Writeback mode: a descriptor opened with no request may still read it (the file's last handle-less one).
+        const node = this.nodes.at(path);
+        const fd = this.opts.writeback && node ? fs.detachLoose(path) : undefined;
+        if (fd !== undefined) node!.orphanFd = fd;
         this.nodes.removed(path);
         ll.replyErr(req, 0);
         return;
@@ -332,7 +337,9 @@ export class LowLevelMount {
       // fh 0: a file opened with no open request (writeback mode), served by its path.
       case Op.READ: {
         const buf = Buffer.allocUnsafe(b);
-        const n = a === 0 ? await fs.readLoose(this.pathOf(ino, 'read'), buf, b, c) : await fs.read(a, buf, b, c);
+        const orphan = a === 0 ? this.nodes.get(ino)?.orphanFd : undefined;
+        const fd = orphan ?? a;
+        const n = fd === 0 ? await fs.readLoose(this.pathOf(ino, 'read'), buf, b, c) : await fs.read(fd, buf, b, c);
         ll.replyBuf(req, buf, n);
         return;
       }

@@ -56,6 +56,16 @@ void t.test('REST sees a file written through the mount within 1 s of close', as
   t.equal(await ok(t, 'cat wb/old.md wb/new.md'), 'replaced\ncreated\n', 'and the mount reads it back');
 });
 
+void t.test('what was written goes to the daemon before any daemon call about its path', async (t) => {
+  // Files the daemon has already (not creates, which were always sent first).
+  await root.call('fs.write', { path: '/wb/before-mv.md' }, { data: Buffer.from('old\n') });
+  await root.call('fs.write', { path: '/wb/before-chmod.md' }, { data: Buffer.from('old\n') });
+  await ok(t, 'echo moved >> wb/before-mv.md && mv wb/before-mv.md wb/after-mv.md');
+  t.equal(await daemonText('/wb/after-mv.md'), 'old\nmoved\n', 'a rename right after the close moves the content');
+  await ok(t, 'echo chmodded >> wb/before-chmod.md && chmod 600 wb/before-chmod.md');
+  t.equal(await daemonText('/wb/before-chmod.md'), 'old\nchmodded\n', 'so does a chmod');
+});
+
 void t.test('O_TRUNC on an existing file truncates it, and >> appends', async (t) => {
   await root.call('fs.write', { path: '/wb/trunc.md', parents: true }, { data: Buffer.from('a long old content\n') });
   t.equal(await ok(t, 'cat wb/trunc.md'), 'a long old content\n');
@@ -88,6 +98,12 @@ for fd in (w, r, w2): os.close(fd)
 `;
   t.equal(await ok(t, `python3 -c "${py}"`), '01AB456789 01AB45678Z Q1AB45678Z\n');
   t.ok((await arrives('/wb/two.md', 'Q1AB45678Z\n')) >= 0, 'the daemon gets the result');
+});
+
+void t.test('a file deleted while open stays readable through its descriptor', async (t) => {
+  const r = await m.sh('echo kept > wb/open-del.md && exec 3< wb/open-del.md && rm wb/open-del.md && cat <&3');
+  t.equal(r.stdout, 'kept\n', r.stderr);
+  t.equal(await daemonText('/wb/open-del.md'), null, 'the daemon has no such file');
 });
 
 void t.test('vim and sed -i edit and save', async (t) => {
