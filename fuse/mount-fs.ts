@@ -109,6 +109,8 @@ export class MountFs {
   onLost: ((path: string) => void) | undefined;
   /** Writeback mode: the descriptor of each path's handle-less requests (see looseFd). */
   private readonly loose = new Map<string, Promise<Loose>>();
+  /** Writeback mode: files written through `loose` descriptors, until seen clean (see settle). */
+  private readonly written = new Set<OpenFile>();
   /** Those of `loose` whose open completed. */
   private readonly settledLoose = new WeakMap<Promise<Loose>, Loose>();
   /** Writeback mode: told when written data was refused after close: the kernel's copy of `path` is stale. */
@@ -365,13 +367,16 @@ export class MountFs {
    * under it) must find done. A refusal is kept for the file's next flush to report (see send).
    */
   private async settle(path: string, below = false): Promise<void> {
-    const writeback = this.opts.writeback === true && this.files.openCount > 0;
-    if (this.unsent.size === 0 && !writeback) return;
+    if (this.unsent.size === 0 && this.written.size === 0) return;
     const prefix = path === '/' ? '/' : `${path}/`;
     const at = (f: OpenFile): boolean => f.path === path || (below && f.path.startsWith(prefix));
     const due = [...this.unsent].filter(at);
     // Writeback mode: what was written there goes first too (its close(2) may have returned already).
-    const dirty = writeback ? this.files.allFiles().filter((f) => f.dirty && f.unsent === undefined && at(f)) : [];
+    const dirty: OpenFile[] = [];
+    for (const f of this.written) {
+      if (!f.dirty || f.orphaned) this.written.delete(f);
+      else if (f.unsent === undefined && at(f)) dirty.push(f);
+    }
     await Promise.all([
       ...due.map((f) => f.serialize(() => this.send(f))),
       ...dirty.map((f) => f.serialize(() => this.send(f)).catch((err: unknown) => this.refused(f, err))),
@@ -494,6 +499,7 @@ export class MountFs {
     } catch (err) {
       if (h?.kind === 'file') this.refused(h.file, err);
     }
+    if (h?.kind === 'file' && !h.file.dirty) this.written.delete(h.file);
   }
 
   /**
@@ -539,7 +545,9 @@ export class MountFs {
             h.file.grants.add(grant);
           }
         }
-        return await fn(l.fd);
+        const r = await fn(l.fd);
+        if (write && h?.kind === 'file') this.written.add(h.file);
+        return r;
       } finally {
         l.busy--;
         l.last = Date.now();
@@ -610,6 +618,7 @@ export class MountFs {
         void this.flushFile(file)
           .catch((err: unknown) => this.refused(file, err))
           .finally(() => {
+            if (!file.dirty) this.written.delete(file);
             if (this.loose.get(path) === p && l.timer === null) this.idleLoose(path, p, l);
           });
       },
