@@ -49,7 +49,7 @@ const PROVISIONAL_INO = 2 ** 52;
  * successive `>>`, a tool writing in pieces) into one send; short enough that the send, one daemon
  * call of a few milliseconds, lands well within the 1-second visibility rule.
  */
-export const LOOSE_SEND_MS = 200;
+const LOOSE_SEND_MS = 200;
 /**
  * ... and the descriptor is closed (its write grant released) after this long unused: a file created
  * 0444 (git's objects) stays writable for its creator while it keeps writing, as its descriptor would.
