@@ -172,9 +172,11 @@ export class MountFs {
       st = toFuseStat(await this.rpc.call('fs.stat', { path, nofollow: true }), this.opts.owners);
       this.attrs.set(path, { ...st }, since);
     }
-    // An open file's buffer is the truth for size (the kernel caps reads at the size we report).
+    // An open file's buffer is the truth for size (the kernel caps reads at the size we report). In
+    // writeback mode only while it holds unsent writes: a clean buffer may be one a handle-less
+    // descriptor keeps after a change made elsewhere (it is fetched again at its next use, see withLoose).
     const open = this.files.file(path);
-    if (open?.data && !open.orphaned) {
+    if (open?.data && !open.orphaned && (open.dirty || !this.opts.writeback)) {
       st.size = open.data.size;
       st.blocks = Math.ceil(st.size / 512);
       if (open.dirty) {

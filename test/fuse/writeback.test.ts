@@ -56,6 +56,15 @@ void t.test('REST sees a file written through the mount within 1 s of close', as
   t.equal(await ok(t, 'cat wb/old.md wb/new.md'), 'replaced\ncreated\n', 'and the mount reads it back');
 });
 
+void t.test('a change through REST shows in the mount within 1 s, while the mount still holds the file', async (t) => {
+  await root.call('fs.write', { path: '/wb/outside.md', parents: true }, { data: Buffer.from('v1\n') });
+  t.equal(await ok(t, 'cat wb/outside.md'), 'v1\n');
+  await root.call('fs.write', { path: '/wb/outside.md' }, { data: Buffer.from('version two, longer\n') });
+  // Within 1 s, and before the mount closes its own descriptor of the file (2 s after the cat).
+  await sleep(1000);
+  t.equal(await ok(t, 'cat wb/outside.md'), 'version two, longer\n', 'the new, longer content (not the old size)');
+});
+
 void t.test('what was written goes to the daemon before any daemon call about its path', async (t) => {
   // Files the daemon has already (not creates, which were always sent first).
   await root.call('fs.write', { path: '/wb/before-mv.md' }, { data: Buffer.from('old\n') });
