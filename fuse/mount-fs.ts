@@ -37,6 +37,9 @@ const W_OK = 2;
 const MAX_BUFFER = 1024 * 1024 * 1024;
 
 const S_ISUID = 0o4000;
+const S_ISVTX = 0o1000;
+/** Unlinks answered here (writeback mode) that may be in flight to the daemon at once. */
+const MAX_UNLINKING = 256;
 /**
  * Inode numbers shown for files created here until the daemon has them (their first flush): above
  * any the daemon gives, so that two files never show the same number.
@@ -105,6 +108,14 @@ export class MountFs {
   /** Files whose create was answered here and is not sent yet (OpenFile.unsent). */
   private readonly unsent = new Set<OpenFile>();
   private nextProvisionalIno = PROVISIONAL_INO;
+  /** Writeback mode: unlinks answered here and not yet answered by the daemon, by path (see unlink). */
+  private readonly unlinking = new Map<string, Promise<void>>();
+  /**
+   * Writeback mode: ChangeLog.now() before this mount's last unlink the daemon accepted in each
+   * directory without the sticky bit. While nothing concerning that directory or one above it is
+   * reported, the daemon would remove any other file or link of it alike.
+   */
+  private readonly unlinkedIn = new Map<string, number>();
   /** Told when a file this mount answered as created was refused by the daemon: the kernel must forget it. */
   onLost: ((path: string) => void) | undefined;
   /** Writeback mode: the descriptor of each path's handle-less requests (see looseFd). */
@@ -299,6 +310,7 @@ export class MountFs {
       this.files.file(path) === undefined
     )
       return this.createHere(path, known);
+    await this.settle(path);
     this.attrs.invalidate(path);
     // The kernel asks for the new file's attributes right after creating it: the write answers them too.
     const since = this.log.now();
@@ -369,8 +381,12 @@ export class MountFs {
    * under it) must find done. A refusal is kept for the file's next flush to report (see send).
    */
   private async settle(path: string, below = false): Promise<void> {
-    if (this.unsent.size === 0 && this.written.size === 0) return;
     const prefix = path === '/' ? '/' : `${path}/`;
+    if (this.unlinking.size > 0) {
+      const pending = [...this.unlinking].filter(([p]) => p === path || (below && p.startsWith(prefix)));
+      await Promise.all(pending.map(([, done]) => done));
+    }
+    if (this.unsent.size === 0 && this.written.size === 0) return;
     const at = (f: OpenFile): boolean => f.path === path || (below && f.path.startsWith(prefix));
     const due = [...this.unsent].filter(at);
     // Writeback mode: what was written there goes first too (its close(2) may have returned already).
@@ -656,20 +672,22 @@ export class MountFs {
 
   /** Sends every changed buffer to the daemon (before unmounting). */
   async flushAll(): Promise<void> {
-    await Promise.allSettled(
-      this.files.allFiles().map((f) =>
+    await Promise.allSettled([
+      ...this.files.allFiles().map((f) =>
         this.flushFile(f).catch((err: unknown) => {
           // Writeback mode: every close(2) returned already, so the log is the only one to tell.
           if (this.opts.writeback) this.refused(f, err);
         }),
       ),
-    );
+      ...this.unlinking.values(),
+    ]);
   }
 
   // ---------- namespace ----------
 
   async mkdir(path: string, mode: number): Promise<void> {
     this.writable(path, 'mkdir');
+    await this.settle(path);
     this.attrs.invalidate(path);
     // The new directory's listing comes in the same round trip (the daemon answers in order): the
     // lookups of the files created in it next are answered from it.
@@ -711,12 +729,57 @@ export class MountFs {
 
   async unlink(path: string): Promise<void> {
     this.writable(path, 'unlink');
+    if (this.opts.writeback && this.unlinkHere(path)) return;
     await this.settle(path);
+    const since = this.log.now();
     this.changed(path);
     await this.rpc.call('fs.unlink', { path });
     this.changed(path);
     this.files.unlink(path);
     this.cache.delete(path);
+    const dir = parentOf(path);
+    const known = this.unlinkedIn.get(dir);
+    if (this.opts.writeback && (known === undefined || !this.log.unchanged(dir, known))) {
+      const st = await this.getattr(dir).catch(() => undefined);
+      if (st !== undefined && !(st.mode & S_ISVTX)) this.unlinkedIn.set(dir, since);
+    }
+  }
+
+  /**
+   * Writeback mode (`rm -rf` at the speed of the kernel's requests): an unlink the daemon is known to
+   * accept (see unlinkedIn: its last unlink in the same directory was accepted, nothing concerning the
+   * directory was reported since, and the entry is a file or link no descriptor of this mount holds) is
+   * answered at once and sent behind the answer. Every later daemon call about the path or a directory
+   * above it waits for it (settle). Should the daemon refuse it after all (a change made elsewhere
+   * whose event had not arrived), the refusal is logged and the file shows again. Returns whether the
+   * unlink was answered here.
+   */
+  private unlinkHere(path: string): boolean {
+    const dir = parentOf(path);
+    const since = this.unlinkedIn.get(dir);
+    if (since === undefined || !this.log.unchanged(dir, since) || this.unlinking.size >= MAX_UNLINKING) return false;
+    const st = this.attrs.get(path);
+    if (st === undefined || (st.mode & S_IFMT) === S_IFDIR || this.files.file(path) !== undefined) return false;
+    this.attrs.invalidate(path);
+    this.listings.removed(dir, basename(path));
+    this.cache.delete(path);
+    const done = this.own([path], () => this.rpc.call('fs.unlink', { path })).then(
+      () => undefined,
+      (err: unknown) => {
+        if (err instanceof VfsError && err.code === 'ENOENT') return; // gone already: as asked
+        process.stderr.write(
+          `mdvfs mount: unlink of ${path} refused after it was answered: ${err instanceof Error ? err.message : String(err)}\n`,
+        );
+        this.unlinkedIn.delete(dir);
+        this.changed(path);
+        this.onLost?.(path);
+      },
+    );
+    this.unlinking.set(path, done);
+    void done.finally(() => {
+      if (this.unlinking.get(path) === done) this.unlinking.delete(path);
+    });
+    return true;
   }
 
   async rename(src: string, dst: string): Promise<void> {
@@ -762,6 +825,7 @@ export class MountFs {
 
   async symlink(target: string, path: string): Promise<void> {
     this.writable(path, 'symlink');
+    await this.settle(path);
     this.changed(path);
     await this.rpc.call('fs.symlink', { target, path });
     this.changed(path);
@@ -797,6 +861,7 @@ export class MountFs {
    */
   async utimens(path: string, atime: UtimeArg, mtime: UtimeArg): Promise<void> {
     this.writable(path, 'utimens');
+    await this.settle(path);
     // A pending write would otherwise overwrite the times when it is flushed (cp -p sets times before close).
     const open = this.files.file(path);
     if (open) await this.flushFile(open);
@@ -1025,6 +1090,7 @@ export class MountFs {
     const data = file.data.view();
     const since = this.log.now();
     const create = file.unsent;
+    if (create) await this.unlinking.get(path);
     file.dirty = false;
     this.attrs.invalidate(path);
     try {
