@@ -84,10 +84,21 @@ export function buildProgram(): Command {
     .option('--token-file <path>', 'act as the holder of the token in this file (env SERVICE_TOKEN)')
     .option('--on-behalf-of <user>', 'delegate to this user')
     .option('--read-only', 'mount read-only')
+    .option(
+      '--writeback',
+      'no request at open and close (much faster); data reaches the daemon after close returns, errors then are only logged (docs/posix.md)',
+    )
     .action(
       async (
         dir: string,
-        opts: { user?: string; token?: string; tokenFile?: string; onBehalfOf?: string; readOnly?: boolean },
+        opts: {
+          user?: string;
+          token?: string;
+          tokenFile?: string;
+          onBehalfOf?: string;
+          readOnly?: boolean;
+          writeback?: boolean;
+        },
       ) => {
         const { tokenFile, ...rest } = opts;
         if (rest.token !== undefined && tokenFile !== undefined)

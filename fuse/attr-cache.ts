@@ -128,6 +128,29 @@ export class ListingCache {
     if (this.valid(dstDir)) this.add(dstDir, dstName, stat);
   }
 
+  /**
+   * The mount removed `name` from `dir`: a cached listing of `dir` loses it (and stays valid). The last
+   * entry takes its place, so that `rm -rf` of a large directory costs O(1) per file (readdir order is
+   * no promise; a listing being sent is never changed, see add).
+   */
+  removed(dir: string, name: string): void {
+    const e = this.valid(dir);
+    const names = e ? this.index(e) : undefined;
+    const i = names?.get(name);
+    if (!e || !names || i === undefined) return;
+    this.own(e);
+    const last = e.value.names.length - 1;
+    names.delete(name);
+    if (i !== last) {
+      const moved = e.value.names[last]!;
+      e.value.names[i] = moved;
+      e.value.stats[i] = e.value.stats[last]!;
+      names.set(moved, i);
+    }
+    e.value.names.pop();
+    e.value.stats.pop();
+  }
+
   /** Forgets the listing of `path` and of its parent (the mount changed that entry). */
   invalidate(path: string): void {
     this.entries.delete(path);

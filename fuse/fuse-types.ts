@@ -38,6 +38,7 @@ export interface FuseStatfs {
 export const O_ACCMODE = 0o3;
 export const O_RDONLY = 0o0;
 export const O_WRONLY = 0o1;
+export const O_RDWR = 0o2;
 export const O_TRUNC = 0o1000;
 
 export const S_IFMT = 0o170000;

@@ -18,6 +18,7 @@ import { ChangeLog, mountPaths } from './change-log.js';
 import {
   O_ACCMODE,
   O_RDONLY,
+  O_RDWR,
   O_TRUNC,
   O_WRONLY,
   S_IFDIR,
@@ -36,11 +37,38 @@ const W_OK = 2;
 const MAX_BUFFER = 1024 * 1024 * 1024;
 
 const S_ISUID = 0o4000;
+const S_ISVTX = 0o1000;
+/** Unlinks answered here (writeback mode) that may be in flight to the daemon at once. */
+const MAX_UNLINKING = 256;
 /**
  * Inode numbers shown for files created here until the daemon has them (their first flush): above
  * any the daemon gives, so that two files never show the same number.
  */
 const PROVISIONAL_INO = 2 ** 52;
+
+/**
+ * Writeback mode: written data is sent once the file's descriptor serving handle-less requests (see
+ * withLoose) was not used for this long. Long enough to gather a burst of writes (a script's
+ * successive `>>`, a tool writing in pieces) into one send; short enough that the send, one daemon
+ * call of a few milliseconds, lands well within the 1-second visibility rule.
+ */
+const LOOSE_SEND_MS = 200;
+/**
+ * ... and the descriptor is closed (its write grant released) after this long unused: a file created
+ * 0444 (git's objects) stays writable for its creator while it keeps writing, as its descriptor would.
+ */
+const LOOSE_CLOSE_MS = 2000;
+
+/** The open descriptor of one path's handle-less requests (writeback mode). */
+interface Loose {
+  fd: number;
+  /** ChangeLog.now() when it was opened: a change of the path since makes it open again. */
+  since: number;
+  /** Date.now() at its last use, and requests using it right now. */
+  last: number;
+  busy: number;
+  timer: NodeJS.Timeout | null;
+}
 
 /** One time of utimens: kept, the present, or nanoseconds since the epoch. */
 export type UtimeArg = 'omit' | 'now' | bigint;
@@ -50,6 +78,11 @@ export interface MountFsOptions {
   owners: OwnerMap;
   /** The real root of a workspace mount (the daemon reports changes by real path). */
   jail?: string;
+  /**
+   * `mdvfs mount --writeback`: the kernel sends no open and no flush (fuse/lowlevel/ll-mount.ts), so
+   * written data goes to the daemon after close(2) returned (see withLoose, settle).
+   */
+  writeback?: boolean;
 }
 
 export class MountFs {
@@ -75,8 +108,24 @@ export class MountFs {
   /** Files whose create was answered here and is not sent yet (OpenFile.unsent). */
   private readonly unsent = new Set<OpenFile>();
   private nextProvisionalIno = PROVISIONAL_INO;
+  /** Writeback mode: unlinks answered here and not yet answered by the daemon, by path (see unlink). */
+  private readonly unlinking = new Map<string, Promise<void>>();
+  /**
+   * Writeback mode: ChangeLog.now() before this mount's last unlink the daemon accepted in each
+   * directory without the sticky bit. While nothing concerning that directory or one above it is
+   * reported, the daemon would remove any other file or link of it alike.
+   */
+  private readonly unlinkedIn = new Map<string, number>();
   /** Told when a file this mount answered as created was refused by the daemon: the kernel must forget it. */
   onLost: ((path: string) => void) | undefined;
+  /** Writeback mode: the descriptor of each path's handle-less requests (see looseFd). */
+  private readonly loose = new Map<string, Promise<Loose>>();
+  /** Writeback mode: files written through `loose` descriptors, until seen clean (see settle). */
+  private readonly written = new Set<OpenFile>();
+  /** Those of `loose` whose open completed. */
+  private readonly settledLoose = new WeakMap<Promise<Loose>, Loose>();
+  /** Writeback mode: told when written data was refused after close: the kernel's copy of `path` is stale. */
+  onDiscarded: ((path: string) => void) | undefined;
 
   constructor(
     private readonly rpc: Caller,
@@ -134,9 +183,11 @@ export class MountFs {
       st = toFuseStat(await this.rpc.call('fs.stat', { path, nofollow: true }), this.opts.owners);
       this.attrs.set(path, { ...st }, since);
     }
-    // An open file's buffer is the truth for size (the kernel caps reads at the size we report).
+    // An open file's buffer is the truth for size (the kernel caps reads at the size we report). In
+    // writeback mode only while it holds unsent writes: a clean buffer may be one a handle-less
+    // descriptor keeps after a change made elsewhere (it is fetched again at its next use, see withLoose).
     const open = this.files.file(path);
-    if (open?.data && !open.orphaned) {
+    if (open?.data && !open.orphaned && (open.dirty || !this.opts.writeback)) {
       st.size = open.data.size;
       st.blocks = Math.ceil(st.size / 512);
       if (open.dirty) {
@@ -259,6 +310,7 @@ export class MountFs {
       this.files.file(path) === undefined
     )
       return this.createHere(path, known);
+    await this.settle(path);
     this.attrs.invalidate(path);
     // The kernel asks for the new file's attributes right after creating it: the write answers them too.
     const since = this.log.now();
@@ -329,10 +381,24 @@ export class MountFs {
    * under it) must find done. A refusal is kept for the file's next flush to report (see send).
    */
   private async settle(path: string, below = false): Promise<void> {
-    if (this.unsent.size === 0) return;
     const prefix = path === '/' ? '/' : `${path}/`;
-    const due = [...this.unsent].filter((f) => f.path === path || (below && f.path.startsWith(prefix)));
-    await Promise.all(due.map((f) => f.serialize(() => this.send(f))));
+    if (this.unlinking.size > 0) {
+      const pending = [...this.unlinking].filter(([p]) => p === path || (below && p.startsWith(prefix)));
+      await Promise.all(pending.map(([, done]) => done));
+    }
+    if (this.unsent.size === 0 && this.written.size === 0) return;
+    const at = (f: OpenFile): boolean => f.path === path || (below && f.path.startsWith(prefix));
+    const due = [...this.unsent].filter(at);
+    // Writeback mode: what was written there goes first too (its close(2) may have returned already).
+    const dirty: OpenFile[] = [];
+    for (const f of this.written) {
+      if (!f.dirty || f.orphaned) this.written.delete(f);
+      else if (f.unsent === undefined && at(f)) dirty.push(f);
+    }
+    await Promise.all([
+      ...due.map((f) => f.serialize(() => this.send(f))),
+      ...dirty.map((f) => f.serialize(() => this.send(f)).catch((err: unknown) => this.refused(f, err))),
+    ]);
   }
 
   async read(fd: number, buf: Buffer, len: number, pos: number): Promise<number> {
@@ -422,15 +488,206 @@ export class MountFs {
     this.releaseTimer.unref();
   }
 
+  // ---------- writeback mode: requests without a handle ----------
+
+  /** read(2) of a file opened with no request to the mount (writeback mode: fh 0). */
+  readLoose(path: string, buf: Buffer, len: number, pos: number): Promise<number> {
+    return this.withLoose(path, false, (fd) => this.read(fd, buf, len, pos));
+  }
+
+  /** write(2) to a file opened with no request to the mount (writeback mode: fh 0). */
+  writeLoose(path: string, buf: Buffer, len: number, pos: number): Promise<number> {
+    return this.withLoose(path, true, (fd) => this.write(fd, buf, len, pos));
+  }
+
+  /** fsync(2) of a file opened with no request to the mount: what was written is durable when it returns. */
+  async fsyncLoose(path: string): Promise<void> {
+    const file = this.files.file(path);
+    if (file) await this.flushFile(file);
+  }
+
+  /**
+   * Writeback mode: a release, after close(2) returned. A send the daemon refuses cannot be returned
+   * to anyone any more: it is logged, and the file shows what the daemon holds (see refused).
+   */
+  private async releaseLate(fd: number): Promise<void> {
+    const h = this.files.handle(fd);
+    try {
+      await this.release(fd);
+    } catch (err) {
+      if (h?.kind === 'file') this.refused(h.file, err);
+    }
+    if (h?.kind === 'file' && !h.file.dirty) this.written.delete(h.file);
+  }
+
+  /**
+   * Runs `fn` with the descriptor serving `path`'s requests that carry no handle: in writeback mode
+   * the kernel sends no open (fuse/lowlevel/ll-mount.ts), so this one is opened here on the first
+   * read or write, as open(2) would open it: a read checks read access with the daemon (or finds it
+   * confirmed, as open does), a write takes a write grant (`fs.grantWrite`), so a refusal is EACCES at
+   * read(2)/write(2) instead of open(2). It is shared by every such descriptor of the file (they share
+   * one buffer anyway), opened again after any change concerning the path was reported (a chmod
+   * through REST is enforced on the next read or write that reaches the mount); what was written is
+   * sent LOOSE_SEND_MS after its last use, and it is closed LOOSE_CLOSE_MS after it (idleLoose).
+   */
+  private async withLoose<T>(path: string, write: boolean, fn: (fd: number) => Promise<T>): Promise<T> {
+    for (;;) {
+      let p = this.loose.get(path);
+      if (p === undefined) {
+        const since = this.log.now();
+        const opening: Promise<Loose> = this.open(path, write ? O_RDWR : O_RDONLY).then((fd) => {
+          const l: Loose = { fd, since, last: Date.now(), busy: 0, timer: null };
+          this.settledLoose.set(opening, l);
+          return l;
+        });
+        p = opening;
+        this.loose.set(path, opening);
+        opening.catch(() => {
+          if (this.loose.get(path) === opening) this.loose.delete(path);
+        });
+      }
+      const l = await p;
+      if (this.loose.get(path) !== p) continue; // closed meanwhile
+      if (!this.log.unchanged(path, l.since)) {
+        this.closeLoose(path, p, l);
+        continue;
+      }
+      l.busy++;
+      try {
+        const h = this.files.handle(l.fd);
+        if (write && h?.kind === 'file' && !h.writable) {
+          const { grant } = await this.checkOpen(path, W_OK);
+          h.writable = true;
+          if (grant !== undefined) {
+            h.grant = grant;
+            h.file.grants.add(grant);
+          }
+        }
+        const r = await fn(l.fd);
+        if (write && h?.kind === 'file') this.written.add(h.file);
+        return r;
+      } finally {
+        l.busy--;
+        l.last = Date.now();
+        this.idleLoose(path, p, l);
+      }
+    }
+  }
+
+  /**
+   * Writeback mode: a file just created (CREATE is still sent, answered with handle 0: the kernel
+   * sends no release once opens are not sent, even for created files) is written through the path's
+   * handle-less descriptor, which is the creating one: writable under the create's grant whatever
+   * the mode (open(O_CREAT|O_WRONLY, 0444)).
+   */
+  adoptLoose(path: string, fd: number): void {
+    const old = this.loose.get(path);
+    if (old !== undefined) void old.then((l) => this.closeLoose(path, old, l)).catch(() => undefined);
+    const l: Loose = { fd, since: this.log.now(), last: Date.now(), busy: 0, timer: null };
+    const p = Promise.resolve(l);
+    this.loose.set(path, p);
+    this.settledLoose.set(p, l);
+    this.idleLoose(path, p, l);
+  }
+
+  /**
+   * Writeback mode: `path` was removed; its handle-less descriptor, if one is open, is handed over to
+   * serve the reads of descriptors still open on the removed file (the caller releases it when the
+   * kernel forgets the inode). Without one, such reads get only what the kernel holds.
+   */
+  detachLoose(path: string): number | undefined {
+    const p = this.loose.get(path);
+    if (p === undefined) return undefined;
+    this.loose.delete(path);
+    let fd: number | undefined;
+    // Settled entries only (an open still in flight is left to fail or close on its own).
+    void p.then((l) => {
+      if (l.timer !== null) clearTimeout(l.timer);
+      l.timer = null;
+      if (fd === undefined) void this.releaseLate(l.fd);
+    });
+    const settled = this.settledLoose.get(p);
+    if (settled !== undefined) {
+      fd = settled.fd;
+      if (settled.timer !== null) clearTimeout(settled.timer);
+      settled.timer = null;
+    }
+    return fd;
+  }
+
+  /**
+   * The idle timer of a handle-less descriptor: LOOSE_SEND_MS after its last use, what was written is
+   * sent; LOOSE_CLOSE_MS after it, the descriptor is closed.
+   */
+  private idleLoose(path: string, p: Promise<Loose>, l: Loose): void {
+    if (l.timer !== null) clearTimeout(l.timer);
+    const h = this.files.handle(l.fd);
+    const dirty = h?.kind === 'file' && h.file.dirty;
+    l.timer = setTimeout(
+      () => {
+        l.timer = null;
+        if (this.loose.get(path) !== p) return;
+        const idle = Date.now() - l.last;
+        if (l.busy > 0 || idle < LOOSE_SEND_MS) return this.idleLoose(path, p, l);
+        if (idle >= LOOSE_CLOSE_MS) return this.closeLoose(path, p, l);
+        const h = this.files.handle(l.fd);
+        if (h?.kind !== 'file' || !h.file.dirty) return this.idleLoose(path, p, l);
+        const file = h.file;
+        void this.flushFile(file)
+          .catch((err: unknown) => this.refused(file, err))
+          .finally(() => {
+            if (!file.dirty) this.written.delete(file);
+            if (this.loose.get(path) === p && l.timer === null) this.idleLoose(path, p, l);
+          });
+      },
+      Math.max(1, l.last + (dirty ? LOOSE_SEND_MS : LOOSE_CLOSE_MS) - Date.now()),
+    );
+    l.timer.unref();
+  }
+
+  private closeLoose(path: string, p: Promise<Loose>, l: Loose): void {
+    if (this.loose.get(path) === p) this.loose.delete(path);
+    if (l.timer !== null) clearTimeout(l.timer);
+    l.timer = null;
+    void this.releaseLate(l.fd);
+  }
+
+  /**
+   * Writeback mode: the daemon refused data whose close(2) had returned (a size limit, a grant gone
+   * with a reconnection, a create that lost a race). Nobody can be told but the log: one line naming
+   * the path and the error. The buffer is dropped, so the file shows what the daemon holds, and the
+   * kernel's copy with it (onDiscarded).
+   */
+  private refused(file: OpenFile, err: unknown): void {
+    const why = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`mdvfs mount: ${file.path}: written data not saved, the daemon refused it: ${why}\n`);
+    file.dirty = false;
+    file.data = null;
+    file.etag = undefined;
+    this.cache.delete(file.path);
+    this.attrs.invalidate(file.path);
+    this.changed(file.path);
+    this.onDiscarded?.(file.path);
+  }
+
   /** Sends every changed buffer to the daemon (before unmounting). */
   async flushAll(): Promise<void> {
-    await Promise.allSettled(this.files.allFiles().map((f) => this.flushFile(f)));
+    await Promise.allSettled([
+      ...this.files.allFiles().map((f) =>
+        this.flushFile(f).catch((err: unknown) => {
+          // Writeback mode: every close(2) returned already, so the log is the only one to tell.
+          if (this.opts.writeback) this.refused(f, err);
+        }),
+      ),
+      ...this.unlinking.values(),
+    ]);
   }
 
   // ---------- namespace ----------
 
   async mkdir(path: string, mode: number): Promise<void> {
     this.writable(path, 'mkdir');
+    await this.settle(path);
     this.attrs.invalidate(path);
     // The new directory's listing comes in the same round trip (the daemon answers in order): the
     // lookups of the files created in it next are answered from it.
@@ -472,12 +729,57 @@ export class MountFs {
 
   async unlink(path: string): Promise<void> {
     this.writable(path, 'unlink');
+    if (this.opts.writeback && this.unlinkHere(path)) return;
     await this.settle(path);
+    const since = this.log.now();
     this.changed(path);
     await this.rpc.call('fs.unlink', { path });
     this.changed(path);
     this.files.unlink(path);
     this.cache.delete(path);
+    const dir = parentOf(path);
+    const known = this.unlinkedIn.get(dir);
+    if (this.opts.writeback && (known === undefined || !this.log.unchanged(dir, known))) {
+      const st = await this.getattr(dir).catch(() => undefined);
+      if (st !== undefined && !(st.mode & S_ISVTX)) this.unlinkedIn.set(dir, since);
+    }
+  }
+
+  /**
+   * Writeback mode (`rm -rf` at the speed of the kernel's requests): an unlink the daemon is known to
+   * accept (see unlinkedIn: its last unlink in the same directory was accepted, nothing concerning the
+   * directory was reported since, and the entry is a file or link no descriptor of this mount holds) is
+   * answered at once and sent behind the answer. Every later daemon call about the path or a directory
+   * above it waits for it (settle). Should the daemon refuse it after all (a change made elsewhere
+   * whose event had not arrived), the refusal is logged and the file shows again. Returns whether the
+   * unlink was answered here.
+   */
+  private unlinkHere(path: string): boolean {
+    const dir = parentOf(path);
+    const since = this.unlinkedIn.get(dir);
+    if (since === undefined || !this.log.unchanged(dir, since) || this.unlinking.size >= MAX_UNLINKING) return false;
+    const st = this.attrs.get(path);
+    if (st === undefined || (st.mode & S_IFMT) === S_IFDIR || this.files.file(path) !== undefined) return false;
+    this.attrs.invalidate(path);
+    this.listings.removed(dir, basename(path));
+    this.cache.delete(path);
+    const done = this.own([path], () => this.rpc.call('fs.unlink', { path })).then(
+      () => undefined,
+      (err: unknown) => {
+        if (err instanceof VfsError && err.code === 'ENOENT') return; // gone already: as asked
+        process.stderr.write(
+          `mdvfs mount: unlink of ${path} refused after it was answered: ${err instanceof Error ? err.message : String(err)}\n`,
+        );
+        this.unlinkedIn.delete(dir);
+        this.changed(path);
+        this.onLost?.(path);
+      },
+    );
+    this.unlinking.set(path, done);
+    void done.finally(() => {
+      if (this.unlinking.get(path) === done) this.unlinking.delete(path);
+    });
+    return true;
   }
 
   async rename(src: string, dst: string): Promise<void> {
@@ -523,6 +825,7 @@ export class MountFs {
 
   async symlink(target: string, path: string): Promise<void> {
     this.writable(path, 'symlink');
+    await this.settle(path);
     this.changed(path);
     await this.rpc.call('fs.symlink', { target, path });
     this.changed(path);
@@ -558,6 +861,7 @@ export class MountFs {
    */
   async utimens(path: string, atime: UtimeArg, mtime: UtimeArg): Promise<void> {
     this.writable(path, 'utimens');
+    await this.settle(path);
     // A pending write would otherwise overwrite the times when it is flushed (cp -p sets times before close).
     const open = this.files.file(path);
     if (open) await this.flushFile(open);
@@ -786,6 +1090,7 @@ export class MountFs {
     const data = file.data.view();
     const since = this.log.now();
     const create = file.unsent;
+    if (create) await this.unlinking.get(path);
     file.dirty = false;
     this.attrs.invalidate(path);
     try {

@@ -30,6 +30,8 @@ export interface MountOptions {
   token?: string;
   onBehalfOf?: string;
   readOnly?: boolean;
+  /** No open or flush request reaches the mount; data goes to the daemon after close(2) (docs/posix.md). */
+  writeback?: boolean;
 }
 
 export function credsFor(opts: MountOptions): Creds {
@@ -84,8 +86,14 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   const owners = new OwnerMap(who.uid, who.gid, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
   // whoami shows a workspace caller its root as '/': change events need the real one.
   const jail = who.workspace ? (await link.call('auth.scope', {})).root_path : '/';
-  const mfs = new MountFs(link, { readOnly: opts.readOnly === true, owners, ...(jail !== '/' ? { jail } : {}) });
-  const llm = new LowLevelMount(ll, mfs, jail !== '/' ? { jail } : {});
+  const writeback = opts.writeback === true;
+  const mfs = new MountFs(link, {
+    readOnly: opts.readOnly === true,
+    owners,
+    writeback,
+    ...(jail !== '/' ? { jail } : {}),
+  });
+  const llm = new LowLevelMount(ll, mfs, { writeback, ...(jail !== '/' ? { jail } : {}) });
   try {
     await link.onChange((ev) => llm.onChange(ev, mfs.onChange(ev)));
   } catch (err) {
@@ -100,7 +108,7 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   }
   const delegate = who.on_behalf_of ? ` on behalf of ${who.on_behalf_of}` : '';
   process.stderr.write(
-    `mdvfs: mounted ${dataDir} at ${mnt} as ${who.user}${delegate}${opts.readOnly ? ' (read-only)' : ''}\n`,
+    `mdvfs: mounted ${dataDir} at ${mnt} as ${who.user}${delegate}${opts.readOnly ? ' (read-only)' : ''}${writeback ? ' (writeback)' : ''}\n`,
   );
 
   await new Promise<void>((resolve) => {

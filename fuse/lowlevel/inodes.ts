@@ -17,6 +17,8 @@ export interface Node {
   dir: boolean;
   /** The attributes last answered for it (what fstat of a removed, still open file shows). */
   attr?: FuseStat;
+  /** Writeback mode: the descriptor that still serves a removed file's reads (MountFs.detachLoose). */
+  orphanFd?: number;
 }
 
 export class Inodes {
@@ -61,13 +63,15 @@ export class Inodes {
     return n;
   }
 
-  forget(ino: number, nlookup: number): void {
+  /** Returns the node when the kernel no longer holds it. */
+  forget(ino: number, nlookup: number): Node | undefined {
     const n = this.byIno.get(ino);
-    if (!n || ino === ROOT_INO) return;
+    if (!n || ino === ROOT_INO) return undefined;
     n.nlookup -= nlookup;
-    if (n.nlookup > 0) return;
+    if (n.nlookup > 0) return undefined;
     this.byIno.delete(ino);
     if (n.path !== null && this.byPath.get(n.path) === n) this.byPath.delete(n.path);
+    return n;
   }
 
   /** `path` (and, for a directory, everything below it) no longer exists under that name. */

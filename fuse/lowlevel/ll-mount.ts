@@ -6,6 +6,15 @@
  *
  * Opens are still answered (MountFs checks access and takes write grants there) but with keep_cache, so
  * re-reading an unchanged file costs no data transfer; directories need no open (no-opendir).
+ *
+ * `--writeback` (LowLevelOptions.writeback) answers the first open and the first flush with ENOSYS:
+ * the kernel then sends neither for the whole connection (a warm `grep -r` sends nothing at all).
+ * Reads, writes and fsync of such files arrive with no handle (fh 0) and are served by path
+ * (MountFs.readLoose/writeLoose/fsyncLoose); O_TRUNC arrives as a setattr of size 0 (atomic O_TRUNC
+ * is not asked for: with no open, the kernel would skip the truncation). Creates are still sent, and
+ * answered with handle 0 too: once no open is sent, the kernel (6.18 here) sends no release either,
+ * not even for created files, so the data goes when the file was not written for a moment
+ * (MountFs.adoptLoose), at fsync, before any daemon call about the path, and at unmount.
  */
 import { fuseErrno, VfsError } from '../../daemon/errors.js';
 import type { ChangeEvent } from '../../daemon/rpc/protocol.js';
@@ -46,6 +55,8 @@ class KernelError extends Error {
 export interface LowLevelOptions {
   /** The real root of a workspace mount (the daemon reports changes by real path). */
   jail?: string;
+  /** `mdvfs mount --writeback`: no open and no flush request (see the top of this file). */
+  writeback?: boolean;
 }
 
 export class LowLevelMount {
@@ -67,6 +78,8 @@ export class LowLevelMount {
       this.invalidate(path);
       this.nodes.removed(path);
     };
+    // Written data refused after close (writeback mode): the kernel's pages and size are not the daemon's.
+    fs.onDiscarded = (path) => this.invalidate(path);
   }
 
   get sessionEnded(): boolean {
@@ -80,11 +93,13 @@ export class LowLevelMount {
     // Listings come with every entry's attributes (readdirplus, always: `ls -l`, `find`, `grep -r` then
     // send no lookup per file).
     const caps = this.ll.caps;
+    // Atomic O_TRUNC lets the open do the truncation; with no open (writeback mode) it must come as a setattr.
+    const trunc = this.opts.writeback ? 0 : caps.ATOMIC_O_TRUNC;
     this.ll.create(
       mnt,
       args,
-      caps.ATOMIC_O_TRUNC | caps.EXPLICIT_INVAL_DATA | caps.READDIRPLUS,
-      caps.AUTO_INVAL_DATA | caps.WRITEBACK_CACHE | caps.READDIRPLUS_AUTO,
+      trunc | caps.EXPLICIT_INVAL_DATA | caps.READDIRPLUS,
+      (caps.ATOMIC_O_TRUNC & ~trunc) | caps.AUTO_INVAL_DATA | caps.WRITEBACK_CACHE | caps.READDIRPLUS_AUTO,
       (op, req, ino, a, b, c, s1, s2, extra) => this.dispatch(op, req, ino, a, b, c, s1, s2, extra),
     );
   }
@@ -164,7 +179,8 @@ export class LowLevelMount {
     extra: Buffer | SetAttr | undefined,
   ): void {
     if (op === Op.FORGET) {
-      this.nodes.forget(ino, a);
+      const gone = this.nodes.forget(ino, a);
+      if (gone?.orphanFd !== undefined) void this.fs.release(gone.orphanFd).catch(() => undefined);
       return;
     }
     if (op === Op.ENDED) {
@@ -214,7 +230,7 @@ export class LowLevelMount {
         const node = this.nodes.get(ino);
         if (node?.path === null && node.attr) {
           // Removed while open (fstat of an unlinked file): its last attributes, with no link left.
-          const h = a >= 0 ? fs.files.handle(a) : undefined;
+          const h = fs.files.handle(a > 0 ? a : (node.orphanFd ?? -1));
           const size = h?.kind === 'file' && h.file.data ? h.file.data.size : node.attr.size;
           ll.replyAttr(req, ino, { ...node.attr, nlink: 0, size, blocks: Math.ceil(size / 512) }, 1);
           return;
@@ -263,6 +279,10 @@ export class LowLevelMount {
         const path = this.childOf(ino, s1, op === Op.UNLINK ? 'unlink' : 'rmdir');
         if (op === Op.UNLINK) await fs.unlink(path);
         else await fs.rmdir(path);
+        // Writeback mode: a descriptor opened with no request may still read it (the file's last handle-less one).
+        const node = this.nodes.at(path);
+        const fd = this.opts.writeback && node ? fs.detachLoose(path) : undefined;
+        if (fd !== undefined) node!.orphanFd = fd;
         this.nodes.removed(path);
         ll.replyErr(req, 0);
         return;
@@ -281,6 +301,8 @@ export class LowLevelMount {
         await fs.link(this.pathOf(ino, 'link'), this.childOf(a, s1, 'link'));
         return;
       case Op.OPEN: {
+        // Writeback mode: no open is ever sent again (fc->no_open), this one included.
+        if (this.opts.writeback) return void ll.replyErr(req, ENOSYS);
         const path = this.pathOf(ino, 'open');
         const fh = await fs.open(path, a);
         // The kernel keeps this file's pages across opens: a change event drops them (invalidate).
@@ -296,37 +318,55 @@ export class LowLevelMount {
         const st = await fs.getattr(path);
         const node = this.nodes.remember(path, false);
         node.attr = st;
+        // Writeback mode: handle 0, and its writes served by path like every other file's (no release
+        // would ever close a real handle: the kernel sends none once it sends no opens).
+        if (this.opts.writeback) fs.adoptLoose(path, fh);
         if (
           ll.replyCreate(
             req,
             { ino: node.ino, attr: st, entryTimeout: LONG, attrTimeout: LONG },
-            fh,
+            this.opts.writeback ? 0 : fh,
             OPEN_FLAGS.KEEP_CACHE,
           ) !== 0
         ) {
           this.nodes.forget(node.ino, 1);
-          await fs.release(fh);
+          if (!this.opts.writeback) await fs.release(fh);
         }
         return;
       }
+      // fh 0: a file opened with no open request (writeback mode), served by its path.
       case Op.READ: {
         const buf = Buffer.allocUnsafe(b);
-        const n = await fs.read(a, buf, b, c);
+        const orphan = a === 0 ? this.nodes.get(ino)?.orphanFd : undefined;
+        const fd = orphan ?? a;
+        const n = fd === 0 ? await fs.readLoose(this.pathOf(ino, 'read'), buf, b, c) : await fs.read(fd, buf, b, c);
         ll.replyBuf(req, buf, n);
         return;
       }
       case Op.WRITE: {
         const data = extra as Buffer;
-        ll.replyWrite(req, await fs.write(a, data, data.length, c));
+        const path = a === 0 ? this.pathOf(ino, 'write') : undefined;
+        ll.replyWrite(
+          req,
+          path !== undefined
+            ? await fs.writeLoose(path, data, data.length, c)
+            : await fs.write(a, data, data.length, c),
+        );
         return;
       }
       case Op.FLUSH:
+        // Writeback mode: no flush is ever sent again (fc->no_flush); data goes at idle time (MountFs.withLoose).
+        if (this.opts.writeback) return void ll.replyErr(req, ENOSYS);
+        await fs.flush(a, true);
+        ll.replyErr(req, 0);
+        return;
       case Op.FSYNC:
-        await fs.flush(a, op === Op.FLUSH);
+        if (a === 0) await fs.fsyncLoose(this.pathOf(ino, 'fsync'));
+        else await fs.flush(a, false);
         ll.replyErr(req, 0);
         return;
       case Op.RELEASE:
-        await fs.release(a);
+        await fs.release(a); // writeback mode: handle 0, nothing to do
         ll.replyErr(req, 0);
         return;
       case Op.READDIR: {
@@ -399,7 +439,8 @@ export class LowLevelMount {
     if (s.valid & (SET_ATTR.UID | SET_ATTR.GID))
       await fs.chown(path, s.valid & SET_ATTR.UID ? s.uid : -1, s.valid & SET_ATTR.GID ? s.gid : -1);
     if (s.valid & SET_ATTR.SIZE) {
-      if (fh >= 0) await fs.ftruncate(fh, s.size);
+      // fh 0: no handle (writeback mode's files opened without a request; O_TRUNC comes with none at all).
+      if (fh > 0) await fs.ftruncate(fh, s.size);
       else await fs.truncate(path, s.size);
     }
     if (s.valid & (SET_ATTR.ATIME | SET_ATTR.MTIME)) {

@@ -148,7 +148,9 @@ export async function mount(t: Teardown, d: { dataDir: string }, args: string[] 
   const dir = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-mnt-'));
   // The daemon the mount starts again after a restart must use the same store as the test's daemon.
   const store = await testStoreEnv(d.dataDir);
-  const proc = spawn(process.execPath, [CLI, 'mount', dir, ...args], {
+  // MDVFS_TEST_WRITEBACK=1 runs a test file's mounts in `--writeback` mode (docs/posix.md).
+  const mode = process.env.MDVFS_TEST_WRITEBACK === '1' && !args.includes('--writeback') ? ['--writeback'] : [];
+  const proc = spawn(process.execPath, [CLI, 'mount', dir, ...args, ...mode], {
     env: { ...process.env, ...store, SERVICE_DATA_DIR: d.dataDir },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
