@@ -23,7 +23,16 @@ import { ChangeLog, mountPaths } from '../change-log.js';
 import { O_ACCMODE, O_RDONLY, O_TRUNC, S_IFDIR, S_IFMT, S_IFREG, type FuseStat } from '../fuse-types.js';
 import type { MountFs, UtimeArg } from '../mount-fs.js';
 import { Inodes } from './inodes.js';
-import { OPEN_FLAGS, Op, SET_ATTR, type Entry, type FuseLowLevel, type Name, type SetAttr } from './native.js';
+import {
+  OPEN_FLAGS,
+  Op,
+  SET_ATTR,
+  type Entry,
+  type FuseLowLevel,
+  type Handler,
+  type Name,
+  type SetAttr,
+} from './native.js';
 
 /** Seconds the kernel keeps entries and attributes: until a change event invalidates them. */
 const LONG = 86400;
@@ -100,7 +109,7 @@ export class LowLevelMount {
       args,
       trunc | caps.EXPLICIT_INVAL_DATA | caps.READDIRPLUS,
       (caps.ATOMIC_O_TRUNC & ~trunc) | caps.AUTO_INVAL_DATA | caps.WRITEBACK_CACHE | caps.READDIRPLUS_AUTO,
-      (op, req, ino, a, b, c, s1, s2, extra) => this.dispatch(op, req, ino, a, b, c, s1, s2, extra),
+      (...request) => this.dispatch(...request),
     );
   }
 
@@ -167,17 +176,9 @@ export class LowLevelMount {
     }
   }
 
-  private dispatch(
-    op: number,
-    req: number,
-    ino: number,
-    a: number,
-    b: number,
-    c: number,
-    s1: Name,
-    s2: Name,
-    extra: Buffer | SetAttr | undefined,
-  ): void {
+  /** One request from the kernel, as the addon hands it over (Handler: its fields, declared once). */
+  private dispatch(...request: Parameters<Handler>): void {
+    const [op, req, ino, a] = request;
     if (op === Op.FORGET) {
       const gone = this.nodes.forget(ino, a);
       if (gone?.orphanFd !== undefined) void this.fs.release(gone.orphanFd).catch(() => undefined);
@@ -188,23 +189,13 @@ export class LowLevelMount {
       this.endedResolve();
       return;
     }
-    this.serve(op, req, ino, a, b, c, s1, s2, extra).catch((err: unknown) => {
+    this.serve(...request).catch((err: unknown) => {
       this.ll.replyErr(req, err instanceof KernelError ? err.errno : errnoOf(err));
     });
   }
 
   /** Answers one request (a rejection is answered with its errno by dispatch). */
-  private async serve(
-    op: number,
-    req: number,
-    ino: number,
-    a: number,
-    b: number,
-    c: number,
-    s1: Name,
-    s2: Name,
-    extra: Buffer | SetAttr | undefined,
-  ): Promise<void> {
+  private async serve(...[op, req, ino, a, b, c, s1, s2, extra]: Parameters<Handler>): Promise<void> {
     const ll = this.ll;
     const fs = this.fs;
     switch (op) {
