@@ -8,6 +8,8 @@
  * share of idle time and the functions with the most self time. Scenarios: rest-get-c1, rest-get-c32,
  * rest-put-c32, mcp-read, fuse-create, fuse-warm, daemon-mutation, startup (default: all).
  *
+ * MDVFS_PROFILE_MOUNT_ARGS: more `mdvfs mount` options for fuse-create and fuse-warm (e.g. --writeback).
+ *
  * daemon-mutation first measures without the profiler (see `daemonMutation`): µs per call and daemon
  * CPU per call of the mount's create and unlink over the socket, against the same calls run in-process.
  */
@@ -223,7 +225,9 @@ async function fuse(kind: 'create' | 'warm'): Promise<void> {
   const d = await startDaemonProc(dataDir);
   if (kind === 'warm') await populate(d.client, '/set', 1000, 200);
   const mnt = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-profile-mnt-'));
-  const m = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${dir}`, CLI, 'mount', mnt], {
+  // MDVFS_PROFILE_MOUNT_ARGS: more `mdvfs mount` options (e.g. --writeback), space-separated.
+  const more = (process.env.MDVFS_PROFILE_MOUNT_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const m = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${dir}`, CLI, 'mount', mnt, ...more], {
     env: { ...process.env, SERVICE_DATA_DIR: dataDir },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
