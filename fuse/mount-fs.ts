@@ -29,6 +29,7 @@ import {
 } from './fuse-types.js';
 import { HISTORY_DIR, HistoryView, isHistoryPath } from './history.js';
 import { ContentCache, FileBuffer, OpenFile, OpenFiles } from './open-files.js';
+import { PART, RangedContent } from './ranged.js';
 
 const R_OK = 4;
 const W_OK = 2;
@@ -187,6 +188,7 @@ export class MountFs {
     // writeback mode only while it holds unsent writes: a clean buffer may be one a handle-less
     // descriptor keeps after a change made elsewhere (it is fetched again at its next use, see withLoose).
     const open = this.files.file(path);
+    if (open?.stream && !open.data && !open.orphaned && !this.opts.writeback) st.size = open.stream.size;
     if (open?.data && !open.orphaned && (open.dirty || !this.opts.writeback)) {
       st.size = open.data.size;
       st.blocks = Math.ceil(st.size / 512);
@@ -401,9 +403,14 @@ export class MountFs {
     ]);
   }
 
-  async read(fd: number, buf: Buffer, len: number, pos: number): Promise<number> {
+  /** Up to `len` bytes at `pos`: a copy, or a view of a large file's part (fetched as read, see RangedContent). */
+  async read(fd: number, len: number, pos: number): Promise<Buffer> {
     const h = this.handle(fd, 'read');
-    return h.kind === 'snapshot' ? copyOut(h.data, buf, len, pos) : (await this.content(h.file)).read(buf, len, pos);
+    if (h.kind === 'snapshot') return copyOut(h.data, len, pos);
+    const from = await this.readable(h.file);
+    if (from instanceof RangedContent) return from.read(pos, len);
+    const buf = Buffer.allocUnsafe(Math.max(0, Math.min(len, from.size - pos)));
+    return buf.subarray(0, from.read(buf, len, pos));
   }
 
   async write(fd: number, buf: Buffer, len: number, pos: number): Promise<number> {
@@ -458,7 +465,10 @@ export class MountFs {
     try {
       if (file.refs === 0) await this.flushFile(file);
     } finally {
-      if (file.refs === 0) this.files.forget(file);
+      if (file.refs === 0) {
+        this.files.forget(file);
+        file.stream?.stop();
+      }
       if (h.grant !== undefined) await this.releaseGrant(file, h.grant);
     }
   }
@@ -491,8 +501,8 @@ export class MountFs {
   // ---------- writeback mode: requests without a handle ----------
 
   /** read(2) of a file opened with no request to the mount (writeback mode: fh 0). */
-  readLoose(path: string, buf: Buffer, len: number, pos: number): Promise<number> {
-    return this.withLoose(path, false, (fd) => this.read(fd, buf, len, pos));
+  readLoose(path: string, len: number, pos: number): Promise<Buffer> {
+    return this.withLoose(path, false, (fd) => this.read(fd, len, pos));
   }
 
   /** write(2) to a file opened with no request to the mount (writeback mode: fh 0). */
@@ -997,9 +1007,14 @@ export class MountFs {
       }
     }
     // Reading checks read access; a writer also needs write access (write-only files are not supported).
+    // A reader gets the first part only: a larger file's other parts are fetched as the kernel reads them.
     const known = open?.etag !== undefined ? { etag: open.etag, data: undefined } : this.cache.get(path);
     const [read, checked] = await Promise.allSettled([
-      this.rpc.request('fs.read', known ? { path, if_none_match: known.etag } : { path }),
+      this.rpc.request('fs.read', {
+        path,
+        ...(known ? { if_none_match: known.etag } : {}),
+        ...(mode & W_OK ? {} : { offset: 0, length: PART }),
+      }),
       mode & W_OK ? this.checkOpen(path, W_OK) : Promise.resolve<{ grant?: string }>({}),
     ]);
     if (read.status === 'rejected' || checked.status === 'rejected') {
@@ -1010,7 +1025,9 @@ export class MountFs {
     const { result, data } = read.value;
     const current = this.files.file(path);
     if (current?.dirty) return { file: current, ...granted };
-    let content: FileBuffer | null;
+    let content: FileBuffer | null = null;
+    /** The first part of a file larger than it (a reader's open): the rest is fetched as it is read. */
+    let first: Buffer | undefined;
     if (result.not_modified) {
       this.cache.confirm(path, result.etag, since);
       if (current && current.etag === result.etag) return { file: current, ...granted };
@@ -1020,19 +1037,17 @@ export class MountFs {
       const cached = this.cache.get(path);
       const bytes = known?.data ?? (cached?.etag === result.etag ? cached.data : undefined);
       content = bytes ? new FileBuffer(bytes, true) : null;
-    } else {
+    } else if (data.length >= result.size) {
       content = new FileBuffer(data, true);
       this.cache.set(path, result.etag, data, since, true);
-    }
-    if (current) {
-      // Open but clean, and changed outside the mount since: take the new content.
-      current.data = content;
-      current.etag = result.etag;
-      return { file: current, ...granted };
-    }
-    const file = new OpenFile(path, content);
+    } else first = data;
+    // Open but clean, and changed outside the mount since: it takes the new content.
+    const file = current ?? new OpenFile(path, null);
+    file.stream?.stop();
+    file.data = content;
+    file.stream = first ? this.ranged(file, result, first, since) : null;
     file.etag = result.etag;
-    return { file: this.files.adopt(file), ...granted };
+    return { file: current ?? this.files.adopt(file), ...granted };
   }
 
   /**
@@ -1049,10 +1064,67 @@ export class MountFs {
   }
 
   /**
+   * The parts of a large file's version `result.etag`, part 0 (`first`) in hand, the others fetched
+   * as they are read (RangedContent); once all are in, the cache keeps them (or, large, their etag).
+   */
+  private ranged(file: OpenFile, result: { etag: string; size: number }, first: Buffer, since: number): RangedContent {
+    const path = file.path;
+    return new RangedContent(
+      result.size,
+      result.etag,
+      first,
+      async (offset, length, etag) =>
+        (await this.rpc.request('fs.read', { path: file.path, if_match: etag, offset, length })).data,
+      (done) => {
+        if (file.path !== path) return;
+        const small = done.size <= this.cache.maxEntry;
+        void (small ? done.whole() : Promise.resolve(undefined)).then((bytes) =>
+          this.cache.set(path, done.etag, bytes, since, true),
+        );
+      },
+    );
+  }
+
+  /** What reads of `file` are served from: its buffer, or a large file's parts (fetched on first use). */
+  private async readable(file: OpenFile): Promise<FileBuffer | RangedContent> {
+    if (!file.data && !file.stream) {
+      const since = this.log.now();
+      file.starting ??= this.rpc
+        .request('fs.read', { path: file.path, offset: 0, length: PART })
+        .then(({ result, data }) => {
+          if (file.data || file.stream) return;
+          if (data.length >= result.size) {
+            file.data = new FileBuffer(data, true);
+            this.cache.set(file.path, result.etag, data, since, true);
+          } else file.stream = this.ranged(file, result, data, since);
+          file.etag = result.etag;
+        })
+        .finally(() => {
+          file.starting = null;
+        });
+      await file.starting;
+    }
+    return file.data ?? file.stream!;
+  }
+
+  /**
    * A file's bytes, fetched on first use. Opening an unchanged large file costs no transfer: the
    * kernel often serves its reads from the page cache (keep_cache) and never asks.
    */
-  private content(file: OpenFile): Promise<FileBuffer> {
+  private async content(file: OpenFile): Promise<FileBuffer> {
+    const stream = file.stream;
+    if (!file.data && stream) {
+      // A writer of a file read in parts: the buffer is that version, whole.
+      const whole = await stream.whole();
+      if (!file.data && file.stream === stream) {
+        file.data = new FileBuffer(whole, true);
+        file.stream = null;
+      }
+    }
+    return this.fetchWhole(file);
+  }
+
+  private fetchWhole(file: OpenFile): Promise<FileBuffer> {
     if (file.data) return Promise.resolve(file.data);
     const since = this.log.now();
     file.loading ??= this.rpc
@@ -1150,7 +1222,6 @@ function basename(path: string): string {
   return path.slice(path.lastIndexOf('/') + 1);
 }
 
-function copyOut(src: Buffer, dst: Buffer, len: number, pos: number): number {
-  if (pos >= src.length) return 0;
-  return src.copy(dst, 0, pos, Math.min(src.length, pos + len));
+function copyOut(src: Buffer, len: number, pos: number): Buffer {
+  return Buffer.from(src.subarray(pos, pos + len));
 }

@@ -7,6 +7,7 @@
  * through the mount see each other's writes before either closes it.
  */
 import type { ChangeLog } from './change-log.js';
+import type { RangedContent } from './ranged.js';
 
 /** A growable byte buffer with copy-on-write, so a view handed to the RPC layer is never mutated. */
 export class FileBuffer {
@@ -100,6 +101,13 @@ export class OpenFile {
   failed: unknown;
   /** The fetch of `data` while it runs (content is fetched on the first read, see MountFs.content). */
   loading: Promise<FileBuffer> | null = null;
+  /**
+   * A large file opened for reading, while `data` is null: its parts, fetched as the kernel reads
+   * them (fuse/ranged.ts). A writer turns it into `data` (MountFs.content).
+   */
+  stream: RangedContent | null = null;
+  /** The fetch of the first part while it runs (MountFs.readable). */
+  starting: Promise<void> | null = null;
   private chain: Promise<unknown> = Promise.resolve();
 
   /** `data` is null while the content is known (by etag) but not fetched yet. */
@@ -224,7 +232,7 @@ export class ContentCache {
   constructor(
     private readonly log: ChangeLog,
     private readonly maxBytes = 128 * 1024 * 1024,
-    private readonly maxEntry = 8 * 1024 * 1024,
+    readonly maxEntry = 8 * 1024 * 1024,
     private readonly maxCount = 100000,
   ) {}
 
@@ -255,9 +263,10 @@ export class ContentCache {
     e.readable = true;
   }
 
-  set(path: string, etag: string, data: Buffer, since: number, readable: boolean): void {
+  /** `data` undefined: the bytes are not kept (a large file), only the etag. */
+  set(path: string, etag: string, data: Buffer | undefined, since: number, readable: boolean): void {
     this.delete(path);
-    const kept = data.length > this.maxEntry ? undefined : data;
+    const kept = data === undefined || data.length > this.maxEntry ? undefined : data;
     this.entries.set(path, { etag, data: kept, since, readable });
     this.bytes += kept?.length ?? 0;
     for (const [p, e] of this.entries) {

@@ -219,6 +219,29 @@ export class FrameDecoder {
     return frames;
   }
 
+  /**
+   * The frame being received, when its header is in and its data (at least `min` bytes) is not all:
+   * its data buffer, with the bytes held so far copied in, for the rest to be read from the socket
+   * straight into it (DaemonClient). The decoder then holds nothing.
+   */
+  takeLarge(min: number): { header: unknown; data: Buffer; filled: number } | null {
+    if (this.skipping > 0 || this.buffered < 8) return null;
+    const head = this.peek(8);
+    const hlen = head.readUInt32BE(0);
+    const dlen = head.readUInt32BE(4);
+    if (dlen < min || hlen > MAX_HEADER || dlen > MAX_DATA) return null;
+    if (this.buffered < 8 + hlen || this.buffered >= 8 + hlen + dlen) return null;
+    const all = this.take(this.buffered);
+    let header: unknown;
+    try {
+      header = JSON.parse(all.subarray(8, 8 + hlen).toString('utf8'));
+    } catch {
+      header = new FrameError('header is not valid JSON');
+    }
+    const data = Buffer.allocUnsafe(dlen);
+    return { header, data, filled: all.copy(data, 0, 8 + hlen) };
+  }
+
   private peek(n: number): Buffer {
     if (this.chunks[0]!.length >= n) return this.chunks[0]!.subarray(0, n);
     const merged = Buffer.concat(this.chunks);

@@ -327,11 +327,10 @@ export class LowLevelMount {
       }
       // fh 0: a file opened with no open request (writeback mode), served by its path.
       case Op.READ: {
-        const buf = Buffer.allocUnsafe(b);
         const orphan = a === 0 ? this.nodes.get(ino)?.orphanFd : undefined;
         const fd = orphan ?? a;
-        const n = fd === 0 ? await fs.readLoose(this.pathOf(ino, 'read'), buf, b, c) : await fs.read(fd, buf, b, c);
-        ll.replyBuf(req, buf, n);
+        const data = fd === 0 ? await fs.readLoose(this.pathOf(ino, 'read'), b, c) : await fs.read(fd, b, c);
+        ll.replyBuf(req, data, data.length);
         return;
       }
       case Op.WRITE: {

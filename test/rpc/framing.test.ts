@@ -1,14 +1,16 @@
 /**
  * FrameWriter: the frames queued in one event-loop turn leave together, in order, in one corked
  * write (one writev) after the turn; flush() writes at once; a destroyed socket gets nothing.
- * Checked on a real Unix socket pair, with the writing side's socket calls recorded.
+ * Checked on a real Unix socket pair, with the writing side's socket calls recorded. And DaemonClient's
+ * reading: replies with large data are read straight into a buffer of their own.
  */
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { mkdtempSync, rmSync } from 'node:fs';
 import t, { type Test } from 'tap';
-import { FrameDecoder, FrameWriter, type Frame } from '../../daemon/rpc/framing.js';
+import { connectSocket } from '../../daemon/rpc/client.js';
+import { encodeFrame, FrameDecoder, FrameWriter, type Frame } from '../../daemon/rpc/framing.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-framing-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -101,4 +103,54 @@ t.test('a single frame is one plain write; flush() writes at once; a destroyed s
   w.push({ id: 3 });
   await new Promise((r) => setImmediate(r));
   t.same(calls, ['write', 'write'], 'nothing is written to a destroyed socket');
+});
+
+t.test('DaemonClient reads large replies straight into their own buffer, small ones as before', async (t) => {
+  const sockPath = path.join(dir, 'client');
+  const sizes = [0, 10, 70 * 1024, 3 * 1024 * 1024 + 5, 100, 64 * 1024 - 1, 5 * 1024 * 1024, 64 * 1024];
+  const bodies = sizes.map((n, i) => Buffer.alloc(n, i + 1).fill(0xee, Math.max(0, n - 3)));
+  const server = net.createServer((s) => {
+    const decoder = new FrameDecoder();
+    s.on('data', (chunk: Buffer) => {
+      for (const { header } of decoder.push(chunk)) {
+        const { id } = header as { id: number };
+        if (id !== sizes.length) continue;
+        // Every reply in one buffer, written in pieces of odd sizes: frames and headers cut anywhere.
+        const all = Buffer.concat(bodies.flatMap((b, k) => encodeFrame({ id: k + 1, result: { n: b.length } }, b)));
+        const bad = Buffer.from('{"id":');
+        const head = Buffer.alloc(8);
+        head.writeUInt32BE(bad.length, 0);
+        head.writeUInt32BE(70000, 4);
+        const broken = Buffer.concat([head, bad, Buffer.alloc(70000)]); // not JSON, large data
+        const rest = Buffer.concat([
+          broken,
+          ...encodeFrame({ id: sizes.length + 1, result: { n: 1 } }, Buffer.from('z')),
+        ]);
+        let off = 0;
+        for (let piece = 1; off < all.length; piece = (piece * 7 + 13) % 300000) {
+          s.write(all.subarray(off, off + piece + 1));
+          off += piece + 1;
+        }
+        s.write(rest);
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(sockPath, r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const client = await connectSocket(sockPath);
+  t.teardown(() => client.close());
+  const errors: Error[] = [];
+  client.on('protocol-error', (e: Error) => errors.push(e));
+  const replies = await Promise.all([
+    ...sizes.map(() => client.request('sys.health', {})),
+    client.request('sys.health', {}),
+  ]);
+  sizes.forEach((n, k) => {
+    const data = replies[k]!.data;
+    t.ok(data.equals(bodies[k]!), `reply ${k + 1} (${n} bytes) arrived whole and in order`);
+    // Larger than one socket read can be: read into its own buffer, not joined from pieces.
+    if (n > 1024 * 1024) t.equal(data.byteOffset === 0 && data.buffer.byteLength, n, `its own buffer (${n} bytes)`);
+  });
+  t.equal(replies[sizes.length]!.data.toString(), 'z', 'the reply after a large frame whose header is not JSON');
+  t.equal(errors.length, 1, 'that frame is reported as a protocol error, the stream stays in sync');
 });
