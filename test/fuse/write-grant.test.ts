@@ -8,7 +8,7 @@
 import t from 'tap';
 import { connectSocket } from '../../daemon/rpc/client.js';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
-import { mount, okIn, skipWithoutFuse, startDaemon } from '../helpers/fuse.js';
+import { CREATE_0444_PY, mount, okIn, skipWithoutFuse, startDaemon } from '../helpers/fuse.js';
 
 skipWithoutFuse(t);
 
@@ -42,13 +42,7 @@ void t.test('git init, add, commit and fsck as a regular user', async (t) => {
 
 void t.test('open(O_CREAT|O_WRONLY, 0444), write, close', async (t) => {
   // A separate process: never the mount's own.
-  const py = `import os
-fd = os.open('home/alice/ro.md', os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o444)
-os.write(fd, b'first part\\n')
-os.write(fd, b'second part\\n')
-os.close(fd)
-`;
-  await ok(t, `python3 -c "${py}"`);
+  await ok(t, `python3 -c "${CREATE_0444_PY}"`);
   t.equal(await read('/home/alice/ro.md'), 'first part\nsecond part\n', 'the content reached the daemon');
   t.equal((await root.call('fs.stat', { path: '/home/alice/ro.md' })).mode, '0444', 'with the mode asked for');
   t.equal(await ok(t, 'cat home/alice/ro.md'), 'first part\nsecond part\n', 'and reads back through the mount');

@@ -5,7 +5,16 @@
  * mount; every check of what was written asks the daemon through its own socket.
  */
 import t, { type Test } from 'tap';
-import { eventually, mount, okIn, skipWithoutFuse, sleep, startDaemon, type Mount } from '../helpers/fuse.js';
+import {
+  CREATE_0444_PY,
+  eventually,
+  mount,
+  okIn,
+  skipWithoutFuse,
+  sleep,
+  startDaemon,
+  type Mount,
+} from '../helpers/fuse.js';
 
 skipWithoutFuse(t);
 
@@ -151,13 +160,7 @@ void t.test('as a regular user: git, 0444 files, and a revocation through REST',
   await t.test('git as alice', (t) => gitRound(t, ma, 'home/alice/repo'));
 
   await t.test('open(O_CREAT|O_WRONLY|O_EXCL, 0444), write, close', async (t) => {
-    const py = `import os
-fd = os.open('home/alice/ro.md', os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o444)
-os.write(fd, b'first part\\n')
-os.write(fd, b'second part\\n')
-os.close(fd)
-`;
-    await run(t, `python3 -c "${py}"`);
+    await run(t, `python3 -c "${CREATE_0444_PY}"`);
     t.ok((await arrives('/home/alice/ro.md', 'first part\nsecond part\n')) >= 0, 'the content reached the daemon');
     t.equal((await root.call('fs.stat', { path: '/home/alice/ro.md' })).mode, '0444');
     // The creator's descriptor (its grant) is kept while it writes, and closed LOOSE_CLOSE_MS after.

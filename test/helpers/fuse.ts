@@ -228,3 +228,14 @@ export async function eventually(fn: () => boolean | Promise<boolean>, limitMs =
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
+
+/**
+ * A Python program run with the mountpoint as working directory: git's way of writing an object,
+ * open(O_CREAT|O_WRONLY|O_EXCL, 0444) of home/alice/ro.md, two writes through that descriptor, close.
+ */
+export const CREATE_0444_PY = `import os
+fd = os.open('home/alice/ro.md', os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o444)
+os.write(fd, b'first part\\n')
+os.write(fd, b'second part\\n')
+os.close(fd)
+`;
