@@ -919,7 +919,16 @@ export class MountFs {
       } finally {
         this.changed(path);
       }
-      if (r.stat) this.attrs.set(path, toFuseStat(r.stat, this.opts.owners), this.log.now());
+      const since = this.log.now();
+      if (r.stat) this.attrs.set(path, toFuseStat(r.stat, this.opts.owners), since);
+      // A directory's listing is fetched again under the access it gives now (one call; a listing of
+      // more than one page is not kept), so that the lookups that follow are still answered from it:
+      // rsync sets the mode and times of each directory it creates, and every file's lookups in it
+      // (three) then went to the daemon one by one.
+      if (r.stat?.kind === 'directory') {
+        const listing = await this.rpc.call('fs.list', { path }).catch(() => null);
+        if (listing !== null && listing.truncated !== true) this.remember(path, listing, since);
+      }
       return;
     }
     // The access it gives may change: what was read under the old one is dropped.

@@ -135,6 +135,29 @@ void t.test('renames and chmods of files in the mount keep the directory listing
   );
 });
 
+void t.test('a chmod or touch of a directory in the mount fetches its listing again', async (t) => {
+  await root.call('fs.mkdir', { path: '/dirattr' });
+  await root.call('fs.chown', { path: '/dirattr', owner: 'alice' });
+  for (const n of ['a', 'b']) await write(`/dirattr/${n}.md`, `${n}\n`);
+  // rsync's way with every directory it makes: its mode and times set, then the files' names looked up.
+  const made = await m.sh('ls dirattr >/dev/null && chmod 0750 dirattr && touch -d @1700000000 dirattr');
+  t.equal(made.code, 0, made.stderr);
+  const dir = `${m.dir}/dirattr`;
+  const seen: string[] = [];
+  d.proc.kill('SIGSTOP'); // a daemon call would now wait (until the mount's 120 s request timeout)
+  try {
+    // One command per `timeout`, from outside the mount: a killed command leaves no child waiting.
+    for (const cmd of [`stat -c %s '${dir}/a.md'`, `test ! -e '${dir}/new.md' && echo free`, `ls '${dir}'`])
+      seen.push(`${(await sh(`timeout -s KILL 20 sh -c "${cmd}" | tr "\\n" " "`, '/')).stdout}`);
+  } finally {
+    d.proc.kill('SIGCONT');
+  }
+  t.same(seen, ['2 ', 'free ', 'a.md b.md '], 'looked up and listed with the daemon stopped');
+  await root.call('fs.chmod', { path: '/dirattr', mode: '0700' });
+  await root.call('fs.chown', { path: '/dirattr', owner: 'root' });
+  await refusedSoon(t, 'dirattr/a.md', 'a directory chmodded and given away through the daemon');
+});
+
 void t.test('chmod of the file drops its cached content', async (t) => {
   await write('/c1/f.md', 'one\n');
   await readsTwice(t, 'c1/f.md', 'one\n');
