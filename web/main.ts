@@ -55,6 +55,9 @@ let selected: { path: string; dir: boolean } | null = null;
 let open: { path: string; etag: string; saved: string } | null = null;
 /** Directories shown expanded in the tree. */
 const expanded = new Set<string>();
+/** When each directory was last collapsed by a click (a count): a listing asked for before is not shown. */
+const collapsedAt = new Map<string, number>();
+let collapses = 0;
 /** The last change event per path, for attribution ("changed by helper on behalf of alice"). */
 const lastChange = new Map<string, FeedEvent>();
 
@@ -172,6 +175,7 @@ function dirItem(path: string, label: string): HTMLLIElement {
     selectPath(path, true);
     if (expanded.has(path)) {
       expanded.delete(path);
+      collapsedAt.set(path, ++collapses);
       li.querySelector(':scope > ul')?.remove();
       li.classList.remove('open');
     } else {
@@ -229,6 +233,7 @@ function itemFor(path: string): HTMLLIElement | null {
 async function renderDir(path: string): Promise<void> {
   const li = itemFor(path);
   if (li === null) return;
+  const asked = collapses;
   let entries: DirEntry[];
   let truncated = false;
   try {
@@ -246,6 +251,8 @@ async function renderDir(path: string): Promise<void> {
     }
     throw err;
   }
+  // Collapsed while its listing was on the way (a live event redraws it as the user clicks): it stays so.
+  if ((collapsedAt.get(path) ?? 0) > asked) return;
   const ul = el('ul');
   ul.setAttribute('role', 'group');
   const subdirs: string[] = [];

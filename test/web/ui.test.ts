@@ -352,6 +352,36 @@ t.test('a note opened from a folder the tree loads lazily (the main screen)', as
   await shot(page, 'editor');
 });
 
+t.test('a folder collapsed while a live event reloads it stays collapsed', async (t) => {
+  await page.waitForSelector('#tree li[data-path="/home/alice/notes"].open');
+  // The listing a live event asks for is held until the folder was collapsed.
+  const listing = '/fs//home/alice/notes?limit=1000';
+  let held: (() => void) | undefined;
+  const seen = new Promise<void>((resolve) => {
+    page.on('request', (req) => {
+      if (held === undefined && req.method() === 'GET' && req.url().endsWith(listing)) {
+        held = () => void req.continue();
+        resolve();
+      } else void req.continue();
+    });
+  });
+  await page.setRequestInterception(true);
+  try {
+    t.equal((await alice.put('/fs/notes/late.md', 'late\n')).status, 200);
+    await seen;
+    await clickTree(page, '/home/alice/notes');
+    await page.waitForSelector('#tree li[data-path="/home/alice/notes"].selected:not(.open)');
+    const answered = page.waitForResponse((r) => r.url().endsWith(listing));
+    held!();
+    await answered;
+    await page.evaluate(() => new Promise((r) => setTimeout(r, 200)));
+    t.equal(await page.$('#tree li[data-path="/home/alice/notes"].open'), null, 'the late listing did not open it');
+  } finally {
+    await page.setRequestInterception(false);
+    page.removeAllListeners('request');
+  }
+});
+
 t.test(
   'new folder, a file in it, rename, move the folder with the open file, delete; a refusal is readable',
   async (t) => {
