@@ -128,6 +128,11 @@ export class MountFs {
   /** Writeback mode: told when written data was refused after close: the kernel's copy of `path` is stale. */
   onDiscarded: ((path: string) => void) | undefined;
 
+  /** `mdvfs mount --writeback` (MountFsOptions.writeback), which the kernel side follows too. */
+  get writeback(): boolean {
+    return this.opts.writeback === true;
+  }
+
   constructor(
     private readonly rpc: Caller,
     private readonly opts: MountFsOptions,

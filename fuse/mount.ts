@@ -93,7 +93,7 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
     writeback,
     ...(jail !== '/' ? { jail } : {}),
   });
-  const llm = new LowLevelMount(ll, mfs, { writeback, ...(jail !== '/' ? { jail } : {}) });
+  const llm = new LowLevelMount(ll, mfs, jail !== '/' ? { jail } : {});
   try {
     await link.onChange((ev) => llm.onChange(ev, mfs.onChange(ev)));
   } catch (err) {

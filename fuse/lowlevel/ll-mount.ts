@@ -7,7 +7,7 @@
  * Opens are still answered (MountFs checks access and takes write grants there) but with keep_cache, so
  * re-reading an unchanged file costs no data transfer; directories need no open (no-opendir).
  *
- * `--writeback` (LowLevelOptions.writeback) answers the first open and the first flush with ENOSYS:
+ * `--writeback` (MountFs.writeback) answers the first open and the first flush with ENOSYS:
  * the kernel then sends neither for the whole connection (a warm `grep -r` sends nothing at all).
  * Reads, writes and fsync of such files arrive with no handle (fh 0) and are served by path
  * (MountFs.readLoose/writeLoose/fsyncLoose); O_TRUNC arrives as a setattr of size 0 (atomic O_TRUNC
@@ -64,8 +64,6 @@ class KernelError extends Error {
 export interface LowLevelOptions {
   /** The real root of a workspace mount (the daemon reports changes by real path). */
   jail?: string;
-  /** `mdvfs mount --writeback`: no open and no flush request (see the top of this file). */
-  writeback?: boolean;
 }
 
 export class LowLevelMount {
@@ -103,7 +101,7 @@ export class LowLevelMount {
     // send no lookup per file).
     const caps = this.ll.caps;
     // Atomic O_TRUNC lets the open do the truncation; with no open (writeback mode) it must come as a setattr.
-    const trunc = this.opts.writeback ? 0 : caps.ATOMIC_O_TRUNC;
+    const trunc = this.fs.writeback ? 0 : caps.ATOMIC_O_TRUNC;
     this.ll.create(
       mnt,
       args,
@@ -272,7 +270,7 @@ export class LowLevelMount {
         else await fs.rmdir(path);
         // Writeback mode: a descriptor opened with no request may still read it (the file's last handle-less one).
         const node = this.nodes.at(path);
-        const fd = this.opts.writeback && node ? fs.detachLoose(path) : undefined;
+        const fd = this.fs.writeback && node ? fs.detachLoose(path) : undefined;
         if (fd !== undefined) node!.orphanFd = fd;
         this.nodes.removed(path);
         ll.replyErr(req, 0);
@@ -293,7 +291,7 @@ export class LowLevelMount {
         return;
       case Op.OPEN: {
         // Writeback mode: no open is ever sent again (fc->no_open), this one included.
-        if (this.opts.writeback) return void ll.replyErr(req, ENOSYS);
+        if (this.fs.writeback) return void ll.replyErr(req, ENOSYS);
         const path = this.pathOf(ino, 'open');
         const fh = await fs.open(path, a);
         // The kernel keeps this file's pages across opens: a change event drops them (invalidate).
@@ -311,17 +309,17 @@ export class LowLevelMount {
         node.attr = st;
         // Writeback mode: handle 0, and its writes served by path like every other file's (no release
         // would ever close a real handle: the kernel sends none once it sends no opens).
-        if (this.opts.writeback) fs.adoptLoose(path, fh);
+        if (this.fs.writeback) fs.adoptLoose(path, fh);
         if (
           ll.replyCreate(
             req,
             { ino: node.ino, attr: st, entryTimeout: LONG, attrTimeout: LONG },
-            this.opts.writeback ? 0 : fh,
+            this.fs.writeback ? 0 : fh,
             OPEN_FLAGS.KEEP_CACHE,
           ) !== 0
         ) {
           this.nodes.forget(node.ino, 1);
-          if (!this.opts.writeback) await fs.release(fh);
+          if (!this.fs.writeback) await fs.release(fh);
         }
         return;
       }
@@ -346,7 +344,7 @@ export class LowLevelMount {
       }
       case Op.FLUSH:
         // Writeback mode: no flush is ever sent again (fc->no_flush); data goes at idle time (MountFs.withLoose).
-        if (this.opts.writeback) return void ll.replyErr(req, ENOSYS);
+        if (this.fs.writeback) return void ll.replyErr(req, ENOSYS);
         await fs.flush(a, true);
         ll.replyErr(req, 0);
         return;
