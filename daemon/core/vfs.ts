@@ -68,6 +68,17 @@ export interface WriteOptions {
   grant?: string;
   /** Answer with a new write grant for the file written (the mount's create and open for writing). */
   wantGrant?: boolean;
+  /**
+   * With `exclusive`: the new file's times (nanoseconds since the epoch), as a utimens right after the
+   * create would set them (its creator must be allowed to: see `ownsForTimes`). One call for the mount's
+   * file that was created, written and given its times before it was sent (`rsync`, `cp -p`).
+   */
+  times?: { atime: bigint; mtime: bigint };
+}
+
+/** Whether `cred` may set explicit times on a node owned by `uid` (utimensat(2)): owners and root only. */
+function ownsForTimes(cred: Cred, uid: number): boolean {
+  return [cred.user, cred.delegate].every((p) => p === undefined || isRoot(p) || p.uid === uid);
 }
 
 /**
@@ -633,11 +644,16 @@ export class Vfs {
     }
     if (!fresh) requireAccess(cred, dir, W | X, 'open', abs);
     const own = this.ownership(cred, dir);
+    if (opts.times && !ownsForTimes(cred, own.uid)) throw new VfsError('EPERM', 'utime', abs);
     const id = this.nextId++;
     // Issued before anything changes: it can fail (too many grants).
     const grant = opts.wantGrant ? this.grants.issue(opts.holder!, id, op, abs) : undefined;
     const mode = (opts.mode ?? 0o644) & 0o7777 & ~S_ISUID;
     const node = this.makeFile(own.uid, own.gid, mode, dir, name, this.blobs.put(data), data.length, id);
+    if (opts.times) {
+      node.atime = opts.times.atime;
+      node.mtime = opts.times.mtime;
+    }
     this.attach(dir, node);
     const p = pathOf(node);
     this.emit(cred, p);
@@ -1032,7 +1048,7 @@ export class Vfs {
   utimens(cred: Cred, abs: string, atime: bigint | undefined, mtime: bigint | undefined, nofollow = false): Node {
     const node = this.resolve(cred, abs, 'utime', !nofollow);
     const explicit = atime !== undefined || mtime !== undefined;
-    const owner = [cred.user, cred.delegate].every((p) => p === undefined || isRoot(p) || p.uid === node.uid);
+    const owner = ownsForTimes(cred, node.uid);
     if (!owner && (explicit || !may(cred, node, W))) throw new VfsError(explicit ? 'EPERM' : 'EACCES', 'utime', abs);
     const now = nowNs();
     node.atime = atime ?? now;

@@ -868,6 +868,9 @@ export const methods = {
       grant: grantId.optional(),
       /** Also answer with a new write grant for the file (the mount's create: O_CREAT with mode 0444 stays writable). */
       want_grant: z.boolean().optional(),
+      /** With `exclusive`, both: the new file's times, as fs.utimens takes them (the mount's file given its times before it was sent). */
+      atime: z.union([z.string(), z.number()]).optional(),
+      mtime: z.union([z.string(), z.number()]).optional(),
     }),
     result: z.object({
       path: z.string(),
@@ -1044,8 +1047,14 @@ export const methods = {
     paths: { path: 'entry' },
     shows: ['path'],
     mutates: 'tree',
-    params: z.object({ path, parents: z.boolean().optional(), mode: modeSchema.optional() }),
-    result: z.object({ path: z.string(), created: z.boolean() }),
+    params: z.object({
+      path,
+      parents: z.boolean().optional(),
+      mode: modeSchema.optional(),
+      /** Also answer with the directory's attributes (`stat`), saving an fs.stat round trip (the mount). */
+      stat: z.boolean().optional(),
+    }),
+    result: z.object({ path: z.string(), created: z.boolean(), stat: statSchema.optional() }),
     mcp: [
       {
         tool: 'create_directory',

@@ -72,6 +72,13 @@ export const fsOps = (k: Kit): AreaOps<'fs'> => ({
     if (p.if_none_match !== undefined) opts.ifNoneMatch = p.if_none_match;
     if (p.exclusive !== undefined) opts.exclusive = p.exclusive;
     if (p.append !== undefined) opts.append = p.append;
+    if (p.atime !== undefined || p.mtime !== undefined) {
+      const atime = parseTime(p.atime, 'write');
+      const mtime = parseTime(p.mtime, 'write');
+      if (p.exclusive !== true || atime === undefined || mtime === undefined)
+        throw new VfsError('EINVAL', 'write', p.path, 'atime and mtime are given together, with exclusive only');
+      opts.times = { atime, mtime };
+    }
     if (p.grant !== undefined || p.want_grant === true) {
       opts.holder = k.grantHolder(ctx, cred, 'write');
       if (p.grant !== undefined) opts.grant = p.grant;
@@ -111,7 +118,8 @@ export const fsOps = (k: Kit): AreaOps<'fs'> => ({
     const opts: { parents?: boolean; mode?: number } = { parents: p.parents === true };
     const m = mode(p.mode, 'mkdir');
     if (m !== undefined) opts.mode = m;
-    return { path: p.path, created: k.d.vfs.mkdir(cred, p.path, opts).created };
+    const r = k.d.vfs.mkdir(cred, p.path, opts);
+    return { path: p.path, created: r.created, ...(p.stat === true ? { stat: toStat(r.node) } : {}) };
   },
   'fs.unlink': (p, { cred }) => {
     k.d.vfs.unlink(cred, p.path);

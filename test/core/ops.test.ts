@@ -521,6 +521,57 @@ t.test('filesystem operations', async (t) => {
     await t.rejects(alice.call('fs.utimens', { path: 'ut.md', mtime: 'yesterday' }), { code: 'EINVAL' });
   });
 
+  t.test("write: a new file's times with its exclusive create, as utimens would set them", async (t) => {
+    const times = { atime: '1000000000123456789', mtime: '1500000000987654321' };
+    const w = await alice.call('fs.write', { path: 'wtimes/a.md', exclusive: true, stat: true, ...times }, text('a'));
+    t.same([w.stat?.atime_ns, w.stat?.mtime_ns], [times.atime, times.mtime], 'answered with them');
+    const s = await alice.call('fs.stat', { path: 'wtimes/a.md' });
+    t.same([s.atime_ns, s.mtime_ns, s.size], [times.atime, times.mtime, 1], 'and kept');
+    // Only for a create: a write over a file keeps its own rules (the times of a write are now).
+    await t.rejects(alice.call('fs.write', { path: 'wtimes/a.md', ...times }, text('b')), { code: 'EINVAL' });
+    await t.rejects(alice.call('fs.write', { path: 'wtimes/b.md', exclusive: true, mtime: times.mtime }, text('b')), {
+      code: 'EINVAL',
+    });
+    await t.rejects(
+      alice.call('fs.write', { path: 'wtimes/b.md', exclusive: true, ...times, mtime: 'later' }, text('b')),
+      {
+        code: 'EINVAL',
+      },
+    );
+    t.equal((await alice.call('fs.read', { path: 'wtimes/a.md' })).etag, objectIdOf('a'), 'nothing was written');
+    await t.rejects(alice.call('fs.stat', { path: 'wtimes/b.md' }), { code: 'ENOENT' });
+    // Explicit times need the new file's owner: an agent acting for alice creates a file of alice's.
+    await root.call('fs.mkdir', { path: '/tmp/wtimes', mode: '0777' });
+    const forAlice = p.agentForAlice;
+    await forAlice.call('fs.write', { path: '/tmp/wtimes/plain.md', exclusive: true }, text('p'));
+    const plainTimes = await forAlice.call('fs.utimens', { path: '/tmp/wtimes/plain.md', ...times }).then(
+      () => 'ok',
+      (err: { code?: string }) => err.code,
+    );
+    const withTimes = await forAlice
+      .call('fs.write', { path: '/tmp/wtimes/timed.md', exclusive: true, ...times }, text('t'))
+      .then(
+        () => 'ok',
+        (err: { code?: string }) => err.code,
+      );
+    t.equal(withTimes, plainTimes, 'the same answer as a create and then utimens');
+    if (withTimes !== 'ok')
+      await t.rejects(
+        root.call('fs.stat', { path: '/tmp/wtimes/timed.md' }),
+        { code: 'ENOENT' },
+        'refused: not created',
+      );
+    else t.equal((await root.call('fs.stat', { path: '/tmp/wtimes/timed.md' })).mtime_ns, times.mtime);
+  });
+
+  t.test('mkdir with stat answers the new directory as fs.stat does', async (t) => {
+    const r = await alice.call('fs.mkdir', { path: 'mkst', mode: '0750', stat: true });
+    t.equal(r.created, true);
+    const { path: _path, ...stat } = await alice.call('fs.stat', { path: 'mkst' });
+    t.same(r.stat, stat);
+    t.equal(r.stat?.mode, '0750');
+  });
+
   t.test('access: existence and r/w/x bits', async (t) => {
     await alice.call('fs.write', { path: 'ac.md', mode: '0444' }, text('a'));
     t.same(await alice.call('fs.access', { path: 'ac.md', mode: 0 }), { path: '/home/alice/ac.md' });
