@@ -115,16 +115,7 @@ export class ListingCache {
    * the destination's with the moved file's attributes as the daemon answered them.
    */
   moved(srcDir: string, srcName: string, dstDir: string, dstName: string, stat: FuseStat): void {
-    const from = this.valid(srcDir);
-    if (from) {
-      const i = this.index(from).get(srcName);
-      if (i !== undefined) {
-        this.own(from);
-        from.value.names.splice(i, 1);
-        from.value.stats.splice(i, 1);
-        delete from.names; // the positions after i moved
-      }
-    }
+    this.removed(srcDir, srcName);
     if (this.valid(dstDir)) this.add(dstDir, dstName, stat);
   }
 

@@ -101,11 +101,12 @@ export class MountFs {
   private releaseTimer: NodeJS.Timeout | null = null;
   private statfsCache: { value: FuseStatfs; since: number } | undefined;
   /**
-   * What the daemon answered to this mount's last create in each directory (the requested mode and
-   * the owner it gave), and ChangeLog.now() when it was asked: while nothing concerning that
-   * directory or a directory above it is reported, the next create there gets the same answer.
+   * What the daemon answered to this mount's last create in each directory (the owner it gave; the
+   * mode is the one asked for, less setuid), and ChangeLog.now() when it was asked: while nothing
+   * concerning that directory or a directory above it is reported, the next create there gets the
+   * same answer. A directory this mount just made has its entry too (see mkdir).
    */
-  private readonly createdIn = new Map<string, { since: number; mode: number; uid: number; gid: number }>();
+  private readonly createdIn = new Map<string, { since: number; uid: number; gid: number }>();
   /** Files whose create was answered here and is not sent yet (OpenFile.unsent). */
   private readonly unsent = new Set<OpenFile>();
   private nextProvisionalIno = PROVISIONAL_INO;
@@ -127,6 +128,15 @@ export class MountFs {
   private readonly settledLoose = new WeakMap<Promise<Loose>, Loose>();
   /** Writeback mode: told when written data was refused after close: the kernel's copy of `path` is stale. */
   onDiscarded: ((path: string) => void) | undefined;
+
+  /**
+   * The principal owns what it creates, and the daemon checks it alone: not so for an agent acting
+   * for a user (`--on-behalf-of`), checked as both. The answers this mount gives for the daemon about
+   * its own new files and directories (chmodUnsent, utimensUnsent, mkdir) assume it.
+   */
+  private get ownsWhatItMakes(): boolean {
+    return this.rpc.creds.onBehalfOf === undefined;
+  }
 
   /** `mdvfs mount --writeback` (MountFsOptions.writeback), which the kernel side follows too. */
   get writeback(): boolean {
@@ -184,7 +194,7 @@ export class MountFs {
       // A name missing from a listing still valid does not exist (the lookup before every create).
       if (path !== '/' && this.listings.has(parentOf(path), basename(path)) === false)
         throw new VfsError('ENOENT', 'stat', path);
-      await this.settle(path);
+      await this.settle(path, 'entries');
       const since = this.log.now();
       st = toFuseStat(await this.rpc.call('fs.stat', { path, nofollow: true }), this.opts.owners);
       this.attrs.set(path, { ...st }, since);
@@ -197,7 +207,9 @@ export class MountFs {
     if (open?.data && !open.orphaned && (open.dirty || !this.opts.writeback)) {
       st.size = open.data.size;
       st.blocks = Math.ceil(st.size / 512);
-      if (open.dirty) {
+      // Unless times were set since the last write (they go with the create, see utimensUnsent).
+      const set = open.unsent?.times;
+      if (open.dirty && set?.writes !== open.writes) {
         st.mtime = open.mtimeMs;
         st.mtimeNs = BigInt(open.mtimeMs) * 1_000_000n;
       }
@@ -296,27 +308,27 @@ export class MountFs {
   }
 
   /**
-   * Creates a file and opens it for writing. `exclusive` (O_EXCL: lock files) always asks the daemon.
-   * Otherwise, when the daemon's answer is known (this mount's last create in the same directory,
-   * with the same mode, succeeded, nothing concerning the directory or above was reported since, and
-   * its listing says the name is free) the create is answered here and sent with the file's first
-   * flush, as one exclusive write of its content: a new file costs one daemon call, not two. Should
-   * the daemon refuse it after all (a change made elsewhere whose event had not arrived), that
-   * flush (close, fsync) returns the error and the name goes away.
+   * Creates a file and opens it for writing. `exclusive` (O_EXCL: lock files) asks the daemon, but in
+   * writeback mode. Otherwise, when the daemon's answer is known (createdIn: this mount's last create
+   * in the same directory succeeded, or it made the directory, nothing concerning the directory or
+   * above was reported since, and its listing says the name is free) the create is answered here and
+   * sent with the file's first flush, as one exclusive write of its content: a new file costs one
+   * daemon call, not two. Should the daemon refuse it after all (a change made elsewhere whose event
+   * had not arrived), that flush (close, fsync) returns the error and the name goes away; in
+   * writeback mode, where close(2) returned before, the refusal is logged (see refused).
    */
   async create(path: string, mode: number, exclusive = true): Promise<number> {
     this.writable(path, 'create');
     const dir = parentOf(path);
     const known = this.createdIn.get(dir);
     if (
-      !exclusive &&
+      (!exclusive || this.opts.writeback === true) &&
       known !== undefined &&
-      known.mode === (mode & 0o7777) &&
       this.log.unchanged(dir, known.since) &&
       this.listings.has(dir, basename(path)) === false &&
       this.files.file(path) === undefined
     )
-      return this.createHere(path, known);
+      return this.createHere(path, mode & 0o7777, known);
     await this.settle(path);
     this.attrs.invalidate(path);
     // The kernel asks for the new file's attributes right after creating it: the write answers them too.
@@ -334,7 +346,7 @@ export class MountFs {
       const st = toFuseStat(r.stat, this.opts.owners);
       this.attrs.set(path, st, since);
       this.listings.add(dir, basename(path), st);
-      this.createdIn.set(dir, { since, mode: mode & 0o7777, uid: st.uid, gid: st.gid });
+      this.createdIn.set(dir, { since, uid: st.uid, gid: st.gid });
     } else this.changed(path);
     // The daemon just created the file: anything still recorded under that name is an old, gone file.
     this.files.unlink(path);
@@ -350,11 +362,11 @@ export class MountFs {
   }
 
   /** A create answered from what the daemon answered last time (see create): nothing is sent yet. */
-  private createHere(path: string, known: { mode: number; uid: number; gid: number }): number {
+  private createHere(path: string, mode: number, known: { uid: number; gid: number }): number {
     const now = Date.now();
     const ns = BigInt(now) * 1_000_000n;
     const st: FuseStat = {
-      mode: S_IFREG | (known.mode & ~S_ISUID),
+      mode: S_IFREG | (mode & ~S_ISUID),
       uid: known.uid,
       gid: known.gid,
       size: 0,
@@ -378,23 +390,28 @@ export class MountFs {
     file.touch();
     const handle = { kind: 'file' as const, file, writable: true };
     const fd = this.files.open(handle);
-    file.unsent = { mode: known.mode, fd, handle };
+    file.unsent = { mode, fd, handle };
     this.unsent.add(file);
     return fd;
   }
 
   /**
-   * Sends the creates answered here that a daemon call about `path` (and, with `below`, anything
-   * under it) must find done. A refusal is kept for the file's next flush to report (see send).
+   * Sends the creates, unlinks and (writeback mode) writes answered here that a daemon call about
+   * `path` must find done: those of `path`, and with `below` those of anything under it, or with
+   * 'entries' those of its entries (a directory's mtime and size: rsync sets a directory's times
+   * after writing its files only if they differ). A refusal is kept for the file's next flush to
+   * report (see send).
    */
-  private async settle(path: string, below = false): Promise<void> {
+  private async settle(path: string, below: boolean | 'entries' = false): Promise<void> {
     const prefix = path === '/' ? '/' : `${path}/`;
+    const concerns = (p: string): boolean =>
+      p === path || (below === 'entries' ? parentOf(p) === path : below && p.startsWith(prefix));
     if (this.unlinking.size > 0) {
-      const pending = [...this.unlinking].filter(([p]) => p === path || (below && p.startsWith(prefix)));
+      const pending = [...this.unlinking].filter(([p]) => concerns(p));
       await Promise.all(pending.map(([, done]) => done));
     }
     if (this.unsent.size === 0 && this.written.size === 0) return;
-    const at = (f: OpenFile): boolean => f.path === path || (below && f.path.startsWith(prefix));
+    const at = (f: OpenFile): boolean => concerns(f.path);
     const due = [...this.unsent].filter(at);
     // Writeback mode: what was written there goes first too (its close(2) may have returned already).
     const dirty: OpenFile[] = [];
@@ -709,29 +726,24 @@ export class MountFs {
     const since = this.log.now();
     const [r, listing] = await this.own([path], () =>
       Promise.all([
-        this.rpc.call('fs.mkdir', { path, mode: mode & 0o7777, parents: false }),
+        this.rpc.call('fs.mkdir', { path, mode: mode & 0o7777, parents: false, stat: true }),
         this.rpc.call('fs.list', { path }).catch(() => null),
       ]),
     );
     this.attrs.invalidate(path);
-    if (!r.created || listing === null) {
+    if (!r.created || listing === null || r.stat === undefined) {
       this.changed(path);
       return;
     }
     this.remember(path, listing, since);
-    const owners = this.opts.owners;
-    this.listings.add(parentOf(path), basename(path), {
-      mode: S_IFDIR | (mode & 0o7777),
-      uid: owners.localUid,
-      gid: owners.localGid,
-      size: 0,
-      nlink: 1,
-      blksize: 4096,
-      blocks: 0,
-      atime: 0,
-      mtime: 0,
-      ctime: 0,
-    });
+    const st = toFuseStat(r.stat, this.opts.owners);
+    this.attrs.set(path, { ...st }, since);
+    this.listings.add(parentOf(path), basename(path), st);
+    // Files its maker creates in it belong to the maker and to the directory's group (the maker's own
+    // group, or the setgid group it was given): the daemon's answer to a create there is known, when the
+    // maker may create in it (write and search for its owner).
+    if ((st.mode & 0o300) === 0o300 && this.ownsWhatItMakes)
+      this.createdIn.set(path, { since, uid: st.uid, gid: st.gid });
   }
 
   async rmdir(path: string): Promise<void> {
@@ -800,6 +812,7 @@ export class MountFs {
   async rename(src: string, dst: string): Promise<void> {
     this.writable(src, 'rename');
     this.writable(dst, 'rename');
+    if (this.renameUnsent(src, dst)) return;
     await Promise.all([this.settle(src, true), this.settle(dst, true)]);
     const st = this.attrs.get(src);
     if (st === undefined || (st.mode & S_IFMT) === S_IFDIR || this.files.file(dst) !== undefined) {
@@ -838,6 +851,43 @@ export class MountFs {
     this.listings.moved(parentOf(src), basename(src), parentOf(dst), basename(dst), moved);
   }
 
+  /**
+   * A rename, within its directory and to a free name, of a file whose create was answered here and is
+   * not sent yet (rsync's and git's temporary files): the create is sent under the new name instead,
+   * which comes to the same for everyone else (nobody saw the old one). Returns whether it was answered here.
+   */
+  private renameUnsent(src: string, dst: string): boolean {
+    const file = this.files.file(src);
+    const dir = parentOf(src);
+    const st = this.attrs.get(src);
+    if (
+      file?.unsent === undefined ||
+      file.orphaned ||
+      st === undefined ||
+      parentOf(dst) !== dir ||
+      this.listings.has(dir, basename(dst)) !== false ||
+      this.files.file(dst) !== undefined ||
+      this.unlinking.has(dst)
+    )
+      return false;
+    // Writeback mode: the path's handle-less descriptor (the creating one) follows the file.
+    const loose = this.loose.get(src);
+    const l = loose && this.settledLoose.get(loose);
+    if (loose !== undefined && l === undefined) return false; // still opening: not this file's
+    this.files.rename(src, dst);
+    this.attrs.invalidate(src);
+    this.attrs.set(dst, { ...st }, this.log.now());
+    this.listings.moved(dir, basename(src), dir, basename(dst), st);
+    this.cache.delete(src);
+    this.cache.delete(dst);
+    if (loose !== undefined && l !== undefined) {
+      this.loose.delete(src);
+      this.loose.set(dst, loose);
+      this.idleLoose(dst, loose, l);
+    }
+    return true;
+  }
+
   async symlink(target: string, path: string): Promise<void> {
     this.writable(path, 'symlink');
     await this.settle(path);
@@ -856,13 +906,71 @@ export class MountFs {
 
   async chmod(path: string, mode: number): Promise<void> {
     this.writable(path, 'chmod');
-    await this.settle(path);
+    if (this.chmodUnsent(path, mode)) return;
+    await this.settle(path, true); // a directory: the creates below it first (their mtime, their access)
     await this.setAttrs(path, () => this.rpc.call('fs.chmod', { path, mode: mode & 0o7777, stat: true }));
+  }
+
+  /**
+   * A chmod of a file whose create was answered here and is not sent yet (rsync's fchmod right after
+   * mkstemp): the create is sent with that mode instead, which comes to the same, as its creator owns
+   * it. Only plain permission bits: the daemon may drop a setgid bit a create would keep. Returns
+   * whether it was answered here.
+   */
+  private chmodUnsent(path: string, mode: number): boolean {
+    const file = this.files.file(path);
+    const create = file?.unsent;
+    const st = this.attrs.get(path);
+    const perm = mode & 0o7777;
+    if (create === undefined || file!.orphaned || perm & ~0o777 || st === undefined || !this.ownsWhatItMakes)
+      return false;
+    create.mode = perm;
+    const now = Date.now();
+    const changed = { ...st, mode: (st.mode & S_IFMT) | perm, ctime: now, ctimeNs: BigInt(now) * 1_000_000n };
+    this.attrs.set(path, changed, this.log.now());
+    this.listings.add(parentOf(path), basename(path), { ...changed });
+    return true;
+  }
+
+  /**
+   * Times set on a file whose create was answered here and is not sent yet (`cp -p`, rsync): they go
+   * with the create (fs.write's atime and mtime), as its creator may set them. Returns whether it was
+   * answered here.
+   */
+  private utimensUnsent(path: string, atime: UtimeArg, mtime: UtimeArg): boolean {
+    const file = this.files.file(path);
+    const create = file?.unsent;
+    const st = this.attrs.get(path);
+    if (create === undefined || file!.orphaned || st?.atimeNs === undefined || st.mtimeNs === undefined) return false;
+    if (!this.ownsWhatItMakes) return false;
+    const now = BigInt(Date.now()) * 1_000_000n;
+    const set = create.times?.writes === file!.writes ? create.times : undefined;
+    // The times now: those set before, else the last write's (the file is not sent yet) or the create's.
+    const cur = {
+      atime: set?.atime ?? st.atimeNs,
+      mtime: set?.mtime ?? (file!.dirty ? BigInt(file!.mtimeMs) * 1_000_000n : st.mtimeNs),
+    };
+    const pick = (t: UtimeArg, kept: bigint): bigint => (t === 'omit' ? kept : t === 'now' ? now : t);
+    const times = { atime: pick(atime, cur.atime), mtime: pick(mtime, cur.mtime), writes: file!.writes };
+    create.times = times;
+    const ms = (ns: bigint): number => Number(ns / 1_000_000n);
+    const changed: FuseStat = {
+      ...st,
+      atime: ms(times.atime),
+      mtime: ms(times.mtime),
+      ctime: ms(now),
+      atimeNs: times.atime,
+      mtimeNs: times.mtime,
+      ctimeNs: now,
+    };
+    this.attrs.set(path, changed, this.log.now());
+    this.listings.add(parentOf(path), basename(path), { ...changed });
+    return true;
   }
 
   async chown(path: string, uid: number, gid: number): Promise<void> {
     this.writable(path, 'chown');
-    await this.settle(path);
+    await this.settle(path, true);
     const owner = this.opts.owners.uidIn(uid);
     const group = this.opts.owners.gidIn(gid);
     if (owner === undefined && group === undefined) return;
@@ -876,7 +984,8 @@ export class MountFs {
    */
   async utimens(path: string, atime: UtimeArg, mtime: UtimeArg): Promise<void> {
     this.writable(path, 'utimens');
-    await this.settle(path);
+    if (this.utimensUnsent(path, atime, mtime)) return;
+    await this.settle(path, true);
     // A pending write would otherwise overwrite the times when it is flushed (cp -p sets times before close).
     const open = this.files.file(path);
     if (open) await this.flushFile(open);
@@ -889,21 +998,25 @@ export class MountFs {
         t === 'omit' ? (kept ?? Date.now()) : t === 'now' ? Date.now() : t.toString();
       times = { atime: pick(atime, cur?.atime_ns), mtime: pick(mtime, cur?.mtime_ns) };
     }
-    await this.setAttrs(path, async () => {
-      try {
-        return await this.rpc.call('fs.utimens', { path, ...times, nofollow: true, stat: true });
-      } catch (err) {
-        // `touch -m` / `touch -a` by a writer who does not own the file: utimensat(2) allows them "now" only,
-        // which the daemon grants when no time is named (both become now). Explicit times stay refused.
-        if (
-          !(err instanceof VfsError && err.code === 'EPERM') ||
-          typeof atime === 'bigint' ||
-          typeof mtime === 'bigint'
-        )
-          throw err;
-        return this.rpc.call('fs.utimens', { path, nofollow: true, stat: true });
-      }
-    });
+    await this.setAttrs(
+      path,
+      async () => {
+        try {
+          return await this.rpc.call('fs.utimens', { path, ...times, nofollow: true, stat: true });
+        } catch (err) {
+          // `touch -m` / `touch -a` by a writer who does not own the file: utimensat(2) allows them "now" only,
+          // which the daemon grants when no time is named (both become now). Explicit times stay refused.
+          if (
+            !(err instanceof VfsError && err.code === 'EPERM') ||
+            typeof atime === 'bigint' ||
+            typeof mtime === 'bigint'
+          )
+            throw err;
+          return this.rpc.call('fs.utimens', { path, nofollow: true, stat: true });
+        }
+      },
+      true,
+    );
   }
 
   /**
@@ -912,11 +1025,17 @@ export class MountFs {
    * every event of a change made before it has arrived by then, and later ones drop them. For a file
    * or link the mount knows, the change's own event is expected (own) and its directory's cached
    * listing takes the new attributes instead of being dropped (rsync and `cp -p` set the mode and
-   * times of every file they write). A directory's change concerns everything below it: dropped.
+   * times of every file they write). A directory's chmod or chown concerns everything below it (what
+   * the principal may reach there): dropped. Its times (`onlyTimes`) concern nothing below it: its
+   * cached listing stays valid (rsync sets the times of each directory after creating an entry in it).
    */
-  private async setAttrs(path: string, send: () => Promise<{ stat?: Stat | undefined }>): Promise<void> {
+  private async setAttrs(
+    path: string,
+    send: () => Promise<{ stat?: Stat | undefined }>,
+    onlyTimes = false,
+  ): Promise<void> {
     const known = this.attrs.get(path);
-    if (known === undefined || (known.mode & S_IFMT) === S_IFDIR) {
+    if (known === undefined || ((known.mode & S_IFMT) === S_IFDIR && !onlyTimes)) {
       this.changed(path);
       let r: { stat?: Stat | undefined };
       try {
@@ -1187,7 +1306,17 @@ export class MountFs {
         this.rpc.call(
           'fs.write',
           create
-            ? { path, mode: create.mode, parents: false, exclusive: true, stat: true, want_grant: true }
+            ? {
+                path,
+                mode: create.mode,
+                parents: false,
+                exclusive: true,
+                stat: true,
+                want_grant: true,
+                ...(create.times?.writes === file.writes
+                  ? { atime: create.times.atime.toString(), mtime: create.times.mtime.toString() }
+                  : {}),
+              }
             : { path, parents: false, stat: true, ...(grant !== undefined ? { grant } : {}) },
           { data },
         ),
@@ -1198,7 +1327,7 @@ export class MountFs {
         this.attrs.set(path, st, since);
         if (create) {
           this.listings.add(parentOf(path), basename(path), st);
-          this.createdIn.set(parentOf(path), { since, mode: create.mode, uid: st.uid, gid: st.gid });
+          this.createdIn.set(parentOf(path), { since, uid: st.uid, gid: st.gid });
         }
       } else this.changed(path); // created again, or written elsewhere (a symlink put there meanwhile)
       if (create) {

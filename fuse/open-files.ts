@@ -96,7 +96,7 @@ export class OpenFile {
    * Set while the file exists only in this mount: its create was answered without the daemon (see
    * MountFs.create) and goes with its first flush, as one exclusive write of its content.
    */
-  unsent: { mode: number; fd: number; handle: Handle & { kind: 'file' } } | undefined;
+  unsent: UnsentCreate | undefined;
   /** Why that create failed, until a flush, fsync or close reports it. */
   failed: unknown;
   /** The fetch of `data` while it runs (content is fetched on the first read, see MountFs.content). */
@@ -123,10 +123,26 @@ export class OpenFile {
     return run;
   }
 
+  /** Counts the changes of the content (see UnsentCreate.times). */
+  writes = 0;
+
   touch(): void {
     this.dirty = true;
     this.mtimeMs = Date.now();
+    this.writes++;
   }
+}
+
+/** A create answered by the mount and not sent yet (OpenFile.unsent): what it will be sent with. */
+export interface UnsentCreate {
+  mode: number;
+  fd: number;
+  handle: Handle & { kind: 'file' };
+  /**
+   * Times set (utimens) before the create was sent, in nanoseconds; they go with it unless the content
+   * changed after they were set (`writes`: OpenFile.writes then), which makes the mtime that change's.
+   */
+  times?: { atime: bigint; mtime: bigint; writes: number };
 }
 
 export type Handle =
