@@ -44,7 +44,7 @@ const WINDOW = 2;
  */
 const POOL_MAX = AHEAD / STEP + WINDOW + 1;
 /** Free part buffers are dropped after this long without use (idle memory goes back). */
-const POOL_IDLE_MS = 10_000;
+const POOL_IDLE_MS = 30_000;
 
 /**
  * Fetches `length` bytes at `offset` of the version `etag` (rejects if the file is no longer that
