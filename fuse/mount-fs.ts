@@ -29,7 +29,7 @@ import {
 } from './fuse-types.js';
 import { HISTORY_DIR, HistoryView, isHistoryPath } from './history.js';
 import { ContentCache, FileBuffer, OpenFile, OpenFiles } from './open-files.js';
-import { PART, RangedContent } from './ranged.js';
+import { PART, PartPool, RangedContent } from './ranged.js';
 
 const R_OK = 4;
 const W_OK = 2;
@@ -91,6 +91,8 @@ export class MountFs {
   /** The daemon's change events: cached answers are trusted until one concerns them. */
   private readonly log = new ChangeLog();
   private readonly cache = new ContentCache(this.log);
+  /** The buffers of large files' parts, reused from one part to the next (RangedContent). */
+  private readonly partPool = new PartPool();
   private readonly attrs = new AttrCache(this.log);
   private readonly listings = new ListingCache(this.log);
   /** This mount's mutations in flight, by the paths of the change event each will cause (see `own`). */
@@ -425,7 +427,10 @@ export class MountFs {
     ]);
   }
 
-  /** Up to `len` bytes at `pos`: a copy, or a view of a large file's part (fetched as read, see RangedContent). */
+  /**
+   * Up to `len` bytes at `pos`: a copy, or a view of a large file's part (fetched as read, see
+   * RangedContent), valid until the end of the event-loop turn it is returned in: copy it out at once.
+   */
   async read(fd: number, len: number, pos: number): Promise<Buffer> {
     const h = this.handle(fd, 'read');
     if (h.kind === 'snapshot') return copyOut(h.data, len, pos);
@@ -1206,8 +1211,8 @@ export class MountFs {
       result.size,
       result.etag,
       first,
-      async (offset, length, etag) =>
-        (await this.rpc.request('fs.read', { path: file.path, if_match: etag, offset, length })).data,
+      async (offset, length, etag, into) =>
+        (await this.rpc.request('fs.read', { path: file.path, if_match: etag, offset, length }, into && { into })).data,
       (done) => {
         if (file.path !== path) return;
         const small = done.size <= this.cache.maxEntry;
@@ -1215,6 +1220,8 @@ export class MountFs {
           this.cache.set(path, done.etag, bytes, since, true),
         );
       },
+      // A file the cache keeps only the etag of: its parts' buffers are reused as it is read.
+      result.size > this.cache.maxEntry ? this.partPool : undefined,
     );
   }
 

@@ -22,6 +22,13 @@ import {
 
 export interface CallOptions {
   data?: Buffer;
+  /**
+   * Where a large reply's data is read (a reused buffer: no allocation, no page faults, no garbage):
+   * its `data` is then a view of it, when it fits and the reply was read straight from the socket
+   * (see readBuffer); otherwise a buffer of its own, as without it. The caller must not touch it
+   * until the reply came (or the request failed).
+   */
+  into?: Buffer;
 }
 
 export interface Reply<M extends Method> {
@@ -49,6 +56,7 @@ const SCRATCH_BYTES = 256 * 1024;
 interface Pending {
   resolve: (r: { result: unknown; data: Buffer }) => void;
   reject: (e: Error) => void;
+  into?: Buffer | undefined;
 }
 
 export class DaemonClient extends EventEmitter implements Caller {
@@ -164,7 +172,11 @@ export class DaemonClient extends EventEmitter implements Caller {
         );
         return;
       }
-      this.pending.set(id, { resolve: resolve as (r: { result: unknown; data: Buffer }) => void, reject });
+      this.pending.set(id, {
+        resolve: resolve as (r: { result: unknown; data: Buffer }) => void,
+        reject,
+        into: opts?.into,
+      });
     });
   }
 
@@ -189,8 +201,15 @@ export class DaemonClient extends EventEmitter implements Caller {
       return;
     }
     this.onData(Buffer.from(this.scratch!.subarray(0, n)));
-    if (!this.closed) this.direct = this.decoder.takeLarge(DIRECT_MIN);
+    if (!this.closed) this.direct = this.decoder.takeLarge(DIRECT_MIN, this.target);
   }
+
+  /** The buffer a large reply's data is read into: the one its request brought (`into`), if it fits. */
+  private readonly target = (header: unknown, length: number): Buffer => {
+    const id = header instanceof FrameError ? undefined : (header as { id?: unknown } | null)?.id;
+    const into = typeof id === 'number' ? this.pending.get(id)?.into : undefined;
+    return into !== undefined && into.length >= length ? into.subarray(0, length) : Buffer.allocUnsafe(length);
+  };
 
   private onData(chunk: Buffer): void {
     let frames;

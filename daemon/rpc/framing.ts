@@ -222,9 +222,13 @@ export class FrameDecoder {
   /**
    * The frame being received, when its header is in and its data (at least `min` bytes) is not all:
    * its data buffer, with the bytes held so far copied in, for the rest to be read from the socket
-   * straight into it (DaemonClient). The decoder then holds nothing.
+   * straight into it (DaemonClient). The decoder then holds nothing. `alloc` gives that buffer (the
+   * caller's own for that reply, or a new one) from the frame's header and data length.
    */
-  takeLarge(min: number): { header: unknown; data: Buffer; filled: number } | null {
+  takeLarge(
+    min: number,
+    alloc: (header: unknown, length: number) => Buffer = (_, n) => Buffer.allocUnsafe(n),
+  ): { header: unknown; data: Buffer; filled: number } | null {
     if (this.skipping > 0 || this.buffered < 8) return null;
     const head = this.peek(8);
     const hlen = head.readUInt32BE(0);
@@ -238,7 +242,7 @@ export class FrameDecoder {
     } catch {
       header = new FrameError('header is not valid JSON');
     }
-    const data = Buffer.allocUnsafe(dlen);
+    const data = alloc(header, dlen);
     return { header, data, filled: all.copy(data, 0, 8 + hlen) };
   }
 

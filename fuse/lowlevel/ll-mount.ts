@@ -328,6 +328,7 @@ export class LowLevelMount {
         const orphan = a === 0 ? this.nodes.get(ino)?.orphanFd : undefined;
         const fd = orphan ?? a;
         const data = fd === 0 ? await fs.readLoose(this.pathOf(ino, 'read'), b, c) : await fs.read(fd, b, c);
+        // At once: a view of a large file's part is valid only in this turn (its buffer is reused).
         ll.replyBuf(req, data, data.length);
         return;
       }

@@ -58,6 +58,40 @@ void t.test('a large file read cold matches byte for byte, wherever reads start'
   t.equal(again.stdout, 'same\n', `a new version of it ${again.stderr}`);
 });
 
+void t.test(
+  'large files read at once by several readers, whose part buffers are reused, match byte for byte',
+  async (t) => {
+    // Larger than the content cache keeps whole (8 MiB): their parts' buffers go back to a pool as they
+    // are read, and the next parts, of this file or another, are read into them.
+    const one = randomBytes(30 * MiB + 5);
+    const two = randomBytes(26 * MiB + 3);
+    await put('/cold/one.bin', one);
+    await put('/cold/two.bin', two);
+    const refs = path.join(os.tmpdir(), `mdvfs-cold-refs-${process.pid}`);
+    await sh(`mkdir -p '${refs}'`, '/');
+    t.teardown(() => sh(`rm -rf '${refs}'`, '/'));
+    writeFileSync(path.join(refs, 'one.bin'), one);
+    writeFileSync(path.join(refs, 'two.bin'), two);
+    // Two readers of one file (one from the start in 1 MiB reads, one from the middle in 64 KiB reads:
+    // each gives back parts the other then reads again), and a reader of the other file, all at once;
+    // then both files again, one after the other.
+    const r = await m.sh(
+      [
+        `(cmp cold/one.bin '${refs}/one.bin' && echo one-whole) &`,
+        `(dd if=cold/one.bin bs=64K skip=200 status=none | cmp - <(tail -c +$((200 * 65536 + 1)) '${refs}/one.bin') && echo one-middle) &`,
+        `(dd if=cold/two.bin bs=1M status=none | cmp - '${refs}/two.bin' && echo two-whole) &`,
+        'wait',
+        `cmp cold/two.bin '${refs}/two.bin' && cmp cold/one.bin '${refs}/one.bin' && echo again`,
+      ].join('\n'),
+    );
+    t.same(
+      r.stdout.trim().split('\n').sort(),
+      ['again', 'one-middle', 'one-whole', 'two-whole'],
+      `every reader had the files' bytes ${r.stderr}`,
+    );
+  },
+);
+
 void t.test('a file replaced through the daemon in the middle of a read is never a mix of versions', async (t) => {
   const a = randomBytes(40 * MiB);
   const b = randomBytes(40 * MiB);

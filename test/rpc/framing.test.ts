@@ -154,3 +154,39 @@ t.test('DaemonClient reads large replies straight into their own buffer, small o
   t.equal(replies[sizes.length]!.data.toString(), 'z', 'the reply after a large frame whose header is not JSON');
   t.equal(errors.length, 1, 'that frame is reported as a protocol error, the stream stays in sync');
 });
+
+t.test('DaemonClient reads a large reply into the buffer its request brought (`into`), when it fits', async (t) => {
+  const sockPath = path.join(dir, 'into');
+  const sizes = [3 * 1024 * 1024 + 7, 2 * 1024 * 1024, 100, 200 * 1024];
+  const bodies = sizes.map((n, i) => Buffer.alloc(n, i + 1).fill(0xee, n - 3));
+  const server = net.createServer((s) => {
+    const decoder = new FrameDecoder();
+    s.on('data', (chunk: Buffer) => {
+      for (const { header } of decoder.push(chunk)) {
+        const { id } = header as { id: number };
+        const all = Buffer.concat(encodeFrame({ id, result: {} }, bodies[id - 1]));
+        // In pieces, so the data arrives over many socket reads.
+        for (let off = 0; off < all.length; off += 100000) s.write(all.subarray(off, off + 100000));
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(sockPath, r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const client = await connectSocket(sockPath);
+  t.teardown(() => client.close());
+  const big = Buffer.alloc(4 * 1024 * 1024);
+  const small = Buffer.alloc(1024 * 1024);
+  const other = Buffer.alloc(4 * 1024 * 1024);
+  const [a, b, c, d] = await Promise.all([
+    client.request('sys.health', {}, { into: big }),
+    client.request('sys.health', {}, { into: small }),
+    client.request('sys.health', {}, { into: Buffer.alloc(4096) }),
+    client.request('sys.health', {}, { into: other }),
+  ]);
+  [a, b, c, d].forEach((r, k) => t.ok(r.data.equals(bodies[k]!), `reply ${k + 1} (${sizes[k]} bytes) arrived whole`));
+  t.ok(a.data.buffer === big.buffer && a.data.byteOffset === big.byteOffset, 'a large reply is a view of `into`');
+  t.ok(big.subarray(0, sizes[0]).equals(bodies[0]!), 'whose bytes are the reply');
+  t.not(b.data.buffer, small.buffer, 'a reply larger than `into` gets a buffer of its own');
+  t.ok(small.equals(Buffer.alloc(1024 * 1024)), '`into` too small is left untouched');
+  t.ok(d.data.buffer === other.buffer, 'each request its own `into`');
+});
