@@ -842,7 +842,7 @@ export class MountFs {
     const r = await this.own([src, dst], () => this.rpc.call('fs.move', { src, dst, overwrite: true, stat: true }));
     this.attrs.invalidate(src);
     this.attrs.invalidate(dst);
-    this.files.rename(src, dst);
+    this.files.rename(src, dst, r.stat === undefined || r.stat.kind === 'directory');
     this.cache.delete(src);
     this.cache.delete(dst);
     if (r.src !== src || r.dst !== dst || !r.stat) {
@@ -879,7 +879,7 @@ export class MountFs {
     const loose = this.loose.get(src);
     const l = loose && this.settledLoose.get(loose);
     if (loose !== undefined && l === undefined) return false; // still opening: not this file's
-    this.files.rename(src, dst);
+    this.files.rename(src, dst, false);
     this.attrs.invalidate(src);
     this.attrs.set(dst, { ...st }, this.log.now());
     this.listings.moved(dir, basename(src), dir, basename(dst), st);

@@ -203,11 +203,21 @@ export class OpenFiles {
   }
 
   /** Follows a rename: open files at `src` (or below it, for a directory) now live at `dst`. */
-  rename(src: string, dst: string): void {
+  /** `src` moved to `dst`; `isDir`: so did everything below it (else one lookup, not a scan of every open file). */
+  rename(src: string, dst: string, isDir = true): void {
     const replaced = this.byPath.get(dst);
     if (replaced) {
       replaced.orphaned = true;
       this.byPath.delete(dst);
+    }
+    if (!isDir) {
+      const f = this.byPath.get(src);
+      if (f) {
+        this.byPath.delete(src);
+        f.path = dst;
+        this.byPath.set(dst, f);
+      }
+      return;
     }
     for (const [p, f] of [...this.byPath]) {
       if (p !== src && !p.startsWith(`${src}/`)) continue;
