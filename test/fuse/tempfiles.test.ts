@@ -8,6 +8,7 @@
  */
 import {
   chmodSync,
+  existsSync,
   lstatSync,
   mkdirSync,
   readdirSync,
@@ -190,5 +191,50 @@ void t.test(
     t.not(seen.trim(), '1500000000', 'the create changed it');
     const daemon = await root.call('fs.stat', { path: '/dm' });
     t.equal(String(daemon.modified), seen.trim(), 'as the daemon has it');
+  },
+);
+
+void t.test(
+  'a file made, chmodded, timed and renamed before its first close is one create at that close',
+  async (t) => {
+    const m = await mount(t, d);
+    const ok = okIn(m);
+    await ok(t, 'mkdir one');
+    const dir = `${m.dir}/one`;
+    const work = tempDir(t);
+    const marker = path.join(work, 'before-close');
+    // Everything up to the close is answered by the mount (the daemon stopped); the close sends it all.
+    writeFileSync(
+      path.join(work, 'tmp.py'),
+      `import os
+fd = os.open('${dir}/.f.tmp', os.O_WRONLY | os.O_CREAT, 0o600)
+os.write(fd, b'one create\\n')
+os.fchmod(fd, 0o604)
+os.utime(fd, ns=(1000000000000000001, 1200000000000000002))
+os.rename('${dir}/.f.tmp', '${dir}/f.md')
+open('${marker}', 'w').close()
+os.close(fd)
+`,
+    );
+    d.proc.kill('SIGSTOP');
+    let before: boolean;
+    let run: Promise<{ code: number; stderr: string }>;
+    try {
+      run = sh('timeout -s KILL 60 python3 tmp.py', work);
+      before = await eventually(() => existsSync(marker), 10000);
+    } finally {
+      d.proc.kill('SIGCONT');
+    }
+    t.ok(before, 'made, written, chmodded, timed and renamed with the daemon stopped');
+    const r = await run;
+    t.equal(r.code, 0, r.stderr);
+    // The default mount: what close(2) returned for is in the daemon, durable.
+    const st = await root.call('fs.stat', { path: '/one/f.md' });
+    t.same([st.mode, st.atime_ns, st.mtime_ns], ['0604', '1000000000000000001', '1200000000000000002']);
+    t.equal((await root.request('fs.read', { path: '/one/f.md' })).data.toString(), 'one create\n');
+    t.same(
+      (await root.call('fs.list', { path: '/one' })).entries.map((e) => e.name),
+      ['f.md'],
+    );
   },
 );
