@@ -77,8 +77,9 @@ export type UtimeArg = 'omit' | 'now' | bigint;
 /**
  * What the kernel must drop when the change event of one of this mount's own mutations arrives:
  * `attrs`, the attributes of the path and its directory (a write: the daemon set the times and size,
- * the kernel holds the content), or `nothing` (the kernel made that change itself: an unlink the daemon
- * answered before the kernel was).
+ * the kernel holds the content), or `nothing` (the kernel made that change itself: an unlink or rmdir
+ * the daemon answered before the kernel was, after which the kernel drops the entry and the
+ * attributes of the node and its directory on its own).
  */
 export type OwnChange = 'attrs' | 'nothing';
 
@@ -769,7 +770,8 @@ export class MountFs {
     this.writable(path, 'rmdir');
     await this.settle(path, true);
     this.changed(path);
-    await this.rpc.call('fs.rmdir', { path });
+    // As for unlink: the kernel removes the entry itself when the answer comes.
+    await this.own([path], () => this.rpc.call('fs.rmdir', { path }), 'nothing');
     this.changed(path);
   }
 
@@ -781,7 +783,7 @@ export class MountFs {
     this.changed(path);
     // The kernel removes the entry itself when this unlink is answered, and drops the attributes of the
     // file and its directory: the change event of it needs no invalidation (three writes to the kernel,
-    // and a thread woken for them, per file of `rm -rf`).
+    // and a thread woken for them, per file of `rm -rf`; OwnChange).
     await this.own([path], () => this.rpc.call('fs.unlink', { path }), 'nothing');
     this.changed(path);
     this.files.unlink(path);

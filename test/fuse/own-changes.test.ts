@@ -40,6 +40,19 @@ void t.test('a file removed through the mount is gone, and one made there again 
   t.equal(st.size, 5, 'the daemon holds the new one');
 });
 
+void t.test('a directory removed through the mount is gone, and one made there again elsewhere shows', async (t) => {
+  await ok(t, 'mkdir -p home/alice/tree/a/b && echo x > home/alice/tree/a/b/f && ls -lR home/alice/tree > /dev/null');
+  await ok(t, 'rm -r home/alice/tree/a');
+  t.equal(await ok(t, 'ls -A home/alice/tree'), '', 'gone for the mount');
+  await t.rejects(root.call('fs.stat', { path: `${home}/tree/a` }), /ENOENT|no such/i, 'and for the daemon');
+  await root.call('fs.write', { path: `${home}/tree/a/b/g`, parents: true }, { data: Buffer.from('g\n') });
+  t.ok(
+    await eventually(async () => (await m.sh('cat home/alice/tree/a/b/g')).stdout === 'g\n', WITHIN_MS, 20),
+    'a tree written there through the daemon shows within 1 s',
+  );
+  t.equal(await ok(t, 'ls home/alice/tree/a/b'), 'g\n', 'with only what the daemon holds');
+});
+
 void t.test('a file removed through the mount while open is still read through its descriptor', async (t) => {
   await ok(t, 'echo kept > home/alice/open.md');
   const fh = await fsp.open(path.join(m.dir, 'home', 'alice', 'open.md'), 'r');
