@@ -76,12 +76,14 @@ export type UtimeArg = 'omit' | 'now' | bigint;
 
 /**
  * What the kernel must drop when the change event of one of this mount's own mutations arrives:
- * `attrs`, the attributes of the path and its directory (a write: the daemon set the times and size,
- * the kernel holds the content), or `nothing` (the kernel made that change itself: an unlink or rmdir
- * the daemon answered before the kernel was, after which the kernel drops the entry and the
- * attributes of the node and its directory on its own).
+ * `attrs`, the attributes of the path and of its directory (a write: the daemon set the times and
+ * size, the kernel holds the content), or `dir`, its directory's only: an unlink or rmdir the daemon
+ * answered before the kernel was. The kernel removes that entry itself when it gets the answer, and
+ * drops the removed node's attributes, discarding any reply with older ones still in flight; its
+ * directory's it only marks stale, which a reply with older ones could still overwrite, while an
+ * invalidation from here discards such a reply too.
  */
-export type OwnChange = 'attrs' | 'nothing';
+export type OwnChange = 'attrs' | 'dir';
 
 export interface MountFsOptions {
   readOnly: boolean;
@@ -771,7 +773,7 @@ export class MountFs {
     await this.settle(path, true);
     this.changed(path);
     // As for unlink: the kernel removes the entry itself when the answer comes.
-    await this.own([path], () => this.rpc.call('fs.rmdir', { path }), 'nothing');
+    await this.own([path], () => this.rpc.call('fs.rmdir', { path }), 'dir');
     this.changed(path);
   }
 
@@ -781,10 +783,10 @@ export class MountFs {
     await this.settle(path);
     const since = this.log.now();
     this.changed(path);
-    // The kernel removes the entry itself when this unlink is answered, and drops the attributes of the
-    // file and its directory: the change event of it needs no invalidation (three writes to the kernel,
-    // and a thread woken for them, per file of `rm -rf`; OwnChange).
-    await this.own([path], () => this.rpc.call('fs.unlink', { path }), 'nothing');
+    // The kernel removes the entry itself when this unlink is answered: its change event drops the
+    // directory's attributes only (one write to the kernel instead of three per file of `rm -rf`, one
+    // of which waited for the directory's lock that `rm` holds; OwnChange).
+    await this.own([path], () => this.rpc.call('fs.unlink', { path }), 'dir');
     this.changed(path);
     this.files.unlink(path);
     this.cache.delete(path);

@@ -17,11 +17,6 @@ export interface Node {
   dir: boolean;
   /** The attributes last answered for it (what fstat of a removed, still open file shows). */
   attr?: FuseStat;
-  /**
-   * The kernel holds none of its attributes: they were invalidated, and no reply carrying them was
-   * sent since (the kernel gets attributes from replies only). Undefined: it may hold some.
-   */
-  attrsDropped?: boolean;
   /** Writeback mode: the descriptor that still serves a removed file's reads (MountFs.detachLoose). */
   orphanFd?: number;
 }

@@ -22,7 +22,7 @@ import { childPath, parentOf } from '../paths.js';
 import { ChangeLog, mountPaths } from '../change-log.js';
 import { O_ACCMODE, O_RDONLY, O_TRUNC, S_IFDIR, S_IFMT, S_IFREG, type FuseStat } from '../fuse-types.js';
 import type { MountFs, OwnChange, UtimeArg } from '../mount-fs.js';
-import { Inodes, type Node } from './inodes.js';
+import { Inodes } from './inodes.js';
 import {
   OPEN_FLAGS,
   Op,
@@ -131,18 +131,17 @@ export class LowLevelMount {
 
   /**
    * A daemon change event: the kernel forgets exactly the entries and inodes it concerns. `own`: the
-   * event of this mount's own mutation (MountFs.onChange): the kernel made that change itself, so it
-   * drops only what `own` says (OwnChange), never entries or pages.
+   * event of this mount's own change (MountFs.onChange), which the kernel made itself: only attributes
+   * are dropped (OwnChange), never entries or pages.
    */
   onChange(ev: ChangeEvent, own?: OwnChange): void {
     const paths = mountPaths(ev.paths, this.opts.jail);
     if (own !== undefined && paths !== null) {
-      if (own === 'nothing') return;
       for (const p of paths) {
-        const n = this.nodes.at(p);
-        if (n) this.dropAttrs(n);
+        const n = own === 'attrs' ? this.nodes.at(p) : undefined;
+        if (n) this.ll.notifyInvalInode(n.ino, -1, 0);
         const parent = p === '/' ? undefined : this.nodes.at(parentOf(p));
-        if (parent) this.dropAttrs(parent);
+        if (parent) this.ll.notifyInvalInode(parent.ino, -1, 0);
       }
       return;
     }
@@ -165,11 +164,11 @@ export class LowLevelMount {
       const parent = this.nodes.at(parentOf(path));
       if (parent) {
         this.ll.notifyInvalEntry(parent.ino, path.slice(path.lastIndexOf('/') + 1));
-        this.inval(parent);
+        this.ll.notifyInvalInode(parent.ino, 0, 0);
       }
     }
     for (const n of this.nodes.under(path)) {
-      this.inval(n);
+      this.ll.notifyInvalInode(n.ino, 0, 0);
       if (n.path !== path && n.path !== null) {
         const parent = this.nodes.at(parentOf(n.path));
         if (parent) this.ll.notifyInvalEntry(parent.ino, n.path.slice(n.path.lastIndexOf('/') + 1));
@@ -231,7 +230,7 @@ export class LowLevelMount {
         const since = this.log.now();
         const st = await fs.getattr(path);
         const n = this.nodes.get(ino);
-        if (n) this.held(n, st);
+        if (n) n.attr = st;
         ll.replyAttr(req, ino, st, LONG);
         this.recheck(path, since);
         return;
@@ -239,10 +238,7 @@ export class LowLevelMount {
       case Op.SETATTR: {
         const path = this.pathOf(ino, 'setattr');
         await this.setattr(path, a, extra as SetAttr);
-        const st = await fs.getattr(path);
-        const n = this.nodes.get(ino);
-        if (n) this.held(n, st);
-        ll.replyAttr(req, ino, st, LONG);
+        ll.replyAttr(req, ino, await fs.getattr(path), LONG);
         return;
       }
       case Op.READLINK:
@@ -312,7 +308,7 @@ export class LowLevelMount {
         const fh = await fs.create(path, a, (b & O_EXCL) !== 0);
         const st = await fs.getattr(path);
         const node = this.nodes.remember(path, false);
-        this.held(node, st);
+        node.attr = st;
         // Writeback mode: handle 0, and its writes served by path like every other file's (no release
         // would ever close a real handle: the kernel sends none once it sends no opens).
         if (this.fs.writeback) fs.adoptLoose(path, fh);
@@ -416,7 +412,7 @@ export class LowLevelMount {
       const dir = (st.mode & S_IFMT) === S_IFDIR;
       const attr = dir ? st : await this.fs.getattr(child).catch(() => st);
       const node = this.nodes.remember(child, dir);
-      if (!dir) this.held(node, attr);
+      if (!dir) node.attr = attr;
       sent.push(child);
       entries.push({ ino: node.ino, attr, entryTimeout: LONG, attrTimeout: dir ? 0 : LONG });
     }
@@ -451,33 +447,10 @@ export class LowLevelMount {
 
   private replyEntry(req: number, path: string, st: FuseStat): void {
     const node = this.nodes.remember(path, (st.mode & S_IFMT) === S_IFDIR);
-    this.held(node, st);
+    node.attr = st;
     // Not answered (the request was interrupted): the kernel holds no reference.
     if (this.ll.replyEntry(req, { ino: node.ino, attr: st, entryTimeout: LONG, attrTimeout: LONG }) !== 0)
       this.nodes.forget(node.ino, 1);
-  }
-
-  /** A reply is about to give the kernel `st` as the attributes of `node` (for as long as it keeps them). */
-  private held(node: Node, st: FuseStat): void {
-    node.attr = st;
-    node.attrsDropped = false;
-  }
-
-  /** The kernel drops `node`'s attributes and its cached pages (of a file) or listing (of a directory). */
-  private inval(node: Node): void {
-    node.attrsDropped = true;
-    this.ll.notifyInvalInode(node.ino, 0, 0);
-  }
-
-  /**
-   * The kernel drops `node`'s attributes only, unless it holds none: creating 1,000 files in a
-   * directory then costs one invalidation of the directory's attributes, not one per file (each a
-   * write to the kernel from the notifier thread), while nothing asked for them in between.
-   */
-  private dropAttrs(node: Node): void {
-    if (node.attrsDropped === true) return;
-    node.attrsDropped = true;
-    this.ll.notifyInvalInode(node.ino, -1, 0);
   }
 
   /** A change reported while the answer about `path` was being prepared: the kernel may hold it stale. */
