@@ -6,9 +6,9 @@
  * Each scenario runs one workload of a comparison with every mdvfs process it involves started under
  * `node --cpu-prof` (stopped with SIGTERM so the profiles are written), then prints, per process, the
  * share of idle time and the functions with the most self time. Scenarios: rest-get-c1, rest-get-c32,
- * rest-put-c32, mcp-read, fuse-create, fuse-warm, daemon-mutation, startup (default: all).
+ * rest-put-c32, mcp-read, fuse-create, fuse-warm, fuse-rm, daemon-mutation, startup (default: all).
  *
- * MDVFS_PROFILE_MOUNT_ARGS: more `mdvfs mount` options for fuse-create and fuse-warm (e.g. --writeback).
+ * MDVFS_PROFILE_MOUNT_ARGS: more `mdvfs mount` options for the fuse-* scenarios (e.g. --writeback).
  *
  * daemon-mutation first measures without the profiler (see `daemonMutation`): µs per call and daemon
  * CPU per call of the mount's create and unlink over the socket, against the same calls run in-process.
@@ -212,6 +212,9 @@ async function mcpRead(): Promise<void> {
   rmSync(dir, { recursive: true, force: true });
 }
 
+/** Files removed by the fuse-rm scenario (as many as the FUSE bench's full run, in directories of 1,000). */
+const RM_FILES = 10000;
+
 function sh(cmd: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const p = spawn('bash', ['-c', cmd], { stdio: 'ignore' });
@@ -219,9 +222,15 @@ function sh(cmd: string): Promise<void> {
   });
 }
 
-async function fuse(kind: 'create' | 'warm'): Promise<void> {
-  const dir = profDir();
+async function fuse(kind: 'create' | 'warm' | 'rm'): Promise<void> {
   const dataDir = path.join(shmDir(), 'data');
+  if (kind === 'rm') {
+    // The files are written before the profiled daemon starts: its profile holds the rm -rf alone.
+    const p = await startDaemonProc(dataDir);
+    await populate(p.client, '/set', RM_FILES, 100);
+    await p.stop();
+  }
+  const dir = profDir();
   const d = await startDaemonProc(dataDir);
   if (kind === 'warm') await populate(d.client, '/set', 1000, 200);
   const mnt = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-profile-mnt-'));
@@ -247,6 +256,11 @@ async function fuse(kind: 'create' | 'warm'): Promise<void> {
         ),
       );
       extra = `1,000 files created by a shell in ${Math.round(ms)} ms`;
+    } else if (kind === 'rm') {
+      // As in the FUSE bench, the kernel knows every entry already (there, from the create and ls -lR).
+      await sh(`ls -lR ${mnt}/set > /dev/null`);
+      const ms = await timeMs(() => sh(`rm -rf ${mnt}/set`));
+      extra = `rm -rf of ${RM_FILES.toLocaleString('en')} files (after ls -lR) in ${Math.round(ms)} ms, ${Math.round((ms * 1000) / RM_FILES)} µs per file`;
     } else {
       const times: number[] = [];
       for (let k = 0; k < 5; k++)
@@ -444,6 +458,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   'mcp-read': mcpRead,
   'fuse-create': () => fuse('create'),
   'fuse-warm': () => fuse('warm'),
+  'fuse-rm': () => fuse('rm'),
   'daemon-mutation': daemonMutation,
   startup,
 };

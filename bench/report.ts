@@ -304,7 +304,7 @@ export function renderMarkdown(res: Results): string {
     'from `node --import tsx bench/profile.ts [scenario...]` (after `npm run build`), which runs the workloads behind them',
   );
   out.push(
-    '(rest-get-c1, rest-get-c32, rest-put-c32, mcp-read, fuse-create, fuse-warm, daemon-mutation, startup) with the daemon, the HTTP sidecar,',
+    '(rest-get-c1, rest-get-c32, rest-put-c32, mcp-read, fuse-create, fuse-warm, fuse-rm, daemon-mutation, startup) with the daemon, the HTTP sidecar,',
   );
   out.push(
     "the FUSE mount and the stdio MCP server each under `--cpu-prof`, and prints every process's idle share and top self times.",

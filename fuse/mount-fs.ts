@@ -74,6 +74,17 @@ interface Loose {
 /** One time of utimens: kept, the present, or nanoseconds since the epoch. */
 export type UtimeArg = 'omit' | 'now' | bigint;
 
+/**
+ * What the kernel must drop when the change event of one of this mount's own mutations arrives:
+ * `attrs`, the attributes of the path and of its directory (a write: the daemon set the times and
+ * size, the kernel holds the content), or `dir`, its directory's only: an unlink or rmdir the daemon
+ * answered before the kernel was. The kernel removes that entry itself when it gets the answer, and
+ * drops the removed node's attributes, discarding any reply with older ones still in flight; its
+ * directory's it only marks stale, which a reply with older ones could still overwrite, while an
+ * invalidation from here discards such a reply too.
+ */
+export type OwnChange = 'attrs' | 'dir';
+
 export interface MountFsOptions {
   readOnly: boolean;
   owners: OwnerMap;
@@ -96,7 +107,7 @@ export class MountFs {
   private readonly attrs = new AttrCache(this.log);
   private readonly listings = new ListingCache(this.log);
   /** This mount's mutations in flight, by the paths of the change event each will cause (see `own`). */
-  private readonly expected = new Map<string, { taken: boolean }[]>();
+  private readonly expected = new Map<string, { taken: boolean; kernel: OwnChange }[]>();
   private readonly history: HistoryView;
   /** Write grants of closed descriptors, to release with the next batch (see dropGrant). */
   private readonly unusedGrants: string[] = [];
@@ -122,6 +133,12 @@ export class MountFs {
   private readonly unlinkedIn = new Map<string, number>();
   /** Told when a file this mount answered as created was refused by the daemon: the kernel must forget it. */
   onLost: ((path: string) => void) | undefined;
+  /**
+   * Told when a change event taken for one of this mount's own mutations (see `own`) was someone
+   * else's after all (that mutation failed): the kernel must drop what it holds of `paths`, as for
+   * any change made elsewhere.
+   */
+  onMissed: ((paths: string[]) => void) | undefined;
   /** Writeback mode: the descriptor of each path's handle-less requests (see looseFd). */
   private readonly loose = new Map<string, Promise<Loose>>();
   /** Writeback mode: files written through `loose` descriptors, until seen clean (see settle). */
@@ -155,10 +172,10 @@ export class MountFs {
   /**
    * A change reported by the daemon (any front end, this mount included): cached answers about those
    * paths and below them are stale. `paths: []` (identities changed, or the connection to the daemon
-   * was lost) makes everything stale. Returns whether the event was taken for one of this mount's own
-   * writes (see `own`), which left the cached content as it is.
+   * was lost) makes everything stale. When the event was taken for one of this mount's own mutations
+   * (see `own`), which left the cached content as it is, returns what the kernel must drop for it.
    */
-  onChange(ev: ChangeEvent): boolean {
+  onChange(ev: ChangeEvent): OwnChange | undefined {
     const paths = mountPaths(ev.paths, this.opts.jail);
     if (paths === null) {
       this.log.forgetAll();
@@ -167,11 +184,11 @@ export class MountFs {
       const mine = this.expected.get(paths.join('\0'))?.find((e) => !e.taken);
       if (mine) {
         mine.taken = true;
-        return true;
+        return mine.kernel;
       }
       this.log.changed(paths);
     }
-    return false;
+    return undefined;
   }
 
   // ---------- attributes and directories ----------
@@ -755,7 +772,8 @@ export class MountFs {
     this.writable(path, 'rmdir');
     await this.settle(path, true);
     this.changed(path);
-    await this.rpc.call('fs.rmdir', { path });
+    // As for unlink: the kernel removes the entry itself when the answer comes.
+    await this.own([path], () => this.rpc.call('fs.rmdir', { path }), 'dir');
     this.changed(path);
   }
 
@@ -765,7 +783,10 @@ export class MountFs {
     await this.settle(path);
     const since = this.log.now();
     this.changed(path);
-    await this.rpc.call('fs.unlink', { path });
+    // The kernel removes the entry itself when this unlink is answered: its change event drops the
+    // directory's attributes only (one write to the kernel instead of three per file of `rm -rf`, one
+    // of which waited for the directory's lock that `rm` holds; OwnChange).
+    await this.own([path], () => this.rpc.call('fs.unlink', { path }), 'dir');
     this.changed(path);
     this.files.unlink(path);
     this.cache.delete(path);
@@ -1083,19 +1104,23 @@ export class MountFs {
    * reply. That event is not recorded as a change: the caller updates its caches from the reply. If an
    * event with the same paths comes from someone else first, it is taken for ours and ours is recorded
    * when it comes; if the mutation fails (no event of ours), a taken event is recorded at the reply.
-   * Either way no change made by someone else goes unrecorded.
+   * Either way no change made by someone else goes unrecorded (nor kept by the kernel: onMissed).
+   * `kernel`: what the kernel must drop when the event comes (OwnChange).
    */
-  private async own<T>(paths: string[], send: () => Promise<T>): Promise<T> {
+  private async own<T>(paths: string[], send: () => Promise<T>, kernel: OwnChange = 'attrs'): Promise<T> {
     this.statfsCache = undefined; // the usage changes
     const key = paths.join('\0');
-    const mine = { taken: false };
+    const mine = { taken: false, kernel };
     const list = this.expected.get(key);
     if (list) list.push(mine);
     else this.expected.set(key, [mine]);
     try {
       return await send();
     } catch (err) {
-      if (mine.taken) this.log.changed(paths);
+      if (mine.taken) {
+        this.log.changed(paths);
+        this.onMissed?.(paths);
+      }
       throw err;
     } finally {
       const l = this.expected.get(key)!;

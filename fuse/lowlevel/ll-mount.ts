@@ -21,7 +21,7 @@ import type { ChangeEvent } from '../../daemon/rpc/protocol.js';
 import { childPath, parentOf } from '../paths.js';
 import { ChangeLog, mountPaths } from '../change-log.js';
 import { O_ACCMODE, O_RDONLY, O_TRUNC, S_IFDIR, S_IFMT, S_IFREG, type FuseStat } from '../fuse-types.js';
-import type { MountFs, UtimeArg } from '../mount-fs.js';
+import type { MountFs, OwnChange, UtimeArg } from '../mount-fs.js';
 import { Inodes } from './inodes.js';
 import {
   OPEN_FLAGS,
@@ -87,6 +87,8 @@ export class LowLevelMount {
     };
     // Written data refused after close (writeback mode): the kernel's pages and size are not the daemon's.
     fs.onDiscarded = (path) => this.invalidate(path);
+    // A change made elsewhere, taken for one of the mount's own until that failed: invalidated now.
+    fs.onMissed = (paths) => this.onChange({ kind: 'change', paths });
   }
 
   get sessionEnded(): boolean {
@@ -129,14 +131,14 @@ export class LowLevelMount {
 
   /**
    * A daemon change event: the kernel forgets exactly the entries and inodes it concerns. `own`: the
-   * event of this mount's own write (MountFs.onChange), whose content the kernel already holds: only
-   * the attributes (the daemon set the times and size) are dropped, the pages are kept.
+   * event of this mount's own change (MountFs.onChange), which the kernel made itself: only attributes
+   * are dropped (OwnChange), never entries or pages.
    */
-  onChange(ev: ChangeEvent, own = false): void {
+  onChange(ev: ChangeEvent, own?: OwnChange): void {
     const paths = mountPaths(ev.paths, this.opts.jail);
-    if (own && paths !== null) {
+    if (own !== undefined && paths !== null) {
       for (const p of paths) {
-        const n = this.nodes.at(p);
+        const n = own === 'attrs' ? this.nodes.at(p) : undefined;
         if (n) this.ll.notifyInvalInode(n.ino, -1, 0);
         const parent = p === '/' ? undefined : this.nodes.at(parentOf(p));
         if (parent) this.ll.notifyInvalInode(parent.ino, -1, 0);
