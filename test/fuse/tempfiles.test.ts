@@ -95,6 +95,20 @@ async function inDaemon(dir: string, want: Map<string, Seen>): Promise<Map<strin
   return out;
 }
 
+/** The daemon's `dir` holds `name` alone (the temporary name never reached it), as `want` says. */
+async function holdsOnly(
+  t: Test,
+  dir: string,
+  name: string,
+  want: { mode: string; atime: string; mtime: string; content: string },
+): Promise<void> {
+  const st = await root.call('fs.stat', { path: `${dir}/${name}` });
+  t.same([st.mode, st.atime_ns, st.mtime_ns], [want.mode, want.atime, want.mtime], 'its mode and times');
+  t.equal((await root.request('fs.read', { path: `${dir}/${name}` })).data.toString(), want.content);
+  const names = (await root.call('fs.list', { path: dir })).entries.map((e) => e.name);
+  t.same(names, [name], 'and nothing else: the temporary name never reached the daemon');
+}
+
 async function rsyncRound(t: Test, m: Mount, name: string): Promise<void> {
   const src = await sourceTree(t);
   const r = await m.sh(`rsync -a '${src}/' ${name}/`);
@@ -168,14 +182,12 @@ print(oct(st.st_mode & 0o7777), st.st_mtime_ns, st.st_size, os.path.exists('${di
       }, 5000),
       'then sent',
     );
-    const st = await root.call('fs.stat', { path: '/tf/x.md' });
-    t.same([st.mode, st.atime_ns, st.mtime_ns], ['0640', '1000000000123456789', '1500000000987654321']);
-    t.equal((await root.request('fs.read', { path: '/tf/x.md' })).data.toString(), 'made in the dark\n');
-    t.same(
-      (await root.call('fs.list', { path: '/tf' })).entries.map((e) => e.name),
-      ['x.md'],
-      'the temporary name never reached the daemon',
-    );
+    await holdsOnly(t, '/tf', 'x.md', {
+      mode: '0640',
+      atime: '1000000000123456789',
+      mtime: '1500000000987654321',
+      content: 'made in the dark\n',
+    });
   },
 );
 
@@ -229,12 +241,11 @@ os.close(fd)
     const r = await run;
     t.equal(r.code, 0, r.stderr);
     // The default mount: what close(2) returned for is in the daemon, durable.
-    const st = await root.call('fs.stat', { path: '/one/f.md' });
-    t.same([st.mode, st.atime_ns, st.mtime_ns], ['0604', '1000000000000000001', '1200000000000000002']);
-    t.equal((await root.request('fs.read', { path: '/one/f.md' })).data.toString(), 'one create\n');
-    t.same(
-      (await root.call('fs.list', { path: '/one' })).entries.map((e) => e.name),
-      ['f.md'],
-    );
+    await holdsOnly(t, '/one', 'f.md', {
+      mode: '0604',
+      atime: '1000000000000000001',
+      mtime: '1200000000000000002',
+      content: 'one create\n',
+    });
   },
 );
