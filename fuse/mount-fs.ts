@@ -157,6 +157,16 @@ export class MountFs {
     return this.rpc.creds.onBehalfOf === undefined;
   }
 
+  /**
+   * Descriptors held by the kernel's opens and creates: writeback mode's handle-less ones (`loose`)
+   * are the mount's own, closed by it, and do not keep a detached mount waiting.
+   */
+  get openByKernel(): number {
+    let own = 0;
+    for (const p of this.loose.values()) if (this.settledLoose.has(p)) own++;
+    return this.files.openCount - own;
+  }
+
   /** `mdvfs mount --writeback` (MountFsOptions.writeback), which the kernel side follows too. */
   get writeback(): boolean {
     return this.opts.writeback === true;

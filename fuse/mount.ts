@@ -170,15 +170,15 @@ function escapeMountPath(p: string): string {
 }
 
 async function shutdown(llm: LowLevelMount, mfs: MountFs, link: DaemonLink, unmount: boolean): Promise<void> {
-  if (!unmount && mfs.files.openCount > 0) {
+  if (!unmount && mfs.openByKernel > 0) {
     // After a lazy unmount (`mdvfs umount --lazy`), processes may still hold files open and write to
     // them. Wait until the last is closed, or until the kernel ends the session: when the last file of
     // a detached mount is closed, the kernel may drop its release request with the session, so the
     // open count alone could wait forever.
     process.stderr.write(
-      `mdvfs: ${mfs.files.openCount} file(s) still open in the detached mount; exiting when they are closed\n`,
+      `mdvfs: ${mfs.openByKernel} file(s) still open in the detached mount; exiting when they are closed\n`,
     );
-    while (mfs.files.openCount > 0 && !llm.sessionEnded) await sleep(200);
+    while (mfs.openByKernel > 0 && !llm.sessionEnded) await sleep(200);
   }
   await mfs.flushAll();
   if (unmount) llm.unmount();

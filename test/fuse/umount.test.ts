@@ -117,3 +117,14 @@ void t.test('an idle mount unmounts at once', async (t) => {
   t.ok(await eventually(() => m.proc.exitCode !== null, 10000), 'the mount process exits');
   t.notMatch(m.stderr(), /still open/);
 });
+
+void t.test('--writeback: a file just written, unmounted from outside: no file is said to be open', async (t) => {
+  const m = await mount(t, d, ['--writeback']);
+  // The mount's own descriptor of the written file (sent and closed by the mount) is no open file.
+  const w = await m.sh('echo wb > wb.md');
+  t.equal(w.code, 0, w.stderr);
+  t.equal((await sh(`fusermount3 -u ${m.dir}`, '/')).code, 0);
+  t.ok(await eventually(() => m.proc.exitCode !== null, 10000), 'the mount process exits');
+  t.notMatch(m.stderr(), /still open/);
+  t.equal(await read('/wb.md'), 'wb\n', 'what was written reached the daemon');
+});
