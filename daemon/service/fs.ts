@@ -5,14 +5,14 @@ import { formatMode, LIST_PAGE_MAX, parseMode, READ_CHUNK, type DirEntry, type L
 import { decodeCursor, encodeCursor, toEntry, toStat } from './present.js';
 import type { AreaOps, Kit } from './context.js';
 
-function parseTime(t: string | number | undefined, op: string): bigint | undefined {
+/** `field` (atime or mtime) of an operation on `path`: nanoseconds as a decimal string, or milliseconds. */
+function parseTime(t: string | number | undefined, op: string, path: string, field: string): bigint | undefined {
   if (t === undefined) return undefined;
-  if (typeof t === 'number') {
-    if (!Number.isFinite(t)) throw new VfsError('EINVAL', op, undefined, 'invalid time');
-    return BigInt(Math.round(t * 1_000_000));
-  }
-  if (!/^-?\d{1,22}$/.test(t)) throw new VfsError('EINVAL', op, undefined, 'invalid time');
-  return BigInt(t);
+  const bad = (): never => {
+    throw new VfsError('EINVAL', op, path, `invalid ${field} (nanoseconds as a decimal string, or milliseconds)`);
+  };
+  if (typeof t === 'number') return Number.isFinite(t) ? BigInt(Math.round(t * 1_000_000)) : bad();
+  return /^-?\d{1,22}$/.test(t) ? BigInt(t) : bad();
 }
 
 function mode(m: number | string | undefined, op: string): number | undefined {
@@ -73,8 +73,8 @@ export const fsOps = (k: Kit): AreaOps<'fs'> => ({
     if (p.exclusive !== undefined) opts.exclusive = p.exclusive;
     if (p.append !== undefined) opts.append = p.append;
     if (p.atime !== undefined || p.mtime !== undefined) {
-      const atime = parseTime(p.atime, 'write');
-      const mtime = parseTime(p.mtime, 'write');
+      const atime = parseTime(p.atime, 'write', p.path, 'atime');
+      const mtime = parseTime(p.mtime, 'write', p.path, 'mtime');
       if (p.exclusive !== true || atime === undefined || mtime === undefined)
         throw new VfsError('EINVAL', 'write', p.path, 'atime and mtime are given together, with exclusive only');
       opts.times = { atime, mtime };
@@ -168,8 +168,8 @@ export const fsOps = (k: Kit): AreaOps<'fs'> => ({
     const n = k.d.vfs.utimens(
       cred,
       p.path,
-      parseTime(p.atime, 'utime'),
-      parseTime(p.mtime, 'utime'),
+      parseTime(p.atime, 'utime', p.path, 'atime'),
+      parseTime(p.mtime, 'utime', p.path, 'mtime'),
       p.nofollow === true,
     );
     return { path: p.path, ...(p.stat === true ? { stat: toStat(n) } : {}) };

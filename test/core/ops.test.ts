@@ -536,6 +536,7 @@ t.test('filesystem operations', async (t) => {
       alice.call('fs.write', { path: 'wtimes/b.md', exclusive: true, ...times, mtime: 'later' }, text('b')),
       {
         code: 'EINVAL',
+        message: /invalid mtime .*wtimes\/b\.md/,
       },
     );
     t.equal((await alice.call('fs.read', { path: 'wtimes/a.md' })).etag, objectIdOf('a'), 'nothing was written');
