@@ -63,6 +63,12 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
     throw new Error(`cannot mount at '${mnt}': ${err.message}`);
   });
   if (st && !st.isDirectory()) throw mountError('ENOTDIR', `cannot mount at '${mnt}': not a directory`);
+  // A second mount on the same directory would hide the first, which goes on running unseen.
+  if (st && (await mountAt(mnt))?.startsWith('fuse.mdvfs'))
+    throw mountError(
+      'EBUSY',
+      `cannot mount at '${mnt}': an mdvfs mount is already there; unmount it first ('mdvfs umount ${mnt}')`,
+    );
 
   // First: without the addon there is nothing to connect for.
   const ll = loadLowLevel();
@@ -156,10 +162,7 @@ const READAHEAD_KIB = 1024;
  * or without /proc and /sys, the kernel's default stays.
  */
 async function raiseReadahead(mnt: string): Promise<void> {
-  const table = await fsp.readFile('/proc/self/mountinfo', 'utf8').catch(() => '');
-  const escaped = escapeMountPath(mnt);
-  const line = table.split('\n').find((l) => l.split(' ')[4] === escaped && l.includes(' - fuse'));
-  const dev = line?.split(' ')[2];
+  const dev = (await mountInfo(mnt))?.dev;
   if (dev === undefined || !/^\d+:\d+$/.test(dev)) return;
   await fsp.writeFile(`/sys/class/bdi/${dev}/read_ahead_kb`, String(READAHEAD_KIB)).catch(() => undefined);
 }
@@ -167,6 +170,31 @@ async function raiseReadahead(mnt: string): Promise<void> {
 /** A path as /proc/self/mountinfo shows it (space, tab, newline and backslash in octal escapes). */
 function escapeMountPath(p: string): string {
   return p.replace(/[ \t\n\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
+}
+
+/**
+ * The topmost mount at `mnt` in this namespace's mount table (/proc/self/mountinfo, never the mount
+ * itself): its device and filesystem type (`fuse.mdvfs`, `tmpfs`...). undefined: nothing is mounted
+ * there; null: the table cannot be read (no /proc).
+ */
+async function mountInfo(mnt: string): Promise<{ dev: string; type: string } | undefined | null> {
+  const table = await fsp.readFile('/proc/self/mountinfo', 'utf8').catch(() => null);
+  if (table === null) return null;
+  const escaped = escapeMountPath(mnt);
+  let found: { dev: string; type: string } | undefined;
+  for (const line of table.split('\n')) {
+    const fields = line.split(' ');
+    if (fields[4] !== escaped) continue;
+    const sep = fields.indexOf('-');
+    found = { dev: fields[2] ?? '', type: sep > 0 ? (fields[sep + 1] ?? '') : '' };
+  }
+  return found;
+}
+
+/** The filesystem type mounted at `mnt`, as mountInfo. */
+async function mountAt(mnt: string): Promise<string | undefined | null> {
+  const info = await mountInfo(mnt);
+  return info === null ? null : info?.type;
 }
 
 async function shutdown(llm: LowLevelMount, mfs: MountFs, link: DaemonLink, unmount: boolean): Promise<void> {
@@ -188,14 +216,13 @@ async function shutdown(llm: LowLevelMount, mfs: MountFs, link: DaemonLink, unmo
 
 /** Resolves when `mnt` no longer appears in this namespace's mount table (read from /proc, never the mount). */
 async function watchMountTable(mnt: string, done: () => boolean): Promise<void> {
-  const escaped = escapeMountPath(mnt);
   let seen = false;
   for (let round = 0; !done(); round++) {
     // The first look is immediate: the mount is known to be up, and may be ended from outside at once.
     if (round > 0) await sleep(1000);
-    const table = await fsp.readFile('/proc/self/mountinfo', 'utf8').catch(() => null);
-    if (table === null) return new Promise(() => undefined); // no /proc: rely on signals alone
-    const mounted = table.split('\n').some((line) => line.split(' ')[4] === escaped && line.includes(' - fuse'));
+    const type = await mountAt(mnt);
+    if (type === null) return new Promise(() => undefined); // no /proc: rely on signals alone
+    const mounted = type?.startsWith('fuse') === true;
     if (mounted) seen = true;
     else if (seen) return;
     else if (round >= 5) {
@@ -216,7 +243,7 @@ function sleep(ms: number): Promise<void> {
  * process sends what open files hold and exits when the last is closed.
  */
 export async function runUmount(dir: string, opts: { lazy?: boolean } = {}): Promise<void> {
-  const mnt = path.resolve(dir);
+  let mnt = path.resolve(dir);
   const fail = (e: { stderr?: string; message: string }): never => {
     const text = (e.stderr ?? e.message).trim();
     if (!opts.lazy && /busy/i.test(text)) {
@@ -228,6 +255,15 @@ export async function runUmount(dir: string, opts: { lazy?: boolean } = {}): Pro
     }
     throw new Error(`cannot unmount ${mnt}: ${text}`);
   };
+  // Say plainly what is wrong, rather than fusermount3's "Invalid argument". The directory itself is
+  // looked at only when the mount table has nothing there: a hung mount must not hang its unmount.
+  if ((await mountAt(mnt)) === undefined) {
+    const real = await fsp.realpath(mnt).catch(() => null);
+    if (real === null) throw mountError('ENOENT', `cannot unmount '${mnt}': no such directory`);
+    mnt = real; // the table names real paths
+    if ((await mountAt(mnt)) === undefined)
+      throw mountError('EINVAL', `cannot unmount '${mnt}': nothing is mounted there`);
+  }
   try {
     await execFileP('fusermount3', [opts.lazy ? '-uz' : '-u', mnt]);
   } catch (err) {

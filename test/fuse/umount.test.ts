@@ -5,8 +5,9 @@
  */
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
-import { CLI, eventually, isMounted, mount, sh, skipWithoutFuse, startDaemon } from '../helpers/fuse.js';
+import { CLI, eventually, isMounted, mount, sh, skipWithoutFuse, startDaemon, tempDir } from '../helpers/fuse.js';
 
 skipWithoutFuse(t);
 
@@ -61,6 +62,13 @@ process.stdin.on('data', (b) => {
       return next();
     },
   };
+}
+
+/** How many mounts are stacked at `dir` (this namespace's mount table). */
+function mountsAt(dir: string): number {
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .filter((l) => l.split(' ')[4] === dir).length;
 }
 
 void t.test(
@@ -127,4 +135,32 @@ void t.test('--writeback: a file just written, unmounted from outside: no file i
   t.ok(await eventually(() => m.proc.exitCode !== null, 10000), 'the mount process exits');
   t.notMatch(m.stderr(), /still open/);
   t.equal(await read('/wb.md'), 'wb\n', 'what was written reached the daemon');
+});
+
+void t.test('a second mount on a mounted directory is refused, and the first keeps serving', async (t) => {
+  const m = await mount(t, d);
+  await d.client.call('fs.write', { path: '/second.md' }, { data: Buffer.from('one\n') });
+  // Without the check it would stack a second mount and serve in the foreground: `timeout` ends it.
+  const env = { SERVICE_DATA_DIR: d.dataDir };
+  const again = await sh(`timeout 20 node ${CLI} mount ${m.dir}`, '/', env);
+  t.equal(again.code, 1, 'refused');
+  t.match(again.stderr, /cannot mount at .*: an mdvfs mount is already there; unmount it first .*\(EBUSY\)/);
+  // Through a symbolic link to the mountpoint too: the kernel's table names the real path.
+  const link = path.join(tempDir(t), 'link');
+  symlinkSync(m.dir, link);
+  t.match((await sh(`timeout 20 node ${CLI} mount ${link}/`, '/', env)).stderr, /already there.*\(EBUSY\)/);
+  t.equal(mountsAt(m.dir), 1, 'one mount there, not two stacked');
+  t.equal((await m.sh('cat second.md')).stdout, 'one\n', 'the first mount serves');
+  t.equal(m.proc.exitCode, null);
+});
+
+void t.test('umount of a directory with nothing mounted, or of none at all, says so', async (t) => {
+  const dir = tempDir(t);
+  const idle = await sh(`node ${CLI} umount ${dir}`, '/');
+  t.equal(idle.code, 1);
+  t.equal(idle.stderr, `mdvfs: cannot unmount '${dir}': nothing is mounted there (EINVAL)\n`);
+  const missing = path.join(dir, 'missing');
+  const none = await sh(`node ${CLI} umount ${missing}`, '/');
+  t.equal(none.code, 1);
+  t.equal(none.stderr, `mdvfs: cannot unmount '${missing}': no such directory (ENOENT)\n`);
 });
