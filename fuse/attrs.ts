@@ -6,10 +6,57 @@ import { S_IFDIR, S_IFLNK, S_IFREG, type FuseStat } from './fuse-types.js';
 const TYPE_BITS: Record<Kind, number> = { file: S_IFREG, directory: S_IFDIR, symlink: S_IFLNK };
 
 /**
- * Files of the mount's principal appear owned by the local user running the mount (and the principal's
- * primary group by the local group), so editors and `ls -l` see the access the daemon will grant.
+ * Inode numbers shown for files created in the mount until the daemon has them (their first flush):
+ * above any the daemon gives, so that two files never show the same number.
+ */
+const PROVISIONAL_INO = 2 ** 52;
+
+/**
+ * The inode numbers the mount shows (st_ino). A file created here is shown with a provisional number
+ * until the daemon has it, and keeps that number, not the daemon's, for as long as the kernel holds
+ * its node: st_ino must not change under an open file (SQLite takes a database whose st_ino changed
+ * for one moved away, and refuses to write to it: SQLITE_READONLY_DBMOVED).
+ */
+export class InodeNumbers {
+  private next = PROVISIONAL_INO;
+  /** The daemon's number of a file shown with a provisional one → that one, and back. */
+  private readonly aliases = new Map<number, number>();
+  private readonly daemonOf = new Map<number, number>();
+
+  /** A new provisional number. */
+  provisional(): number {
+    return this.next++;
+  }
+
+  /** The daemon gave `id` to the file shown as `provisional`: it is still shown so. */
+  alias(id: number, provisional: number): void {
+    if (id <= 0 || provisional < PROVISIONAL_INO) return;
+    this.aliases.set(id, provisional);
+    this.daemonOf.set(provisional, id);
+  }
+
+  /** The number to show for the daemon's inode `id`. */
+  shown(id: number): number {
+    return this.aliases.get(id) ?? id;
+  }
+
+  /** The kernel forgot the node shown as `ino`: no descriptor holds it, its daemon number may show. */
+  forgotten(ino: number): void {
+    const id = this.daemonOf.get(ino);
+    if (id === undefined) return;
+    this.daemonOf.delete(ino);
+    this.aliases.delete(id);
+  }
+}
+
+/**
+ * How the daemon's ids show in the mount. Files of the mount's principal appear owned by the local
+ * user running the mount (and the principal's primary group by the local group), so editors and
+ * `ls -l` see the access the daemon will grant; inode numbers as InodeNumbers says.
  */
 export class OwnerMap {
+  readonly inodes = new InodeNumbers();
+
   constructor(
     readonly principalUid: number,
     readonly principalGid: number,
@@ -62,7 +109,7 @@ export function toFuseStat(s: Stat, owners: OwnerMap, clearWrite = false): FuseS
     gid: owners.gidOut(s.gid),
     size: s.size,
     nlink: s.nlink > 0 ? s.nlink : 1,
-    ino: s.inode_id,
+    ino: owners.inodes.shown(s.inode_id),
     blksize: 4096,
     blocks: Math.ceil(s.size / 512),
     atime: nsToMs(s.atime_ns, s.accessed),
@@ -84,7 +131,7 @@ export function entryToFuseStat(e: DirEntry, owners: OwnerMap, clearWrite = fals
     gid: owners.gidOut(e.gid),
     size: e.size,
     nlink: 1,
-    ino: e.inode_id,
+    ino: owners.inodes.shown(e.inode_id),
     blksize: 4096,
     blocks: Math.ceil(e.size / 512),
     atime: e.atime_ns !== undefined ? nsToMs(e.atime_ns, e.modified) : mtime,

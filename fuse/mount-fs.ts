@@ -42,12 +42,6 @@ const S_ISVTX = 0o1000;
 /** Unlinks answered here (writeback mode) that may be in flight to the daemon at once. */
 const MAX_UNLINKING = 256;
 /**
- * Inode numbers shown for files created here until the daemon has them (their first flush): above
- * any the daemon gives, so that two files never show the same number.
- */
-const PROVISIONAL_INO = 2 ** 52;
-
-/**
  * Writeback mode: written data is sent once the file's descriptor serving handle-less requests (see
  * withLoose) was not used for this long. Long enough to gather a burst of writes (a script's
  * successive `>>`, a tool writing in pieces) into one send; short enough that the send, one daemon
@@ -122,7 +116,6 @@ export class MountFs {
   private readonly createdIn = new Map<string, { since: number; uid: number; gid: number }>();
   /** Files whose create was answered here and is not sent yet (OpenFile.unsent). */
   private readonly unsent = new Set<OpenFile>();
-  private nextProvisionalIno = PROVISIONAL_INO;
   /** Writeback mode: unlinks answered here and not yet answered by the daemon, by path (see unlink). */
   private readonly unlinking = new Map<string, Promise<void>>();
   /**
@@ -202,6 +195,11 @@ export class MountFs {
   }
 
   // ---------- attributes and directories ----------
+
+  /** The kernel forgot the node shown with inode number `ino` (InodeNumbers.forgotten). */
+  forgotten(ino: number): void {
+    this.opts.owners.inodes.forgotten(ino);
+  }
 
   /**
    * Whether `path` is known not to exist without asking anyone: a valid listing of its directory lacks
@@ -394,13 +392,14 @@ export class MountFs {
   private createHere(path: string, mode: number, known: { uid: number; gid: number }): number {
     const now = Date.now();
     const ns = BigInt(now) * 1_000_000n;
+    const ino = this.opts.owners.inodes.provisional();
     const st: FuseStat = {
       mode: S_IFREG | (mode & ~S_ISUID),
       uid: known.uid,
       gid: known.gid,
       size: 0,
       nlink: 1,
-      ino: this.nextProvisionalIno++,
+      ino,
       blksize: 4096,
       blocks: 0,
       atime: now,
@@ -419,7 +418,7 @@ export class MountFs {
     file.touch();
     const handle = { kind: 'file' as const, file, writable: true };
     const fd = this.files.open(handle);
-    file.unsent = { mode, fd, handle };
+    file.unsent = { mode, fd, handle, ino };
     this.unsent.add(file);
     return fd;
   }
@@ -1365,6 +1364,7 @@ export class MountFs {
       );
       this.attrs.invalidate(path);
       if (r.created === (create !== undefined) && r.path === path && r.stat) {
+        if (create) this.opts.owners.inodes.alias(r.stat.inode_id, create.ino);
         const st = toFuseStat(r.stat, this.opts.owners);
         this.attrs.set(path, st, since);
         if (create) {

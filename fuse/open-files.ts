@@ -138,6 +138,8 @@ export interface UnsentCreate {
   mode: number;
   fd: number;
   handle: Handle & { kind: 'file' };
+  /** The provisional inode number it is shown with (InodeNumbers), kept once the daemon has it. */
+  ino: number;
   /**
    * Times set (utimens) before the create was sent, in nanoseconds; they go with it unless the content
    * changed after they were set (`writes`: OpenFile.writes then), which makes the mtime that change's.

@@ -181,6 +181,7 @@ export class LowLevelMount {
     const [op, req, ino, a] = request;
     if (op === Op.FORGET) {
       const gone = this.nodes.forget(ino, a);
+      if (gone?.attr?.ino !== undefined) this.fs.forgotten(gone.attr.ino);
       if (gone?.orphanFd !== undefined) void this.fs.release(gone.orphanFd).catch(() => undefined);
       return;
     }
