@@ -37,6 +37,11 @@ const W_OK = 2;
 /** The largest file the mount buffers (the framing limit of the socket protocol). */
 const MAX_BUFFER = 1024 * 1024 * 1024;
 
+/** EFBIG for a file that would grow past what the mount buffers (a write's end, a truncate's size). */
+function fitsBuffer(size: number, op: string, path: string): void {
+  if (size > MAX_BUFFER) throw new VfsError('EFBIG', op, path);
+}
+
 const S_ISUID = 0o4000;
 const S_ISVTX = 0o1000;
 /** Unlinks answered here (writeback mode) that may be in flight to the daemon at once. */
@@ -469,7 +474,7 @@ export class MountFs {
   async write(fd: number, buf: Buffer, len: number, pos: number): Promise<number> {
     const h = this.handle(fd, 'write');
     if (h.kind !== 'file' || !h.writable) throw new VfsError('EROFS', 'write', HISTORY_DIR);
-    if (pos + len > MAX_BUFFER) throw new VfsError('EFBIG', 'write', h.file.path);
+    fitsBuffer(pos + len, 'write', h.file.path);
     (await this.content(h.file)).write(buf, len, pos);
     h.file.touch();
     return len;
@@ -485,6 +490,7 @@ export class MountFs {
       return;
     }
     // Another descriptor holds the file: change its buffer, and publish at once as truncate(2) would.
+    fitsBuffer(size, 'truncate', path);
     await this.rpc.call('fs.access', { path, mode: W_OK });
     (await this.content(open)).truncate(size);
     open.touch();
@@ -495,6 +501,7 @@ export class MountFs {
     const h = this.handle(fd, 'ftruncate');
     if (h.kind !== 'file') throw new VfsError('EROFS', 'ftruncate', HISTORY_DIR);
     if (!h.writable) await this.rpc.call('fs.access', { path: h.file.path, mode: W_OK });
+    fitsBuffer(size, 'ftruncate', h.file.path);
     (await this.content(h.file)).truncate(size);
     h.file.touch();
   }

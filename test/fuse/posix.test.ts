@@ -131,6 +131,15 @@ void t.test(
   },
 );
 
+void t.test('growing a file past what the mount buffers is EFBIG, by truncate as by write', async (t) => {
+  for (const cmd of ['truncate -s 20G huge.bin', 'dd if=/dev/zero of=huge.bin bs=1M count=1 seek=2048']) {
+    const r = await m.sh(cmd);
+    t.not(r.code, 0, cmd);
+    t.match(r.stderr, /File too large/, cmd);
+  }
+  await ok(t, 'truncate -s 1M huge.bin && rm huge.bin');
+});
+
 void t.test('no operation above failed with an internal error in the mount', async (t) => {
   t.notMatch(m.stderr(), /unexpected error/, m.stderr());
 });
