@@ -1188,6 +1188,8 @@ export class MountFs {
     // Reading checks read access; a writer also needs write access (write-only files are not supported).
     // A reader gets the first part only: a larger file's other parts are fetched as the kernel reads them.
     const known = open?.etag !== undefined ? { etag: open.etag, data: undefined } : this.cache.get(path);
+    // What this mount's own descriptors had done to the file when the answer was asked for (below).
+    const asked = { file: open, etag: open?.etag, writes: open?.writes };
     const [read, checked] = await Promise.allSettled([
       this.rpc.request('fs.read', {
         path,
@@ -1204,6 +1206,12 @@ export class MountFs {
     const { result, data } = read.value;
     const current = this.files.file(path);
     if (current?.dirty) return { file: current, ...granted };
+    // Written or sent by a descriptor of this mount meanwhile (another process appending, whose close
+    // sent it), or opened and fetched by another: what it holds is at least as new as this answer,
+    // which may predate it. Taking the answer would drop the newer bytes from the buffer while the
+    // kernel's size still counts them: the next append would leave a hole of zeros.
+    if (current && (current !== asked.file || current.writes !== asked.writes || current.etag !== asked.etag))
+      return { file: current, ...granted };
     let content: FileBuffer | null = null;
     /** The first part of a file larger than it (a reader's open): the rest is fetched as it is read. */
     let first: Buffer | undefined;

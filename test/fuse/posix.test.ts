@@ -140,6 +140,23 @@ void t.test('growing a file past what the mount buffers is EFBIG, by truncate as
   await ok(t, 'truncate -s 1M huge.bin && rm huge.bin');
 });
 
+void t.test('appends from concurrent processes all arrive: none lost, none overwritten by zeros', async (t) => {
+  // Each `>>` is an open, a write at the end and a close that sends the file; another process's open
+  // then fetches the file while this one's close may still be sending it.
+  const writers = ['a', 'b', 'c'].map((w) => `(for i in $(seq 300); do echo ${w}$i >> appended.md; done) &`);
+  await ok(t, `${writers.join(' ')} wait`);
+  const text = await ok(t, 'cat appended.md');
+  const lines = text.split('\n').slice(0, -1);
+  t.equal(lines.length, 900, 'every line');
+  for (const w of ['a', 'b', 'c'])
+    t.same(
+      lines.filter((l) => l.startsWith(w)),
+      Array.from({ length: 300 }, (_, i) => `${w}${i + 1}`),
+      `${w}: whole, in order`,
+    );
+  t.equal((await root.request('fs.read', { path: '/appended.md' })).data.toString(), text, 'the daemon holds the same');
+});
+
 void t.test('no operation above failed with an internal error in the mount', async (t) => {
   t.notMatch(m.stderr(), /unexpected error/, m.stderr());
 });
