@@ -62,7 +62,9 @@ struct Request {
   double a = 0, b = 0, c = 0, d = 0;
   std::string s1, s2;
   bool s1Set = false, s1Bad = false, s2Set = false, s2Bad = false;
-  std::vector<char> data;
+  // A write's bytes: libfuse's buffer, valid while the request is delivered (Deliver is synchronous).
+  const char* data = nullptr;
+  size_t dataLen = 0;
   bool hasData = false;
   bool hasAttr = false;
   struct stat attr {};
@@ -277,7 +279,8 @@ void ll_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
   Request* r = Make(OP_WRITE, req, ino);
   r->a = fhOf(fi);
   r->c = static_cast<double>(off);
-  r->data.assign(buf, buf + size);  // libfuse reuses its buffer once this returns
+  r->data = buf;  // libfuse reuses its buffer once this returns: CallJs copies it into a JS Buffer
+  r->dataLen = size;
   r->hasData = true;
   Deliver(r);
 }
@@ -340,8 +343,8 @@ void CallJs(Napi::Env env, Napi::Function handler, Request* r) {
     };
     Napi::Value extra = undef;
     if (r->hasData) {
-      auto* v = new std::vector<char>(std::move(r->data));
-      extra = Napi::Buffer<char>::New(env, v->data(), v->size(), [](Napi::Env, char*, std::vector<char>* p) { delete p; }, v);
+      // A copy owned by V8 (no finalizer to run: cheaper to collect than external memory).
+      extra = Napi::Buffer<char>::Copy(env, r->data, r->dataLen);
     } else if (r->hasAttr) {
       Napi::Object o = Napi::Object::New(env);
       o.Set("valid", r->toSet);
