@@ -64,7 +64,7 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   });
   if (st && !st.isDirectory()) throw mountError('ENOTDIR', `cannot mount at '${mnt}': not a directory`);
   // A second mount on the same directory would hide the first, which goes on running unseen.
-  if (st && (await mountAt(mnt))?.startsWith('fuse.mdvfs'))
+  if (st && (await fuseAt(mnt, 'fuse.mdvfs')))
     throw mountError(
       'EBUSY',
       `cannot mount at '${mnt}': an mdvfs mount is already there; unmount it first ('mdvfs umount ${mnt}')`,
@@ -162,7 +162,7 @@ const READAHEAD_KIB = 1024;
  * or without /proc and /sys, the kernel's default stays.
  */
 async function raiseReadahead(mnt: string): Promise<void> {
-  const dev = (await mountInfo(mnt))?.dev;
+  const dev = (await fuseAt(mnt))?.dev;
   if (dev === undefined || !/^\d+:\d+$/.test(dev)) return;
   await fsp.writeFile(`/sys/class/bdi/${dev}/read_ahead_kb`, String(READAHEAD_KIB)).catch(() => undefined);
 }
@@ -173,28 +173,29 @@ function escapeMountPath(p: string): string {
 }
 
 /**
- * The topmost mount at `mnt` in this namespace's mount table (/proc/self/mountinfo, never the mount
- * itself): its device and filesystem type (`fuse.mdvfs`, `tmpfs`...). undefined: nothing is mounted
- * there; null: the table cannot be read (no /proc).
+ * The mounts at `mnt` in this namespace's mount table (/proc/self/mountinfo, never the mount itself),
+ * bottom to top: each one's device and filesystem type (`fuse.mdvfs`, `tmpfs`...). Empty: nothing is
+ * mounted there; null: the table cannot be read (no /proc).
  */
-async function mountInfo(mnt: string): Promise<{ dev: string; type: string } | undefined | null> {
+async function mountsAt(mnt: string): Promise<{ dev: string; type: string }[] | null> {
   const table = await fsp.readFile('/proc/self/mountinfo', 'utf8').catch(() => null);
   if (table === null) return null;
   const escaped = escapeMountPath(mnt);
-  let found: { dev: string; type: string } | undefined;
+  const found: { dev: string; type: string }[] = [];
   for (const line of table.split('\n')) {
     const fields = line.split(' ');
     if (fields[4] !== escaped) continue;
     const sep = fields.indexOf('-');
-    found = { dev: fields[2] ?? '', type: sep > 0 ? (fields[sep + 1] ?? '') : '' };
+    found.push({ dev: fields[2] ?? '', type: sep > 0 ? (fields[sep + 1] ?? '') : '' });
   }
   return found;
 }
 
-/** The filesystem type mounted at `mnt`, as mountInfo. */
-async function mountAt(mnt: string): Promise<string | undefined | null> {
-  const info = await mountInfo(mnt);
-  return info === null ? null : info?.type;
+/** The first FUSE mount at `mnt` (only one of type `type`, e.g. `fuse.mdvfs`, when given), as mountsAt. */
+async function fuseAt(mnt: string, type?: string): Promise<{ dev: string; type: string } | undefined | null> {
+  const mounts = await mountsAt(mnt);
+  if (mounts === null) return null;
+  return mounts.find((m) => (type === undefined ? m.type === 'fuse' || m.type.startsWith('fuse.') : m.type === type));
 }
 
 async function shutdown(llm: LowLevelMount, mfs: MountFs, link: DaemonLink, unmount: boolean): Promise<void> {
@@ -220,9 +221,9 @@ async function watchMountTable(mnt: string, done: () => boolean): Promise<void> 
   for (let round = 0; !done(); round++) {
     // The first look is immediate: the mount is known to be up, and may be ended from outside at once.
     if (round > 0) await sleep(1000);
-    const type = await mountAt(mnt);
-    if (type === null) return new Promise(() => undefined); // no /proc: rely on signals alone
-    const mounted = type?.startsWith('fuse') === true;
+    const fuse = await fuseAt(mnt);
+    if (fuse === null) return new Promise(() => undefined); // no /proc: rely on signals alone
+    const mounted = fuse !== undefined;
     if (mounted) seen = true;
     else if (seen) return;
     else if (round >= 5) {
@@ -257,11 +258,11 @@ export async function runUmount(dir: string, opts: { lazy?: boolean } = {}): Pro
   };
   // Say plainly what is wrong, rather than fusermount3's "Invalid argument". The directory itself is
   // looked at only when the mount table has nothing there: a hung mount must not hang its unmount.
-  if ((await mountAt(mnt)) === undefined) {
+  if ((await mountsAt(mnt))?.length === 0) {
     const real = await fsp.realpath(mnt).catch(() => null);
     if (real === null) throw mountError('ENOENT', `cannot unmount '${mnt}': no such directory`);
     mnt = real; // the table names real paths
-    if ((await mountAt(mnt)) === undefined)
+    if ((await mountsAt(mnt))?.length === 0)
       throw mountError('EINVAL', `cannot unmount '${mnt}': nothing is mounted there`);
   }
   try {
