@@ -161,7 +161,8 @@ export class RangedContent {
     this.pin(0, n, 1);
     try {
       this.ahead(n);
-      const got = await Promise.all(this.parts.map((_, i) => this.part(i)));
+      // Every index: parts never requested are holes in `parts`, which map() would skip.
+      const got = await Promise.all(Array.from({ length: n }, (_, i) => this.part(i)));
       return got.length === 1 ? got[0]! : Buffer.concat(got, this.size);
     } finally {
       this.pin(0, n, -1);

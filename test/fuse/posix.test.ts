@@ -7,6 +7,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { mount, okIn, skipWithoutFuse, sleep, startDaemon } from '../helpers/fuse.js';
 
@@ -155,6 +156,24 @@ void t.test('appends from concurrent processes all arrive: none lost, none overw
       `${w}: whole, in order`,
     );
   t.equal((await root.request('fs.read', { path: '/appended.md' })).data.toString(), text, 'the daemon holds the same');
+});
+
+void t.test('appends to a large file that readers hold open all arrive', async (t) => {
+  // Over 8 MiB: a reader's open fetches parts as they are read, and a writer joining it needs them all.
+  const big = Buffer.from(randomBytes(7_500_000).toString('base64'));
+  await root.call('fs.write', { path: '/large-appended.md' }, { data: big });
+  const writers = ['a', 'b'].map((w) => `(for i in $(seq 100); do echo ${w}$i >> large-appended.md; done) &`);
+  const reader = '(for i in $(seq 100); do tail -c 20 large-appended.md > /dev/null; done) &';
+  await ok(t, `${writers.join(' ')} ${reader} wait`);
+  const stored = (await root.request('fs.read', { path: '/large-appended.md' })).data;
+  t.ok(stored.subarray(0, big.length).equals(big), 'the original bytes are kept');
+  const lines = stored.subarray(big.length).toString().split('\n').slice(0, -1);
+  t.equal(lines.length, 200, 'every appended line');
+  t.same(
+    lines.filter((l) => !/^[ab]\d+$/.test(l)),
+    [],
+    'each one whole',
+  );
 });
 
 void t.test('no operation above failed with an internal error in the mount', async (t) => {

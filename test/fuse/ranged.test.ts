@@ -169,3 +169,18 @@ void t.test(
     f.content.stop();
   },
 );
+
+void t.test('the whole content, asked for before most parts were fetched (a writer opening it)', async (t) => {
+  for (const pool of [undefined, new PartPool()]) {
+    const size = HEAD + 5 * STEP + 123;
+    const f = setup(size, pool);
+    // Only WINDOW parts are requested at once: the others are not even asked for when whole() starts.
+    const whole = f.content.whole();
+    do await f.answerAll();
+    while (f.calls.length < 6); // parts 1..6 (the last one 123 bytes)
+    await f.answerAll();
+    t.ok((await whole).equals(f.bytes), `every byte, in order (${pool ? 'pooled' : 'kept'} parts)`);
+    t.equal(f.calls.length, 6, 'each part fetched once');
+    f.content.stop();
+  }
+});
