@@ -28,7 +28,7 @@ import {
   type FuseStatfs,
 } from './fuse-types.js';
 import { HISTORY_DIR, HistoryView, isHistoryPath } from './history.js';
-import { ContentCache, FileBuffer, OpenFile, OpenFiles } from './open-files.js';
+import { ContentCache, FileBuffer, OpenFile, OpenFiles, tick } from './open-files.js';
 import { PART, PartPool, RangedContent } from './ranged.js';
 
 const R_OK = 4;
@@ -1188,8 +1188,8 @@ export class MountFs {
     // Reading checks read access; a writer also needs write access (write-only files are not supported).
     // A reader gets the first part only: a larger file's other parts are fetched as the kernel reads them.
     const known = open?.etag !== undefined ? { etag: open.etag, data: undefined } : this.cache.get(path);
-    // What this mount's own descriptors had done to the file when the answer was asked for (below).
-    const asked = { file: open, etag: open?.etag, writes: open?.writes };
+    // When the answer was asked for: a buffer made newer since keeps what it holds (below).
+    const asked = tick();
     const [read, checked] = await Promise.allSettled([
       this.rpc.request('fs.read', {
         path,
@@ -1206,12 +1206,11 @@ export class MountFs {
     const { result, data } = read.value;
     const current = this.files.file(path);
     if (current?.dirty) return { file: current, ...granted };
-    // Written or sent by a descriptor of this mount meanwhile (another process appending, whose close
-    // sent it), or opened and fetched by another: what it holds is at least as new as this answer,
-    // which may predate it. Taking the answer would drop the newer bytes from the buffer while the
-    // kernel's size still counts them: the next append would leave a hole of zeros.
-    if (current && (current !== asked.file || current.writes !== asked.writes || current.etag !== asked.etag))
-      return { file: current, ...granted };
+    // Written or sent by a descriptor of this mount since the answer was asked for (another process
+    // appending, whose close sent it): the answer may predate those bytes. Taking it would drop them
+    // from the buffer while the kernel's size still counts them: the next append would leave a hole
+    // of zeros. (An answer asked for later than the buffer's content is taken: it is as new or newer.)
+    if (current && current.version > asked) return { file: current, ...granted };
     let content: FileBuffer | null = null;
     /** The first part of a file larger than it (a reader's open): the rest is fetched as it is read. */
     let first: Buffer | undefined;
@@ -1234,6 +1233,7 @@ export class MountFs {
     file.data = content;
     file.stream = first ? this.ranged(file, result, first, since) : null;
     file.etag = result.etag;
+    file.version = asked;
     return { file: current ?? this.files.adopt(file), ...granted };
   }
 
@@ -1353,6 +1353,7 @@ export class MountFs {
     const create = file.unsent;
     if (create) await this.unlinking.get(path);
     file.dirty = false;
+    file.version = tick(); // an answer asked for before this send may not hold what it sends
     this.attrs.invalidate(path);
     try {
       // The kernel asks for the attributes after a close: the write answers them too.

@@ -125,12 +125,29 @@ export class OpenFile {
 
   /** Counts the changes of the content (see UnsentCreate.times). */
   writes = 0;
+  /**
+   * How recent the content is, on the mount's clock (tick): when it was last written, sent, or taken
+   * from an answer of the daemon asked for at that tick. An answer asked for before it is older.
+   */
+  version = 0;
 
   touch(): void {
     this.dirty = true;
     this.mtimeMs = Date.now();
     this.writes++;
+    this.version = tick();
   }
+}
+
+let clock = 0;
+
+/**
+ * The mount's clock: every step that makes an OpenFile's content newer, and every request for the
+ * daemon's content, takes the next tick. Calls on the daemon's socket are answered in the order they
+ * were sent, so an answer asked for at a tick reflects every send begun before it.
+ */
+export function tick(): number {
+  return ++clock;
 }
 
 /** A create answered by the mount and not sent yet (OpenFile.unsent): what it will be sent with. */
