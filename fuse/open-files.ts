@@ -143,8 +143,9 @@ let clock = 0;
 
 /**
  * The mount's clock: every step that makes an OpenFile's content newer, and every request for the
- * daemon's content, takes the next tick. Calls on the daemon's socket are answered in the order they
- * were sent, so an answer asked for at a tick reflects every send begun before it.
+ * daemon's content, takes the next tick. The daemon handles the calls of one socket in the order they
+ * were sent (a write is applied before a later read is answered), so an answer asked for at a tick
+ * reflects every send begun before it.
  */
 export function tick(): number {
   return ++clock;
