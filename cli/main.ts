@@ -10,6 +10,12 @@ import { addIdentityOptions, readTokenFile, warnSecretFlag } from './identity.js
 import { UsageError } from './errors.js';
 import { VERSION } from '../daemon/rpc/version.js';
 
+/** A mount point argument: an empty one would otherwise mean the working directory. */
+function mountPoint(dir: string): string {
+  if (dir.trim() === '') throw new UsageError('the directory is empty: name the mount point');
+  return dir;
+}
+
 export function buildProgram(): Command {
   const program = new Command('mdvfs')
     .description('A versioned markdown filesystem for people and AI agents')
@@ -109,7 +115,7 @@ export function buildProgram(): Command {
         else if (rest.token === undefined && rest.user === undefined && process.env.SERVICE_TOKEN)
           rest.token = process.env.SERVICE_TOKEN;
         const { runMount } = await import('../fuse/mount.js');
-        await runMount(dir, rest);
+        await runMount(mountPoint(dir), rest);
       },
     );
 
@@ -119,7 +125,7 @@ export function buildProgram(): Command {
     .option('--lazy', 'detach now even if busy; the mount exits when the last open file is closed')
     .action(async (dir: string, opts: { lazy?: boolean }) => {
       const { runUmount } = await import('../fuse/mount.js');
-      await runUmount(dir, { lazy: opts.lazy === true });
+      await runUmount(mountPoint(dir), { lazy: opts.lazy === true });
     });
 
   registerCommands(program);

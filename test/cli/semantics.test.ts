@@ -1,5 +1,6 @@
 // Issue 13 on the CLI, over the socket and over --url: stat -L/--follow, cp/mv into a directory,
 // useradd --agent prints the token once, HEAD~n in diff/revert, and one-sentence errors on stderr.
+import { writeFileSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import { cliEnv, runCli, tempDir, type RunOptions, type RunResult } from '../helpers/cli.js';
 import { startService } from '../helpers/http.js';
@@ -90,4 +91,13 @@ t.test('startup errors name the value and carry the right code', async (t) => {
   r = await runCli(env, ['mount', missing]);
   t.equal(r.code, 1);
   t.equal(r.stderr, `mdvfs: cannot mount at '${missing}': no such directory (ENOENT)\n`);
+  // An empty name is no directory at all, not the working directory (which it would resolve to).
+  // (A data dir that cannot be one: without the check, the mount fails fast instead of serving.)
+  const blocked = `${dataDir}/not-a-dir`;
+  writeFileSync(blocked, '');
+  for (const cmd of ['mount', 'umount']) {
+    r = await runCli({ ...env, SERVICE_DATA_DIR: blocked }, [cmd, ''], { cwd: dataDir });
+    t.equal(r.code, 2, `${cmd} ''`);
+    t.equal(r.stderr, 'mdvfs: the directory is empty: name the mount point (EUSAGE)\n');
+  }
 });
