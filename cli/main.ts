@@ -94,6 +94,10 @@ export function buildProgram(): Command {
       '--writeback',
       'no request at open and close (much faster); data reaches the daemon after close returns, errors then are only logged (docs/posix.md)',
     )
+    .option(
+      '--shared',
+      'one mount for all local users (run as root): each acts as the mdvfs user of the same name, others are refused',
+    )
     .action(
       async (
         dir: string,
@@ -104,6 +108,7 @@ export function buildProgram(): Command {
           onBehalfOf?: string;
           readOnly?: boolean;
           writeback?: boolean;
+          shared?: boolean;
         },
       ) => {
         const { tokenFile, ...rest } = opts;
@@ -112,7 +117,7 @@ export function buildProgram(): Command {
         if (rest.token !== undefined) warnSecretFlag('--token', 'SERVICE_TOKEN or --token-file');
         if (tokenFile !== undefined) rest.token = readTokenFile(tokenFile);
         // Without a flag, the token in SERVICE_TOKEN (never on the command line).
-        else if (rest.token === undefined && rest.user === undefined && process.env.SERVICE_TOKEN)
+        else if (rest.token === undefined && rest.user === undefined && !rest.shared && process.env.SERVICE_TOKEN)
           rest.token = process.env.SERVICE_TOKEN;
         const { runMount } = await import('../fuse/mount.js');
         await runMount(mountPoint(dir), rest);

@@ -50,11 +50,31 @@ export class InodeNumbers {
 }
 
 /**
- * How the daemon's ids show in the mount. Files of the mount's principal appear owned by the local
- * user running the mount (and the principal's primary group by the local group), so editors and
- * `ls -l` see the access the daemon will grant; inode numbers as InodeNumbers says.
+ * How the daemon's ids show in the mount (uidOut, gidOut) and how chown(2)'s local ids reach it
+ * (uidIn, gidIn: undefined for -1, "leave unchanged"); inode numbers as InodeNumbers says.
  */
-export class OwnerMap {
+export interface Owners {
+  readonly inodes: InodeNumbers;
+  /** The owner and group shown for the mount's synthetic directories (`.history`). */
+  readonly localUid: number;
+  readonly localGid: number;
+  uidOut(uid: number): number;
+  gidOut(gid: number): number;
+  uidIn(uid: number): number | undefined;
+  gidIn(gid: number): number | undefined;
+}
+
+/** chown(2)'s "leave unchanged" (-1, as uint32 or not). */
+export function unchangedId(id: number): boolean {
+  return id === 0xffffffff || id === -1;
+}
+
+/**
+ * The owner mapping of a mount acting as one principal. Files of the principal appear owned by the
+ * local user running the mount (and the principal's primary group by the local group), so editors
+ * and `ls -l` see the access the daemon will grant; other ids show as the daemon's numbers.
+ */
+export class OwnerMap implements Owners {
   readonly inodes = new InodeNumbers();
 
   constructor(
@@ -74,12 +94,12 @@ export class OwnerMap {
 
   /** chown(2) ids back to daemon ids; -1 (as uint32) means "leave unchanged". */
   uidIn(uid: number): number | undefined {
-    if (uid === 0xffffffff || uid === -1) return undefined;
+    if (unchangedId(uid)) return undefined;
     return uid === this.localUid ? this.principalUid : uid;
   }
 
   gidIn(gid: number): number | undefined {
-    if (gid === 0xffffffff || gid === -1) return undefined;
+    if (unchangedId(gid)) return undefined;
     return gid === this.localGid ? this.principalGid : gid;
   }
 }
@@ -100,7 +120,7 @@ export function permBits(mode: string): number {
   return m & 0o7777;
 }
 
-export function toFuseStat(s: Stat, owners: OwnerMap, clearWrite = false): FuseStat {
+export function toFuseStat(s: Stat, owners: Owners, clearWrite = false): FuseStat {
   const perm = permBits(s.mode) & (clearWrite ? ~0o222 : 0o7777);
   const mtime = nsToMs(s.mtime_ns, s.modified);
   return {
@@ -122,7 +142,7 @@ export function toFuseStat(s: Stat, owners: OwnerMap, clearWrite = false): FuseS
 }
 
 /** Attributes for readdir: only the type bits matter to libfuse there (d_type), the rest is best effort. */
-export function entryToFuseStat(e: DirEntry, owners: OwnerMap, clearWrite = false): FuseStat {
+export function entryToFuseStat(e: DirEntry, owners: Owners, clearWrite = false): FuseStat {
   const kind: Kind = e.is_dir ? 'directory' : e.is_symlink ? 'symlink' : 'file';
   const mtime = nsToMs(e.mtime_ns, e.modified);
   return {
@@ -144,7 +164,7 @@ export function entryToFuseStat(e: DirEntry, owners: OwnerMap, clearWrite = fals
 }
 
 /** A synthetic directory (the `.history` folder). */
-export function syntheticDir(owners: OwnerMap, timeMs: number): FuseStat {
+export function syntheticDir(owners: Owners, timeMs: number): FuseStat {
   return {
     mode: S_IFDIR | 0o555,
     uid: owners.localUid,

@@ -5,7 +5,7 @@
 import { VfsError } from '../daemon/errors.js';
 import type { Listing, Stat } from '../daemon/rpc/protocol.js';
 import type { Caller } from '../daemon/rpc/client.js';
-import { entryToFuseStat, syntheticDir, toFuseStat, type OwnerMap } from './attrs.js';
+import { entryToFuseStat, syntheticDir, toFuseStat, type Owners } from './attrs.js';
 import type { FuseStat } from './fuse-types.js';
 
 export const HISTORY_DIR = '/.history';
@@ -31,7 +31,7 @@ export class HistoryView {
 
   constructor(
     private readonly rpc: Caller,
-    private readonly owners: OwnerMap,
+    private readonly owners: Owners,
   ) {}
 
   async getattr(path: string): Promise<FuseStat> {

@@ -13,7 +13,7 @@ import { listAll } from '../daemon/rpc/listing.js';
 import type { ChangeEvent, Listing, Stat } from '../daemon/rpc/protocol.js';
 import { AttrCache, ListingCache } from './attr-cache.js';
 import { childPath, parentOf } from './paths.js';
-import { entryToFuseStat, toFuseStat, type OwnerMap } from './attrs.js';
+import { entryToFuseStat, toFuseStat, type Owners } from './attrs.js';
 import { ChangeLog, mountPaths } from './change-log.js';
 import {
   O_ACCMODE,
@@ -86,7 +86,7 @@ export type OwnChange = 'attrs' | 'dir';
 
 export interface MountFsOptions {
   readOnly: boolean;
-  owners: OwnerMap;
+  owners: Owners;
   /** The real root of a workspace mount (the daemon reports changes by real path). */
   jail?: string;
   /**

@@ -22,6 +22,8 @@ import { DaemonLink } from '../daemon/rpc/link.js';
 import { LowLevelMount } from './lowlevel/ll-mount.js';
 import { loadLowLevel } from './lowlevel/native.js';
 import { MountFs } from './mount-fs.js';
+import { MountFsSet } from './mount-set.js';
+import { SharedUsers } from './shared.js';
 
 const execFileP = promisify(execFile);
 
@@ -32,10 +34,16 @@ export interface MountOptions {
   readOnly?: boolean;
   /** No open or flush request reaches the mount; data goes to the daemon after close(2) (docs/posix.md). */
   writeback?: boolean;
+  /** Every local user acts as the store's user of the same name (fuse/shared.ts). */
+  shared?: boolean;
 }
 
 export function credsFor(opts: MountOptions): Creds {
   if (opts.user !== undefined && opts.token !== undefined) throw new Error('use either --user or --token, not both');
+  if (opts.shared && (opts.user !== undefined || opts.token !== undefined || opts.onBehalfOf !== undefined))
+    throw mountError('EINVAL', '--shared acts as each local user: it takes no --user, --token or --on-behalf-of');
+  // Handle-less requests are served by path (writeback), with no opener whose user they could act as.
+  if (opts.shared && opts.writeback) throw mountError('EINVAL', '--shared and --writeback do not go together');
   const creds: Creds = { origin: 'local' };
   if (opts.user !== undefined) creds.authorization = `User ${opts.user}`;
   if (opts.token !== undefined) creds.authorization = `Bearer ${opts.token}`;
@@ -89,19 +97,40 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
     throw new Error(prefix + String(err));
   }
 
-  const owners = new OwnerMap(who.uid, who.gid, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
   // whoami shows a workspace caller its root as '/': change events need the real one.
   const jail = who.workspace ? (await link.call('auth.scope', {})).root_path : '/';
   const writeback = opts.writeback === true;
-  const mfs = new MountFs(link, {
-    readOnly: opts.readOnly === true,
-    owners,
-    writeback,
-    ...(jail !== '/' ? { jail } : {}),
-  });
-  const llm = new LowLevelMount(ll, mfs, jail !== '/' ? { jail } : {});
+  let fss: MountFsSet;
+  let shared: SharedUsers | undefined;
   try {
-    await link.onChange((ev) => llm.onChange(ev, mfs.onChange(ev)));
+    if (opts.shared) {
+      shared = new SharedUsers(link, { readOnly: opts.readOnly === true });
+      await shared.reload();
+      fss = shared.set;
+    } else {
+      const owners = new OwnerMap(who.uid, who.gid, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
+      const mfs = new MountFs(link, {
+        readOnly: opts.readOnly === true,
+        owners,
+        writeback,
+        ...(jail !== '/' ? { jail } : {}),
+      });
+      fss = new MountFsSet(mfs, owners);
+    }
+  } catch (err) {
+    link.close();
+    throw err;
+  }
+  const llm = new LowLevelMount(ll, fss, jail !== '/' ? { jail } : {});
+  try {
+    await link.onChange((ev) => {
+      llm.onChange(ev, fss.onChange(ev));
+      // Users or groups may have changed (or the connection was lost): a shared mount maps them again.
+      if (ev.paths.length === 0 && shared)
+        shared
+          .reload()
+          .catch((err: Error) => process.stderr.write(`mdvfs mount: cannot reload users: ${err.message}\n`));
+    });
   } catch (err) {
     link.close();
     throw err;
@@ -114,7 +143,7 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
   }
   const delegate = who.on_behalf_of ? ` on behalf of ${who.on_behalf_of}` : '';
   process.stderr.write(
-    `mdvfs: mounted ${dataDir} at ${mnt} as ${who.user}${delegate}${opts.readOnly ? ' (read-only)' : ''}${writeback ? ' (writeback)' : ''}\n`,
+    `mdvfs: mounted ${dataDir} at ${mnt} as ${shared ? 'each local user' : who.user}${delegate}${opts.readOnly ? ' (read-only)' : ''}${writeback ? ' (writeback)' : ''}${shared ? ' (shared)' : ''}\n`,
   );
 
   await new Promise<void>((resolve) => {
@@ -128,7 +157,7 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
       }
       stopping = true;
       process.stderr.write(`mdvfs: ${why}, unmounting ${mnt}\n`);
-      void shutdown(llm, mfs, link, unmount).finally(resolve);
+      void shutdown(llm, fss, link, unmount).finally(resolve);
     };
     for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => stop(`got ${sig}`, true));
     // `mdvfs umount` / `fusermount3 -u` end the mount from outside: notice it, and exit once files are closed.
@@ -198,7 +227,7 @@ async function fuseAt(mnt: string, type?: string): Promise<{ dev: string; type: 
   return mounts.find((m) => (type === undefined ? m.type === 'fuse' || m.type.startsWith('fuse.') : m.type === type));
 }
 
-async function shutdown(llm: LowLevelMount, mfs: MountFs, link: DaemonLink, unmount: boolean): Promise<void> {
+async function shutdown(llm: LowLevelMount, mfs: MountFsSet, link: DaemonLink, unmount: boolean): Promise<void> {
   if (!unmount && mfs.openByKernel > 0) {
     // After a lazy unmount (`mdvfs umount --lazy`), processes may still hold files open and write to
     // them. Wait until the last is closed, or until the kernel ends the session: when the last file of

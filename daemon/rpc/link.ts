@@ -55,6 +55,18 @@ export class DaemonLink implements Caller {
     return this.reconnect(this.opts.spawn !== false).then((c) => c.request(method, params, opts));
   }
 
+  /**
+   * The same connection acting with other credentials (`mdvfs mount --shared`: one per local user):
+   * its replies keep their order with this link's change events, as this link's own do.
+   */
+  as(creds: Creds): Caller {
+    const request = <M extends Method>(method: M, params: Params<M>, opts?: CallOptions): Promise<Reply<M>> => {
+      if (this.client && !this.client.isClosed) return this.client.as(creds).request(method, params, opts);
+      return this.reconnect(this.opts.spawn !== false).then(() => this.client!.as(creds).request(method, params, opts));
+    };
+    return { creds, request, call: (method, params, opts) => request(method, params, opts).then((r) => r.result) };
+  }
+
   /** Calls `handler` with every change the daemon reports, on this connection and after reconnects. */
   async onChange(handler: (ev: ChangeEvent) => void): Promise<void> {
     this.changeHandler = handler;

@@ -22,6 +22,7 @@ import { childPath, parentOf } from '../paths.js';
 import { ChangeLog, mountPaths } from '../change-log.js';
 import { O_ACCMODE, O_RDONLY, O_TRUNC, S_IFDIR, S_IFMT, S_IFREG, type FuseStat } from '../fuse-types.js';
 import type { MountFs, OwnChange, UtimeArg } from '../mount-fs.js';
+import type { MountFsSet } from '../mount-set.js';
 import { Inodes } from './inodes.js';
 import {
   OPEN_FLAGS,
@@ -44,6 +45,16 @@ const ENOSYS = 38;
 const EILSEQ = 84;
 const RENAME_NOREPLACE = 1;
 const O_EXCL = 0o200;
+/** Requests whose `a` is a file handle (0 or -1: none). */
+const HANDLE_OPS: ReadonlySet<number> = new Set([
+  Op.GETATTR,
+  Op.SETATTR,
+  Op.READ,
+  Op.WRITE,
+  Op.FLUSH,
+  Op.RELEASE,
+  Op.FSYNC,
+]);
 
 /** The errno for any rejection: daemon and local errors carry their code; anything else is a bug (EIO). */
 function errnoOf(err: unknown): number {
@@ -75,20 +86,27 @@ export class LowLevelMount {
   readonly ended = new Promise<void>((r) => (this.endedResolve = r));
   private isEnded = false;
 
+  /** `mdvfs mount --writeback` (one principal only). */
+  private readonly writeback: boolean;
+
+  /** `fss`: the MountFs serving each request (one, or one per local user: `--shared`). */
   constructor(
     private readonly ll: FuseLowLevel,
-    private readonly fs: MountFs,
+    private readonly fss: MountFsSet,
     private readonly opts: LowLevelOptions = {},
   ) {
-    // A create answered without the daemon that the daemon then refused: the kernel forgets the name.
-    fs.onLost = (path) => {
-      this.invalidate(path);
-      this.nodes.removed(path);
-    };
-    // Written data refused after close (writeback mode): the kernel's pages and size are not the daemon's.
-    fs.onDiscarded = (path) => this.invalidate(path);
-    // A change made elsewhere, taken for one of the mount's own until that failed: invalidated now.
-    fs.onMissed = (paths) => this.onChange({ kind: 'change', paths });
+    this.writeback = fss.primary.writeback;
+    fss.setUp((fs) => {
+      // A create answered without the daemon that the daemon then refused: the kernel forgets the name.
+      fs.onLost = (path) => {
+        this.invalidate(path);
+        this.nodes.removed(path);
+      };
+      // Written data refused after close (writeback mode): the kernel's pages and size are not the daemon's.
+      fs.onDiscarded = (path) => this.invalidate(path);
+      // A change made elsewhere, taken for one of the mount's own until that failed: invalidated now.
+      fs.onMissed = (paths) => this.onChange({ kind: 'change', paths });
+    });
   }
 
   get sessionEnded(): boolean {
@@ -99,11 +117,14 @@ export class LowLevelMount {
     // Pages are dropped only by our invalidations (explicit_inval_data): with auto_inval_data the
     // kernel would also drop them whenever the daemon's mtime moves, as it does at every own flush.
     const args = ['-o', 'fsname=mdvfs,subtype=mdvfs,auto_unmount'];
+    // Shared: every local user may use it, and the kernel checks the shown modes before anything
+    // reaches the mount (what it caches is then not open to everyone); the daemon checks again.
+    if (this.fss.shared) args.push('-o', 'allow_other,default_permissions');
     // Listings come with every entry's attributes (readdirplus, always: `ls -l`, `find`, `grep -r` then
     // send no lookup per file).
     const caps = this.ll.caps;
     // Atomic O_TRUNC lets the open do the truncation; with no open (writeback mode) it must come as a setattr.
-    const trunc = this.fs.writeback ? 0 : caps.ATOMIC_O_TRUNC;
+    const trunc = this.writeback ? 0 : caps.ATOMIC_O_TRUNC;
     this.ll.create(
       mnt,
       args,
@@ -181,8 +202,8 @@ export class LowLevelMount {
     const [op, req, ino, a] = request;
     if (op === Op.FORGET) {
       const gone = this.nodes.forget(ino, a);
-      if (gone?.attr?.ino !== undefined) this.fs.forgotten(gone.attr.ino);
-      if (gone?.orphanFd !== undefined) void this.fs.release(gone.orphanFd).catch(() => undefined);
+      if (gone?.attr?.ino !== undefined) this.fss.owners.inodes.forgotten(gone.attr.ino);
+      if (gone?.orphanFd !== undefined) void this.fss.primary.release(gone.orphanFd).catch(() => undefined);
       return;
     }
     if (op === Op.ENDED) {
@@ -196,9 +217,14 @@ export class LowLevelMount {
   }
 
   /** Answers one request (a rejection is answered with its errno by dispatch). */
-  private async serve(...[op, req, ino, a, b, c, s1, s2, extra]: Parameters<Handler>): Promise<void> {
+  private async serve(...[op, req, ino, a, b, c, s1, s2, extra, uid]: Parameters<Handler>): Promise<void> {
     const ll = this.ll;
-    const fs = this.fs;
+    // A handle names the MountFs that opened it (release comes with no opener's ids); anything else
+    // is served for the local user asking.
+    const handle = a > 0 && HANDLE_OPS.has(op) ? this.fss.byHandle(a, 'io') : undefined;
+    const forUser = handle?.fs ?? this.fss.forUser(uid);
+    const fs = forUser instanceof Promise ? await forUser : forUser;
+    const fd = handle?.fd ?? (HANDLE_OPS.has(op) ? a : 0);
     switch (op) {
       case Op.LOOKUP: {
         const path = this.childOf(ino, s1, 'lookup');
@@ -222,7 +248,7 @@ export class LowLevelMount {
         const node = this.nodes.get(ino);
         if (node?.path === null && node.attr) {
           // Removed while open (fstat of an unlinked file): its last attributes, with no link left.
-          const h = fs.files.handle(a > 0 ? a : (node.orphanFd ?? -1));
+          const h = fs.files.handle(fd > 0 ? fd : (node.orphanFd ?? -1));
           const size = h?.kind === 'file' && h.file.data ? h.file.data.size : node.attr.size;
           ll.replyAttr(req, ino, { ...node.attr, nlink: 0, size, blocks: Math.ceil(size / 512) }, 1);
           return;
@@ -238,7 +264,7 @@ export class LowLevelMount {
       }
       case Op.SETATTR: {
         const path = this.pathOf(ino, 'setattr');
-        await this.setattr(path, a, extra as SetAttr);
+        await this.setattr(fs, path, fd, extra as SetAttr);
         ll.replyAttr(req, ino, await fs.getattr(path), LONG);
         return;
       }
@@ -273,8 +299,8 @@ export class LowLevelMount {
         else await fs.rmdir(path);
         // Writeback mode: a descriptor opened with no request may still read it (the file's last handle-less one).
         const node = this.nodes.at(path);
-        const fd = this.fs.writeback && node ? fs.detachLoose(path) : undefined;
-        if (fd !== undefined) node!.orphanFd = fd;
+        const orphan = this.writeback && node ? fs.detachLoose(path) : undefined;
+        if (orphan !== undefined) node!.orphanFd = orphan;
         this.nodes.removed(path);
         ll.replyErr(req, 0);
         return;
@@ -283,7 +309,7 @@ export class LowLevelMount {
         const src = this.childOf(ino, s1, 'rename');
         const dst = this.childOf(a, s2, 'rename');
         if (b & ~RENAME_NOREPLACE) return void ll.replyErr(req, EINVAL); // RENAME_EXCHANGE, RENAME_WHITEOUT
-        if (b & RENAME_NOREPLACE && (await this.exists(dst))) return void ll.replyErr(req, EEXIST);
+        if (b & RENAME_NOREPLACE && (await this.exists(fs, dst))) return void ll.replyErr(req, EEXIST);
         await fs.rename(src, dst);
         this.nodes.renamed(src, dst);
         ll.replyErr(req, 0);
@@ -294,71 +320,71 @@ export class LowLevelMount {
         return;
       case Op.OPEN: {
         // Writeback mode: no open is ever sent again (fc->no_open), this one included.
-        if (this.fs.writeback) return void ll.replyErr(req, ENOSYS);
+        if (this.writeback) return void ll.replyErr(req, ENOSYS);
         const path = this.pathOf(ino, 'open');
-        const fh = await fs.open(path, a);
+        const opened = await fs.open(path, a);
         // The kernel keeps this file's pages across opens: a change event drops them (invalidate).
         // Closing a descriptor opened for reading has nothing to send: no flush request for it.
         const readOnly = (a & O_ACCMODE) === O_RDONLY && !(a & O_TRUNC);
+        const fh = this.fss.handleOf(fs, opened);
         if (ll.replyOpen(req, fh, OPEN_FLAGS.KEEP_CACHE | (readOnly ? OPEN_FLAGS.NOFLUSH : 0)) !== 0)
-          await fs.release(fh); // the opener is gone
+          await fs.release(opened); // the opener is gone
         return;
       }
       case Op.CREATE: {
         const path = this.childOf(ino, s1, 'create');
-        const fh = await fs.create(path, a, (b & O_EXCL) !== 0);
+        const created = await fs.create(path, a, (b & O_EXCL) !== 0);
         const st = await fs.getattr(path);
         const node = this.nodes.remember(path, false);
         node.attr = st;
         // Writeback mode: handle 0, and its writes served by path like every other file's (no release
         // would ever close a real handle: the kernel sends none once it sends no opens).
-        if (this.fs.writeback) fs.adoptLoose(path, fh);
+        if (this.writeback) fs.adoptLoose(path, created);
         if (
           ll.replyCreate(
             req,
             { ino: node.ino, attr: st, entryTimeout: LONG, attrTimeout: LONG },
-            this.fs.writeback ? 0 : fh,
+            this.writeback ? 0 : this.fss.handleOf(fs, created),
             OPEN_FLAGS.KEEP_CACHE,
           ) !== 0
         ) {
           this.nodes.forget(node.ino, 1);
-          if (!this.fs.writeback) await fs.release(fh);
+          if (!this.writeback) await fs.release(created);
         }
         return;
       }
       // fh 0: a file opened with no open request (writeback mode), served by its path.
       case Op.READ: {
-        const orphan = a === 0 ? this.nodes.get(ino)?.orphanFd : undefined;
-        const fd = orphan ?? a;
-        const data = fd === 0 ? await fs.readLoose(this.pathOf(ino, 'read'), b, c) : await fs.read(fd, b, c);
+        const from = (fd === 0 ? this.nodes.get(ino)?.orphanFd : undefined) ?? fd;
+        const data = from === 0 ? await fs.readLoose(this.pathOf(ino, 'read'), b, c) : await fs.read(from, b, c);
         // At once: a view of a large file's part is valid only in this turn (its buffer is reused).
         ll.replyBuf(req, data, data.length);
         return;
       }
       case Op.WRITE: {
         const data = extra as Buffer;
-        const path = a === 0 ? this.pathOf(ino, 'write') : undefined;
+        const path = fd === 0 ? this.pathOf(ino, 'write') : undefined;
         ll.replyWrite(
           req,
           path !== undefined
             ? await fs.writeLoose(path, data, data.length, c)
-            : await fs.write(a, data, data.length, c),
+            : await fs.write(fd, data, data.length, c),
         );
         return;
       }
       case Op.FLUSH:
         // Writeback mode: no flush is ever sent again (fc->no_flush); data goes at idle time (MountFs.withLoose).
-        if (this.fs.writeback) return void ll.replyErr(req, ENOSYS);
-        await fs.flush(a, true);
+        if (this.writeback) return void ll.replyErr(req, ENOSYS);
+        await fs.flush(fd, true);
         ll.replyErr(req, 0);
         return;
       case Op.FSYNC:
-        if (a === 0) await fs.fsyncLoose(this.pathOf(ino, 'fsync'));
-        else await fs.flush(a, false);
+        if (fd === 0) await fs.fsyncLoose(this.pathOf(ino, 'fsync'));
+        else await fs.flush(fd, false);
         ll.replyErr(req, 0);
         return;
       case Op.RELEASE:
-        await fs.release(a); // writeback mode: handle 0, nothing to do
+        await fs.release(fd); // writeback mode: handle 0, nothing to do
         ll.replyErr(req, 0);
         return;
       case Op.READDIR: {
@@ -376,7 +402,7 @@ export class LowLevelMount {
         return;
       }
       case Op.READDIRPLUS:
-        return this.readdirPlus(req, ino, b, c);
+        return this.readdirPlus(fs, req, ino, b, c);
       case Op.STATFS:
         ll.replyStatfs(req, await fs.statfs());
         return;
@@ -394,10 +420,10 @@ export class LowLevelMount {
    * links from the listing's attributes, which the listing put in the attribute cache; directories with
    * attributes not to keep, since a listing does not count their links). Each entry sent is a lookup.
    */
-  private async readdirPlus(req: number, ino: number, size: number, off: number): Promise<void> {
+  private async readdirPlus(fs: MountFs, req: number, ino: number, size: number, off: number): Promise<void> {
     const path = this.pathOf(ino, 'readdir');
     const since = this.log.now();
-    const { names, stats } = await this.fs.readdir(path);
+    const { names, stats } = await fs.readdir(path);
     // The smallest entry with attributes takes 144 bytes: no more than size/144 can fit.
     const end = Math.min(names.length, off + Math.floor(size / 144) + 1);
     const sent: string[] = [];
@@ -411,7 +437,7 @@ export class LowLevelMount {
       }
       const child = childPath(path, name);
       const dir = (st.mode & S_IFMT) === S_IFDIR;
-      const attr = dir ? st : await this.fs.getattr(child).catch(() => st);
+      const attr = dir ? st : await fs.getattr(child).catch(() => st);
       const node = this.nodes.remember(child, dir);
       if (!dir) node.attr = attr;
       sent.push(child);
@@ -425,8 +451,7 @@ export class LowLevelMount {
     for (const child of sent) this.recheck(child, since);
   }
 
-  private async setattr(path: string, fh: number, s: SetAttr): Promise<void> {
-    const fs = this.fs;
+  private async setattr(fs: MountFs, path: string, fh: number, s: SetAttr): Promise<void> {
     if (s.valid & SET_ATTR.MODE) await fs.chmod(path, s.mode);
     if (s.valid & (SET_ATTR.UID | SET_ATTR.GID))
       await fs.chown(path, s.valid & SET_ATTR.UID ? s.uid : -1, s.valid & SET_ATTR.GID ? s.gid : -1);
@@ -459,9 +484,9 @@ export class LowLevelMount {
     if (!this.log.unchanged(path, since)) this.invalidate(path);
   }
 
-  private async exists(path: string): Promise<boolean> {
+  private async exists(fs: MountFs, path: string): Promise<boolean> {
     try {
-      await this.fs.getattr(path);
+      await fs.getattr(path);
       return true;
     } catch (err) {
       if (err instanceof VfsError && err.code === 'ENOENT') return false;

@@ -1,0 +1,200 @@
+/**
+ * `mdvfs mount --shared`: one mount for every local user. Mounted with allow_other and
+ * default_permissions, it serves each request as the store's user with the same name as the local
+ * user making it (the request's uid, looked up in the local user database), and refuses local users
+ * the store has no user for (EACCES). Owners and groups show by name too: a store user or group shows
+ * as the local one of the same name, one with no local namesake as nobody/nogroup (65534); chown(2)
+ * takes local ids back the same way.
+ *
+ * All users' requests share the mount's one daemon connection (DaemonLink.as), so their replies keep
+ * their order with the change events, as a one-principal mount's do.
+ *
+ * Security: the daemon decides every open, create and change as the caller's own user. What the
+ * kernel already holds (entries, attributes, the listing of a directory someone listed) it shows to
+ * any local user the shown mode bits allow (default_permissions, with the local group membership), as
+ * a local filesystem would; a file's contents are read only after an open the daemon granted.
+ */
+import { execFile } from 'node:child_process';
+import { promises as fsp } from 'node:fs';
+import { promisify } from 'node:util';
+import { VfsError } from '../daemon/errors.js';
+import type { DaemonLink } from '../daemon/rpc/link.js';
+import { InodeNumbers, unchangedId, type Owners } from './attrs.js';
+import { MountFs, type MountFsOptions } from './mount-fs.js';
+import { MountFsSet } from './mount-set.js';
+
+const execFileP = promisify(execFile);
+
+/** What ids with no namesake on the other side show as (the kernel's overflow uid and gid). */
+const NOBODY = 65534;
+/** A request from a local uid the tables do not know reloads them, at most this often. */
+const RELOAD_MS = 2000;
+
+/** One kind of id (users or groups) mapped by name between the store and the local system. */
+class IdMap {
+  /** store id → local id, and back; local id → the name both share. */
+  readonly out = new Map<number, number>();
+  readonly in = new Map<number, number>();
+  readonly names = new Map<number, string>();
+
+  constructor(store: { name: string; id: number }[], local: Map<string, number>) {
+    for (const { name, id } of store) {
+      const l = local.get(name);
+      if (l === undefined || this.in.has(l)) continue;
+      this.out.set(id, l);
+      this.in.set(l, id);
+      this.names.set(l, name);
+    }
+  }
+}
+
+/** Owners by name (see the file's comment). */
+export class SharedOwners implements Owners {
+  readonly inodes = new InodeNumbers();
+  readonly localUid = 0;
+  readonly localGid = 0;
+  private users = new IdMap([], new Map());
+  private groups = new IdMap([], new Map());
+
+  update(users: IdMap, groups: IdMap): void {
+    this.users = users;
+    this.groups = groups;
+  }
+
+  uidOut(uid: number): number {
+    return this.users.out.get(uid) ?? NOBODY;
+  }
+
+  gidOut(gid: number): number {
+    return this.groups.out.get(gid) ?? NOBODY;
+  }
+
+  uidIn(uid: number): number | undefined {
+    if (unchangedId(uid)) return undefined;
+    const id = this.users.in.get(uid);
+    if (id === undefined)
+      throw new VfsError('EINVAL', 'chown', undefined, `local uid ${uid} has no user of the same name in the store`);
+    return id;
+  }
+
+  gidIn(gid: number): number | undefined {
+    if (unchangedId(gid)) return undefined;
+    const id = this.groups.in.get(gid);
+    if (id === undefined)
+      throw new VfsError('EINVAL', 'chown', undefined, `local gid ${gid} has no group of the same name in the store`);
+    return id;
+  }
+
+  /** The name of the store's user acting for local uid `uid`, if there is one. */
+  userOf(uid: number): string | undefined {
+    return this.users.names.get(uid);
+  }
+}
+
+/**
+ * The local ids of `names` in the local user or group database (getent: files, LDAP and whatever
+ * else NSS has; /etc/passwd or /etc/group when there is no getent).
+ */
+async function localIds(db: 'passwd' | 'group', names: string[]): Promise<Map<string, number>> {
+  let text: string;
+  try {
+    text = (await execFileP('getent', [db, ...names], { maxBuffer: 64 * 1024 * 1024 })).stdout;
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException & { stdout?: string };
+    // Exit 2: some names are not there; the others are printed all the same.
+    text = e.code === 'ENOENT' ? await fsp.readFile(`/etc/${db}`, 'utf8').catch(() => '') : (e.stdout ?? '');
+  }
+  const ids = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const [name, , id] = line.split(':');
+    if (name && id !== undefined && /^\d+$/.test(id) && !ids.has(name)) ids.set(name, Number(id));
+  }
+  return ids;
+}
+
+export class SharedUsers {
+  readonly owners = new SharedOwners();
+  readonly set: MountFsSet;
+  /** Local uid → the MountFs acting for it, until the next reload. */
+  private readonly ready = new Map<number, MountFs>();
+  /** Store user name → its MountFs (kept across reloads: the kernel may hold its handles). */
+  private readonly byName = new Map<string, MountFs>();
+  private loadedAt = 0;
+  private loading: Promise<void> | null = null;
+  /** Local uids already reported as refused (one log line each, until the next reload). */
+  private readonly refused = new Set<number>();
+
+  constructor(
+    private readonly link: DaemonLink,
+    private readonly options: Omit<MountFsOptions, 'owners'>,
+  ) {
+    const root = new MountFs(link, { ...options, owners: this.owners });
+    this.byName.set('root', root);
+    this.set = new MountFsSet(root, this.owners, (uid) => this.ready.get(uid) ?? this.resolve(uid));
+  }
+
+  /** Reads the store's users and groups and their local namesakes again (at start, and when identities change). */
+  reload(): Promise<void> {
+    this.loading ??= (async () => {
+      try {
+        const [{ users }, { groups }] = await Promise.all([
+          this.link.call('admin.userList', {}),
+          this.link.call('admin.groupList', {}),
+        ]);
+        const [localUsers, localGroups] = await Promise.all([
+          localIds(
+            'passwd',
+            users.map((u) => u.name),
+          ),
+          localIds(
+            'group',
+            groups.map((g) => g.name),
+          ),
+        ]);
+        this.owners.update(
+          new IdMap(
+            users.map((u) => ({ name: u.name, id: u.uid })),
+            localUsers,
+          ),
+          new IdMap(
+            groups.map((g) => ({ name: g.name, id: g.gid })),
+            localGroups,
+          ),
+        );
+        this.ready.clear();
+        this.refused.clear();
+        this.loadedAt = Date.now();
+      } finally {
+        this.loading = null;
+      }
+    })();
+    return this.loading;
+  }
+
+  private async resolve(uid: number): Promise<MountFs> {
+    let name = this.owners.userOf(uid);
+    if (name === undefined && Date.now() - this.loadedAt >= RELOAD_MS) {
+      await this.reload();
+      name = this.owners.userOf(uid);
+    }
+    if (name === undefined) {
+      const why = `local uid ${uid} has no user of the same name in the store`;
+      if (!this.refused.has(uid)) {
+        this.refused.add(uid);
+        process.stderr.write(`mdvfs mount: ${why}: its requests are refused (EACCES)\n`);
+      }
+      throw new VfsError('EACCES', 'mount', undefined, why);
+    }
+    let fs = this.byName.get(name);
+    if (fs === undefined) {
+      fs = new MountFs(this.link.as({ origin: 'local', authorization: `User ${name}` }), {
+        ...this.options,
+        owners: this.owners,
+      });
+      this.byName.set(name, fs);
+      this.set.add(fs);
+    }
+    this.ready.set(uid, fs);
+    return fs;
+  }
+}

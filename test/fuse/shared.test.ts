@@ -1,0 +1,131 @@
+/**
+ * `mdvfs mount --shared` (issue 18): one mount for every local user, each acting as the store's user
+ * of the same name. Real local accounts (useradd) use it with real tools: the daemon decides for each
+ * of them, owners show by name, what the kernel caches is not shown to users the modes shut out, and
+ * a local user the store does not know gets nothing.
+ */
+import t from 'tap';
+import { localUser, type LocalUser } from '../helpers/unix-user.js';
+import { mount, mountFailure, skipWithoutFuse, startDaemon } from '../helpers/fuse.js';
+
+skipWithoutFuse(t);
+
+const users: LocalUser[] = [];
+for (let i = 0; i < 3; i++) {
+  const u = await localUser(t);
+  if (typeof u === 'string') {
+    t.plan(0, `skipped: ${u}`);
+    process.exit(0);
+  }
+  users.push(u);
+}
+const [ann, ben, stranger] = users as [LocalUser, LocalUser, LocalUser];
+
+const d = await startDaemon(t);
+const root = d.client;
+// Store users named as two of the local users; the third has none. Their store uids are not their local ones.
+const annInStore = await root.call('admin.userAdd', { name: ann.name });
+const benInStore = await root.call('admin.userAdd', { name: ben.name });
+const m = await mount(t, d, ['--shared']);
+const home = (u: LocalUser): string => `${m.dir}/home/${u.name}`;
+const as = (u: LocalUser, script: string) => u.run('sh', ['-c', script]);
+
+void t.test('each local user acts as the store user of the same name', async (t) => {
+  const made = await as(ann, `cd ${home(ann)} && echo hello > note.md && umask 077 && echo secret > private.md`);
+  t.equal(made.code, 0, `ann writes in her home: ${made.stderr}`);
+  t.equal(
+    (await root.call('fs.stat', { path: `/home/${ann.name}/note.md` })).uid,
+    annInStore.uid,
+    'the daemon records ann',
+  );
+  t.equal(
+    (await as(ann, `stat -c '%u %g' ${home(ann)}/note.md`)).stdout,
+    `${ann.uid} ${ann.gid}\n`,
+    "her file shows her local uid and gid, not the store's",
+  );
+  t.match(
+    (await as(ben, `stat -c '%u' ${home(ann)}/note.md`)).stderr,
+    /Permission denied/,
+    "ben cannot even look into ann's 0700 home",
+  );
+
+  const mine = await as(ben, `echo mine > ${home(ben)}/mine.md && stat -c %u ${home(ben)}/mine.md`);
+  t.equal(mine.stdout, `${ben.uid}\n`, `ben writes in his: ${mine.stderr}`);
+  t.equal((await root.call('fs.stat', { path: `/home/${ben.name}/mine.md` })).uid, benInStore.uid);
+});
+
+void t.test("the kernel's caches are not shown to users the modes shut out", async (t) => {
+  // ann opens her home to everyone: ben may list it and read note.md, never private.md.
+  t.equal((await as(ann, `chmod 755 ${home(ann)} && ls ${home(ann)} && stat ${home(ann)}/private.md`)).code, 0);
+  t.equal((await as(ben, `cat ${home(ann)}/note.md`)).stdout, 'hello\n', "ben reads ann's 0644 note");
+  const secret = await as(ben, `cat ${home(ann)}/private.md`);
+  t.match(secret.stderr, /Permission denied/, "ben cannot read ann's 0600 file");
+  t.notMatch(secret.stdout, /secret/);
+  t.match((await as(ben, `echo x > ${home(ann)}/x.md`)).stderr, /Permission denied/, 'nor create in her home');
+
+  // She shuts it again: the kernel listed it and looked up its files for her, and must not show them to ben.
+  t.equal((await as(ann, `chmod 700 ${home(ann)} && ls ${home(ann)} && stat ${home(ann)}/note.md`)).code, 0);
+  t.match((await as(ben, `ls ${home(ann)}`)).stderr, /Permission denied/, 'her cached listing is not his');
+  t.match((await as(ben, `stat ${home(ann)}/note.md`)).stderr, /Permission denied/, 'nor her cached entries');
+});
+
+void t.test('a change through the daemon binds every user at the next open', async (t) => {
+  await root.call('fs.chmod', { path: `/home/${ann.name}`, mode: '0755' });
+  t.equal((await as(ben, `cat ${home(ann)}/note.md`)).stdout, 'hello\n');
+  await root.call('fs.chmod', { path: `/home/${ann.name}/note.md`, mode: '0600' });
+  t.match(
+    (await as(ben, `cat ${home(ann)}/note.md`)).stderr,
+    /Permission denied/,
+    'a chmod through the daemon holds at once',
+  );
+  await root.call('fs.chown', { path: `/home/${ann.name}/note.md`, owner: ben.name });
+  t.equal(
+    (await as(ben, `echo more >> ${home(ann)}/note.md && stat -c %u ${home(ann)}/note.md && cat ${home(ann)}/note.md`))
+      .stdout,
+    `${ben.uid}\nhello\nmore\n`,
+    'a chown through the daemon gives ben the file',
+  );
+  t.match((await as(ann, `cat ${home(ann)}/note.md`)).stderr, /Permission denied/, 'and takes it from ann');
+});
+
+void t.test('root chowns to local users by name; an id with no namesake in the store is refused', async (t) => {
+  const give = await m.sh(
+    `chown ${ann.uid}:${ann.gid} home/${ben.name}/mine.md && stat -c '%u %g' home/${ben.name}/mine.md`,
+  );
+  t.equal(give.stdout, `${ann.uid} ${ann.gid}\n`, `root gives ben's file to ann: ${give.stderr}`);
+  const st = await root.call('fs.stat', { path: `/home/${ben.name}/mine.md` });
+  t.same([st.uid, st.gid], [annInStore.uid, annInStore.gid], 'the daemon records her store ids');
+  t.match((await m.sh(`chown ${stranger.uid} home/${ben.name}/mine.md`)).stderr, /Invalid argument/);
+  t.equal((await root.call('fs.stat', { path: `/home/${ben.name}/mine.md` })).uid, annInStore.uid, 'nothing changed');
+});
+
+void t.test('a local user with no store user of that name gets nothing', async (t) => {
+  await root.call('fs.write', { path: '/open.md', mode: '0644' }, { data: Buffer.from('for all\n') });
+  t.equal((await as(ann, `cat ${m.dir}/open.md`)).stdout, 'for all\n', 'a store user reads a 0644 file');
+  const read = await as(stranger, `cat ${m.dir}/open.md`);
+  t.match(read.stderr, /Permission denied/, 'the stranger cannot read it');
+  t.notMatch(read.stdout, /for all/);
+  t.match((await as(stranger, `echo x > ${m.dir}/tmp/x.md`)).stderr, /Permission denied/, 'nor create in /tmp (1777)');
+  await t.rejects(root.call('fs.stat', { path: '/tmp/x.md' }), { code: 'ENOENT' });
+  t.match(m.stderr(), new RegExp(`local uid ${stranger.uid} has no user of the same name`), 'the mount says why');
+
+  // Once the store has a user of that name, the same local user is served (users are read again).
+  await root.call('admin.userAdd', { name: stranger.name });
+  let later = await as(stranger, `cat ${m.dir}/open.md`);
+  for (let i = 0; i < 50 && later.code !== 0; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    later = await as(stranger, `cat ${m.dir}/open.md`);
+  }
+  t.equal(later.stdout, 'for all\n', 'a store user added later is served');
+});
+
+void t.test('--shared refuses a principal of its own and --writeback', async (t) => {
+  for (const args of [
+    ['--shared', '--user', ann.name],
+    ['--shared', '--writeback'],
+  ]) {
+    const r = await mountFailure(t, d, args);
+    t.not(r.code, 0, `${args.join(' ')} fails`);
+    t.match(r.stderr, /--shared/, 'saying why');
+  }
+});
