@@ -126,10 +126,7 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
     await link.onChange((ev) => {
       llm.onChange(ev, fss.onChange(ev));
       // Users or groups may have changed (or the connection was lost): a shared mount maps them again.
-      if (ev.paths.length === 0 && shared)
-        shared
-          .reload()
-          .catch((err: Error) => process.stderr.write(`mdvfs mount: cannot reload users: ${err.message}\n`));
+      if (ev.paths.length === 0) shared?.stale();
     });
   } catch (err) {
     link.close();

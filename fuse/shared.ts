@@ -119,7 +119,10 @@ export class SharedUsers {
   private readonly ready = new Map<number, MountFs>();
   /** Store user name → its MountFs (kept across reloads: the kernel may hold its handles). */
   private readonly byName = new Map<string, MountFs>();
+  /** Date.now() when the tables were last read; 0: they may be stale (see stale). */
   private loadedAt = 0;
+  /** Counts stale() calls: a reload begun before one does not count as fresh. */
+  private generation = 0;
   private loading: Promise<void> | null = null;
   /** Local uids already reported as refused (one log line each, until the next reload). */
   private readonly refused = new Set<number>();
@@ -133,9 +136,20 @@ export class SharedUsers {
     this.set = new MountFsSet(root, this.owners, (uid) => this.ready.get(uid) ?? this.resolve(uid));
   }
 
-  /** Reads the store's users and groups and their local namesakes again (at start, and when identities change). */
+  /**
+   * Users or groups may have changed (or the daemon connection was lost): the tables are read again
+   * before the next request is served. Not now: after `mdvfs stop`, only a request may start a daemon.
+   */
+  stale(): void {
+    this.generation++;
+    this.loadedAt = 0;
+    this.ready.clear();
+  }
+
+  /** Reads the store's users and groups and their local namesakes (at start, and after stale). */
   reload(): Promise<void> {
     this.loading ??= (async () => {
+      const generation = this.generation;
       try {
         const [{ users }, { groups }] = await Promise.all([
           this.link.call('admin.userList', {}),
@@ -163,7 +177,7 @@ export class SharedUsers {
         );
         this.ready.clear();
         this.refused.clear();
-        this.loadedAt = Date.now();
+        if (generation === this.generation) this.loadedAt = Date.now();
       } finally {
         this.loading = null;
       }
@@ -172,6 +186,7 @@ export class SharedUsers {
   }
 
   private async resolve(uid: number): Promise<MountFs> {
+    if (this.loadedAt === 0) await this.reload();
     let name = this.owners.userOf(uid);
     if (name === undefined && Date.now() - this.loadedAt >= RELOAD_MS) {
       await this.reload();
