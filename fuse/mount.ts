@@ -78,6 +78,12 @@ export async function runMount(dir: string, opts: MountOptions): Promise<void> {
       `cannot mount at '${mnt}': an mdvfs mount is already there; unmount it first ('mdvfs umount ${mnt}')`,
     );
 
+  // allow_other: fusermount3 refuses it to other users without saying why, after the daemon was started.
+  if (opts.shared && process.getuid?.() !== 0 && !(await userAllowOther()))
+    throw mountError(
+      'EPERM',
+      `cannot mount at '${mnt}' with --shared: run it as root, or set user_allow_other in /etc/fuse.conf`,
+    );
   // First: without the addon there is nothing to connect for.
   const ll = loadLowLevel();
   const dataDir = defaultDataDir();
@@ -175,6 +181,12 @@ async function serve(llm: LowLevelMount, mnt: string, stale: boolean): Promise<v
     throw new Error(`cannot mount at ${mnt}: ${(err as Error).message}`);
   }
   await raiseReadahead(mnt);
+}
+
+/** Whether /etc/fuse.conf lets users other than root mount with allow_other. */
+async function userAllowOther(): Promise<boolean> {
+  const conf = await fsp.readFile('/etc/fuse.conf', 'utf8').catch(() => '');
+  return conf.split('\n').some((line) => line.trim() === 'user_allow_other');
 }
 
 /** The kernel's readahead for the mount, in KiB: one window is one FUSE read request of the largest size (1 MiB). */
