@@ -8,6 +8,12 @@
 #   scripts/pjdfstest.sh <pjdfstest-source-dir> [group...]    e.g. ... ~/src/pjdfstest chmod rename
 #
 # Writes the TAP output of every test file under $PJDFSTEST_OUT (default: the temporary directory, kept when it is set).
+#
+# PJDFSTEST_SHARED=1: the tests that act as other users run as those users too. The mount is then
+# `mdvfs mount --shared`, each id the tests use gets a local user or group (an existing one, or one
+# made here named pjd<id> and removed at the end) and an mdvfs user or group of the same name, every
+# such mdvfs user in every such mdvfs group (the kernel checks the process's own groups first:
+# default_permissions), e.g.  PJDFSTEST_SHARED=1 scripts/pjdfstest.sh ~/src/pjdfstest
 set -euo pipefail
 
 src=${1:?usage: scripts/pjdfstest.sh <pjdfstest-source-dir> [group...]}
@@ -24,15 +30,33 @@ out=${PJDFSTEST_OUT:-$work/out}
 mkdir -p "$out" "$work/data" "$work/mnt"
 daemon_pid=
 mount_pid=
+# ---- PJDFSTEST_SHARED=1 ----
+# The ids pjdfstest's tests act as (-u, -g: the first gid is the effective one, the others
+# supplementary, e.g. -g 65533,65532) or give to chown/lchown/fchown, besides 0 (root, which mdvfs has
+# as user and group root):
+#   uids: 65534 (-u, most tests), 65533 (-u), 65532 and 65530 (chown targets), 123 (chown/00.t, as root)
+#   gids: 65534 (-g, most tests), 65533, 65532 and 65531 (-g, also as supplementary groups), 65530 and
+#         456 (chown targets)
+# Found with: grep -rhoE -- '-[ug] +[0-9]+(,[0-9]+)*' tests; grep -rhoE '(l|f)?chown +[^ ]+ +[0-9-]+ +[0-9-]+' tests
+shared=
+[ "${PJDFSTEST_SHARED:-}" = 1 ] && shared=1
+shared_uids=(65534 65533 65532 65530 123)
+shared_gids=(65534 65533 65532 65531 65530 456)
+created_users=()
+created_groups=()
 cleanup() {
   [ -n "$mount_pid" ] && kill "$mount_pid" 2>/dev/null && wait "$mount_pid" 2>/dev/null || true
   mountpoint -q "$work/mnt" && fusermount3 -uz "$work/mnt" 2>/dev/null || true
   [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null || true
+  for u in "${created_users[@]}"; do userdel "$u" || echo "pjdfstest.sh: could not remove local user $u" >&2; done
+  for g in "${created_groups[@]}"; do groupdel "$g" || echo "pjdfstest.sh: could not remove local group $g" >&2; done
   mountpoint -q "$work/mnt" || rm -rf "$work/data" "$work/build"
   rmdir "$work/mnt" 2>/dev/null || true
   [ -n "${PJDFSTEST_OUT:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
+# Local users made here go away on an interrupt too.
+[ -z "$shared" ] || trap 'exit 130' INT HUP TERM
 
 # ---- build pjdfstest (Linux, glibc: what its configure script would find) ----
 mkdir -p "$work/build"
@@ -61,11 +85,60 @@ cat > "$work/build/config.h" <<'EOF'
 EOF
 gcc -O1 -w -I"$work/build" -o "$work/build/pjdfstest" "$work/build/pjdfstest.c"
 
+# ---- PJDFSTEST_SHARED=1: a local user and group for each id (named pjd<id> when there is none) ----
+shared_users=()
+shared_groups=()
+if [ -n "$shared" ]; then
+  for gid in "${shared_gids[@]}"; do
+    name=$(getent group "$gid" | cut -d: -f1 || true)
+    if [ -z "$name" ]; then
+      name=pjd$gid
+      groupadd -g "$gid" "$name"
+    fi
+    # Ours also when left over from an interrupted run.
+    [ "$name" = "pjd$gid" ] && created_groups+=("$name")
+    shared_groups+=("$name")
+  done
+  for uid in "${shared_uids[@]}"; do
+    name=$(getent passwd "$uid" | cut -d: -f1 || true)
+    if [ -z "$name" ]; then
+      name=pjd$uid
+      primary=65534
+      getent group "$uid" >/dev/null && primary=$uid
+      useradd -M -N -u "$uid" -g "$primary" -d /nonexistent -s /usr/sbin/nologin "$name"
+    fi
+    [ "$name" = "pjd$uid" ] && created_users=("$name" "${created_users[@]}")
+    shared_users+=("$name")
+  done
+  # A mount as a local user other than root needs a way down to it.
+  chmod 0711 "$work"
+fi
+
 # ---- a daemon and a mount of its own ----
 export SERVICE_DATA_DIR="$work/data"
 node "$cli" daemon 2>"$out/daemon.log" &
 daemon_pid=$!
-node "$cli" mount "$work/mnt" 2>"$out/mount.log" &
+mount_args=()
+if [ -n "$shared" ]; then
+  for _ in $(seq 300); do
+    grep -q '"daemon ready"' "$out/daemon.log" 2>/dev/null && break
+    kill -0 "$daemon_pid" 2>/dev/null || { echo "pjdfstest.sh: the daemon exited:" >&2; cat "$out/daemon.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  # mdvfs users and groups of the same names; each user (with its personal group of its own name)
+  # in every one of those groups.
+  for u in "${shared_users[@]}"; do node "$cli" useradd "$u" >/dev/null; done
+  for g in "${shared_groups[@]}"; do
+    if ! err=$(node "$cli" groupadd "$g" 2>&1 >/dev/null); then
+      case "$err" in *EEXIST*) ;; *) echo "$err" >&2; exit 1 ;; esac
+    fi
+  done
+  all_groups=$(IFS=,; echo "${shared_groups[*]}")
+  for u in "${shared_users[@]}"; do node "$cli" usermod -aG "$all_groups" "$u"; done
+  echo "pjdfstest.sh: shared mount; local and mdvfs users ${shared_users[*]}, groups ${shared_groups[*]}" >&2
+  mount_args=(--shared)
+fi
+node "$cli" mount "$work/mnt" "${mount_args[@]}" 2>"$out/mount.log" &
 mount_pid=$!
 for _ in $(seq 300); do
   grep -q 'mounted .* at ' "$out/mount.log" 2>/dev/null && break
