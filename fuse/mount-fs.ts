@@ -340,6 +340,17 @@ export class MountFs {
   }
 
   /**
+   * A descriptor, for writing only, of a file removed or renamed over after the kernel found it and
+   * before its open got here (a race with `mv` or `rm`). As with such a file on a local filesystem,
+   * what is written to it goes nowhere: nobody can open it any more. Nothing of it is sent.
+   */
+  openRemoved(): number {
+    const file = new OpenFile('', FileBuffer.empty());
+    file.orphaned = true;
+    return this.files.open({ kind: 'file', file, writable: true });
+  }
+
+  /**
    * Creates a file and opens it for writing. `exclusive` (O_EXCL: lock files) asks the daemon, but in
    * writeback mode. Otherwise, when the daemon's answer is known (createdIn: this mount's last create
    * in the same directory succeeded, or it made the directory, nothing concerning the directory or
@@ -1315,6 +1326,9 @@ export class MountFs {
 
   private fetchWhole(file: OpenFile): Promise<FileBuffer> {
     if (file.data) return Promise.resolve(file.data);
+    // Removed or renamed over while open, before its bytes were needed: its path names another file
+    // now, or none. What is written to it is never sent (OpenFile.orphaned): writes need no old bytes.
+    if (file.orphaned) return Promise.resolve((file.data = FileBuffer.empty()));
     const since = this.log.now();
     file.loading ??= this.rpc
       .request('fs.read', { path: file.path })

@@ -49,7 +49,10 @@ cleanup() {
   mountpoint -q "$work/mnt" && fusermount3 -uz "$work/mnt" 2>/dev/null || true
   [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null || true
   for u in "${created_users[@]}"; do userdel "$u" || echo "pjdfstest.sh: could not remove local user $u" >&2; done
-  for g in "${created_groups[@]}"; do groupdel "$g" || echo "pjdfstest.sh: could not remove local group $g" >&2; done
+  # (userdel may have removed a user's primary group of the same name already)
+  for g in "${created_groups[@]}"; do
+    ! getent group "$g" >/dev/null || groupdel "$g" || echo "pjdfstest.sh: could not remove local group $g" >&2
+  done
   mountpoint -q "$work/mnt" || rm -rf "$work/data" "$work/build"
   rmdir "$work/mnt" 2>/dev/null || true
   [ -n "${PJDFSTEST_OUT:-}" ] || rm -rf "$work"
@@ -105,7 +108,8 @@ if [ -n "$shared" ]; then
       name=pjd$uid
       primary=65534
       getent group "$uid" >/dev/null && primary=$uid
-      useradd -M -N -u "$uid" -g "$primary" -d /nonexistent -s /usr/sbin/nologin "$name"
+      # (quiet unless it fails: it warns about ids outside UID_MIN..UID_MAX)
+      msg=$(useradd -M -N -u "$uid" -g "$primary" -d /nonexistent -s /usr/sbin/nologin "$name" 2>&1) || { echo "$msg" >&2; exit 1; }
     fi
     [ "$name" = "pjd$uid" ] && created_users=("$name" "${created_users[@]}")
     shared_users+=("$name")
@@ -125,17 +129,20 @@ if [ -n "$shared" ]; then
     kill -0 "$daemon_pid" 2>/dev/null || { echo "pjdfstest.sh: the daemon exited:" >&2; cat "$out/daemon.log" >&2; exit 1; }
     sleep 0.1
   done
-  # mdvfs users and groups of the same names; each user (with its personal group of its own name)
-  # in every one of those groups.
+  # mdvfs users and groups of the same names (useradd also makes a personal group of the user's
+  # name: pjd65533's is the group pjd65533 wanted anyway).
   for u in "${shared_users[@]}"; do node "$cli" useradd "$u" >/dev/null; done
   for g in "${shared_groups[@]}"; do
     if ! err=$(node "$cli" groupadd "$g" 2>&1 >/dev/null); then
       case "$err" in *EEXIST*) ;; *) echo "$err" >&2; exit 1 ;; esac
     fi
   done
-  all_groups=$(IFS=,; echo "${shared_groups[*]}")
+  # Each user in every one of those groups, and in every user's personal group: nobody's new files
+  # get its personal group, nobody, which has no local namesake and so shows as 65534, the local
+  # nogroup; the kernel lets nogroup's members in by that, so the daemon should too.
+  all_groups=$(printf '%s\n' "${shared_groups[@]}" "${shared_users[@]}" | awk '!seen[$0]++' | paste -sd, -)
   for u in "${shared_users[@]}"; do node "$cli" usermod -aG "$all_groups" "$u"; done
-  echo "pjdfstest.sh: shared mount; local and mdvfs users ${shared_users[*]}, groups ${shared_groups[*]}" >&2
+  echo "pjdfstest.sh: shared mount; local and mdvfs users ${shared_users[*]}, groups ${shared_groups[*]}; each user in mdvfs groups $all_groups" >&2
   mount_args=(--shared)
 fi
 node "$cli" mount "$work/mnt" "${mount_args[@]}" 2>"$out/mount.log" &

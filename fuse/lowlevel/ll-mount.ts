@@ -20,7 +20,7 @@ import { fuseErrno, VfsError } from '../../daemon/errors.js';
 import type { ChangeEvent } from '../../daemon/rpc/protocol.js';
 import { childPath, parentOf } from '../paths.js';
 import { ChangeLog, mountPaths } from '../change-log.js';
-import { O_ACCMODE, O_RDONLY, O_TRUNC, S_IFDIR, S_IFMT, S_IFREG, type FuseStat } from '../fuse-types.js';
+import { O_ACCMODE, O_RDONLY, O_TRUNC, O_WRONLY, S_IFDIR, S_IFMT, S_IFREG, type FuseStat } from '../fuse-types.js';
 import type { MountFs, OwnChange, UtimeArg } from '../mount-fs.js';
 import type { MountFsSet } from '../mount-set.js';
 import { Inodes } from './inodes.js';
@@ -56,6 +56,11 @@ const HANDLE_OPS: ReadonlySet<number> = new Set([
   Op.FSYNC,
 ]);
 
+/** Whether a rename from `src` to `dst` moves or replaces `path` (or a directory above it). */
+function concerns(r: { src: string; dst: string }, path: string): boolean {
+  return path === r.src || path === r.dst || path.startsWith(`${r.src}/`) || path.startsWith(`${r.dst}/`);
+}
+
 /** The errno for any rejection: daemon and local errors carry their code; anything else is a bug (EIO). */
 function errnoOf(err: unknown): number {
   if (err instanceof VfsError) return -fuseErrno(err.code);
@@ -85,6 +90,17 @@ export class LowLevelMount {
   /** Resolves when the kernel ended the session (unmounted from outside, or after unmount()). */
   readonly ended = new Promise<void>((r) => (this.endedResolve = r));
   private isEnded = false;
+  /**
+   * Renames sent to the daemon and not answered yet. A request about either path, or below them,
+   * waits for the answer (afterRenames): the kernel lets an open or a read of the file run during
+   * its rename, and the daemon, which has moved it already, would not find it by its old path.
+   */
+  private readonly renaming = new Set<{ src: string; dst: string; finished: Promise<void> }>();
+  /**
+   * Opens sent to the daemon and not answered yet, by path. A rename of that path (or above it) waits
+   * for them: an open answered after the move would keep its file under the old path.
+   */
+  private readonly opening = new Set<{ path: string; done: Promise<unknown> }>();
 
   /** `mdvfs mount --writeback` (one principal only). */
   private readonly writeback: boolean;
@@ -219,6 +235,7 @@ export class LowLevelMount {
   /** Answers one request (a rejection is answered with its errno by dispatch). */
   private async serve(...[op, req, ino, a, b, c, s1, s2, extra, uid]: Parameters<Handler>): Promise<void> {
     const ll = this.ll;
+    if (this.renaming.size > 0 && op !== Op.RENAME) await this.afterRenames(ino, s1);
     // A handle names the MountFs that opened it (release comes with no opener's ids); anything else
     // is served for the local user asking.
     const handle = a > 0 && HANDLE_OPS.has(op) ? this.fss.byHandle(a, 'io') : undefined;
@@ -310,8 +327,18 @@ export class LowLevelMount {
         const dst = this.childOf(a, s2, 'rename');
         if (b & ~RENAME_NOREPLACE) return void ll.replyErr(req, EINVAL); // RENAME_EXCHANGE, RENAME_WHITEOUT
         if (b & RENAME_NOREPLACE && (await this.exists(fs, dst))) return void ll.replyErr(req, EEXIST);
-        await fs.rename(src, dst);
-        this.nodes.renamed(src, dst);
+        let finish!: () => void;
+        const rename = { src, dst, finished: new Promise<void>((r) => (finish = r)) };
+        this.renaming.add(rename);
+        try {
+          const opens = [...this.opening].filter((o) => concerns(rename, o.path));
+          if (opens.length > 0) await Promise.all(opens.map((o) => o.done.catch(() => undefined)));
+          await fs.rename(src, dst);
+          this.nodes.renamed(src, dst);
+        } finally {
+          this.renaming.delete(rename);
+          finish();
+        }
         ll.replyErr(req, 0);
         return;
       }
@@ -321,8 +348,23 @@ export class LowLevelMount {
       case Op.OPEN: {
         // Writeback mode: no open is ever sent again (fc->no_open), this one included.
         if (this.writeback) return void ll.replyErr(req, ENOSYS);
+        // Removed or renamed over since the kernel found it (a race with mv or rm): a writer opens it
+        // as on a local filesystem, its writes going nowhere; a reader, who would get none of its bytes, is refused.
+        const removed = this.nodes.get(ino)?.path === null;
+        if (removed && (a & O_ACCMODE) === O_WRONLY) {
+          const fd = fs.openRemoved();
+          if (ll.replyOpen(req, this.fss.handleOf(fs, fd), OPEN_FLAGS.KEEP_CACHE) !== 0) await fs.release(fd);
+          return;
+        }
         const path = this.pathOf(ino, 'open');
-        const opened = await fs.open(path, a);
+        const open = { path, done: fs.open(path, a) };
+        this.opening.add(open);
+        let opened: number;
+        try {
+          opened = await open.done;
+        } finally {
+          this.opening.delete(open);
+        }
         // The kernel keeps this file's pages across opens: a change event drops them (invalidate).
         // Closing a descriptor opened for reading has nothing to send: no flush request for it.
         const readOnly = (a & O_ACCMODE) === O_RDONLY && !(a & O_TRUNC);
@@ -477,6 +519,20 @@ export class LowLevelMount {
     // Not answered (the request was interrupted): the kernel holds no reference.
     if (this.ll.replyEntry(req, { ino: node.ino, attr: st, entryTimeout: LONG, attrTimeout: LONG }) !== 0)
       this.nodes.forget(node.ino, 1);
+  }
+
+  /** Waits until no rename in flight concerns the path of `ino` (or its child `name`): see `renaming`. */
+  private async afterRenames(ino: number, name: Name): Promise<void> {
+    for (;;) {
+      const p = this.nodes.path(ino);
+      if (p === undefined) return;
+      const child = typeof name === 'string' ? childPath(p, name) : undefined;
+      let hit: Promise<void> | undefined;
+      for (const r of this.renaming)
+        if (concerns(r, p) || (child !== undefined && concerns(r, child))) hit = r.finished;
+      if (hit === undefined) return;
+      await hit; // then the path again: the rename may have moved it
+    }
   }
 
   /** A change reported while the answer about `path` was being prepared: the kernel may hold it stale. */
