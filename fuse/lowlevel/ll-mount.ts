@@ -405,6 +405,13 @@ export class LowLevelMount {
       }
       case Op.WRITE: {
         const data = extra as Buffer;
+        const node = fd === 0 ? this.nodes.get(ino) : undefined;
+        if (node?.path === null) {
+          // Writeback mode, a file removed or renamed over since it was opened: its writes go to the
+          // descriptor that still serves it, or nowhere, as on a local filesystem.
+          if (node.orphanFd !== undefined) await fs.write(node.orphanFd, data, data.length, c);
+          return void ll.replyWrite(req, data.length);
+        }
         const path = fd === 0 ? this.pathOf(ino, 'write') : undefined;
         ll.replyWrite(
           req,
