@@ -1017,8 +1017,14 @@ export class Vfs {
 
   chmod(cred: Cred, abs: string, mode: number): Node {
     const node = this.resolve(cred, abs, 'chmod', true);
-    requireChmod(cred, node, 'chmod', abs);
     let m = mode & 0o7777;
+    // Taking only the setuid and setgid bits off a file is what a write or truncate by anyone but the
+    // owner does on Linux; through the mount the kernel asks for it, as the writer, before such a
+    // write: whoever may write the file may. Any other change of mode is the owner's.
+    const dropped = node.mode & ~m;
+    if (node.kind === 'file' && dropped !== 0 && (m & ~node.mode) === 0 && (dropped & ~(S_ISUID | S_ISGID)) === 0)
+      requireAccess(cred, node, W, 'chmod', abs);
+    else requireChmod(cred, node, 'chmod', abs);
     // POSIX: setgid on a file is dropped when the caller is not in the file's group
     const who = actor(cred);
     if (node.kind !== 'directory' && !isRoot(who) && !who.groups.has(node.gid)) m &= ~S_ISGID;

@@ -427,6 +427,27 @@ t.test('filesystem operations', async (t) => {
     t.ok(BigInt((await alice.call('fs.stat', { path: 'cm/f.md' })).ctime_ns) > BigInt(before), 'chmod updates ctime');
   });
 
+  t.test('chmod by a writer who is not the owner: only taking the setuid and setgid bits off', async (t) => {
+    const { bob } = p;
+    await root.call('fs.write', { path: '/tmp/sg.md', mode: '0666' }, text('f'));
+    await root.call('fs.chmod', { path: '/tmp/sg.md', mode: '6777' });
+    t.equal((await bob.call('fs.chmod', { path: '/tmp/sg.md', mode: '4777' })).mode, '4777', 'setgid off');
+    t.equal((await bob.call('fs.chmod', { path: '/tmp/sg.md', mode: '0777' })).mode, '0777', 'setuid off');
+    await root.call('fs.chmod', { path: '/tmp/sg.md', mode: '6777' });
+    for (const mode of ['0776', '6776', '2776', '7777'])
+      await t.rejects(bob.call('fs.chmod', { path: '/tmp/sg.md', mode }), { code: 'EPERM' }, `not to ${mode}`);
+    await root.call('fs.chmod', { path: '/tmp/sg.md', mode: '6755' });
+    await t.rejects(
+      bob.call('fs.chmod', { path: '/tmp/sg.md', mode: '0755' }),
+      { code: 'EACCES' },
+      'and only who may write it',
+    );
+    await root.call('fs.mkdir', { path: '/tmp/sgd', mode: '2777' });
+    await t.rejects(bob.call('fs.chmod', { path: '/tmp/sgd', mode: '0777' }), { code: 'EPERM' }, 'never a directory');
+    t.equal((await root.call('fs.stat', { path: '/tmp/sg.md' })).mode, '6755');
+    t.equal((await root.call('fs.stat', { path: '/tmp/sgd' })).mode, '2777');
+  });
+
   t.test('chown by root: owner and group by name or id', async (t) => {
     const users = (await root.call('admin.userList', {})).users;
     const bob = users.find((u) => u.name === 'bob')!;

@@ -88,6 +88,26 @@ void t.test('a change through the daemon binds every user at the next open', asy
   t.match((await as(ann, `cat ${home(ann)}/note.md`)).stderr, /Permission denied/, 'and takes it from ann');
 });
 
+void t.test('a write by someone other than the owner takes the setuid and setgid bits off, as on Linux', async (t) => {
+  // The kernel asks the mount, as the writer, to drop them before the write: a chmod the writer may make.
+  for (const f of ['w.md', 't.md']) {
+    await root.call('fs.write', { path: `/${f}`, mode: '0666' }, { data: Buffer.from('x\n') });
+    await root.call('fs.chmod', { path: `/${f}`, mode: '6777' });
+  }
+  const w = await as(ann, `echo more >> ${m.dir}/w.md && stat -c %a ${m.dir}/w.md`);
+  t.equal(w.code, 0, `ann's write succeeds: ${w.stderr}`);
+  t.equal(w.stdout, '777\n', 'and takes both bits off');
+  const tr = await as(ann, `truncate -s 1 ${m.dir}/t.md && stat -c '%a %s' ${m.dir}/t.md`);
+  t.equal(tr.stdout, '777 1\n', `so does her truncate: ${tr.stderr}`);
+  for (const f of ['w.md', 't.md'])
+    t.equal((await root.call('fs.stat', { path: `/${f}` })).mode, '0777', `the daemon holds ${f} so`);
+  t.match(
+    (await as(ann, `chmod 666 ${m.dir}/w.md`)).stderr,
+    /Operation not permitted/,
+    'any other chmod is the owner’s',
+  );
+});
+
 void t.test('root chowns to local users by name; an id with no namesake in the store is refused', async (t) => {
   const give = await m.sh(
     `chown ${ann.uid}:${ann.gid} home/${ben.name}/mine.md && stat -c '%u %g' home/${ben.name}/mine.md`,
