@@ -37,7 +37,11 @@ class IdMap {
   readonly in = new Map<number, number>();
   readonly names = new Map<number, string>();
 
-  constructor(store: { name: string; id: number }[], local: Map<string, number>) {
+  constructor(
+    private readonly kind: 'user' | 'group',
+    store: { name: string; id: number }[],
+    local: Map<string, number>,
+  ) {
     for (const { name, id } of store) {
       const l = local.get(name);
       if (l === undefined || this.in.has(l)) continue;
@@ -46,6 +50,20 @@ class IdMap {
       this.names.set(l, name);
     }
   }
+
+  /** chown(2)'s local id as the store's; undefined for -1 ("leave unchanged"); EINVAL with no namesake. */
+  toStore(local: number): number | undefined {
+    if (unchangedId(local)) return undefined;
+    const id = this.in.get(local);
+    if (id === undefined)
+      throw new VfsError(
+        'EINVAL',
+        'chown',
+        undefined,
+        `local ${this.kind === 'user' ? 'uid' : 'gid'} ${local} has no ${this.kind} of the same name in the store`,
+      );
+    return id;
+  }
 }
 
 /** Owners by name (see the file's comment). */
@@ -53,8 +71,8 @@ export class SharedOwners implements Owners {
   readonly inodes = new InodeNumbers();
   readonly localUid = 0;
   readonly localGid = 0;
-  private users = new IdMap([], new Map());
-  private groups = new IdMap([], new Map());
+  private users = new IdMap('user', [], new Map());
+  private groups = new IdMap('group', [], new Map());
 
   update(users: IdMap, groups: IdMap): void {
     this.users = users;
@@ -70,19 +88,11 @@ export class SharedOwners implements Owners {
   }
 
   uidIn(uid: number): number | undefined {
-    if (unchangedId(uid)) return undefined;
-    const id = this.users.in.get(uid);
-    if (id === undefined)
-      throw new VfsError('EINVAL', 'chown', undefined, `local uid ${uid} has no user of the same name in the store`);
-    return id;
+    return this.users.toStore(uid);
   }
 
   gidIn(gid: number): number | undefined {
-    if (unchangedId(gid)) return undefined;
-    const id = this.groups.in.get(gid);
-    if (id === undefined)
-      throw new VfsError('EINVAL', 'chown', undefined, `local gid ${gid} has no group of the same name in the store`);
-    return id;
+    return this.groups.toStore(gid);
   }
 
   /** The name of the store's user acting for local uid `uid`, if there is one. */
@@ -167,10 +177,12 @@ export class SharedUsers {
         ]);
         this.owners.update(
           new IdMap(
+            'user',
             users.map((u) => ({ name: u.name, id: u.uid })),
             localUsers,
           ),
           new IdMap(
+            'group',
             groups.map((g) => ({ name: g.name, id: g.gid })),
             localGroups,
           ),

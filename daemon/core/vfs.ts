@@ -1022,9 +1022,18 @@ export class Vfs {
     // owner does on Linux; through the mount the kernel asks for it, as the writer, before such a
     // write: whoever may write the file may. Any other change of mode is the owner's.
     const dropped = node.mode & ~m;
-    if (node.kind === 'file' && dropped !== 0 && (m & ~node.mode) === 0 && (dropped & ~(S_ISUID | S_ISGID)) === 0)
-      requireAccess(cred, node, W, 'chmod', abs);
-    else requireChmod(cred, node, 'chmod', abs);
+    const dropsPrivsOnly =
+      node.kind === 'file' && dropped !== 0 && (m & ~node.mode) === 0 && (dropped & ~(S_ISUID | S_ISGID)) === 0;
+    try {
+      requireChmod(cred, node, 'chmod', abs);
+    } catch (err) {
+      if (!dropsPrivsOnly) throw err;
+      try {
+        requireAccess(cred, node, W, 'chmod', abs);
+      } catch {
+        throw err; // not a writer either: the chmod's own refusal
+      }
+    }
     // POSIX: setgid on a file is dropped when the caller is not in the file's group
     const who = actor(cred);
     if (node.kind !== 'directory' && !isRoot(who) && !who.groups.has(node.gid)) m &= ~S_ISGID;
