@@ -5,7 +5,7 @@
  * stopped while `mv` waits in the mount, so the other request reaches the mount during the rename,
  * every time.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { eventually, mount, skipWithoutFuse, startDaemon } from '../helpers/fuse.js';
@@ -62,7 +62,7 @@ async function waitsInFuse(pid: number): Promise<boolean> {
 }
 
 /** `mv src dst` in the mount, held there by the stopped daemon; `during` runs while it waits. */
-async function duringRename(t: Tap.Test, src: string, dst: string, during: () => Promise<Started>): Promise<void> {
+async function duringRename(t: Test, src: string, dst: string, during: () => Promise<Started>): Promise<void> {
   // The mount then knows the new name is free: mv's lookup of it is answered without the daemon, and
   // what waits for the daemon is the rename itself.
   t.equal((await m.sh(`ls ${src.slice(1, src.lastIndexOf('/'))} > /dev/null`)).code, 0);
