@@ -232,7 +232,8 @@ function itemFor(path: string): HTMLLIElement | null {
 /** (Re)loads a directory's listing into the tree, keeping expanded subdirectories expanded. */
 async function renderDir(path: string): Promise<void> {
   const li = itemFor(path);
-  if (li === null) return;
+  // A folder collapsed since a redraw of it was asked for (a live event's, 50 ms later) stays collapsed.
+  if (li === null || !expanded.has(path)) return;
   const asked = collapses;
   let entries: DirEntry[];
   let truncated = false;
