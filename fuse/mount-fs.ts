@@ -345,6 +345,7 @@ export class MountFs {
    * what is written to it goes nowhere: nobody can open it any more. Nothing of it is sent.
    */
   openRemoved(): number {
+    if (this.opts.readOnly) throw new VfsError('EROFS', 'open');
     const file = new OpenFile('', FileBuffer.empty());
     file.orphaned = true;
     return this.files.open({ kind: 'file', file, writable: true });
