@@ -47,10 +47,6 @@ export class MountFsSet {
     for (const fs of this.members) f(fs);
   }
 
-  all(): readonly MountFs[] {
-    return this.members;
-  }
-
   /** The MountFs acting for the request of local user `uid` (rejects with EACCES when none may). */
   forUser(uid: number): MountFs | Promise<MountFs> {
     return this.forUserOf === undefined ? this.primary : this.forUserOf(uid);

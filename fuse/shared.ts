@@ -106,15 +106,26 @@ export class SharedOwners implements Owners {
  * else NSS has; /etc/passwd or /etc/group when there is no getent).
  */
 async function localIds(db: 'passwd' | 'group', names: string[]): Promise<Map<string, number>> {
-  let text: string;
-  try {
-    text = (await execFileP('getent', [db, ...names], { maxBuffer: 64 * 1024 * 1024 })).stdout;
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException & { stdout?: string };
-    // Exit 2: some names are not there; the others are printed all the same.
-    text = e.code === 'ENOENT' ? await fsp.readFile(`/etc/${db}`, 'utf8').catch(() => '') : (e.stdout ?? '');
-  }
   const ids = new Map<string, number>();
+  // A few hundred names per getent: a store of many users (agents) must not overflow one command line.
+  for (let i = 0; i === 0 || i < names.length; i += GETENT_NAMES) {
+    let text: string;
+    try {
+      text = (await execFileP('getent', [db, '--', ...names.slice(i, i + GETENT_NAMES)])).stdout;
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException & { stdout?: string };
+      if (e.code === 'ENOENT') return parseIds(await fsp.readFile(`/etc/${db}`, 'utf8').catch(() => ''), ids);
+      text = e.stdout ?? ''; // exit 2: some names are not there; the others are printed all the same
+    }
+    parseIds(text, ids);
+  }
+  return ids;
+}
+
+const GETENT_NAMES = 500;
+
+/** Adds name → id of each `name:x:id:...` line of a passwd or group database to `ids`. */
+function parseIds(text: string, ids: Map<string, number>): Map<string, number> {
   for (const line of text.split('\n')) {
     const [name, , id] = line.split(':');
     if (name && id !== undefined && /^\d+$/.test(id) && !ids.has(name)) ids.set(name, Number(id));
