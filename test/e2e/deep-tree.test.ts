@@ -9,6 +9,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { makePersonas, spawnDaemon, text, treeSnapshot, type TestDaemon } from '../helpers/daemon.js';
 import { withCast } from '../helpers/http.js';
+import { until } from '../helpers/poll.js';
 
 const LIMIT = 1024;
 const tooDeep = { code: 'ENAMETOOLONG', message: /at most 1024 levels deep/ };
@@ -188,6 +189,9 @@ t.test('a store holding a 10,000-level tree (written before the limit) starts an
 
   await buildDeepChain(d, LEVELS);
   await d.restart();
+  // The daemon logs before it listens, but its stderr pipe and its socket reach this process as
+  // separate events: the line may be read a little after the connection.
+  await until(() => /the tree is \d+ levels deep/.test(d.stderr()), 'the start-up depth warning', 10000).catch(() => {});
   t.match(d.stderr(), /the tree is 10003 levels deep/, 'the start-up log says the tree is deeper than the limit');
   // callers on the new connection (the personas' users are in the store)
   const root = d.client.as({});
