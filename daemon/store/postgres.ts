@@ -29,6 +29,7 @@ import {
   BatchingJournal,
   inodeValues,
   isFresh,
+  markRange,
   PendingChanges,
   registryRows,
   SCHEMA_VERSION,
@@ -776,6 +777,12 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       out.push([
         'INSERT INTO refs (scope, commit_id) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (scope) DO UPDATE SET commit_id = EXCLUDED.commit_id',
         columns([...p.refs], 2),
+      ]);
+    // In byte order (COLLATE "C"), the order markRange is in, whatever the database's collation.
+    for (const root of p.forgottenMarks)
+      out.push([
+        'DELETE FROM pending_attribution WHERE path = $1 OR (path COLLATE "C" >= $2 AND path COLLATE "C" < $3)',
+        [root, ...markRange(root)],
       ]);
     const unmarked = [...p.marks].filter(([, m]) => m === null).map(([path]) => path);
     if (unmarked.length > 0) out.push(['DELETE FROM pending_attribution WHERE path = ANY($1::text[])', [unmarked]]);

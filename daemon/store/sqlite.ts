@@ -24,6 +24,7 @@ import {
   type FsckResult,
   type InodeRow,
   type LoadedState,
+  markRange,
   type MarkRow,
   PendingChanges,
   type OpenedStore,
@@ -240,6 +241,9 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
           'INSERT OR REPLACE INTO pending_attribution (path, by_user, on_behalf_of, seq, subtree) VALUES (?, ?, ?, ?, ?)',
         ),
         deleteMark: this.db.prepare('DELETE FROM pending_attribution WHERE path = ?'),
+        // A root and everything below it: the paths from `root/` up to (not including) `root0` ('0'
+        // follows '/' in the binary collation these paths are compared in).
+        deleteMarksBelow: this.db.prepare('DELETE FROM pending_attribution WHERE path = ? OR (path >= ? AND path < ?)'),
         setMeta: this.db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)'),
         insertUser: this.db.prepare(
           'INSERT INTO users (uid, name, gid, is_agent, token_hash, created) VALUES (?, ?, ?, ?, ?, ?)',
@@ -274,7 +278,7 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
 
   private writeRows(batch: PendingChanges, reg: Registry | undefined): void {
     const s = this.statements();
-    const { inodes, deletedInodes: deleted, objects, deletedObjects, refs, marks } = batch;
+    const { inodes, deletedInodes: deleted, objects, deletedObjects, refs, marks, forgottenMarks } = batch;
     for (const id of deletedObjects) s.deleteObject!.run(id);
     for (const [id, o] of objects) s.insertObject!.run(id, o.type, o.data);
     for (const id of deleted) s.deleteInode!.run(id);
@@ -282,6 +286,7 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
       s.upsertInode!.run(...inodeValues(n));
     }
     for (const [scope, id] of refs) s.setRef!.run(scope, id);
+    for (const root of forgottenMarks) s.deleteMarksBelow!.run(root, ...markRange(root));
     for (const [p, m] of marks)
       if (m === null) s.deleteMark!.run(p);
       else s.setMark!.run(p, m.by, m.on_behalf_of, m.seq, m.subtree ? 1 : 0);

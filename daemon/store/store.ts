@@ -5,7 +5,7 @@
  */
 import type { Journal } from '../core/blobs.js';
 import type { Node, NodeRow } from '../core/inode.js';
-import { MAX_DEPTH } from '../core/paths.js';
+import { isWithin, MAX_DEPTH } from '../core/paths.js';
 import type { GroupRow, Registry, UserRow, WorkspaceRow, WsTokenRow } from '../auth/registry.js';
 import { verifyObject, type ObjectType } from '../core/objects.js';
 
@@ -38,11 +38,22 @@ export interface MarkRow {
   subtree: boolean;
 }
 
+/**
+ * The paths strictly below `root`, as a range [from, to) of the byte order both stores compare them
+ * in: every `root/…`, up to `root0` ('0' is the byte after '/'); below `/`, every path.
+ */
+export function markRange(root: string): [string, string] {
+  const base = root === '/' ? '' : root;
+  return [`${base}/`, `${base}0`];
+}
+
 /** Storage behind one interface, so that another backend (e.g. PostgreSQL) can take over. */
 export interface Store extends Journal {
   setRef(scope: string, commitId: string): void;
   /** Records a path's pending attribution, or (null) that it was committed. */
   mark(path: string, row: MarkRow | null): void;
+  /** Records that every path at or below `root` was committed: one range, however many rows it holds. */
+  forgetMarks(root: string): void;
   /** Resolves when everything changed so far is durable (group commit: one transaction per batch). */
   durable(): Promise<void>;
   /** Writes what is pending and lets go of the store. */
@@ -321,6 +332,8 @@ export class PendingChanges {
   readonly deletedObjects = new Set<string>();
   readonly refs = new Map<string, string>();
   readonly marks = new Map<string, MarkRow | null>();
+  /** Roots whose marks were all forgotten, written before `marks` (which holds only later ones below them). */
+  readonly forgottenMarks: string[] = [];
 
   inode(node: Node): void {
     this.inodes.set(node.id, node);
@@ -350,6 +363,11 @@ export class PendingChanges {
     this.marks.set(path, row);
   }
 
+  forgetMarks(root: string): void {
+    for (const p of this.marks.keys()) if (isWithin(p, root)) this.marks.delete(p);
+    this.forgottenMarks.push(root);
+  }
+
   any(): boolean {
     return (
       this.inodes.size > 0 ||
@@ -357,7 +375,8 @@ export class PendingChanges {
       this.objects.size > 0 ||
       this.deletedObjects.size > 0 ||
       this.refs.size > 0 ||
-      this.marks.size > 0
+      this.marks.size > 0 ||
+      this.forgottenMarks.length > 0
     );
   }
 }
@@ -400,6 +419,11 @@ export abstract class BatchingJournal implements Journal {
 
   mark(path: string, row: MarkRow | null): void {
     this.pending.mark(path, row);
+    this.schedule();
+  }
+
+  forgetMarks(root: string): void {
+    this.pending.forgetMarks(root);
     this.schedule();
   }
 }

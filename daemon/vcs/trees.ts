@@ -41,11 +41,62 @@ export interface Attribution {
   on_behalf_of?: string;
 }
 
-/** A path's last change since its last commit (see `Trees.marks`). */
+/** A path's last change since its last commit (see `Trees.marks`, `Marks`). */
 interface Mark extends Attribution {
   seq: number;
   /** The change reached everything below the path too (a removal, move or copy of a directory). */
   subtree: boolean;
+}
+
+/** The marks by path, with how many each committer has, so that "anyone else?" of the whole tree is O(1). */
+class Marks {
+  private readonly byPath = new Map<string, Mark>();
+  private readonly byWho = new Map<string, number>();
+
+  private static who(m: Attribution): string {
+    return m.on_behalf_of === undefined ? m.by : `${m.by}\0${m.on_behalf_of}`;
+  }
+
+  private count(m: Attribution, by: number): void {
+    const k = Marks.who(m);
+    const n = (this.byWho.get(k) ?? 0) + by;
+    if (n === 0) this.byWho.delete(k);
+    else this.byWho.set(k, n);
+  }
+
+  get(path: string): Mark | undefined {
+    return this.byPath.get(path);
+  }
+
+  set(path: string, m: Mark): void {
+    const old = this.byPath.get(path);
+    if (old !== undefined) this.count(old, -1);
+    this.byPath.set(path, m);
+    this.count(m, 1);
+  }
+
+  delete(path: string): boolean {
+    const old = this.byPath.get(path);
+    if (old === undefined) return false;
+    this.count(old, -1);
+    return this.byPath.delete(path);
+  }
+
+  /** Drops the marks at and below `root`. */
+  forget(root: string): void {
+    if (root === '/') {
+      this.byPath.clear();
+      this.byWho.clear();
+    } else for (const p of this.byPath.keys()) if (isWithin(p, root)) this.delete(p);
+  }
+
+  /** Whether a mark at or below `root` is not `me`'s. */
+  anyByOthers(root: string, me: Attribution): boolean {
+    if (root === '/') return this.byPath.size > (this.byWho.get(Marks.who(me)) ?? 0);
+    for (const [p, m] of this.byPath)
+      if ((m.by !== me.by || m.on_behalf_of !== me.on_behalf_of) && isWithin(p, root)) return true;
+    return false;
+  }
 }
 
 /** A directory of a tree being rebuilt by `graft`: its entries by name, and the subdirectories edited below it. */
@@ -63,6 +114,8 @@ interface VcsJournal extends Journal {
   setRef(scope: string, commitId: string): void;
   /** A path's pending attribution (null: committed, forgotten). */
   mark(path: string, row: { by: string; on_behalf_of: string | null; seq: number; subtree: boolean } | null): void;
+  /** Every mark at or below the path committed, in one step. */
+  forgetMarks(root: string): void;
 }
 
 export class Trees {
@@ -85,7 +138,7 @@ export class Trees {
    * events, for the per-path attribution a commit records. Written through the store (`mark`), so a
    * restart keeps it; change it only through `setMark` and `unmark`.
    */
-  readonly marks = new Map<string, Mark>();
+  private readonly marks = new Marks();
   /** Per commit id: the paths it changed (see history.ts `changedPaths`). */
   readonly changedPaths = new Map<string, readonly string[]>();
   /** The `.mdvfsignore` rules: ignored entries are left out of the working tree's trees (`hashDir`). */
@@ -194,14 +247,16 @@ export class Trees {
 
   /** Whether a change below `root` not yet committed was made by someone other than `me`. */
   markedByOthers(root: string, me: Attribution): boolean {
-    for (const [p, m] of this.marks)
-      if ((m.by !== me.by || m.on_behalf_of !== me.on_behalf_of) && isWithin(p, root)) return true;
-    return false;
+    return this.marks.anyByOthers(root, me);
   }
 
-  /** Forgets the marks below `root` (all its changes are committed). */
+  /**
+   * Forgets the marks at and below `root` (all its changes are committed): in the store as one range,
+   * so that a commit after a million changes does not write a million row deletions in its atomic step.
+   */
   forgetMarks(root: string): void {
-    for (const p of [...this.marks.keys()]) if (isWithin(p, root)) this.unmark(p);
+    this.marks.forget(root);
+    this.store.forgetMarks(root);
   }
 
   /** Who last changed `abs`: its own mark, or a newer one of an ancestor whose whole subtree changed. */

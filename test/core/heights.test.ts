@@ -15,6 +15,7 @@ const journal = {
   objectRemoved: () => undefined,
   setRef: () => undefined,
   mark: () => undefined,
+  forgetMarks: () => undefined,
   durable: () => Promise.resolve(),
   close: () => undefined,
 };

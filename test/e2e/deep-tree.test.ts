@@ -191,7 +191,9 @@ t.test('a store holding a 10,000-level tree (written before the limit) starts an
   await d.restart();
   // The daemon logs before it listens, but its stderr pipe and its socket reach this process as
   // separate events: the line may be read a little after the connection.
-  await until(() => /the tree is \d+ levels deep/.test(d.stderr()), 'the start-up depth warning', 10000).catch(() => {});
+  await until(() => /the tree is \d+ levels deep/.test(d.stderr()), 'the start-up depth warning', 10000).catch(
+    () => {},
+  );
   t.match(d.stderr(), /the tree is 10003 levels deep/, 'the start-up log says the tree is deeper than the limit');
   // callers on the new connection (the personas' users are in the store)
   const root = d.client.as({});

@@ -8,6 +8,7 @@ import Database from 'better-sqlite3';
 import t, { type Test } from 'tap';
 import { makePersonas, spawnDaemon, text, type TestDaemon } from '../helpers/daemon.js';
 import { startPostgres } from '../helpers/postgres.js';
+import { coreFrom } from '../helpers/core.js';
 
 async function agentWorkSurvives(t: Test, d: TestDaemon): Promise<void> {
   const p = await makePersonas(d.client);
@@ -52,8 +53,51 @@ async function agentWorkSurvives(t: Test, d: TestDaemon): Promise<void> {
   t.same(u.paths, ['/shared/a.md']);
 }
 
+/**
+ * A commit forgets the marks of its own scope only, in the store as in memory (one range per
+ * commit): a workspace's commit keeps those of directories whose names merely start like its root.
+ */
+async function commitForgetsItsScope(t: Test, d: TestDaemon): Promise<void> {
+  const p = await makePersonas(d.client);
+  for (const dir of ['/srv/ws', '/srv/ws-2', '/srv/ws0'])
+    await p.root.call('fs.mkdir', { path: dir, parents: true, mode: '1777' });
+  const w = await p.root.call('ws.create', { name: 'proj', root_path: '/srv/ws' });
+  const { secret } = await p.root.call('ws.token', { id: w.id, name: 'ci', agent_token: p.tokens.agent });
+  await p.root.call('vcs.commit', { message: 'base' });
+  for (const f of ['/srv/ws/in.md', '/srv/ws-2/out.md', '/srv/ws0/out.md'])
+    await p.agentForAlice.call('fs.write', { path: f }, text('by the agent\n'));
+  const ws = d.client.as({ authorization: `Bearer ${secret}`, workspace: w.id });
+  t.equal((await ws.call('vcs.commit', { message: 'the workspace' })).changes, 1);
+
+  await d.kill('SIGKILL');
+  await d.restart();
+  const root = d.client.as({});
+  const c = await root.call('vcs.commit', { message: 'everything' });
+  t.same(
+    (await root.call('vcs.show', { rev: c.hash })).changes,
+    [
+      { path: '/srv/ws/in.md', op: 'added', by: 'root' },
+      { path: '/srv/ws-2/out.md', op: 'added', by: 'agent', on_behalf_of: 'alice' },
+      { path: '/srv/ws0/out.md', op: 'added', by: 'agent', on_behalf_of: 'alice' },
+    ],
+    "the workspace's commit forgot its own marks and kept its neighbours'",
+  );
+}
+
 t.test('SQLite store', async (t) => {
   await agentWorkSurvives(t, await spawnDaemon(t, { SERVICE_STORE: 'sqlite' }));
+  await commitForgetsItsScope(t, await spawnDaemon(t, { SERVICE_STORE: 'sqlite' }));
+});
+
+t.test('in one batch, a commit drops the marks set before it and keeps those set after it', async (t) => {
+  const { core } = await coreFrom(t);
+  const root = core.registry.authenticate({}, { anonymous: 'root', userAuth: true });
+  // one turn: the three land in the same pending batch
+  core.vfs.write(root, '/before.md', Buffer.from('a'));
+  core.vcs.commit(root, { id: '', root: '/' }, 'everything so far');
+  core.vfs.write(root, '/after.md', Buffer.from('b'));
+  core.store.flushNow();
+  t.same([...core.store.markRows().keys()], ['/after.md']);
 });
 
 t.test('a SQLite store from before pending_attribution was WITHOUT ROWID keeps its marks', async (t) => {
@@ -90,4 +134,5 @@ t.test('a SQLite store from before pending_attribution was WITHOUT ROWID keeps i
 t.test('PostgreSQL store', async (t) => {
   const pg = await startPostgres(t);
   await agentWorkSurvives(t, await spawnDaemon(t, { SERVICE_STORE: await pg.createDb() }));
+  await commitForgetsItsScope(t, await spawnDaemon(t, { SERVICE_STORE: await pg.createDb() }));
 });
