@@ -780,10 +780,14 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       ]);
     // In byte order (COLLATE "C"), the order markRange is in, whatever the database's collation.
     for (const root of p.forgottenMarks)
-      out.push([
-        'DELETE FROM pending_attribution WHERE path = $1 OR (path COLLATE "C" >= $2 AND path COLLATE "C" < $3)',
-        [root, ...markRange(root)],
-      ]);
+      out.push(
+        root === '/'
+          ? ['DELETE FROM pending_attribution', []]
+          : [
+              'DELETE FROM pending_attribution WHERE path = $1 OR (path COLLATE "C" >= $2 AND path COLLATE "C" < $3)',
+              [root, ...markRange(root)],
+            ],
+      );
     const unmarked = [...p.marks].filter(([, m]) => m === null).map(([path]) => path);
     if (unmarked.length > 0) out.push(['DELETE FROM pending_attribution WHERE path = ANY($1::text[])', [unmarked]]);
     out.push(...markStatements([...p.marks].flatMap(([path, m]) => (m === null ? [] : [[path, m] as const]))));

