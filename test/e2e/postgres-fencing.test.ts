@@ -5,21 +5,16 @@
  * nothing and step down. Real daemon processes, a real private cluster, real signals.
  */
 import t from 'tap';
-import type { ChildProcess } from 'node:child_process';
 import { VfsError } from '../../daemon/errors.js';
 import type { Caller } from '../../daemon/rpc/client.js';
 import { runCli } from '../helpers/cli.js';
-import { readText, spawnDaemon, text, type TestDaemon } from '../helpers/daemon.js';
+import { exitOf, readText, spawnDaemon, text, type TestDaemon } from '../helpers/daemon.js';
 import { until } from '../helpers/poll.js';
 import { startPostgres } from '../helpers/postgres.js';
 
 const cluster = startPostgres(t);
 cluster.catch(() => undefined); // each test awaits it and fails with the reason
 
-const exitOf = (p: ChildProcess): Promise<number | null> =>
-  p.exitCode !== null || p.signalCode !== null
-    ? Promise.resolve(p.exitCode)
-    : new Promise((resolve) => p.once('exit', (code) => resolve(code)));
 const role = async (d: TestDaemon): Promise<string | undefined> => (await d.client.call('sys.status', {})).role;
 
 /** What a request that must not succeed came to: its error code, or 'ok'. */

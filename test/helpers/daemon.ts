@@ -54,6 +54,16 @@ async function waitForSocket(sock: string, proc: ChildProcess, err: () => string
   }
 }
 
+/**
+ * A process's exit code, once it exited and its output was read to the end: 'close', not 'exit',
+ * since the exit and the last lines on its stderr pipe reach this process as separate events.
+ */
+export function exitOf(proc: ChildProcess): Promise<number | null> {
+  const exited = proc.exitCode !== null || proc.signalCode !== null;
+  if (exited && (proc.stderr === null || proc.stderr.closed)) return Promise.resolve(proc.exitCode);
+  return new Promise((resolve) => proc.once('close', (code) => resolve(code)));
+}
+
 /** Starts the daemon (`dist/daemon/main.js`, what `mdvfs daemon` runs) on a fresh data dir; stops it and removes the dir at teardown. */
 export async function spawnDaemon(
   t: Teardown,

@@ -1,6 +1,6 @@
 // The request log: exactly one JSON line per request on stderr, with its id, and every field.
 import t from 'tap';
-import { request, startService } from '../helpers/http.js';
+import { request, startService, until } from '../helpers/http.js';
 
 const svc = await startService(t);
 
@@ -71,5 +71,7 @@ t.test('lines are batched, but a clean stop writes the last ones', async (t) => 
   t.equal(r.status, 200);
   const exit = await other.stop('SIGTERM');
   t.equal(exit.code, 0);
+  // The exit and the last bytes on the stderr pipe reach this process as separate events.
+  await until(() => /"req_id":"log-last-1"/.test(other.stderr()), 'the last log line', 5000).catch(() => {});
   t.match(other.stderr(), /"req_id":"log-last-1"/, 'the line of the last request before SIGTERM');
 });

@@ -6,25 +6,14 @@
 import { chmodSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import t from 'tap';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
-import { spawnDaemon, tempDir } from '../helpers/daemon.js';
-
-function exitOf(d: {
-  proc: {
-    exitCode: number | null;
-    signalCode: NodeJS.Signals | null;
-    once(ev: 'exit', fn: (code: number | null) => void): unknown;
-  };
-}): Promise<number | null> {
-  if (d.proc.exitCode !== null || d.proc.signalCode !== null) return Promise.resolve(d.proc.exitCode);
-  return new Promise((resolve) => d.proc.once('exit', (code) => resolve(code)));
-}
+import { exitOf, spawnDaemon, tempDir } from '../helpers/daemon.js';
 
 void t.test('deleting the data dir stops its daemon', async (t) => {
   const d = await spawnDaemon(t);
   t.equal((await d.client.call('sys.ping', {})).pid, d.proc.pid, 'serving');
   d.client.close();
   rmSync(d.dataDir, { recursive: true, force: true, maxRetries: 10 }); // retried: the running daemon may add a file meanwhile
-  t.equal(await exitOf(d), 0, 'it exits cleanly');
+  t.equal(await exitOf(d.proc), 0, 'it exits cleanly');
   t.match(d.stderr(), /socket removed, flushing and stopping/, 'and says why');
 });
 
@@ -36,7 +25,7 @@ void t.test('a daemon on a data dir made again keeps its socket when the old one
   mkdirSync(dir, { mode: 0o700 });
   const fresh = await spawnDaemon(t, {}, dir); // a new store: no lock held on it
   const ino = statSync(socketPathFor(dir)).ino;
-  t.equal(await exitOf(old), 0, 'the old daemon sees its socket replaced and stops');
+  t.equal(await exitOf(old.proc), 0, 'the old daemon sees its socket replaced and stops');
   t.equal(statSync(socketPathFor(dir)).ino, ino, "the new daemon's socket is still there");
   t.equal((await fresh.client.call('sys.ping', {})).pid, fresh.proc.pid, 'and it still serves');
 });
