@@ -638,6 +638,8 @@ export class MountFs {
       try {
         const h = this.files.handle(l.fd);
         if (write && h?.kind === 'file' && !h.writable) {
+          // A descriptor a read opened: a read-only mount (or .history) refuses the write here, as its open would.
+          this.writable(path, 'write');
           const { grant } = await this.checkOpen(path, W_OK);
           h.writable = true;
           if (grant !== undefined) {
