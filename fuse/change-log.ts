@@ -10,6 +10,7 @@
  * everything recorded before it. Because the counter is taken when a request is sent, a change reported
  * while the request is in flight invalidates its answer, in whatever order the two arrive.
  */
+import { isHistoryPath, splitHistoryPath } from './history.js';
 import { parentOf } from './paths.js';
 
 export class ChangeLog {
@@ -47,9 +48,20 @@ export class ChangeLog {
     this.entriesAt.clear();
   }
 
-  /** Nothing reported since `since` for `path` or any of its ancestors. */
+  /**
+   * Nothing reported since `since` for `path` or any of its ancestors; for a `.history` path, for its
+   * live path either (a commit never changes, but who may read it follows the live file's mode).
+   */
   unchanged(path: string, since: number): boolean {
     if (since < this.floor) return false;
+    if (isHistoryPath(path)) {
+      const { rev, path: live } = splitHistoryPath(path);
+      if (rev !== null && !this.unchangedAt(live, since)) return false;
+    }
+    return this.unchangedAt(path, since);
+  }
+
+  private unchangedAt(path: string, since: number): boolean {
     for (let p = path; ; p = parentOf(p)) {
       const g = this.changedAt.get(p);
       if (g !== undefined && g > since) return false;

@@ -18,6 +18,8 @@
  */
 import { fuseErrno, VfsError } from '../../daemon/errors.js';
 import type { ChangeEvent } from '../../daemon/rpc/protocol.js';
+import { isWithin } from '../../daemon/core/paths.js';
+import { HISTORY_DIR, splitHistoryPath } from '../history.js';
 import { childPath, parentOf } from '../paths.js';
 import { ChangeLog, mountPaths } from '../change-log.js';
 import { O_ACCMODE, O_RDONLY, O_TRUNC, O_WRONLY, S_IFDIR, S_IFMT, S_IFREG, type FuseStat } from '../fuse-types.js';
@@ -173,6 +175,7 @@ export class LowLevelMount {
    */
   onChange(ev: ChangeEvent, own?: OwnChange): void {
     const paths = mountPaths(ev.paths, this.opts.jail);
+    if (paths !== null) this.invalidateHistory(paths);
     if (own !== undefined && paths !== null) {
       for (const p of paths) {
         const n = own === 'attrs' ? this.nodes.at(p) : undefined;
@@ -190,6 +193,20 @@ export class LowLevelMount {
     if (paths.length === 0) return;
     this.log.changed(paths);
     for (const p of paths) this.invalidate(p);
+  }
+
+  /**
+   * Drops the kernel's pages and attributes of the `.history` copies of changed paths: a commit never
+   * changes, but who may read it does (a chmod of the live file closes its past too). With no open
+   * sent (`--writeback`), pages the kernel kept would otherwise still be read without asking.
+   * Costs a pass over the known inodes, and only once `.history` was looked into.
+   */
+  private invalidateHistory(paths: readonly string[]): void {
+    if (paths.length === 0 || this.nodes.at(HISTORY_DIR) === undefined) return;
+    for (const n of this.nodes.under(HISTORY_DIR)) {
+      const sub = splitHistoryPath(n.path!);
+      if (sub.rev !== null && paths.some((p) => isWithin(sub.path, p))) this.ll.notifyInvalInode(n.ino, 0, 0);
+    }
   }
 
   /**

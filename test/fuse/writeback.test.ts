@@ -188,7 +188,33 @@ void t.test('as a regular user: git, 0444 files, and a revocation through REST',
       'readable again, with what was appended before the chmod',
     );
   });
+
+  await t.test('a chmod of the live file closes its past in .history too (issue 15)', async (t) => {
+    await root.call('fs.write', { path: '/srv/past.md', mode: '0644' }, { data: Buffer.from('then\n') });
+    const c = await root.call('vcs.commit', { message: 'a file alice may read' });
+    const old = `.history/${c.hash}/srv/past.md`;
+    t.equal(await run(t, `cat ${old}`), 'then\n');
+    t.equal(await run(t, `cat ${old}`), 'then\n', 'warm: from the kernel, or the descriptor the mount keeps');
+    await root.call('fs.chmod', { path: '/srv/past.md', mode: '0600' });
+    const cat = await ma.sh(`cat ${old}`);
+    t.match(cat.stderr, /Permission denied/, 'the old version is refused at once, as the live file is');
+    t.notMatch(cat.stdout, /then/, 'nothing of it is read');
+  });
   t.notMatch(ma.stderr(), /unexpected error|not saved/, ma.stderr());
+});
+
+void t.test('a file read first is still refused to writers on a read-only mount, and in .history', async (t) => {
+  await root.call('fs.write', { path: '/ro/kept.md' }, { data: Buffer.from('kept\n') });
+  const c = await root.call('vcs.commit', { message: 'a file to read, then append to' });
+  const ro = await mount(t, d, ['--read-only', '--writeback']);
+  // The read opens the mount's inner descriptor of the file; the append then comes with no open at all.
+  const append = await ro.sh('cat ro/kept.md >/dev/null && echo more >> ro/kept.md');
+  t.match(append.stderr, /Read-only file system/, 'the append fails with EROFS');
+  const old = `.history/${c.hash}/ro/kept.md`;
+  const past = await m.sh(`cat ${old} >/dev/null && echo more >> ${old}`);
+  t.match(past.stderr, /Read-only file system/, 'so does one to a file of a commit');
+  await sleep(500); // longer than the mount waits before sending what was written
+  t.equal(await daemonText('/ro/kept.md'), 'kept\n', 'the daemon has the file unchanged');
 });
 
 void t.test('fsync makes written data durable: the mount killed with SIGKILL right after', async (t) => {
