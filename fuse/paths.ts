@@ -7,3 +7,8 @@ export function parentOf(path: string): string {
 export function childPath(dir: string, name: string): string {
   return dir === '/' ? `/${name}` : `${dir}/${name}`;
 }
+
+/** Whether `path` is `dir` or below it. */
+export function within(path: string, dir: string): boolean {
+  return dir === '/' || path === dir || path.startsWith(`${dir}/`);
+}

@@ -18,9 +18,8 @@
  */
 import { fuseErrno, VfsError } from '../../daemon/errors.js';
 import type { ChangeEvent } from '../../daemon/rpc/protocol.js';
-import { isWithin } from '../../daemon/core/paths.js';
 import { HISTORY_DIR, splitHistoryPath } from '../history.js';
-import { childPath, parentOf } from '../paths.js';
+import { childPath, parentOf, within } from '../paths.js';
 import { ChangeLog, mountPaths } from '../change-log.js';
 import { O_ACCMODE, O_RDONLY, O_TRUNC, O_WRONLY, S_IFDIR, S_IFMT, S_IFREG, type FuseStat } from '../fuse-types.js';
 import type { MountFs, OwnChange, UtimeArg } from '../mount-fs.js';
@@ -60,7 +59,7 @@ const HANDLE_OPS: ReadonlySet<number> = new Set([
 
 /** Whether a rename from `src` to `dst` moves or replaces `path` (or a directory above it). */
 function concerns(r: { src: string; dst: string }, path: string): boolean {
-  return path === r.src || path === r.dst || path.startsWith(`${r.src}/`) || path.startsWith(`${r.dst}/`);
+  return within(path, r.src) || within(path, r.dst);
 }
 
 /** The errno for any rejection: daemon and local errors carry their code; anything else is a bug (EIO). */
@@ -205,7 +204,7 @@ export class LowLevelMount {
     if (paths.length === 0 || this.nodes.at(HISTORY_DIR) === undefined) return;
     for (const n of this.nodes.under(HISTORY_DIR)) {
       const sub = splitHistoryPath(n.path!);
-      if (sub.rev !== null && paths.some((p) => isWithin(sub.path, p))) this.ll.notifyInvalInode(n.ino, 0, 0);
+      if (sub.rev !== null && paths.some((p) => within(sub.path, p))) this.ll.notifyInvalInode(n.ino, 0, 0);
     }
   }
 
