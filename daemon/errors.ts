@@ -26,6 +26,8 @@ export const ERRORS = {
   EMETHOD: { http: 405, errno: 38, text: 'method not allowed' },
   ENOSYS: { http: 404, errno: 38, text: 'no such operation' },
   EIO: { http: 500, errno: 5, text: 'internal error' },
+  /** A daemon that serves another store than the front end's (or lost its lease): never used. */
+  ESTALE: { http: 503, errno: 116, text: 'the daemon serves another store' },
   /** A standby daemon (PostgreSQL store): another daemon is active; a client moves on to it. */
   EAGAIN: { http: 503, errno: 11, text: 'not active: this daemon is a standby' },
 } as const satisfies Record<string, { http: number; errno: number; text: string }>;

@@ -37,6 +37,7 @@ import type { DaemonProcess } from './service/context.js';
 import { standbyHandlers } from './standby.js';
 import type { LeaseStatus, PostgresStore } from './store/postgres.js';
 import { SqliteStore } from './store/sqlite.js';
+import { refuseOtherKind, refuseOtherStore, writeStoreRecord } from './rpc/store-record.js';
 import type { LoadedState, OpenedStore } from './store/store.js';
 import { Vcs } from './vcs/vcs.js';
 
@@ -133,12 +134,20 @@ async function openDaemon(
   cfg: CoreConfig & Pick<DaemonConfig, 'store' | 'leaseTimeoutMs'>,
   proc: DaemonProcess,
 ): Promise<OpenedDaemon> {
-  if (cfg.store.kind === 'sqlite') return { core: openCore(cfg, proc) };
+  // A data dir belongs to one store: never a daemon of another in it (store-record.ts).
+  const rec = refuseOtherKind(cfg.dataDir, cfg.store);
+  if (cfg.store.kind === 'sqlite') {
+    const core = openCore(cfg, proc);
+    if (rec === undefined) writeStoreRecord(cfg.dataDir, core.store.identity(), storeLabel(cfg.store));
+    return { core };
+  }
   // Loaded only when asked for: a SQLite daemon starts without node-postgres.
   const { PostgresStore } = await import('./store/postgres.js');
   const store = await PostgresStore.connect(cfg.store.url, cfg.leaseTimeoutMs);
   const lease = (): LeaseStatus => store.leaseStatus();
   try {
+    refuseOtherStore(cfg.dataDir, rec, store.identity());
+    if (rec?.label !== storeLabel(cfg.store)) writeStoreRecord(cfg.dataDir, store.identity(), storeLabel(cfg.store));
     if (!(await store.tryLead())) {
       await store.follow();
       return { standby: store, lease };
@@ -280,7 +289,12 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     process.exit(1);
   };
   const server = new RpcServer(
-    core?.service.handlers ?? standbyHandlers(proc, () => opened.lease?.().holder || 'unknown'),
+    core?.service.handlers ??
+      standbyHandlers(
+        proc,
+        () => opened.lease?.().holder || 'unknown',
+        () => opened.standby?.identity(),
+      ),
     log,
   );
   late.rpc = server;

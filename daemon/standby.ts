@@ -5,11 +5,15 @@
  * this table for the service's.
  */
 import { VfsError } from './errors.js';
-import { methods, type Method } from './rpc/protocol.js';
+import { methods, type Method, type StoreIdentity } from './rpc/protocol.js';
 import { VERSION } from './rpc/version.js';
 import type { DaemonProcess, Handlers } from './service/context.js';
 
-export function standbyHandlers(proc: DaemonProcess, active: () => string): Handlers {
+export function standbyHandlers(
+  proc: DaemonProcess,
+  active: () => string,
+  store: () => StoreIdentity | undefined,
+): Handlers {
   const notActive = (method: Method) => (): never => {
     throw new VfsError(
       'EAGAIN',
@@ -22,7 +26,12 @@ export function standbyHandlers(proc: DaemonProcess, active: () => string): Hand
   const local = (origin: string | undefined, op: string): void => {
     if (origin === 'remote') throw new VfsError('EACCES', op, undefined, 'not available over the network');
   };
-  table['sys.ping'] = () => ({ pong: true, pid: process.pid });
+  table['sys.ping'] = () => {
+    const identity = store();
+    return identity === undefined
+      ? { pong: true, pid: process.pid }
+      : { pong: true, pid: process.pid, store: identity };
+  };
   table['sys.status'] = (ctx) => {
     local(ctx.creds.origin, 'status');
     return { ...proc.status(), version: VERSION, users: 0, files: 0, commits: 0 };

@@ -190,7 +190,9 @@ export function createApp(client: DaemonClient, opts: AppOptions): Express {
   registerFs(r, ctx);
   // Works without credentials (even with SERVICE_ANONYMOUS=deny) and reveals nothing private.
   r.add('get', '/health', async (_req, res) => {
-    sendJson(res, await client.call('sys.health', {}));
+    // Which store the daemon serves is for front ends (the socket's handshake), not for anonymous callers.
+    const { store: _store, ...health } = await client.call('sys.health', {});
+    sendJson(res, health);
   });
   registerOps(r, ctx);
   registerEvents(r, ctx);

@@ -70,6 +70,9 @@ export class DaemonClient extends EventEmitter implements Caller {
   /** The large reply being read into its own buffer (see readBuffer). */
   private direct: { header: unknown; data: Buffer; filled: number } | null = null;
   private scratch: Buffer | undefined;
+  private ended = false;
+  /** When the daemon last sent anything (see watch). */
+  private heard = Date.now();
 
   /** `direct`: the socket was made with `onread` calling readBuffer and onRead (connectSocket); else its 'data' events are read. */
   constructor(
@@ -192,6 +195,7 @@ export class DaemonClient extends EventEmitter implements Caller {
 
   /** `n` bytes were read into readBuffer(). */
   onRead(n: number): void {
+    this.heard = Date.now();
     const d = this.direct;
     if (d) {
       d.filled += n;
@@ -211,7 +215,47 @@ export class DaemonClient extends EventEmitter implements Caller {
     return into !== undefined && into.length >= length ? into.subarray(0, length) : Buffer.allocUnsafe(length);
   };
 
+  /**
+   * Heartbeat, for front ends given several daemons (SERVICE_DAEMONS): a daemon that owes an answer
+   * (a request, or the ping sent when the line was quiet) and stays silent for `silentMs` is taken for
+   * paused, hung or cut off. The connection is dropped, its requests fail with EIO, and the front end
+   * reconnects to the daemon active then, instead of waiting for the daemon to wake (or for TCP to
+   * give up, ~15 minutes on a partition). A healthy daemon answers within ~50 ms, whatever it is doing.
+   */
+  watch(silentMs: number): void {
+    const every = Math.max(50, Math.floor(silentMs / 4));
+    let pinging = false;
+    const timer = setInterval(() => {
+      if (this.closed) {
+        clearInterval(timer);
+        return;
+      }
+      const quiet = Date.now() - this.heard;
+      if (quiet >= silentMs && this.pending.size > 0) {
+        clearInterval(timer);
+        this.onClose(
+          new VfsError(
+            'EIO',
+            'rpc',
+            undefined,
+            `the daemon did not answer for ${quiet} ms: taken for paused or cut off`,
+          ),
+        );
+        this.socket.destroy();
+        return;
+      }
+      if (quiet >= every && !pinging) {
+        pinging = true;
+        this.sendOne('sys.ping', {}, {})
+          .catch(() => undefined)
+          .finally(() => (pinging = false));
+      }
+    }, every);
+    timer.unref();
+  }
+
   private onData(chunk: Buffer): void {
+    this.heard = Date.now();
     let frames;
     try {
       frames = this.decoder.push(chunk);
@@ -261,6 +305,8 @@ export class DaemonClient extends EventEmitter implements Caller {
   }
 
   private onClose(err: Error): void {
+    if (this.ended) return; // the heartbeat ended it first; then the socket's own 'close' came
+    this.ended = true;
     this.closed = true;
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();

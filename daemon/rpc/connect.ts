@@ -16,13 +16,38 @@ import {
   daemonsFromEnv,
   daemonTlsClientFromEnv,
   formatDaemonAddress,
+  leaseTimeoutFromEnv,
   type DaemonAddress,
   type DaemonTlsClientSettings,
 } from './settings.js';
 import { connectTls } from './tcp.js';
+import { checkIdentity, expectedStore, readStoreRecord, type StoreRecord } from './store-record.js';
 
 /** A socket or data dir refused by private-dir.ts: retrying or starting a daemon cannot help. */
 const refused = (err: unknown): boolean => err instanceof VfsError && err.code === 'EACCES';
+/** A daemon of another store answered (or none may be started): starting one cannot help either. */
+const stale = (err: unknown): boolean => err instanceof VfsError && err.code === 'ESTALE';
+
+/**
+ * The handshake: the daemon names the store it serves (`sys.ping`, answered by standbys too) and is
+ * refused unless it is the one expected. The client is closed when refused.
+ */
+async function handshake(client: DaemonClient, where: string, expected: Parameters<typeof checkIdentity>[1]) {
+  try {
+    checkIdentity(where, expected, (await client.call('sys.ping', {})).store);
+    return client;
+  } catch (err) {
+    client.close();
+    throw err;
+  }
+}
+
+/**
+ * The store a front end given SERVICE_DAEMONS has accepted (its data dir's record, else the first
+ * active daemon's), and the newest lease epoch seen active: a daemon of another store, or an active
+ * one of an older epoch, is passed over. One per process: every reconnect comes through here.
+ */
+const accepted: { id?: string; epoch: number } = { epoch: 0 };
 
 /** The daemon's exit status when another daemon holds the data dir's lock (EX_TEMPFAIL). */
 export const EXIT_LOCKED = 75;
@@ -97,7 +122,8 @@ function backgroundEnv(dataDir: string): NodeJS.ProcessEnv {
  */
 export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonClient> {
   const daemons = opts.daemons ?? daemonsFromEnv();
-  if (daemons.length > 0) return connectActive(daemons, opts.timeoutMs ?? 15000);
+  if (daemons.length > 0)
+    return connectActive(daemons, opts.timeoutMs ?? 15000, path.resolve(opts.dataDir ?? defaultDataDir()));
   const dataDir = path.resolve(opts.dataDir ?? defaultDataDir());
   // mkdir on a kernel pseudo filesystem may never return: refuse it clearly instead (/dev/shm is plain tmpfs).
   if (/^\/(proc|sys)(\/|$)/.test(dataDir))
@@ -107,13 +133,16 @@ export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonCl
   if (opts.spawn !== false || existed) securePrivateDataDir(dataDir);
   // A mistyped SERVICE_DATA_DIR must not go unnoticed: say once that this is a new, empty store.
   if (!existed && opts.spawn !== false) announceNewDataDir(dataDir);
+  // Security: the data dir's daemon must serve the store the data dir belongs to (store-record.ts).
+  const expected = expectedStore(dataDir);
   const sock = socketPathFor(dataDir);
   try {
     verifySocket(sock);
-    return await connectSocket(sock);
+    return await handshake(await connectSocket(sock), sock, expected);
   } catch (err) {
-    if (opts.spawn === false || refused(err)) throw err;
+    if (opts.spawn === false || refused(err) || stale(err)) throw err;
   }
+  if (!expected.mayStart) throw new VfsError('ESTALE', 'connect', dataDir, expected.why);
   const logFd = openSync(path.join(dataDir, 'daemon.log'), 'a', 0o600);
   const child = spawn(process.execPath, daemonArgs(daemonEntry()), {
     detached: true,
@@ -131,9 +160,9 @@ export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonCl
   while (Date.now() < deadline) {
     try {
       verifySocket(sock);
-      return await connectSocket(sock);
+      return await handshake(await connectSocket(sock), sock, expected);
     } catch (err) {
-      if (refused(err)) throw err;
+      if (refused(err) || stale(err)) throw err;
       lastErr = err;
     }
     // EXIT_LOCKED: another starter won the race for the lock; keep waiting for its socket.
@@ -150,9 +179,21 @@ export async function connectDaemon(opts: ConnectOptions = {}): Promise<DaemonCl
  * The active one of several daemons: each is asked `sys.health` (O(1)), which a standby answers with
  * EAGAIN. During a failover none may be active for a moment: the list is tried again until `timeoutMs`.
  */
-async function connectActive(daemons: DaemonAddress[], timeoutMs: number): Promise<DaemonClient> {
+async function connectActive(daemons: DaemonAddress[], timeoutMs: number, dataDir?: string): Promise<DaemonClient> {
+  // The data dir of this machine's own daemon, when it recorded its store: only that store is accepted.
+  if (accepted.id === undefined && dataDir !== undefined) {
+    let rec: StoreRecord | undefined;
+    try {
+      rec = readStoreRecord(dataDir);
+    } catch {
+      rec = undefined; // unreadable: the first active daemon's store is accepted, as without a data dir
+    }
+    if (rec?.kind === 'postgres' && rec.id !== undefined) accepted.id = rec.id;
+  }
   // Read once per search: a tls:// address needs the CA and the secret file (a bad one is a SettingsError).
   const tls = daemons.some((d) => d.kind === 'tls') ? daemonTlsClientFromEnv() : undefined;
+  // A daemon silent for half the lease timeout is left (the heartbeat): by then a standby is about to take over.
+  const silentMs = Math.max(500, Math.floor(leaseTimeoutFromEnv() / 2));
   const deadline = Date.now() + timeoutMs;
   const seen = new Map<string, string>();
   for (;;) {
@@ -160,7 +201,14 @@ async function connectActive(daemons: DaemonAddress[], timeoutMs: number): Promi
       let client: DaemonClient | undefined;
       try {
         client = await connectTo(addr, tls);
-        await client.call('sys.health', {});
+        // A paused daemon's socket still accepts (the kernel does): its answer is awaited only so long.
+        const { store } = await answerWithin(client.call('sys.health', {}), Math.min(2000, silentMs));
+        checkIdentity(formatDaemonAddress(addr), { kind: 'postgres', id: accepted.id }, store, accepted.epoch);
+        if (store !== undefined) {
+          accepted.id ??= store.id;
+          accepted.epoch = Math.max(accepted.epoch, store.epoch ?? 0);
+        }
+        client.watch(silentMs);
         return client;
       } catch (err) {
         client?.close();
@@ -177,6 +225,18 @@ async function connectActive(daemons: DaemonAddress[], timeoutMs: number): Promi
       );
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** `p`, or ETIMEDOUT after `ms`. */
+function answerWithin<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(
+      () => reject(new VfsError('ETIMEDOUT', 'connect', undefined, `no answer within ${ms} ms (paused or hung?)`)),
+      ms,
+    );
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
 /** One daemon address: its Unix socket (checked private first), or TLS with the shared secret. */

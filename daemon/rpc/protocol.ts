@@ -467,6 +467,21 @@ const toolCommit = z.object({
 });
 export type ToolCommit = z.infer<typeof toolCommit>;
 
+/**
+ * Which store a daemon serves (`sys.health`): front ends check it before they trust a daemon, so that
+ * a daemon of another store on a listed socket (a SQLite daemon started in a PostgreSQL node's data
+ * dir, say) is refused instead of taking acknowledged writes that never reach the shared store.
+ * `id` is made once per store and kept in it; `epoch` is the PostgreSQL lease epoch of an active daemon.
+ */
+export const storeIdentitySchema = z.object({
+  kind: z.enum(['sqlite', 'postgres']),
+  id: z.string(),
+  database: z.string().optional(),
+  system_id: z.string().optional(),
+  epoch: int.optional(),
+});
+export type StoreIdentity = z.infer<typeof storeIdentitySchema>;
+
 // ---------- the table ----------
 
 const pathResult = z.object({ path: z.string() });
@@ -485,6 +500,8 @@ export const methods = {
         commits: int,
         objects: int,
         needs_bootstrap: z.boolean(),
+        /** Over the socket only (REST's /health leaves it out). */
+        store: storeIdentitySchema.optional(),
       })
       .meta({ id: 'Health' }),
   },
@@ -501,7 +518,12 @@ export const methods = {
     params: z.object({}),
     result: z.object({ ok: z.boolean(), problems: z.array(z.string()), objects: int, inodes: int }),
   },
-  'sys.ping': { access: 'public', params: z.object({}), result: z.object({ pong: z.literal(true), pid: int }) },
+  /** The handshake front ends make before they trust a daemon: also answered by a standby. */
+  'sys.ping': {
+    access: 'public',
+    params: z.object({}),
+    result: z.object({ pong: z.literal(true), pid: int, store: storeIdentitySchema.optional() }),
+  },
   /** The daemon process (`mdvfs status`); local connections only, never through the HTTP sidecar. */
   'sys.status': { access: 'local', op: 'status', params: z.object({}), result: daemonStatusSchema },
   /**

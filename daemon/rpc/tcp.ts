@@ -225,6 +225,8 @@ export function connectTls(
   const where = formatDaemonAddress(addr);
   return new Promise((resolve, reject) => {
     const sock = tls.connect({ host: addr.host, port: addr.port, ca: settings.ca, minVersion: 'TLSv1.3' });
+    // The kernel probes an idle link (the client's heartbeat finds a silent daemon sooner; see DaemonClient.watch).
+    sock.setKeepAlive(true, 1000);
     let settled = false;
     const fail = (err: Error): void => {
       if (settled) return;

@@ -14,9 +14,10 @@ export const sysOps = (k: Kit): AreaOps<'sys' | 'events'> => ({
       commits: k.d.vcs.countCommits(),
       objects: k.d.vfs.blobs.size + k.d.vcs.countTrees() + k.d.vcs.countCommits(),
       needs_bootstrap: k.d.registry.needsBootstrap(),
+      store: k.d.store.identity(),
     };
   },
-  'sys.ping': () => ({ pong: true, pid: process.pid }),
+  'sys.ping': () => ({ pong: true, pid: process.pid, store: k.d.store.identity() }),
   'sys.status': () => {
     const p = k.process('status');
     return {

@@ -11,6 +11,8 @@ import { Vcs } from '../vcs/vcs.js';
 import { PostgresStore } from './postgres.js';
 import { SqliteStore } from './sqlite.js';
 import type { RegistryRows } from './store.js';
+import { storeLabel } from '../rpc/settings.js';
+import { writeStoreRecord } from '../rpc/store-record.js';
 
 export interface MigrateResult {
   objects: number;
@@ -81,6 +83,8 @@ export async function migrateStore(
         if (!srcIds.has(o.id)) problems.push(`object ${o.id.slice(0, 12)} is not in the source`);
       if (problems.length > 0)
         throw new VfsError('EIO', 'migrate', dst.where, `the copy does not verify: ${problems.slice(0, 5).join('; ')}`);
+      // The data dir now belongs to the copy: a SQLite daemon never starts on the old store.db there.
+      writeStoreRecord(fromDir, dst.identity(), storeLabel({ kind: 'postgres', url: toUrl }));
       return {
         objects: after.objects,
         inodes: after.inodes,

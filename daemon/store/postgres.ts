@@ -17,6 +17,7 @@
  * `changes` and notifies `mdvfs_changes`: standbys (other daemons on the same database) follow that
  * stream, keeping the stored rows in memory, and take over when the lock frees.
  */
+import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import pg from 'pg';
 import { VfsError } from '../errors.js';
@@ -24,6 +25,7 @@ import type { Node } from '../core/inode.js';
 import type { Registry } from '../auth/registry.js';
 import { DEFAULT_LEASE_TIMEOUT_MS, redactUrl } from '../rpc/settings.js';
 import { verifyObject } from '../core/objects.js';
+import type { StoreIdentity } from '../rpc/protocol.js';
 import {
   applyRegistryRows,
   BatchingJournal,
@@ -33,6 +35,7 @@ import {
   PendingChanges,
   registryRows,
   SCHEMA_VERSION,
+  STORE_ID_KEY,
   StoredCheck,
   type DecodeRefs,
   type FsckResult,
@@ -141,6 +144,8 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
   private closed = false;
   private failed: Error | undefined;
   private auth: RegistryRows | undefined;
+  /** What identifies the store (read at connect; `identity()` adds the epoch). */
+  private ident: StoreIdentity = { kind: 'postgres', id: '' };
   /** Our epoch while we lead; undefined on a standby. */
   private epoch: number | undefined;
   /** The newest epoch and holder seen in the lease row. */
@@ -224,6 +229,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
         `SET idle_session_timeout = ${Math.ceil(leaseTimeoutMs)}; SET idle_in_transaction_session_timeout = ${Math.ceil(leaseTimeoutMs)}`,
       );
       await store.migrate();
+      await store.readIdentity();
     } catch (err) {
       await endAll();
       if (err instanceof VfsError) throw err;
@@ -328,6 +334,38 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       head: Math.max(this.head, applied),
       holder: this.seen.holder,
     };
+  }
+
+  /** Makes the store's id (the first daemon to connect does) and reads what identifies the store. */
+  private async readIdentity(): Promise<void> {
+    await this.client.query('INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING', [
+      STORE_ID_KEY,
+      randomUUID(),
+    ]);
+    const row = (
+      await this.client.query<{ id: string; db: string }>(
+        'SELECT (SELECT value FROM meta WHERE key = $1) AS id, current_database() AS db',
+        [STORE_ID_KEY],
+      )
+    ).rows[0]!;
+    let systemId: string | undefined;
+    try {
+      systemId = (
+        await this.client.query<{ s: string }>('SELECT system_identifier::text AS s FROM pg_control_system()')
+      ).rows[0]?.s;
+    } catch {
+      // not granted to this role: the store's id and the database name still identify it
+    }
+    this.ident = {
+      kind: 'postgres',
+      id: row.id,
+      database: row.db,
+      ...(systemId === undefined ? {} : { system_id: systemId }),
+    };
+  }
+
+  identity(): StoreIdentity {
+    return this.epoch === undefined ? this.ident : { ...this.ident, epoch: this.epoch };
   }
 
   /** Brings the schema up to date in one transaction, under a lock every starting daemon takes. */
@@ -632,7 +670,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
         agent_token_hash: str(r.agent_token_hash),
         created: num(r.created),
       })),
-      meta: await all('SELECT key, value FROM meta ORDER BY key', (r) => ({
+      meta: await all(`SELECT key, value FROM meta WHERE key <> '${STORE_ID_KEY}' ORDER BY key`, (r) => ({
         key: String(r.key),
         value: String(r.value),
       })),

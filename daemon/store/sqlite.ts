@@ -8,6 +8,7 @@
  */
 import Database from 'better-sqlite3';
 import { chmodSync, closeSync, openSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { VfsError } from '../errors.js';
 import type { Registry } from '../auth/registry.js';
@@ -19,6 +20,7 @@ import {
   isFresh,
   registryRows,
   SCHEMA_VERSION,
+  STORE_ID_KEY,
   StoredCheck,
   type DecodeRefs,
   type FsckResult,
@@ -32,6 +34,7 @@ import {
   type StoredObject,
 } from './store.js';
 import type { Node } from '../core/inode.js';
+import type { StoreIdentity } from '../rpc/protocol.js';
 
 export { type InodeRow, type LoadedState, type Store } from './store.js';
 
@@ -66,6 +69,8 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
   private waiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
   private scheduled = false;
   private closed = false;
+  /** This store's id (its meta row STORE_ID_KEY). */
+  private readonly storeId: string;
   registry: Registry | undefined;
   /** Called when a batch could not be written: the daemon stops rather than diverge from disk. */
   onFatal: (err: Error) => void = (err) => {
@@ -100,6 +105,8 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
       const check = this.db.pragma('quick_check', { simple: true });
       if (check !== 'ok') throw new Error(`integrity check failed: ${String(check)}`);
       this.db.exec(SCHEMA);
+      this.db.prepare('INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)').run(STORE_ID_KEY, randomUUID());
+      this.storeId = this.db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(STORE_ID_KEY) as string;
       // Stores made before workspace secrets had a public id and were bound to the agent's token.
       const wsCols = new Set(
         (this.db.prepare('PRAGMA table_info(ws_tokens)').all() as { name: string }[]).map((c) => c.name),
@@ -174,12 +181,16 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
       groups: this.db.prepare('SELECT * FROM groups_').all() as RegistryRows['groups'],
       workspaces: this.db.prepare('SELECT * FROM workspaces').all() as RegistryRows['workspaces'],
       wsTokens: this.db.prepare('SELECT * FROM ws_tokens').all() as RegistryRows['wsTokens'],
-      meta: this.db.prepare('SELECT key, value FROM meta').all() as RegistryRows['meta'],
+      meta: this.db.prepare('SELECT key, value FROM meta WHERE key <> ?').all(STORE_ID_KEY) as RegistryRows['meta'],
     };
   }
 
   loadRegistry(reg: Registry): void {
     applyRegistryRows(reg, this.authRows());
+  }
+
+  identity(): StoreIdentity {
+    return { kind: 'sqlite', id: this.storeId };
   }
 
   // ---------- Journal ----------

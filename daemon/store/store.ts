@@ -8,6 +8,7 @@ import type { Node, NodeRow } from '../core/inode.js';
 import { isWithin, MAX_DEPTH } from '../core/paths.js';
 import type { GroupRow, Registry, UserRow, WorkspaceRow, WsTokenRow } from '../auth/registry.js';
 import { verifyObject, type ObjectType } from '../core/objects.js';
+import type { StoreIdentity } from '../rpc/protocol.js';
 
 export const SCHEMA_VERSION = '1';
 
@@ -71,7 +72,15 @@ export interface OpenedStore extends Store {
   onFatal: (err: Error) => void;
   /** Verifies what is stored (what a restart would load); see StoredCheck. */
   fsck(decodeRefs: DecodeRefs): FsckResult | Promise<FsckResult>;
+  /** Which store this is (kind, its id, and for PostgreSQL the database and the lease epoch). */
+  identity(): StoreIdentity;
 }
+
+/**
+ * The meta row holding a store's id (made once, at the first open). It names this store only: the
+ * auth rows that `mdvfs migrate` copies leave it out, so a copy gets an id of its own.
+ */
+export const STORE_ID_KEY = 'store_id';
 
 export type DecodeRefs = (type: ObjectType, data: Buffer) => string[];
 
