@@ -44,6 +44,7 @@ import {
   type MarkRow,
   type OpenedStore,
   type RegistryRows,
+  type StoreContents,
   type StoredObject,
 } from './store.js';
 
@@ -872,6 +873,18 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     this.head = Math.max(this.head, seq); // committed: what `sys.status` shows as committed_seq
   }
 
+  /**
+   * Runs `fn` on one consistent snapshot of the store, without the lease: `mdvfs migrate` from a
+   * PostgreSQL store reads it this way while its daemons keep serving (a backup without downtime).
+   */
+  async snapshot<T>(fn: () => Promise<T>): Promise<T> {
+    let out: { value: T } | undefined;
+    await this.transaction(async () => {
+      out = { value: await fn() };
+    }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    return out!.value;
+  }
+
   /** Verifies what is stored, as a restart would load it (reads page by page: the event loop stays free). */
   async fsck(decodeRefs: DecodeRefs): Promise<FsckResult> {
     await this.durable();
@@ -893,13 +906,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
    * Copies a whole store into this one (empty): objects, inodes, refs and the auth tables, in one
    * transaction (`mdvfs migrate`).
    */
-  async importAll(src: {
-    objects: AsyncIterable<StoredObject> | Iterable<StoredObject>;
-    inodes: InodeRow[];
-    refs: { scope: string; commit_id: string }[];
-    auth: RegistryRows;
-    marks: ReadonlyMap<string, MarkRow>;
-  }): Promise<void> {
+  async importAll(src: StoreContents): Promise<void> {
     const n = Number(
       (
         await this.client.query<{ n: string }>(

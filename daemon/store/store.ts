@@ -76,6 +76,15 @@ export interface OpenedStore extends Store {
   identity(): StoreIdentity;
 }
 
+/** Everything a store holds, as `mdvfs migrate` copies it into an empty store (`importAll`). */
+export interface StoreContents {
+  objects: AsyncIterable<StoredObject> | Iterable<StoredObject>;
+  inodes: InodeRow[];
+  refs: { scope: string; commit_id: string }[];
+  auth: RegistryRows;
+  marks: ReadonlyMap<string, MarkRow>;
+}
+
 /**
  * The meta row holding a store's id (made once, at the first open). It names this store only: the
  * auth rows that `mdvfs migrate` copies leave it out, so a copy gets an id of its own.
