@@ -4,7 +4,7 @@ import { slicer } from '../core/vfs.js';
 import type { Cred } from '../core/perms.js';
 import { shortId, type TreeEntry } from '../core/objects.js';
 import { find } from './history.js';
-import { visibleIn, visibleNow } from './status.js';
+import { visibleInHistory } from './status.js';
 import type { Scope, Trees } from './trees.js';
 
 /**
@@ -22,13 +22,17 @@ export async function diff(
   scope: Scope,
   opts: { from?: string; to?: string; path?: string },
 ): Promise<{ diff: string; truncated: boolean }> {
-  const fromId = opts.from === undefined ? v.head(scope) : find(v, scope, opts.from, 'diff');
+  const memo = new Map<string, boolean>();
+  // The default `from` is the scope's last commit, the one status compares with (hidden or not:
+  // its tree only judges what may be shown); a named commit must be one the caller may see.
+  const fromId = opts.from === undefined ? v.head(scope) : find(v, cred, scope, opts.from, 'diff', memo);
   const fromTree = fromId === null ? v.emptyTree : v.commits.get(fromId)!.tree;
   const toWorking = opts.to === undefined;
-  const toTree = toWorking ? v.treeOf(v.scopeDir(scope)) : v.commits.get(find(v, scope, opts.to!, 'diff'))!.tree;
+  const toTree = toWorking
+    ? v.treeOf(v.scopeDir(scope))
+    : v.commits.get(find(v, cred, scope, opts.to!, 'diff', memo))!.tree;
   const changes = v.changesBetween(fromTree, toTree);
   const filter = opts.path === undefined ? undefined : opts.path.replace(/\/$/, '');
-  const memo = new Map<string, boolean>();
   const work: {
     label: string;
     before: TreeEntry | undefined;
@@ -39,8 +43,8 @@ export async function diff(
   for (const c of changes) {
     if (filter !== undefined && filter !== '' && c.path !== filter && !c.path.startsWith(filter + '/')) continue;
     if (c.path.endsWith('/')) continue;
-    if (!visibleIn(v, cred, fromTree, c.path) || !visibleIn(v, cred, toTree, c.path)) continue;
-    if (toWorking && !visibleNow(v, cred, scope, c.path, memo)) continue;
+    // Security: both sides' content, and the name, by the one history rule (readable now and in both)
+    if (!visibleInHistory(v, cred, scope, c.path, [fromTree, toTree], memo)) continue;
     work.push({
       label: c.path.slice(1),
       before: c.before,

@@ -6,8 +6,16 @@ import { VfsError } from '../errors.js';
 import { isAdminCred, type Cred } from '../core/perms.js';
 import { encodeCommit, objectId, shortId, type CommitAttribution, type CommitObject } from '../core/objects.js';
 import type { ChangeRecord, CommitRecord } from '../rpc/protocol.js';
-import { pendingFor, visibleNow } from './status.js';
-import { attributionOf, joinScope, type Attribution, type Change, type Scope, type Trees } from './trees.js';
+import { pathFilter, pendingFor, visibleInHistory, visibleNow } from './status.js';
+import {
+  attributionOf,
+  joinScope,
+  type Attribution,
+  type Change,
+  type ChangedPath,
+  type Scope,
+  type Trees,
+} from './trees.js';
 
 /**
  * Commits the pending changes the caller may see (exactly what its status lists), optionally only
@@ -94,18 +102,34 @@ function record(id: string, c: CommitObject): CommitRecord {
 }
 
 /**
- * A commit named as git names it, within the scope's history: `HEAD`, a unique hash prefix (4+ hex
- * digits), either followed by ancestry steps `~n`, `~` or `^` (`HEAD~2`, `abcd^`; one parent per commit).
- * Every transport names commits through here (revert, diff, the mount's .history).
+ * A commit named as git names it, within the caller's view of the scope's history (the commits its
+ * `log` lists): `HEAD` (the newest of them), a unique hash prefix (4+ hex digits), either followed
+ * by ancestry steps `~n`, `~` or `^` (`HEAD~2`, `abcd^`), each a step to the next older commit the
+ * caller may see. Every transport names commits through here (show, diff, revert, undo, read at a
+ * commit, the mount's .history). Security: a commit hidden from the caller is ENOENT, exactly as
+ * one that does not exist (no oracle: neither hits nor counts include it). root and wheel see all.
  */
-export function find(v: Trees, scope: Scope, rev: string, op = 'revert'): string {
+export function find(
+  v: Trees,
+  cred: Cred,
+  scope: Scope,
+  rev: string,
+  op = 'revert',
+  memo = new Map<string, boolean>(),
+): string {
+  const sees = (id: string): boolean => seesCommit(v, cred, scope, id, memo);
+  /** `from` if the caller may see it, else the next older commit it may see. */
+  const seen = (from: string | null): string | null => {
+    for (let h = from; h !== null; h = v.commits.get(h)?.parent ?? null) if (sees(h)) return h;
+    return null;
+  };
   const spec = rev.trim();
   const shown = spec.slice(0, 80);
   const m = /^([^~^]*)((?:~\d*|\^1?)*)$/.exec(spec);
   const base = m?.[1] ?? '';
   let id: string;
   if (base.toUpperCase() === 'HEAD' || base === '@') {
-    const head = v.head(scope);
+    const head = seen(v.head(scope));
     if (head === null)
       throw new VfsError('ENOENT', op, undefined, `no commit ${shown}: nothing has been committed yet`);
     id = head;
@@ -119,7 +143,8 @@ export function find(v: Trees, scope: Scope, rev: string, op = 'revert'): string
         `'${shown}' is not a commit: give HEAD, a hash of at least 4 hex digits, or either with ~n or ^`,
       );
     const hits: string[] = [];
-    for (let h = v.head(scope); h !== null; h = v.commits.get(h)?.parent ?? null) if (h.startsWith(p)) hits.push(h);
+    for (let h = v.head(scope); h !== null; h = v.commits.get(h)?.parent ?? null)
+      if (h.startsWith(p) && sees(h)) hits.push(h);
     if (hits.length === 0) throw new VfsError('ENOENT', op, undefined, `no commit ${p} in this history`);
     if (hits.length > 1)
       throw new VfsError('EINVAL', op, undefined, `commit prefix ${p} is ambiguous: give more hex digits`);
@@ -132,7 +157,7 @@ export function find(v: Trees, scope: Scope, rev: string, op = 'revert'): string
     back += n;
   }
   for (let i = 0; i < back; i++) {
-    const parent = v.commits.get(id)?.parent ?? null;
+    const parent = seen(v.commits.get(id)?.parent ?? null);
     if (parent === null)
       throw new VfsError(
         'ENOENT',
@@ -146,8 +171,8 @@ export function find(v: Trees, scope: Scope, rev: string, op = 'revert'): string
 }
 
 /**
- * Commits newest first: those that changed `path` (scope-relative) if given, else those the caller
- * may see (`visibleCommit`). `cursor` names the last commit of a previous page: the log goes on
+ * Commits newest first, those the caller may see (`visibleCommit`); with `path` (scope-relative),
+ * those of them that changed it, in a change the caller may see (or made it themselves). `cursor` names the last commit of a previous page: the log goes on
  * from its parent. `next_cursor` is set when the page is full and older commits remain.
  */
 export function log(
@@ -161,13 +186,16 @@ export function log(
   const out: CommitRecord[] = [];
   const limit = opts.limit ?? Number.MAX_SAFE_INTEGER;
   const memo = new Map<string, boolean>();
+  const within = opts.path === undefined ? undefined : pathFilter([opts.path]);
   let id =
-    opts.cursor === undefined ? v.head(scope) : (v.commits.get(find(v, scope, opts.cursor, 'log'))?.parent ?? null);
+    opts.cursor === undefined
+      ? v.head(scope)
+      : (v.commits.get(find(v, cred, scope, opts.cursor, 'log', memo))?.parent ?? null);
   for (; id !== null && out.length < limit;) {
     const c = v.commits.get(id);
     if (c === undefined) break;
-    // a commit that changed a path the caller may read now is visible to it, whatever else it changed
-    if (opts.path === undefined ? visibleCommit(v, cred, scope, id, c, memo) : touches(v, c, opts.path))
+    // a commit with a change the caller may see is visible to it, whatever else it changed
+    if ((opts.path === undefined || touches(v, c, opts.path)) && visibleCommit(v, cred, scope, id, c, memo, within))
       out.push(record(id, c));
     id = c.parent;
   }
@@ -176,10 +204,17 @@ export function log(
     : { commits: out };
 }
 
+/** Whether the caller may see the commit `id` (`visibleCommit`); false for no such commit. */
+export function seesCommit(v: Trees, cred: Cred, scope: Scope, id: string, memo = new Map<string, boolean>()): boolean {
+  const c = v.commits.get(id);
+  return c !== undefined && visibleCommit(v, cred, scope, id, c, memo);
+}
+
 /**
  * Security: whether a caller may see a commit at all (its message, author, changes). root and
  * wheel see every commit; anyone else their own (made by them, or by an agent on their behalf)
- * and those that changed at least one path they may read now.
+ * and those with at least one change it may see (`changeVisible`), only among the paths `within`
+ * accepts if given.
  */
 function visibleCommit(
   v: Trees,
@@ -188,21 +223,44 @@ function visibleCommit(
   id: string,
   c: CommitObject,
   memo: Map<string, boolean>,
+  within?: (path: string) => boolean,
 ): boolean {
   if (isAdminCred(cred)) return true;
   const me = cred.delegate ?? cred.user;
   if (c.author === me.name || c.on_behalf_of === me.name) return true;
-  for (const path of changedPaths(v, id, c)) if (visibleNow(v, cred, scope, path, memo)) return true;
+  for (const ch of changedPaths(v, id, c))
+    if ((within === undefined || within(ch.path)) && changeVisible(v, cred, scope, c, ch, memo)) return true;
   return false;
 }
 
-/** The paths a commit changed (memoised for commits of up to CHANGES_MEMO paths). */
-function changedPaths(v: Trees, id: string, c: CommitObject): readonly string[] {
+/**
+ * Security: whether a caller may see one change of a commit (its path and what happened to it):
+ * the history rule (`visibleInHistory`), judged in the commit's tree, or for a path the commit
+ * deleted, in its parent's (the version deleted).
+ */
+function changeVisible(
+  v: Trees,
+  cred: Cred,
+  scope: Scope,
+  c: CommitObject,
+  ch: ChangedPath,
+  memo: Map<string, boolean>,
+): boolean {
+  const tree = ch.gone ? parentTree(v, c) : c.tree;
+  return visibleInHistory(v, cred, scope, ch.path, [tree], memo);
+}
+
+function parentTree(v: Trees, c: CommitObject): string {
+  return c.parent === null ? v.emptyTree : v.commits.get(c.parent)!.tree;
+}
+
+/** The paths a commit changed, and whether it deleted each (memoised for commits of up to CHANGES_MEMO paths). */
+function changedPaths(v: Trees, id: string, c: CommitObject): readonly ChangedPath[] {
   const known = v.changedPaths.get(id);
   if (known !== undefined) return known;
   const paths = v
-    .changesBetween(c.parent === null ? v.emptyTree : v.commits.get(c.parent)!.tree, c.tree)
-    .map((ch) => ch.path);
+    .changesBetween(parentTree(v, c), c.tree)
+    .map((ch) => ({ path: ch.path, gone: ch.after === undefined }));
   if (paths.length <= CHANGES_MEMO) v.changedPaths.set(id, paths);
   return paths;
 }
@@ -222,17 +280,14 @@ export function show(
   scope: Scope,
   rev: string,
 ): { commit: CommitRecord; changes: ChangeRecord[]; truncated?: true; more?: number } {
-  const id = find(v, scope, rev, 'show');
-  const c = v.commits.get(id)!;
   const memo = new Map<string, boolean>();
-  if (!visibleCommit(v, cred, scope, id, c, memo))
-    throw new VfsError('ENOENT', 'show', undefined, `no commit ${rev.trim().slice(0, 80)} in this history`);
+  const id = find(v, cred, scope, rev, 'show', memo);
+  const c = v.commits.get(id)!;
   const others = new Map((c.attribution ?? []).map((a) => [a[0], a]));
   const changes: ChangeRecord[] = [];
   let more = 0;
-  const admin = isAdminCred(cred);
-  for (const ch of v.changesBetween(c.parent === null ? v.emptyTree : v.commits.get(c.parent)!.tree, c.tree)) {
-    if (!admin && !visibleNow(v, cred, scope, ch.path, memo)) continue;
+  for (const ch of v.changesBetween(parentTree(v, c), c.tree)) {
+    if (!changeVisible(v, cred, scope, c, { path: ch.path, gone: ch.after === undefined }, memo)) continue;
     if (changes.length >= SHOW_MAX) {
       more++;
       continue;

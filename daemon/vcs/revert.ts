@@ -39,7 +39,7 @@ export function revert(
   as: { message?: string; op?: 'revert' | 'undo' } = {},
 ): { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord } {
   const op = as.op ?? 'revert';
-  const target = find(v, scope, prefix, op);
+  const target = find(v, cred, scope, prefix, op);
   const targetTree = v.commits.get(target)!.tree;
   const dir = v.scopeDir(scope);
   // Security: a commit taken before the depth limit may hold a deeper tree; it is not rebuilt.

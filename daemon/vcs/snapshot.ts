@@ -14,7 +14,7 @@ function snapshotEntry(
   rev: string,
   path: string,
 ): { entry: TreeEntry; commit: CommitObject; rel: string } {
-  const id = find(v, scope, rev, 'history');
+  const id = find(v, cred, scope, rev, 'history');
   const commit = v.commits.get(id)!;
   const rel = '/' + components(path.startsWith('/') ? path : '/' + path).join('/');
   // Security: the caller must be allowed to read the path now (a chmod today also closes its past)

@@ -1,6 +1,7 @@
 /**
- * Status, and the two visibility rules status, diff, log and the snapshot views share: what the
- * caller may read now, and what it could read as a snapshot recorded it.
+ * Status, and the visibility rules status, diff, log, show and the snapshot views share: what the
+ * caller may read now, what it could read as a snapshot recorded it, and the two together as the
+ * one rule for every history answer (`visibleInHistory`).
  */
 import type { Node } from '../core/inode.js';
 import { components } from '../core/paths.js';
@@ -65,6 +66,39 @@ export function visibleIn(v: Trees, cred: Cred, tree: string, rel: string): bool
       if (bits !== 0 && !principalMay(p, node, bits)) return false;
     if (e.kind !== 'd') return true;
     entries = v.trees.get(e.ref);
+  }
+  return true;
+}
+
+/**
+ * Security: the one rule for a path in a history answer (a diff, a commit's changes, the log).
+ * Its name and content are shown only if the caller may read it now and list its nearest existing
+ * ancestor now, and could read it and list its parent in each of `trees` (the snapshots it is
+ * shown from; a snapshot without the path has nothing to hide). root and wheel see everything.
+ * `memo` is kept for one request: it holds the answers for directories shared by many paths.
+ */
+export function visibleInHistory(
+  v: Trees,
+  cred: Cred,
+  scope: Scope,
+  rel: string,
+  trees: readonly string[],
+  memo: Map<string, boolean>,
+): boolean {
+  if (isAdminCred(cred)) return true;
+  const path = rel.replace(/\/$/, '');
+  const parent = path.slice(0, path.lastIndexOf('/'));
+  // (memo keys: absolute paths are visibleNow's own; "now:" and "<tree>:" prefix the parents' answers)
+  const remembered = (key: string, f: () => boolean): boolean => {
+    let known = memo.get(key);
+    if (known === undefined) memo.set(key, (known = f()));
+    return known;
+  };
+  if (!remembered(`now:${parent}`, () => visibleNow(v, cred, scope, parent || '/', memo))) return false;
+  if (!visibleNow(v, cred, scope, path, memo)) return false;
+  for (const tree of trees) {
+    if (!remembered(`${tree}:${parent}`, () => visibleIn(v, cred, tree, parent || '/'))) return false;
+    if (!visibleIn(v, cred, tree, path)) return false;
   }
   return true;
 }

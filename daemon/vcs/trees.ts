@@ -35,6 +35,12 @@ export interface Change {
   after?: TreeEntry;
 }
 
+/** A path a commit changed (scope-relative), and whether the commit deleted it. */
+export interface ChangedPath {
+  path: string;
+  gone: boolean;
+}
+
 /** Who changed a path: the acting user, and the user it acted for (an agent's delegation). */
 export interface Attribution {
   by: string;
@@ -139,8 +145,8 @@ export class Trees {
    * restart keeps it; change it only through `setMark` and `unmark`.
    */
   private readonly marks = new Marks();
-  /** Per commit id: the paths it changed (see history.ts `changedPaths`). */
-  readonly changedPaths = new Map<string, readonly string[]>();
+  /** Per commit id: the paths it changed, and whether it deleted each (see history.ts `changedPaths`). */
+  readonly changedPaths = new Map<string, readonly ChangedPath[]>();
   /** The `.mdvfsignore` rules: ignored entries are left out of the working tree's trees (`hashDir`). */
   readonly ignores: Ignores;
   private seq = 0;

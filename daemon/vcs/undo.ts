@@ -7,7 +7,7 @@ import { VfsError } from '../errors.js';
 import { isAdminCred, type Cred } from '../core/perms.js';
 import { shortId } from '../core/objects.js';
 import type { CommitRecord } from '../rpc/protocol.js';
-import { find } from './history.js';
+import { find, seesCommit } from './history.js';
 import { revert } from './revert.js';
 import { visibleNow } from './status.js';
 import { joinScope, type Scope, type Trees } from './trees.js';
@@ -19,7 +19,7 @@ export function undo(
   actor: string,
   since?: string,
 ): { hash: string; reverted_to: string; saved: string | null; commit: CommitRecord; paths: string[] } {
-  const base = since === undefined ? v.head(scope) : sinceCommit(v, scope, since);
+  const base = since === undefined ? v.head(scope) : sinceCommit(v, cred, scope, since);
   if (base === null)
     throw new VfsError('ENOENT', 'undo', undefined, 'nothing has been committed yet: there is no state to go back to');
   // Newest first: what is pending, then each commit back to `base`; a path's first sighting is its last change.
@@ -49,12 +49,14 @@ export function undo(
 }
 
 /** `since`: a commit name, or an ISO date-time (the newest commit made before it). */
-function sinceCommit(v: Trees, scope: Scope, since: string): string | null {
-  if (!/^\d{4}-\d\d-\d\d/.test(since)) return find(v, scope, since, 'undo');
+function sinceCommit(v: Trees, cred: Cred, scope: Scope, since: string): string | null {
+  if (!/^\d{4}-\d\d-\d\d/.test(since)) return find(v, cred, scope, since, 'undo');
   const t = Date.parse(since);
   if (Number.isNaN(t))
     throw new VfsError('EINVAL', 'undo', undefined, `'${since.slice(0, 80)}' is neither a commit nor a date`);
+  // the newest commit before it that the caller may see (a hidden one is not named, even here)
+  const memo = new Map<string, boolean>();
   for (let id = v.head(scope); id !== null; id = v.commits.get(id)!.parent)
-    if (v.commits.get(id)!.timestamp * 1000 < t) return id;
+    if (v.commits.get(id)!.timestamp * 1000 < t && seesCommit(v, cred, scope, id, memo)) return id;
   return null;
 }

@@ -31,8 +31,8 @@ export class Vcs extends Trees {
     return show(this, cred, scope, rev);
   }
 
-  find(scope: Scope, rev: string, op = 'revert'): string {
-    return find(this, scope, rev, op);
+  find(cred: Cred, scope: Scope, rev: string, op = 'revert'): string {
+    return find(this, cred, scope, rev, op);
   }
 
   log(scope: Scope, opts: { path?: string; limit?: number; cursor?: string }, cred: Cred): ReturnType<typeof log> {

@@ -95,6 +95,27 @@ void t.test(
   },
 );
 
+void t.test(
+  '.history hides the commits bob may not see (issue 30): not listed, ENOENT by name, as the log',
+  async (t) => {
+    // root's file was private in the commit and is public only now: bob could not read it then
+    await root.call('fs.write', { path: '/shared/was-private.md', mode: '0600' }, { data: Buffer.from('then\n') });
+    const hidden = await root.call('vcs.commit', { message: 'a private file' });
+    await root.call('fs.chmod', { path: '/shared/was-private.md', mode: '0644' });
+    const m = await mount(t, d, ['--user', 'bob']);
+    const seen = (await root.as({ authorization: 'User bob' }).call('vcs.log', {})).commits.map((c) => c.hash);
+    t.notOk(seen.includes(hidden.hash), "the commit is not in bob's log");
+    const ls = (await m.sh('ls .history')).stdout.split('\n').filter((x) => x !== '');
+    t.same(ls.sort(), [...seen].sort(), '.history lists exactly the commits of his log');
+    for (const p of [`.history/${hidden.hash}`, `.history/${hidden.hash}/shared/readme.md`]) {
+      const r = await m.sh(`cat ${p}`);
+      t.match(r.stderr, /No such file/, `${p}: no such commit for bob`);
+      t.notMatch(r.stdout, /read me|then/);
+    }
+    t.match((await m.sh(`ls .history/${hidden.hash.slice(0, 6)}`)).stderr, /No such file/, 'nor by a prefix');
+  },
+);
+
 void t.test('mounted with a token file (never on the command line)', async (t) => {
   const { token } = await root.call('admin.token', { name: 'bob' });
   const dir = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-tok-'));
