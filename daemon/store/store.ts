@@ -254,7 +254,8 @@ export interface AuthTableChange {
  * the tables. The meta table is never replaced: it holds other keys than the registry's.
  */
 export class AuthRowDiff {
-  private last: Map<string, Map<string, string>> | undefined;
+  /** Per table: each row's primary key value → the row as JSON. */
+  private last: Map<string, Map<unknown, string>> | undefined;
 
   /** `rows` are what the store holds (as the registry loaded from it presents them). */
   prime(rows: RegistryRows): void {
@@ -269,19 +270,16 @@ export class AuthRowDiff {
     const out: AuthTableChange[] = [];
     for (const kind of Object.keys(AUTH_TABLES) as (keyof RegistryRows)[]) {
       const { table, key } = AUTH_TABLES[kind];
-      const before = last.get(table) ?? new Map<string, string>();
-      const now = new Map<string, string>();
+      const before = last.get(table) ?? new Map<unknown, string>();
+      const now = new Map<unknown, string>();
       const upserts: Record<string, unknown>[] = [];
-      const keys = new Map<string, unknown>();
       for (const row of rows[kind] as Record<string, unknown>[]) {
-        const k = String(row[key]);
         const json = JSON.stringify(row);
-        now.set(k, json);
-        keys.set(k, row[key]);
-        if (full || before.get(k) !== json) upserts.push(row);
+        now.set(row[key], json);
+        if (full || before.get(row[key]) !== json) upserts.push(row);
       }
       const deletes: unknown[] = [];
-      if (!full) for (const k of before.keys()) if (!now.has(k)) deletes.push(kind === 'meta' ? k : JSON.parse(k));
+      if (!full) for (const k of before.keys()) if (!now.has(k)) deletes.push(k);
       last.set(table, now);
       const replaceAll = full && kind !== 'meta';
       if (replaceAll || upserts.length > 0 || deletes.length > 0)

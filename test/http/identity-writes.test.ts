@@ -59,6 +59,19 @@ t.test('an identity change writes the rows it changed, not every row', async (t)
   t.ok(token <= 2, `a new token rewrites one user row (${token})`);
   const del = await rowsWritten(async (c) => (await c.del('/admin/users/u3')).status);
   t.ok(del <= 2, `deleting a user deletes its rows (${del})`);
+  // Workspaces and their secrets (text keys): one written, one revoked.
+  let ws = '';
+  let secretId = '';
+  const made = await rowsWritten(async (c) => {
+    const agentToken: string = (await c.post('/admin/users/u9/tokens')).json.token;
+    ws = (await c.post('/workspaces', { name: 'proj', root_path: '/srv/proj' })).json.id;
+    const r = await c.post(`/workspaces/${ws}/tokens`, { name: 'ci', agent_token: agentToken });
+    secretId = r.json.token_id;
+    return r.status;
+  });
+  t.ok(made <= 3, `a workspace and a secret: their rows and the agent's (${made})`);
+  const revoked = await rowsWritten(async (c) => (await c.del(`/workspaces/${ws}/tokens/${secretId}`)).status);
+  t.equal(revoked, 1, 'revoking a secret deletes its row');
 
   // What was written is what a restart loads.
   svc = await startService(t, { dataDir });
@@ -67,4 +80,6 @@ t.test('an identity change writes the rows it changed, not every row', async (t)
   t.equal(names.length, 1 + 40 + 1 - 1);
   const groups = ((await client(svc).get('/admin/groups')).json.groups as { name: string }[]).map((g) => g.name);
   t.ok(groups.includes('zed') && !groups.includes('u3'), 'so do the groups');
+  const tokens = (await client(svc).get(`/workspaces/${ws}/tokens`)).json.tokens as unknown[];
+  t.same(tokens, [], 'and the revocation');
 });
