@@ -1,10 +1,10 @@
 /**
- * Who the CLI acts as: the global flags `--user`, `--token`, `--on-behalf-of`, `--workspace`
+ * Who the CLI acts as: the global flags `--user`, `--token-file`, `--on-behalf-of`, `--workspace`
  * (and SERVICE_AS_USER, SERVICE_TOKEN, SERVICE_ON_BEHALF_OF, SERVICE_WORKSPACE), and where it
  * talks to: the local daemon of SERVICE_DATA_DIR, or a REST server given by `--url` / SERVICE_URL.
  */
 import { readFileSync, statSync } from 'node:fs';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { CredentialError, localCreds } from '../daemon/rpc/credentials.js';
 import type { Creds } from '../daemon/rpc/protocol.js';
 import { UsageError } from './errors.js';
@@ -22,10 +22,7 @@ export interface IdentityOptions {
 export function addIdentityOptions(cmd: Command): Command {
   return cmd
     .option('--user <name>', 'act as this user (env SERVICE_AS_USER)')
-    .option(
-      '--token <token>',
-      'act as the holder of this API token (visible to other local users in ps: prefer SERVICE_TOKEN or --token-file)',
-    )
+    .addOption(new Option('--token <token>', 'removed: see --token-file').hideHelp())
     .option('--token-file <path>', 'act as the holder of the API token in this file (env SERVICE_TOKEN)')
     .option('--on-behalf-of <user>', 'delegate to this user (env SERVICE_ON_BEHALF_OF)')
     .option('--workspace <id>', 'scope a workspace token to this workspace (env SERVICE_WORKSPACE)')
@@ -35,6 +32,18 @@ export function addIdentityOptions(cmd: Command): Command {
 const warnLine = (line: string): void => {
   process.stderr.write(`mdvfs: warning: ${line}\n`);
 };
+
+/**
+ * Security: a token given as a command-line argument is readable by every local user (ps,
+ * /proc/<pid>/cmdline), so `--token` is refused (a usage error that names the alternatives and does
+ * not repeat the secret). Used by every command that takes an identity (the CLI, `mdvfs mount`).
+ */
+export function refuseTokenFlag(given: string | undefined): void {
+  if (given !== undefined)
+    throw new UsageError(
+      '--token is no longer accepted: a token on the command line is visible to every local user (ps); set SERVICE_TOKEN or use --token-file <file>',
+    );
+}
 
 /**
  * Security: a secret given as a command-line argument is readable by every local user (ps,
@@ -76,14 +85,11 @@ export function resolveIdentity(
   opts: IdentityOptions,
   env: NodeJS.ProcessEnv = process.env,
 ): { creds: Creds; url?: string } {
-  if (opts.token !== undefined && opts.tokenFile !== undefined)
-    throw new UsageError('--token and --token-file are mutually exclusive');
-  if (opts.token !== undefined) warnSecretFlag('--token', 'SERVICE_TOKEN or --token-file');
-  const fromFile = opts.tokenFile !== undefined;
-  const flags = fromFile ? { ...opts, token: readTokenFile(opts.tokenFile!) } : opts;
+  refuseTokenFlag(opts.token);
+  const flags = opts.tokenFile !== undefined ? { ...opts, token: readTokenFile(opts.tokenFile) } : opts;
   let creds: Creds;
   try {
-    creds = localCreds(flags, fromFile ? { ...FLAG_NAMES, token: '--token-file' } : FLAG_NAMES, env);
+    creds = localCreds(flags, FLAG_NAMES, env);
   } catch (err) {
     if (err instanceof CredentialError) throw new UsageError(err.message);
     throw err;
@@ -94,4 +100,4 @@ export function resolveIdentity(
   return url === undefined ? { creds } : { creds, url: url.replace(/\/+$/, '') };
 }
 
-const FLAG_NAMES = { user: '--user', token: '--token', workspace: '--workspace', onBehalfOf: '--on-behalf-of' };
+const FLAG_NAMES = { user: '--user', token: '--token-file', workspace: '--workspace', onBehalfOf: '--on-behalf-of' };

@@ -3,10 +3,10 @@
  * The `mdvfs` command. Process-level subcommands (daemon [status|stop], stop, serve, http, mount, umount, fsck, gc)
  * are wired here; file, VCS and user commands live in cli/commands/*.ts.
  */
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { registerCommands } from './commands/index.js';
 import { errorLine, describeError } from './errors.js';
-import { addIdentityOptions, readTokenFile, warnSecretFlag } from './identity.js';
+import { addIdentityOptions, readTokenFile, refuseTokenFlag } from './identity.js';
 import { UsageError } from './errors.js';
 import { VERSION } from '../daemon/rpc/version.js';
 
@@ -86,7 +86,7 @@ export function buildProgram(): Command {
     .command('mount <dir>')
     .description('mount the filesystem at <dir> with FUSE (foreground)')
     .option('--user <name>', 'act as this user')
-    .option('--token <token>', 'act as the holder of this token (visible in ps: prefer SERVICE_TOKEN or --token-file)')
+    .addOption(new Option('--token <token>', 'removed: see --token-file').hideHelp())
     .option('--token-file <path>', 'act as the holder of the token in this file (env SERVICE_TOKEN)')
     .option('--on-behalf-of <user>', 'delegate to this user')
     .option('--read-only', 'mount read-only')
@@ -112,9 +112,7 @@ export function buildProgram(): Command {
         },
       ) => {
         const { tokenFile, ...rest } = opts;
-        if (rest.token !== undefined && tokenFile !== undefined)
-          throw new UsageError('--token and --token-file are mutually exclusive');
-        if (rest.token !== undefined) warnSecretFlag('--token', 'SERVICE_TOKEN or --token-file');
+        refuseTokenFlag(rest.token);
         if (tokenFile !== undefined) rest.token = readTokenFile(tokenFile);
         // Without a flag, the token in SERVICE_TOKEN (never on the command line).
         else if (rest.token === undefined && rest.user === undefined && !rest.shared && process.env.SERVICE_TOKEN)

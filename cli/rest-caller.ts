@@ -358,6 +358,7 @@ export class RestCaller implements Caller {
       case 'sys.ping':
       case 'sys.status':
       case 'sys.hold':
+      case 'auth.bootstrapSecret':
       case 'sys.subscribe':
       case 'events.subscribe':
       case 'events.unsubscribe':

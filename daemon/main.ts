@@ -6,6 +6,7 @@ import { chmodSync, existsSync, statSync, unlinkSync, writeFileSync, readFileSyn
 import path from 'node:path';
 import pino from 'pino';
 import { Registry } from './auth/registry.js';
+import { BootstrapSecret } from './auth/bootstrap-secret.js';
 import type { AuthPolicy } from './rpc/protocol.js';
 import { Vfs } from './core/vfs.js';
 import { MAX_DEPTH } from './core/paths.js';
@@ -228,6 +229,7 @@ function wireCore(
     store,
     grep,
     policy: cfg.policy,
+    bootstrap: new BootstrapSecret(cfg.dataDir),
     ...(proc === undefined ? {} : { process: proc }),
   });
   return { vfs, registry, vcs, store, grep, service };

@@ -1,7 +1,7 @@
 /**
  * `mdvfs mount <dir>` and `mdvfs umount <dir>`.
  *
- * The mount runs in the foreground as one principal (root unless --user/--token). It is mounted with
+ * The mount runs in the foreground as one principal (root unless --user/--token-file/SERVICE_TOKEN). It is mounted with
  * auto_unmount (a killed mount never leaves a dead mountpoint) and force (a stale one is cleared first),
  * and unmounts cleanly on SIGINT/SIGTERM/SIGHUP after sending any unsaved buffers to the daemon. After
  * an unmount from outside (`mdvfs umount`, `--lazy` while files are open) it exits once the last open
@@ -39,9 +39,10 @@ export interface MountOptions {
 }
 
 export function credsFor(opts: MountOptions): Creds {
-  if (opts.user !== undefined && opts.token !== undefined) throw new Error('use either --user or --token, not both');
+  if (opts.user !== undefined && opts.token !== undefined)
+    throw new Error('use either --user or --token-file, not both');
   if (opts.shared && (opts.user !== undefined || opts.token !== undefined || opts.onBehalfOf !== undefined))
-    throw mountError('EINVAL', '--shared acts as each local user: it takes no --user, --token or --on-behalf-of');
+    throw mountError('EINVAL', '--shared acts as each local user: it takes no --user, --token-file or --on-behalf-of');
   // Handle-less requests are served by path (writeback), with no opener whose user they could act as.
   if (opts.shared && opts.writeback) throw mountError('EINVAL', '--shared and --writeback do not go together');
   const creds: Creds = { origin: 'local' };

@@ -3,8 +3,8 @@
  * default_permissions, it serves each request as the store's user with the same name as the local
  * user making it (the request's uid, looked up in the local user database), and refuses local users
  * the store has no user for (EACCES). Owners and groups show by name too: a store user or group shows
- * as the local one of the same name, one with no local namesake as nobody/nogroup (65534); chown(2)
- * takes local ids back the same way.
+ * as the local one of the same name, one with no local namesake as an id no local account or group
+ * has (see UNMATCHED); chown(2) takes local ids back the same way.
  *
  * All users' requests share the mount's one daemon connection (DaemonLink.as), so their replies keep
  * their order with the change events, as a one-principal mount's do.
@@ -25,8 +25,15 @@ import { MountFsSet } from './mount-set.js';
 
 const execFileP = promisify(execFile);
 
-/** What ids with no namesake on the other side show as (the kernel's overflow uid and gid). */
-const NOBODY = 65534;
+/**
+ * Security: what store ids with no local namesake show as: the highest valid id no local account (or
+ * group) has, looked up at every reload. Not nobody/nogroup (65534): the kernel checks the shown modes
+ * itself (default_permissions), so the local `nobody` would be the owner of such a user's 0700
+ * directories and could stat the entries the kernel cached inside them. (uid_t)-1 means "unchanged".
+ */
+const UNMATCHED = 0xfffffffe;
+/** How many ids below UNMATCHED are tried when local accounts have taken the first ones. */
+const UNMATCHED_TRIES = 64;
 /** A request from a local uid the tables do not know reloads them, at most this often. */
 const RELOAD_MS = 2000;
 
@@ -73,18 +80,22 @@ export class SharedOwners implements Owners {
   readonly localGid = 0;
   private users = new IdMap('user', [], new Map());
   private groups = new IdMap('group', [], new Map());
+  private unmatchedUid = UNMATCHED;
+  private unmatchedGid = UNMATCHED;
 
-  update(users: IdMap, groups: IdMap): void {
+  update(users: IdMap, groups: IdMap, unmatched: { uid: number; gid: number }): void {
     this.users = users;
     this.groups = groups;
+    this.unmatchedUid = unmatched.uid;
+    this.unmatchedGid = unmatched.gid;
   }
 
   uidOut(uid: number): number {
-    return this.users.out.get(uid) ?? NOBODY;
+    return this.users.out.get(uid) ?? this.unmatchedUid;
   }
 
   gidOut(gid: number): number {
-    return this.groups.out.get(gid) ?? NOBODY;
+    return this.groups.out.get(gid) ?? this.unmatchedGid;
   }
 
   uidIn(uid: number): number | undefined {
@@ -123,6 +134,28 @@ async function localIds(db: 'passwd' | 'group', names: string[]): Promise<Map<st
 }
 
 const GETENT_NAMES = 500;
+
+/** The highest id from UNMATCHED down that no entry of the local user or group database has. */
+async function unmatchedId(db: 'passwd' | 'group'): Promise<number> {
+  const candidates = Array.from({ length: UNMATCHED_TRIES }, (_, i) => UNMATCHED - i);
+  let text: string;
+  try {
+    text = (await execFileP('getent', [db, ...candidates.map(String)])).stdout;
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException & { stdout?: string };
+    text = e.code === 'ENOENT' ? await fsp.readFile(`/etc/${db}`, 'utf8').catch(() => '') : (e.stdout ?? '');
+  }
+  const taken = new Set(parseIds(text, new Map()).values());
+  const free = candidates.find((id) => !taken.has(id));
+  if (free === undefined)
+    throw new VfsError(
+      'EEXIST',
+      'mount',
+      undefined,
+      `local ${db} ids ${UNMATCHED - UNMATCHED_TRIES + 1} to ${UNMATCHED} are all taken`,
+    );
+  return free;
+}
 
 /** Adds name → id of each `name:x:id:...` line of a passwd or group database to `ids`. */
 function parseIds(text: string, ids: Map<string, number>): Map<string, number> {
@@ -176,7 +209,7 @@ export class SharedUsers {
           this.link.call('admin.userList', {}),
           this.link.call('admin.groupList', {}),
         ]);
-        const [localUsers, localGroups] = await Promise.all([
+        const [localUsers, localGroups, uid, gid] = await Promise.all([
           localIds(
             'passwd',
             users.map((u) => u.name),
@@ -185,6 +218,8 @@ export class SharedUsers {
             'group',
             groups.map((g) => g.name),
           ),
+          unmatchedId('passwd'),
+          unmatchedId('group'),
         ]);
         this.owners.update(
           new IdMap(
@@ -197,6 +232,7 @@ export class SharedUsers {
             groups.map((g) => ({ name: g.name, id: g.gid })),
             localGroups,
           ),
+          { uid, gid },
         );
         this.ready.clear();
         this.refused.clear();

@@ -190,8 +190,11 @@ export function createApp(client: DaemonClient, opts: AppOptions): Express {
   registerFs(r, ctx);
   // Works without credentials (even with SERVICE_ANONYMOUS=deny) and reveals nothing private.
   r.add('get', '/health', async (_req, res) => {
+    // Security: as a remote request under this server's policy (hosted: no word about bootstrap), whatever its headers.
     // Which store the daemon serves is for front ends (the socket's handshake), not for anonymous callers.
-    const { store: _store, ...health } = await client.call('sys.health', {});
+    const { store: _store, ...health } = await client
+      .as({ origin: 'remote', policy: settings.policy })
+      .call('sys.health', {});
     sendJson(res, health);
   });
   registerOps(r, ctx);

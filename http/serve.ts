@@ -47,6 +47,22 @@ async function daemonConnection(dataDir: string): Promise<DaemonClient | null> {
   }
 }
 
+/**
+ * Security: hosted mode: while the store needs bootstrap, the daemon keeps a one-time secret in the
+ * data dir (created now if missing) that `POST /auth/bootstrap` needs; say where it is (never what).
+ */
+async function announceBootstrapSecret(conn: DaemonClient): Promise<void> {
+  try {
+    const r = await conn.call('auth.bootstrapSecret', {});
+    if (r.file !== undefined)
+      say(
+        `hosted mode: this server has no administrator yet; the one-time bootstrap secret is in ${r.file} (POST /auth/bootstrap {"username": ..., "secret": ...}, or the web UI); it is deleted once used`,
+      );
+  } catch (err) {
+    say(`could not prepare the bootstrap secret: ${(err as Error).message}`);
+  }
+}
+
 function waitExit(child: ChildProcess, ms: number): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
@@ -273,6 +289,7 @@ export async function runServe(): Promise<void> {
     const conn = await ensureDaemon();
     if (conn === null) return;
     if (!sidecarStarted && !stopping) {
+      if (settings.mode === 'hosted') await announceBootstrapSecret(conn);
       sidecarStarted = true;
       startSidecar();
     }

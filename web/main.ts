@@ -88,6 +88,13 @@ function act(fn: () => Promise<void>): () => void {
 async function start(): Promise<void> {
   const health = (await (await fetch('/health', { credentials: 'omit' })).json()) as { needs_bootstrap?: boolean };
   show('bootstrap', health.needs_bootstrap === true);
+  // A hosted server does not say whether it needs bootstrap (nor to whom): offer it, with the secret.
+  const hosted = health.needs_bootstrap === undefined;
+  show('setup', hosted);
+  show('bootstrap-local-text', !hosted);
+  show('bootstrap-hosted-text', hosted);
+  show('bootstrap-secret-label', hosted);
+  input('bootstrap-secret').required = hosted;
   if (api.session !== null) {
     try {
       await enter();
@@ -891,13 +898,22 @@ function wire(): void {
     act(async () => {
       const r = await new Api(null).json<{ username: string; token: string }>('/auth/bootstrap', {
         method: 'POST',
-        body: { username: input('bootstrap-name').value.trim() },
+        body: {
+          username: input('bootstrap-name').value.trim(),
+          ...(input('bootstrap-secret').required ? { secret: input('bootstrap-secret').value.trim() } : {}),
+        },
       });
+      input('bootstrap-secret').value = '';
       $('bootstrap-user').textContent = r.username;
       $('bootstrap-token').textContent = r.token;
       show('bootstrap-form', false);
       show('bootstrap-result', true);
     })();
+  };
+  $('setup-open').onclick = () => {
+    show('setup', false);
+    show('bootstrap', true);
+    input('bootstrap-name').focus();
   };
   $('bootstrap-copy').onclick = act(async () => message(await copyText($('bootstrap-token')), 'info'));
   $('bootstrap-continue').onclick = () => {

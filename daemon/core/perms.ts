@@ -72,6 +72,15 @@ export function may(cred: Cred, node: Node, bits: number): boolean {
   return true;
 }
 
+/**
+ * Security: whether a stat of `node` may show what is inside it. A directory's entry count (its
+ * size) and its number of subdirectories (nlink) are part of its listing, so only those who may
+ * list it (read) see them; others see size 0 and nlink 1 (the usual "not counted").
+ */
+export function mayCount(cred: Cred, node: Node): boolean {
+  return node.kind !== 'directory' || may(cred, node, R);
+}
+
 /** Throws EACCES unless the credential has `bits` on `node`. */
 export function requireAccess(cred: Cred, node: Node, bits: number, op: string, path: string): void {
   if (!may(cred, node, bits)) throw new VfsError('EACCES', op, path);

@@ -21,6 +21,8 @@ export const authPolicySchema = z.object({
   anonymous: z.enum(['root', 'deny']),
   /** SERVICE_USER_AUTH: whether remote requests may use `Authorization: User <name>`. */
   userAuth: z.boolean(),
+  /** SERVICE_MODE=hosted: bootstrap needs the one-time secret, and `/health` does not say whether it is needed. */
+  hosted: z.boolean().optional(),
 });
 export type AuthPolicy = z.infer<typeof authPolicySchema>;
 
@@ -499,7 +501,8 @@ export const methods = {
         inodes: int,
         commits: int,
         objects: int,
-        needs_bootstrap: z.boolean(),
+        // Security: absent in hosted mode (not advertised to anonymous callers; bootstrap needs a secret there).
+        needs_bootstrap: z.boolean().optional(),
         /** Over the socket only (REST's /health leaves it out). */
         store: storeIdentitySchema.optional(),
       })
@@ -622,7 +625,14 @@ export const methods = {
   'auth.bootstrap': {
     access: 'public',
     mutates: 'users',
-    params: z.object({ username: z.string() }),
+    params: z.object({
+      username: z.string(),
+      secret: z
+        .string()
+        .max(256)
+        .describe('hosted mode: the one-time secret from the file bootstrap-secret of the data dir')
+        .optional(),
+    }),
     result: z.object({ username: z.string(), uid: int, token: z.string() }),
     rest: {
       verb: 'post',
@@ -630,6 +640,13 @@ export const methods = {
       summary: 'Create the first admin (wheel) user and return its token; only while no user but root exists',
       errors: [400, 401, 409, 500],
     },
+  },
+  /** Hosted `mdvfs serve` at start: the bootstrap secret's file while the store needs bootstrap (created if missing). */
+  'auth.bootstrapSecret': {
+    access: 'local',
+    op: 'bootstrap',
+    params: z.object({}),
+    result: z.object({ file: z.string().optional(), created: z.boolean() }),
   },
 
   // admin (root/wheel)

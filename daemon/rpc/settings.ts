@@ -88,7 +88,7 @@ export function authPolicyFromEnv(env: Env = process.env): AuthPolicy {
   const userAuth = env.SERVICE_USER_AUTH || (hosted ? 'off' : 'on');
   if (userAuth !== 'on' && userAuth !== 'off')
     throw new SettingsError(`SERVICE_USER_AUTH must be on or off, got '${userAuth.slice(0, 64)}'`);
-  return { anonymous: anon, userAuth: userAuth === 'on' };
+  return { anonymous: anon, userAuth: userAuth === 'on', ...(hosted ? { hosted: true } : {}) };
 }
 
 /** A whole number setting (empty or unset: the default). */

@@ -12,6 +12,7 @@ import type { Vfs } from '../core/vfs.js';
 import type { GrantHolder } from '../core/grants.js';
 import type { GrepPool } from '../search/search.js';
 import type { AuthPolicy, Registry, WorkspaceRow } from '../auth/registry.js';
+import type { BootstrapSecret } from '../auth/bootstrap-secret.js';
 import type { Vcs, Scope } from '../vcs/vcs.js';
 import type { OpenedStore } from '../store/store.js';
 import type { Creds, DaemonStatus, FeedHeader, Method, Methods, ParsedParams, Result } from '../rpc/protocol.js';
@@ -62,6 +63,8 @@ export interface ServiceDeps {
   store: OpenedStore;
   grep: GrepPool;
   policy: AuthPolicy;
+  /** The hosted bootstrap secret of the data dir. */
+  bootstrap: BootstrapSecret;
   /** The daemon process (`sys.status`, `sys.hold`); absent when the core runs without a socket. */
   process?: DaemonProcess;
 }
@@ -86,6 +89,11 @@ export class Kit {
   /** The policy for a request: the one its server declared (the HTTP sidecar's settings), else ours. */
   policyFor(creds: Creds): AuthPolicy {
     return creds.policy ?? this.d.policy;
+  }
+
+  /** Whether a request came through a hosted server (SERVICE_MODE=hosted): bootstrap needs the secret, health hides it. */
+  hostedRemote(creds: Creds): boolean {
+    return creds.origin === 'remote' && this.policyFor(creds).hosted === true;
   }
 
   authenticate(creds: Creds): Cred {

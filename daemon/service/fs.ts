@@ -24,7 +24,7 @@ function mode(m: number | string | undefined, op: string): number | undefined {
 
 export const fsOps = (k: Kit): AreaOps<'fs'> => ({
   'fs.resolve': (p) => ({ path: p.path }),
-  'fs.stat': (p, { cred }) => ({ ...toStat(k.d.vfs.stat(cred, p.path, p.nofollow === true)), path: p.path }),
+  'fs.stat': (p, { cred }) => ({ ...toStat(k.d.vfs.stat(cred, p.path, p.nofollow === true), cred), path: p.path }),
   'fs.list': async (p, { cred }) => {
     const after = p.cursor === undefined ? undefined : decodeCursor(p.cursor);
     const limit = p.limit ?? LIST_PAGE_MAX;
@@ -37,7 +37,7 @@ export const fsOps = (k: Kit): AreaOps<'fs'> => ({
     const built: DirEntry[] = [];
     const pause = slicer();
     for (let i = 0; i < entries.length; i++) {
-      if (entries[i]!.parent === dir) built.push(toEntry(entries[i]!, names[i]!));
+      if (entries[i]!.parent === dir) built.push(toEntry(entries[i]!, cred, names[i]!));
       if ((i & 511) === 511) {
         const w = pause();
         if (w !== undefined) await w;
@@ -91,7 +91,7 @@ export const fsOps = (k: Kit): AreaOps<'fs'> => ({
       size: r.node.size,
       etag: r.node.blob,
       created: r.created,
-      ...(p.stat === true ? { stat: toStat(r.node), readable: k.d.vfs.mayRead(cred, r.node) } : {}),
+      ...(p.stat === true ? { stat: toStat(r.node, cred), readable: k.d.vfs.mayRead(cred, r.node) } : {}),
       ...(r.grant !== undefined ? { grant: r.grant } : {}),
     };
   },
@@ -119,7 +119,7 @@ export const fsOps = (k: Kit): AreaOps<'fs'> => ({
     const m = mode(p.mode, 'mkdir');
     if (m !== undefined) opts.mode = m;
     const r = k.d.vfs.mkdir(cred, p.path, opts);
-    return { path: p.path, created: r.created, ...(p.stat === true ? { stat: toStat(r.node) } : {}) };
+    return { path: p.path, created: r.created, ...(p.stat === true ? { stat: toStat(r.node, cred) } : {}) };
   },
   'fs.unlink': (p, { cred }) => {
     k.d.vfs.unlink(cred, p.path);
@@ -147,7 +147,11 @@ export const fsOps = (k: Kit): AreaOps<'fs'> => ({
       k.intoDir(cred, p.src, p.dst, p.into_dir === true, 'rename'),
       p.overwrite === undefined ? {} : { overwrite: p.overwrite },
     );
-    return { src: r.from, dst: r.to, ...(p.stat === true ? { stat: toStat(k.d.vfs.stat(cred, r.to, true)) } : {}) };
+    return {
+      src: r.from,
+      dst: r.to,
+      ...(p.stat === true ? { stat: toStat(k.d.vfs.stat(cred, r.to, true), cred) } : {}),
+    };
   },
   'fs.symlink': (p, { cred }) => {
     k.d.vfs.symlink(cred, p.target, p.path);
@@ -156,13 +160,13 @@ export const fsOps = (k: Kit): AreaOps<'fs'> => ({
   'fs.readlink': (p, { cred }) => ({ path: p.path, target: k.d.vfs.readlink(cred, p.path) }),
   'fs.chmod': (p, { cred }) => {
     const n = k.d.vfs.chmod(cred, p.path, mode(p.mode, 'chmod')!);
-    return { path: p.path, mode: formatMode(n.mode), ...(p.stat === true ? { stat: toStat(n) } : {}) };
+    return { path: p.path, mode: formatMode(n.mode), ...(p.stat === true ? { stat: toStat(n, cred) } : {}) };
   },
   'fs.chown': (p, { cred }) => {
     const uid = p.owner === undefined || p.owner === '' ? undefined : k.d.registry.uidOf(p.owner);
     const gid = p.group === undefined || p.group === '' ? undefined : k.d.registry.gidOf(p.group);
     const n = k.d.vfs.chown(cred, p.path, uid, gid, p.nofollow === true);
-    return { path: p.path, uid: n.uid, gid: n.gid, ...(p.stat === true ? { stat: toStat(n) } : {}) };
+    return { path: p.path, uid: n.uid, gid: n.gid, ...(p.stat === true ? { stat: toStat(n, cred) } : {}) };
   },
   'fs.utimens': (p, { cred }) => {
     const n = k.d.vfs.utimens(
@@ -172,7 +176,7 @@ export const fsOps = (k: Kit): AreaOps<'fs'> => ({
       parseTime(p.mtime, 'utime', p.path, 'mtime'),
       p.nofollow === true,
     );
-    return { path: p.path, ...(p.stat === true ? { stat: toStat(n) } : {}) };
+    return { path: p.path, ...(p.stat === true ? { stat: toStat(n, cred) } : {}) };
   },
   'fs.access': (p, { cred }) => {
     k.d.vfs.access(cred, p.path, p.mode);

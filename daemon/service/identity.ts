@@ -16,9 +16,16 @@ export const identityOps = (k: Kit): AreaOps<'auth' | 'admin' | 'ws'> => ({
     if (u === undefined) throw new VfsError('EAUTH', 'login', undefined, `unknown user '${p.username.slice(0, 64)}'`);
     return { username: u.name, ...whoami({ user: k.d.registry.principal(u) }) };
   },
-  'auth.bootstrap': (p) => {
+  'auth.bootstrap': (p, { ctx }) => {
     // Only while the store never had a user besides root; no credentials needed (that is its purpose).
-    if (!k.d.registry.needsBootstrap())
+    const needed = k.d.registry.needsBootstrap();
+    // Security: through a hosted server, only with the one-time secret of the data dir (created now if
+    // missing); every refusal there reads the same, so an anonymous caller learns nothing.
+    if (k.hostedRemote(ctx.creds)) {
+      k.d.bootstrap.ensure(needed);
+      k.d.bootstrap.verify(p.secret, needed);
+    }
+    if (!needed)
       throw new VfsError(
         'EEXIST',
         'bootstrap',
@@ -29,7 +36,12 @@ export const identityOps = (k: Kit): AreaOps<'auth' | 'admin' | 'ws'> => ({
     k.d.registry.addMember(u.name, 'wheel');
     k.d.vfs.ensureHome(k.d.registry.principal(u));
     const token = k.d.registry.issueToken(u.name);
+    k.d.bootstrap.consume();
     return { username: u.name, uid: u.uid, token };
+  },
+  'auth.bootstrapSecret': () => {
+    const r = k.d.bootstrap.ensure(k.d.registry.needsBootstrap());
+    return r === undefined ? { created: false } : r;
   },
 
   // ---------- admin ----------

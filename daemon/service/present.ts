@@ -4,7 +4,7 @@
  * caller may see them.
  */
 import { VfsError, type WireError } from '../errors.js';
-import { actor, isWheel, type Cred } from '../core/perms.js';
+import { actor, isWheel, mayCount, type Cred } from '../core/perms.js';
 import { displayPath, isWithin } from '../core/paths.js';
 import type { Node } from '../core/inode.js';
 import type { TreeEntry } from '../core/objects.js';
@@ -21,16 +21,24 @@ import {
 
 const secs = (ns: bigint): number => Number(ns / 1_000_000_000n);
 
-export function toStat(n: Node): Stat {
+/** A node's size as `cred` may see it (a directory's entry count only for those who may list it). */
+function sizeFor(cred: Cred, n: Node): number {
+  if (n.kind === 'file') return n.size;
+  if (n.kind === 'symlink') return Buffer.byteLength(n.target);
+  return mayCount(cred, n) ? n.children.size : 0;
+}
+
+/** A node's stat as `cred` may see it (core/perms.ts `mayCount`). */
+export function toStat(n: Node, cred: Cred): Stat {
   const s: Stat = {
     inode_id: n.id,
     kind: n.kind,
-    size: n.kind === 'file' ? n.size : n.kind === 'symlink' ? Buffer.byteLength(n.target) : n.children.size,
+    size: sizeFor(cred, n),
     mode: formatMode(n.mode),
     uid: n.uid,
     gid: n.gid,
     // A directory: `.`, its entry in the parent, and each subdirectory's `..` (kept as a count: O(1)).
-    nlink: n.kind === 'directory' ? 2 + n.subdirs : 1,
+    nlink: n.kind !== 'directory' ? 1 : mayCount(cred, n) ? 2 + n.subdirs : 1,
     created: secs(n.btime),
     modified: secs(n.mtime),
     changed: secs(n.ctime),
@@ -44,7 +52,7 @@ export function toStat(n: Node): Stat {
   return s;
 }
 
-export function toEntry(n: Node, name = n.name): DirEntry {
+export function toEntry(n: Node, cred: Cred, name = n.name): DirEntry {
   return {
     name,
     is_dir: n.kind === 'directory',
@@ -52,7 +60,7 @@ export function toEntry(n: Node, name = n.name): DirEntry {
     mode: formatMode(n.mode),
     uid: n.uid,
     gid: n.gid,
-    size: n.kind === 'file' ? n.size : n.kind === 'symlink' ? Buffer.byteLength(n.target) : n.children.size,
+    size: sizeFor(cred, n),
     modified: secs(n.mtime),
     inode_id: n.id,
     mtime_ns: n.mtime.toString(),

@@ -4,8 +4,10 @@ import { VfsError } from '../errors.js';
 import type { AreaOps, Kit } from './context.js';
 
 export const sysOps = (k: Kit): AreaOps<'sys' | 'events'> => ({
-  'sys.health': () => {
+  'sys.health': (_p, { ctx }) => {
     // O(1): counting files and directories would walk every inode (half a second at 1,000,000).
+    // Security: a hosted server does not advertise to anonymous callers that it waits for an administrator.
+    const hidden = k.hostedRemote(ctx.creds);
     return {
       status: 'ok',
       version: VERSION,
@@ -13,7 +15,7 @@ export const sysOps = (k: Kit): AreaOps<'sys' | 'events'> => ({
       inodes: k.d.vfs.nodes.size,
       commits: k.d.vcs.countCommits(),
       objects: k.d.vfs.blobs.size + k.d.vcs.countTrees() + k.d.vcs.countCommits(),
-      needs_bootstrap: k.d.registry.needsBootstrap(),
+      ...(hidden ? {} : { needs_bootstrap: k.d.registry.needsBootstrap() }),
       store: k.d.store.identity(),
     };
   },

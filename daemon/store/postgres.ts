@@ -28,6 +28,7 @@ import { verifyObject } from '../core/objects.js';
 import type { StoreIdentity } from '../rpc/protocol.js';
 import {
   applyRegistryRows,
+  AuthRowDiff,
   BatchingJournal,
   inodeValues,
   isFresh,
@@ -43,6 +44,7 @@ import {
   type LoadedState,
   type MarkRow,
   type OpenedStore,
+  type AuthTableChange,
   type RegistryRows,
   type StoreContents,
   type StoredObject,
@@ -147,6 +149,8 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
   private auth: RegistryRows | undefined;
   /** What identifies the store (read at connect; `identity()` adds the epoch). */
   private ident: StoreIdentity = { kind: 'postgres', id: '' };
+  /** The identity rows this store holds, as last loaded or written. */
+  private readonly authDiff = new AuthRowDiff();
   /** Our epoch while we lead; undefined on a standby. */
   private epoch: number | undefined;
   /** The newest epoch and holder seen in the lease row. */
@@ -632,6 +636,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
   async loadRegistry(reg: Registry): Promise<void> {
     applyRegistryRows(reg, this.auth ?? (await this.authRows()));
     this.auth = undefined;
+    this.authDiff.prime(registryRows(reg));
   }
 
   async authRows(): Promise<RegistryRows> {
@@ -830,7 +835,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     const unmarked = [...p.marks].filter(([, m]) => m === null).map(([path]) => path);
     if (unmarked.length > 0) out.push(['DELETE FROM pending_attribution WHERE path = ANY($1::text[])', [unmarked]]);
     out.push(...markStatements([...p.marks].flatMap(([path, m]) => (m === null ? [] : [[path, m] as const]))));
-    if (reg !== undefined) out.push(...authStatements(registryRows(reg)));
+    if (reg !== undefined) out.push(...authStatements(this.authDiff.changes(registryRows(reg))));
     const keys: ChangeKeys = {
       i: [...p.deletedInodes, ...p.inodes.keys()],
       o: [...p.deletedObjects, ...p.objects.keys()],
@@ -975,7 +980,8 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
             2,
           ),
         );
-      for (const [sql, values] of [...authStatements(src.auth), ...markStatements([...src.marks])])
+      const auth = new AuthRowDiff().changes(src.auth); // a first write: every table replaced
+      for (const [sql, values] of [...authStatements(auth), ...markStatements([...src.marks])])
         await this.client.query(sql, values);
     });
   }
@@ -1046,49 +1052,31 @@ function markStatements(marks: readonly (readonly [string, MarkRow])[]): [string
   return out;
 }
 
-/** Statements that replace the auth tables and their meta rows with `rows`. */
-function authStatements(rows: RegistryRows): [string, Values][] {
-  return [
-    ['DELETE FROM users', []],
-    ['DELETE FROM groups_', []],
-    ['DELETE FROM workspaces', []],
-    ['DELETE FROM ws_tokens', []],
-    [
-      'INSERT INTO users (uid, name, gid, is_agent, token_hash, created) SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::int[], $5::text[], $6::bigint[])',
-      columns(
-        rows.users.map((u) => [u.uid, u.name, u.gid, u.is_agent, u.token_hash, u.created]),
-        6,
-      ),
-    ],
-    [
-      'INSERT INTO groups_ (gid, name, members) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[])',
-      columns(
-        rows.groups.map((g) => [g.gid, g.name, g.members]),
-        3,
-      ),
-    ],
-    [
-      'INSERT INTO workspaces (id, name, root, owner_uid, created) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])',
-      columns(
-        rows.workspaces.map((w) => [w.id, w.name, w.root, w.owner_uid, w.created]),
-        5,
-      ),
-    ],
-    [
-      'INSERT INTO ws_tokens (hash, id, workspace_id, name, agent_uid, agent_token_hash, created) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::bigint[])',
-      columns(
-        rows.wsTokens.map((t) => [t.hash, t.id, t.workspace_id, t.name, t.agent_uid, t.agent_token_hash, t.created]),
-        7,
-      ),
-    ],
-    [
-      'INSERT INTO meta (key, value) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value',
-      columns(
-        rows.meta.map((m) => [m.key, m.value]),
-        2,
-      ),
-    ],
-  ];
+/**
+ * Statements for the identity rows that changed (AuthRowDiff), generic over the tables: rows travel
+ * as JSON and take the table's own column types (json_populate_recordset).
+ */
+function authStatements(changes: AuthTableChange[]): [string, Values][] {
+  const out: [string, Values][] = [];
+  for (const t of changes) {
+    const rowsOf = `json_populate_recordset(NULL::${t.table}, $1::json)`;
+    if (t.replaceAll) out.push([`DELETE FROM ${t.table}`, []]);
+    if (t.deletes.length > 0)
+      out.push([
+        `DELETE FROM ${t.table} WHERE ${t.key} IN (SELECT ${t.key} FROM ${rowsOf})`,
+        [JSON.stringify(t.deletes.map((k) => ({ [t.key]: k })))],
+      ]);
+    const first = t.upserts[0];
+    if (first === undefined) continue;
+    const cols = Object.keys(first);
+    const set = cols.filter((c) => c !== t.key).map((c) => `${c} = EXCLUDED.${c}`);
+    out.push([
+      `INSERT INTO ${t.table} (${cols.join(', ')}) SELECT ${cols.join(', ')} FROM ${rowsOf}
+       ON CONFLICT (${t.key}) DO ${set.length === 0 ? 'NOTHING' : `UPDATE SET ${set.join(', ')}`}`,
+      [JSON.stringify(t.upserts)],
+    ]);
+  }
+  return out;
 }
 
 /** Rows as one array per column (the parameters of an `unnest` insert). */

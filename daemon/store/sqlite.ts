@@ -15,6 +15,7 @@ import type { Registry } from '../auth/registry.js';
 import { verifyObject } from '../core/objects.js';
 import {
   applyRegistryRows,
+  AuthRowDiff,
   BatchingJournal,
   inodeValues,
   isFresh,
@@ -188,6 +189,7 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
 
   loadRegistry(reg: Registry): void {
     applyRegistryRows(reg, this.authRows());
+    this.authDiff.prime(registryRows(reg));
   }
 
   identity(): StoreIdentity {
@@ -259,17 +261,6 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
         // row (17 ms against 530 ms for 1.1 million rows).
         deleteAllMarks: this.db.prepare('DELETE FROM pending_attribution'),
         deleteMarksBelow: this.db.prepare('DELETE FROM pending_attribution WHERE path = ? OR (path >= ? AND path < ?)'),
-        setMeta: this.db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)'),
-        insertUser: this.db.prepare(
-          'INSERT INTO users (uid, name, gid, is_agent, token_hash, created) VALUES (?, ?, ?, ?, ?, ?)',
-        ),
-        insertGroup: this.db.prepare('INSERT INTO groups_ (gid, name, members) VALUES (?, ?, ?)'),
-        insertWorkspace: this.db.prepare(
-          'INSERT INTO workspaces (id, name, root, owner_uid, created) VALUES (?, ?, ?, ?, ?)',
-        ),
-        insertWsToken: this.db.prepare(
-          'INSERT INTO ws_tokens (hash, id, workspace_id, name, agent_uid, agent_token_hash, created) VALUES (?, ?, ?, ?, ?, ?, ?)',
-        ),
       };
     }
     return this.stmts;
@@ -310,17 +301,26 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
     if (reg !== undefined) this.writeRegistry(reg);
   }
 
+  /** Writes only the identity rows that changed since the last write (AuthRowDiff). */
   private writeRegistry(reg: Registry): void {
-    const s = this.statements();
-    const rows = registryRows(reg);
-    this.db.exec('DELETE FROM users; DELETE FROM groups_; DELETE FROM workspaces; DELETE FROM ws_tokens;');
-    for (const u of rows.users) s.insertUser!.run(u.uid, u.name, u.gid, u.is_agent, u.token_hash, u.created);
-    for (const g of rows.groups) s.insertGroup!.run(g.gid, g.name, g.members);
-    for (const w of rows.workspaces) s.insertWorkspace!.run(w.id, w.name, w.root, w.owner_uid, w.created);
-    for (const t of rows.wsTokens)
-      s.insertWsToken!.run(t.hash, t.id, t.workspace_id, t.name, t.agent_uid, t.agent_token_hash, t.created);
-    for (const m of rows.meta) s.setMeta!.run(m.key, m.value);
+    const sql = (text: string): Database.Statement => {
+      let st = this.authSql.get(text);
+      if (st === undefined) this.authSql.set(text, (st = this.db.prepare(text)));
+      return st;
+    };
+    for (const t of this.authDiff.changes(registryRows(reg))) {
+      if (t.replaceAll) sql(`DELETE FROM ${t.table}`).run();
+      for (const k of t.deletes) sql(`DELETE FROM ${t.table} WHERE ${t.key} = ?`).run(k);
+      for (const row of t.upserts) {
+        const cols = Object.keys(row);
+        sql(`INSERT OR REPLACE INTO ${t.table} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`).run(
+          ...cols.map((c) => row[c]),
+        );
+      }
+    }
   }
+  private readonly authDiff = new AuthRowDiff();
+  private readonly authSql = new Map<string, Database.Statement>();
 
   /**
    * Copies a whole store into this one (empty): objects, inodes, refs, the auth tables and the pending

@@ -244,6 +244,70 @@ export function registryRows(reg: Registry): RegistryRows {
 }
 
 /**
+ * The table and primary key column of each kind of identity row (a new kind of RegistryRows must
+ * name its own here: the writes below are generic).
+ */
+export const AUTH_TABLES = {
+  users: { table: 'users', key: 'uid' },
+  groups: { table: 'groups_', key: 'gid' },
+  workspaces: { table: 'workspaces', key: 'id' },
+  wsTokens: { table: 'ws_tokens', key: 'hash' },
+  meta: { table: 'meta', key: 'key' },
+} as const satisfies { [K in keyof RegistryRows]: { table: string; key: string & keyof RegistryRows[K][number] } };
+
+/** What one auth table needs written: every row replaced (`replaceAll`), or only these upserts and deletes. */
+export interface AuthTableChange {
+  table: string;
+  key: string;
+  replaceAll: boolean;
+  upserts: Record<string, unknown>[];
+  /** Primary key values of rows to delete. */
+  deletes: unknown[];
+}
+
+/**
+ * The identity rows last written, so that an identity change writes only the rows it changed (it
+ * used to rewrite every row on the event loop: 41-75 ms at 6,000 secrets). A store primes it with
+ * the rows of the registry it loaded; until then (a fresh store, an import) the first write replaces
+ * the tables. The meta table is never replaced: it holds other keys than the registry's.
+ */
+export class AuthRowDiff {
+  /** Per table: each row's primary key value → the row as JSON. */
+  private last: Map<string, Map<unknown, string>> | undefined;
+
+  /** `rows` are what the store holds (as the registry loaded from it presents them). */
+  prime(rows: RegistryRows): void {
+    this.last = undefined;
+    this.changes(rows);
+  }
+
+  /** The changes from the rows last given to `rows`; from now on `rows` count as written. */
+  changes(rows: RegistryRows): AuthTableChange[] {
+    const full = this.last === undefined;
+    const last = (this.last ??= new Map());
+    const out: AuthTableChange[] = [];
+    for (const kind of Object.keys(AUTH_TABLES) as (keyof RegistryRows)[]) {
+      const { table, key } = AUTH_TABLES[kind];
+      const before = last.get(table) ?? new Map<unknown, string>();
+      const now = new Map<unknown, string>();
+      const upserts: Record<string, unknown>[] = [];
+      for (const row of rows[kind] as Record<string, unknown>[]) {
+        const json = JSON.stringify(row);
+        now.set(row[key], json);
+        if (full || before.get(row[key]) !== json) upserts.push(row);
+      }
+      const deletes: unknown[] = [];
+      if (!full) for (const k of before.keys()) if (!now.has(k)) deletes.push(k);
+      last.set(table, now);
+      const replaceAll = full && kind !== 'meta';
+      if (replaceAll || upserts.length > 0 || deletes.length > 0)
+        out.push({ table, key, replaceAll, upserts, deletes });
+    }
+    return out;
+  }
+}
+
+/**
  * fsck over stored rows: every object's hash, every reference between objects, inodes and refs,
  * one root, every inode reachable from it. Objects are fed one at a time (a store streams them).
  */

@@ -19,9 +19,9 @@ void t.test('file and VCS commands over --url', async (t) => {
   t.equal((await run(['whoami'], 'alice')).stdout, 'alice\n');
   const tok = (await run(['token', 'alice'])).stdout.trim();
   t.equal(
-    (await runCli({ ...env, SERVICE_URL: '' }, ['whoami', '--url', svc.base, '--token', tok])).stdout,
+    (await runCli({ ...env, SERVICE_URL: '' }, ['whoami', '--url', svc.base], { token: tok })).stdout,
     'alice\n',
-    '--url flag and --token',
+    '--url flag and SERVICE_TOKEN',
   );
 
   t.equal((await run(['mkdir', 'notes'], 'alice')).code, 0);

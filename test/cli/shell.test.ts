@@ -21,7 +21,7 @@ void t.test('first run: create the first admin, then work in the shell', async (
   const shown = await sh.expect('alice@mdvfs:~ $ ');
   const token = /API token \(shown once[^\n]*\n(\S+)\n/.exec(shown)?.[1];
   t.ok(token, 'the token is printed once');
-  const who = await cli.run(['whoami', '-v', '--token', token ?? '']);
+  const who = await cli.run(['whoami', '-v'], { token: token ?? '' });
   t.match(who.stdout, /^user: alice \(admin\)\n/, 'the token belongs to the new admin');
   t.notMatch(
     sh.screen().slice(sh.screen().indexOf(token ?? '') + 1),

@@ -1,8 +1,8 @@
 /**
  * Security (issue 12, item 7): a token given with `--token` is visible to every local user in ps.
  * The CLI takes it from SERVICE_TOKEN or `--token-file` instead (over the daemon and over `--url`),
- * `--token` still works but warns, a token file others may read gets a warning, and the token is
- * never printed.
+ * `--token` is refused with a message naming them (issue 30; it used to work with a warning), a
+ * token file others may read gets a warning, and the token is never printed.
  */
 import t, { type Test } from 'tap';
 import { chmodSync, writeFileSync } from 'node:fs';
@@ -45,16 +45,23 @@ t.test('over the local daemon', async (t) => {
     noSecret(t, r, token);
   });
 
-  t.test('--token still works and warns in one line without the secret', async (t) => {
-    const r = await cli.run(['--token', token, 'whoami']);
-    t.equal(r.code, 0, r.stderr);
-    t.equal(r.stdout, 'bot\n');
-    t.equal(r.stderr.trim().split('\n').length, 1, 'one line');
-    t.match(
-      r.stderr,
-      /warning: --token shows the secret to every local user \(ps\); use SERVICE_TOKEN or --token-file instead/,
-    );
-    noSecret(t, r, token);
+  t.test('--token is refused in one line naming SERVICE_TOKEN and --token-file, without the secret', async (t) => {
+    for (const args of [
+      ['--token', token, 'whoami'],
+      ['whoami', '--token', token],
+      ['ls', `--token=${token}`],
+    ]) {
+      const r = await cli.run(args);
+      t.equal(r.code, 2, `usage error: ${args[0]}`);
+      t.equal(r.stdout, '', 'nothing was done');
+      t.equal(r.stderr.trim().split('\n').length, 1, 'one line');
+      t.match(
+        r.stderr,
+        /--token is no longer accepted: a token on the command line is visible to every local user \(ps\); set SERVICE_TOKEN or use --token-file <file>/,
+      );
+      noSecret(t, r, token);
+    }
+    t.notMatch((await cli.run(['--help'])).stdout, /--token </, '--help no longer offers it');
   });
 
   t.test('SERVICE_TOKEN works without any warning', async (t) => {
@@ -70,9 +77,9 @@ t.test('over the local daemon', async (t) => {
     t.match(missing.stderr, /--token-file: cannot read \/nonexistent\/token \(ENOENT\)/);
     const empty = tokenFile(t, '', 0o600);
     t.match((await cli.run(['--token-file', empty, 'whoami'])).stderr, /is empty/);
-    const both = await cli.run(['--token-file', empty, '--token', token, 'whoami']);
+    const both = await cli.run(['--token-file', tokenFile(t, token, 0o600), '--user', 'bot', 'whoami']);
     t.equal(both.code, 2);
-    t.match(both.stderr, /mutually exclusive/);
+    t.match(both.stderr, /--user and --token-file are mutually exclusive/);
     t.notOk(both.stderr.includes(token));
     const wrong = await cli.run(['--token-file', tokenFile(t, `${token}x`, 0o600), 'whoami']);
     t.equal(wrong.code, 1, 'a wrong token is refused, never root');
@@ -92,7 +99,8 @@ t.test('over --url (REST)', async (t) => {
   t.equal(r.stdout, 'bot\n');
   t.equal(r.stderr, '');
   const w = await runCli(env, ['--url', svc.base, '--token', token, 'whoami']);
-  t.equal(w.stdout, 'bot\n');
-  t.match(w.stderr, /warning: --token shows the secret/);
+  t.equal(w.code, 2, '--token is refused over --url too');
+  t.equal(w.stdout, '');
+  t.match(w.stderr, /--token is no longer accepted/);
   noSecret(t, w, token);
 });

@@ -55,10 +55,10 @@ void t.test('users, groups, tokens', async (t) => {
   t.equal(r.code, 0);
   const tok1 = r.stdout.trim();
   t.match(r.stdout, /^\S+\n$/, 'token prints only the token');
-  t.equal((await cli.run(['whoami', '--token', tok1])).stdout, 'alice\n');
+  t.equal((await cli.run(['whoami'], { token: tok1 })).stdout, 'alice\n');
   const tok2 = (await cli.run(['token', 'alice'])).stdout.trim();
   t.not(tok1, tok2);
-  t.equal((await cli.run(['whoami', '--token', tok1])).code, 1, 'regenerating replaces the old token');
+  t.equal((await cli.run(['whoami'], { token: tok1 })).code, 1, 'regenerating replaces the old token');
 
   t.equal((await cli.run(['useradd', 'temp'])).code, 0);
   t.equal((await cli.run(['userdel', 'temp'])).code, 0);
@@ -117,9 +117,9 @@ void t.test('users, groups, tokens', async (t) => {
     t.equal((await cli.run(['ls', '/'], ws)).stdout, 'readme.md\n', 'inside the workspace, / is its root');
     t.equal((await cli.run(['cat', 'readme.md'], ws)).stdout, 'project\n');
     t.equal(
-      (await cli.run(['ls', '/', '--workspace', id, '--token', secret])).stdout,
+      (await cli.run(['ls', '/', '--workspace', id], { token: secret })).stdout,
       'readme.md\n',
-      'the same with flags',
+      'the same with the --workspace flag',
     );
     r = await cli.run(['cat', '/../../home/alice/shared/from-bot.md'], ws);
     t.not(r.stdout, 'hi\n', 'paths cannot escape the workspace');

@@ -14,11 +14,12 @@ import tls from 'node:tls';
 import type { DaemonClient } from '../../daemon/rpc/client.js';
 import { encodeFrame } from '../../daemon/rpc/framing.js';
 import { daemonTlsClientFromEnv, daemonsFromEnv } from '../../daemon/rpc/settings.js';
-import { connectTls, MAX_UNPROVEN_PER_PEER } from '../../daemon/rpc/tcp.js';
+import { connectTls, MAX_UNPROVEN_PER_PEER, REFUSAL_LOG_MS } from '../../daemon/rpc/tcp.js';
 import { runCli } from '../helpers/cli.js';
 import { DAEMON_ENTRY, readText, spawnDaemon, tempDir } from '../helpers/daemon.js';
 import { startServe } from '../helpers/mcp.js';
 import { makePki, tlsAddress } from '../helpers/tls.js';
+import { until } from '../helpers/poll.js';
 
 const pki = makePki(t);
 
@@ -255,6 +256,43 @@ t.test('attacks on the TLS listener are refused and the daemon goes on serving',
     t.notMatch(other.stderr(), /connection refused|wrong hello/, 'the front end sent it no hello at all');
     await t.rejects(other.client.as({}).call('fs.stat', { path: '/x.md' }), { code: 'ENOENT' }, 'nothing was written');
   });
+});
+
+t.test('a flood of refused connections: the log says so once per window, with the count', async (t) => {
+  // Issue 30 (low): every refused connection used to be one log line (1,402 lines in 8 s).
+  const d = await spawnDaemon(t, pki.daemonEnv());
+  const addr = await tlsAddress(d.client);
+  const FLOOD = 300;
+  /** The daemon's lines about refused connections (pino JSON), each with the count it stands for. */
+  const refusalLines = (): { msg: string; refused: number }[] =>
+    d
+      .stderr()
+      .split('\n')
+      .filter((l) => l.includes('daemon tcp:') && l.includes('refused'))
+      .map((l) => JSON.parse(l) as { msg: string; refused: number });
+  // Plain TCP that sends an HTTP request: each one fails the TLS handshake and is refused at once.
+  for (let i = 0; i < FLOOD; i += 20) {
+    await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        const raw = net.connect(hostPort(addr));
+        raw.once('connect', () => raw.write('GET / HTTP/1.0\r\n\r\n'));
+        await untilClosed(raw);
+      }),
+    );
+  }
+  t.ok(await serves(addr), 'the daemon still serves');
+  const during = refusalLines().length;
+  t.ok(during >= 1 && during <= 2, `a few lines for ${FLOOD} refusals, not one each (got ${during})`);
+  // At the end of the window, one line sums up the rest, by reason.
+  await until(() => refusalLines().reduce((n, l) => n + l.refused, 0) >= FLOOD, 'the summary line', REFUSAL_LOG_MS * 4);
+  const lines = refusalLines();
+  t.equal(
+    lines.reduce((n, l) => n + l.refused, 0),
+    FLOOD,
+    'every refusal is counted exactly once',
+  );
+  t.ok(lines.length <= 3, `${lines.length} lines in all`);
+  t.match(lines.at(-1)!.msg, /more connections refused in the last \d+ s \(\d+ × TLS handshake refused/);
 });
 
 t.test('settings: the daemon refuses to start with a secret others can read, short, or missing', async (t) => {

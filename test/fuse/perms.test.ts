@@ -7,7 +7,7 @@ import t from 'tap';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { mount, mountFailure, skipWithoutFuse, startDaemon } from '../helpers/fuse.js';
+import { mount, mountFailure, skipWithoutFuse, startDaemon, tempDir } from '../helpers/fuse.js';
 
 skipWithoutFuse(t);
 
@@ -155,11 +155,18 @@ void t.test('bad credentials: no mount, exit 1, a clear message', async (t) => {
   const user = await mountFailure(t, d, ['--user', 'nosuchuser']);
   t.equal(user.code, 1);
   t.match(user.stderr, /cannot mount as user nosuchuser/);
-  const token = await mountFailure(t, d, ['--token', 'mdvfs_not_a_real_token']);
+  const tokenFile = path.join(tempDir(t), 'token');
+  writeFileSync(tokenFile, 'mdvfs_not_a_real_token\n', { mode: 0o600 });
+  const token = await mountFailure(t, d, ['--token-file', tokenFile]);
   t.equal(token.code, 1);
   t.match(token.stderr, /cannot mount as the given token/);
   t.notMatch(token.stderr, /mdvfs_not_a_real_token/, 'the token is not echoed');
-  const both = await mountFailure(t, d, ['--user', 'bob', '--token', 'x']);
+  // Issue 30 (low): a token on the command line is visible in ps; --token is refused, naming the alternatives.
+  const flag = await mountFailure(t, d, ['--token', 'mdvfs_not_a_real_token']);
+  t.equal(flag.code, 2);
+  t.match(flag.stderr, /--token is no longer accepted.*set SERVICE_TOKEN or use --token-file/);
+  t.notMatch(flag.stderr, /mdvfs_not_a_real_token/, 'the token is not echoed');
+  const both = await mountFailure(t, d, ['--user', 'bob', '--token-file', tokenFile]);
   t.equal(both.code, 1);
-  t.match(both.stderr, /either --user or --token/);
+  t.match(both.stderr, /either --user or --token-file/);
 });

@@ -5,6 +5,7 @@
  * a local user the store does not know gets nothing.
  */
 import t from 'tap';
+import { execFile } from 'node:child_process';
 import { localUser, type LocalUser } from '../helpers/unix-user.js';
 import { mount, mountFailure, skipWithoutFuse, startDaemon } from '../helpers/fuse.js';
 
@@ -137,6 +138,34 @@ void t.test('a local user with no store user of that name gets nothing', async (
     later = await as(stranger, `cat ${m.dir}/open.md`);
   }
   t.equal(later.stdout, 'for all\n', 'a store user added later is served');
+});
+
+void t.test('a store user with no local account: the local nobody is not its owner (issue 30, low)', async (t) => {
+  // Its owner used to show as 65534, the local nobody's uid: the kernel (default_permissions) then let
+  // nobody search its 0700 home and stat the entries it had cached there for root.
+  const ghost = `mdvfsghost${process.pid}`;
+  await root.call('admin.userAdd', { name: ghost });
+  await root.call('fs.write', { path: `/home/${ghost}/secret.md` }, { data: Buffer.from('boo\n') });
+  const seen = await m.sh(`stat -c '%u %g %a' home/${ghost} && stat -c %s home/${ghost}/secret.md`);
+  t.equal(seen.code, 0, `root looks inside (the kernel caches the entry): ${seen.stderr}`);
+  const [owner, group, mode] = (seen.stdout.split('\n')[0] ?? '').split(' ');
+  t.equal(mode, '700');
+  t.not(owner, '65534', 'the owner is not shown as nobody');
+  t.not(group, '65534', 'nor the group as nogroup');
+  const local = (db: string, id: string) =>
+    new Promise<string>((resolve) => execFile('getent', [db, id ?? ''], (_e, out) => resolve(out)));
+  t.equal(await local('passwd', owner ?? ''), '', 'no local account has the uid shown');
+  t.equal(await local('group', group ?? ''), '', 'no local group has the gid shown');
+  const asNobody = (cmd: string) =>
+    new Promise<{ code: number; stderr: string; stdout: string }>((resolve) =>
+      execFile('runuser', ['-u', 'nobody', '--', 'sh', '-c', cmd], (e, stdout, stderr) =>
+        resolve({ code: e === null ? 0 : ((e as { code?: number }).code ?? 1), stdout, stderr }),
+      ),
+    );
+  const nobody = await asNobody(`stat -c %s ${m.dir}/home/${ghost}/secret.md`);
+  t.match(nobody.stderr, /Permission denied/, "nobody cannot stat the cached entry in the ghost's 0700 home");
+  t.notMatch(nobody.stdout, /\d/);
+  t.match((await asNobody(`ls ${m.dir}/home/${ghost}`)).stderr, /Permission denied/, 'nor list it');
 });
 
 void t.test('--shared refuses a principal of its own and --writeback', async (t) => {

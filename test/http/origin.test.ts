@@ -4,6 +4,8 @@
 // the refusal to listen off loopback, and a daemon started earlier by the CLI in a local environment.
 import t from 'tap';
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { cliEnv } from '../helpers/cli.js';
 import { CLI, client, request, startService, tempDataDir, withCast } from '../helpers/http.js';
 
@@ -177,7 +179,10 @@ t.test('hosted mode: every request needs a bearer secret, CORS is permissive', a
   const denied = await fetch(`${hosted.base}/fs/`, { headers: { Origin: EVIL } });
   t.equal(denied.status, 401, 'anonymous is not root');
   t.equal(denied.headers.get('access-control-allow-origin'), '*');
-  const boot = await anon.post('/auth/bootstrap', { username: 'admin' });
+  // Hosted bootstrap needs the one-time secret of the data dir (test/http/hosted-bootstrap.test.ts).
+  t.equal((await anon.post('/auth/bootstrap', { username: 'admin' })).status, 401, 'not without the secret');
+  const secret = readFileSync(path.join(hosted.dataDir, 'bootstrap-secret'), 'utf8').trim();
+  const boot = await anon.post('/auth/bootstrap', { username: 'admin', secret });
   t.equal(boot.status, 200, boot.text);
   const admin = client(hosted, { auth: `Bearer ${boot.json.token}` });
   t.equal((await admin.post('/admin/users', { name: 'x', is_agent: false })).status, 200);
