@@ -26,6 +26,11 @@ export const ERRORS = {
   EMETHOD: { http: 405, errno: 38, text: 'method not allowed' },
   ENOSYS: { http: 404, errno: 38, text: 'no such operation' },
   EIO: { http: 500, errno: 5, text: 'internal error' },
+  /**
+   * A per-principal cap (docs/security.md, "Caps"): the caller holds or created as many streams,
+   * workspaces or workspace secrets as one user may; its errno is EDQUOT's, the nearest POSIX meaning.
+   */
+  ELIMIT: { http: 429, errno: 122, text: 'per-user limit reached' },
   /** A standby daemon (PostgreSQL store): another daemon is active; a client moves on to it. */
   EAGAIN: { http: 503, errno: 11, text: 'not active: this daemon is a standby' },
 } as const satisfies Record<string, { http: number; errno: number; text: string }>;
