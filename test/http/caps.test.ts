@@ -119,7 +119,7 @@ t.test('identity changes reach only those who may list users', async (t) => {
 });
 
 t.test('workspaces and workspace secrets are bounded per user, with a clear error', async (t) => {
-  const { svc, root, alice, botToken } = await withCast(t, {
+  const { root, alice, botToken } = await withCast(t, {
     env: { SERVICE_MAX_WORKSPACES_PER_USER: '2', SERVICE_MAX_WORKSPACE_SECRETS_PER_USER: '3' },
   });
   const ids: string[] = [];

@@ -127,13 +127,17 @@ t.test("an agent's own workspaces do not buy it more sessions: alice's initializ
       SERVICE_MCP_MAX_SESSIONS_PER_USER: '8',
     },
   });
-  const rest = async (method: string, url: string, body: unknown): Promise<{ status: number; json: any }> => {
+  const rest = async (
+    method: string,
+    url: string,
+    body: unknown,
+  ): Promise<{ status: number; json: { id: string; secret: string } }> => {
     const r = await fetch(`http://127.0.0.1:${svc.port}${url}`, {
       method,
       headers: { authorization: `Bearer ${botToken}`, 'content-type': 'application/json' },
       body: typeof body === 'string' ? body : JSON.stringify(body),
     });
-    return { status: r.status, json: await r.json() };
+    return { status: r.status, json: (await r.json()) as { id: string; secret: string } };
   };
   const opened: { sid: string; headers: Record<string, string> }[] = [];
   const statuses = new Map<number, number>();
