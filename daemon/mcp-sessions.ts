@@ -11,7 +11,7 @@
  * SERVICE_MCP_MAX_SESSIONS_PER_CLIENT (one credential): a user or client over its cap loses its own
  * least recently used session, those without an open stream first; SERVICE_MCP_SESSION_TTL (a
  * session without an open stream and no request for that long is closed), and at most
- * `MAX_SUBSCRIPTIONS` subscriptions per session.
+ * `MAX_SUBSCRIPTIONS` subscriptions and `MAX_STREAMS_PER_SESSION` open event streams per session.
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { VfsError } from './errors.js';
@@ -21,6 +21,11 @@ import { slicer, sortSliced } from './core/vfs.js';
 
 /** Resource subscriptions one session may hold. */
 export const MAX_SUBSCRIPTIONS = 1000;
+/**
+ * Event streams (GET /mcp) open at once on one session: a client needs one, a few allow for
+ * reconnects that overlap; with the per-user session cap this bounds one user's open streams.
+ */
+export const MAX_STREAMS_PER_SESSION = 4;
 
 interface Limits {
   idleMs: number;
@@ -148,8 +153,15 @@ export class McpSessions {
     return [...s.subscriptions.values()];
   }
 
-  /** An event stream opened (+1) or closed (-1) on connection `conn`. */
+  /** An event stream opened (+1) or closed (-1) on connection `conn`; ELIMIT beyond MAX_STREAMS_PER_SESSION. */
   stream(s: McpSession, conn: number, delta: 1 | -1): number {
+    if (delta > 0 && streamCount(s) >= MAX_STREAMS_PER_SESSION)
+      throw new VfsError(
+        'ELIMIT',
+        'mcp session',
+        undefined,
+        `this session already has ${MAX_STREAMS_PER_SESSION} event streams open (GET /mcp), as many as one session may; close one first`,
+      );
     const n = Math.max(0, (s.streams.get(conn) ?? 0) + delta);
     if (n === 0) s.streams.delete(conn);
     else s.streams.set(conn, n);

@@ -1,5 +1,6 @@
 // Issue 12, item 8: one caller's session churn must never evict another caller's MCP session.
 // Real `mdvfs serve`, alice on the SDK client, bob and anonymous callers with raw initialize requests.
+import http from 'node:http';
 import t from 'tap';
 import { INIT, call, httpClient, rawMcp, text, until, withCast } from '../helpers/mcp.js';
 
@@ -166,4 +167,49 @@ t.test("an agent's own workspaces do not buy it more sessions: alice's initializ
   t.equal((await listTools(svc, first.sid, first.headers)).status, 404, "the agent's oldest session is gone");
   for (const o of opened.slice(-8))
     t.equal((await listTools(svc, o.sid, o.headers)).status, 200, "the agent's newest sessions answer");
+});
+
+t.test('a session holds at most 4 open event streams', async (t) => {
+  const { svc } = await withCast(t);
+  const ALICE = { authorization: 'User alice' };
+  const sid = String((await rawMcp(svc, 'POST', INIT, ALICE)).headers['mcp-session-id']);
+  const open: http.ClientRequest[] = [];
+  t.teardown(() => {
+    for (const r of open) r.destroy();
+  });
+  /** GET /mcp on the session: the status, and the body when it is a refusal. */
+  const stream = (): Promise<{ status: number; body: string }> =>
+    new Promise((resolve, reject) => {
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port: svc.port,
+          method: 'GET',
+          path: '/mcp',
+          agent: false,
+          headers: { ...ALICE, ...PROTO, accept: 'text/event-stream', 'mcp-session-id': sid },
+        },
+        (res) => {
+          if (res.statusCode === 200) return resolve({ status: 200, body: '' });
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on('error', reject);
+      open.push(req);
+      req.end();
+    });
+  const statuses: number[] = [];
+  let refused = '';
+  for (let i = 0; i < 6; i++) {
+    const r = await stream();
+    statuses.push(r.status);
+    if (r.status !== 200) refused = r.body;
+  }
+  t.same(statuses, [200, 200, 200, 200, 429, 429], 'four streams, then 429');
+  t.match(refused, /ELIMIT/);
+  t.match(refused, /already has 4 event streams open/);
+  t.equal((await listTools(svc, sid, ALICE)).status, 200, 'the session itself still answers');
 });
