@@ -28,6 +28,11 @@ export const ERRORS = {
   EIO: { http: 500, errno: 5, text: 'internal error' },
   /** A daemon that serves another store than the front end's (or lost its lease): never used. */
   ESTALE: { http: 503, errno: 116, text: 'the daemon serves another store' },
+  /**
+   * A per-principal cap (docs/security.md, "Caps"): the caller holds or created as many streams,
+   * workspaces or workspace secrets as one user may; its errno is EDQUOT's, the nearest POSIX meaning.
+   */
+  ELIMIT: { http: 429, errno: 122, text: 'per-user limit reached' },
   /** A standby daemon (PostgreSQL store): another daemon is active; a client moves on to it. */
   EAGAIN: { http: 503, errno: 11, text: 'not active: this daemon is a standby' },
 } as const satisfies Record<string, { http: number; errno: number; text: string }>;

@@ -11,14 +11,22 @@
  * read it, or may list its parent directory (where the entry's appearance, removal, size or time
  * shows anyway); changes inside a private directory below a readable one are never shown. Workspace
  * subscribers see workspace paths and nothing outside. Credentials are authenticated again whenever
- * identities change (`paths: []`), so a revoked token's subscription ends.
+ * identities change (`paths: []`), so a revoked token's subscription ends. An identity change (users,
+ * groups, tokens, workspaces) names who made it, so it is shown only to subscribers who may list
+ * users (`admin.userList`: root and wheel), never to others or to workspace secrets.
+ *
+ * Caps (docs/security.md, "Caps"): one user or agent holds at most `perUser` subscriptions, all its
+ * credentials together (token, workspace secrets, delegations: an agent acting for alice counts as
+ * the agent), beyond which it is refused with ELIMIT; the daemon holds at most `total` (EBUSY), a
+ * last resort above any one user's cap (SERVICE_EVENTS_MAX_STREAMS[_PER_USER]).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { VfsError } from './errors.js';
-import { R, type Cred } from './core/perms.js';
+import { R, isAdminCred, type Cred } from './core/perms.js';
 import { displayPath, isWithin, splitParent } from './core/paths.js';
 import type { Vfs } from './core/vfs.js';
 import type { Creds, FeedEvent } from './rpc/protocol.js';
+import { DEFAULT_PRINCIPAL_CAPS } from './rpc/settings.js';
 
 /** Events kept for resume (`since`); older ids answer `reset: true`. */
 export const RING = 4096;
@@ -28,8 +36,11 @@ export const RING = 4096;
  * permission checks per subscriber.
  */
 export const EVENT_PATHS = 64;
-/** Subscriptions in the whole daemon (each costs up to EVENT_PATHS permission checks per change). */
-export const MAX_SUBSCRIPTIONS = 256;
+/** Subscription caps: in the whole daemon (each costs up to EVENT_PATHS permission checks per change) and per user. */
+export interface FeedCaps {
+  total: number;
+  perUser: number;
+}
 
 /**
  * The request being handled, for attribution: the RPC server runs every handler inside `run`, and
@@ -43,11 +54,15 @@ interface Recorded {
   time: number;
   /** Absolute paths; empty means "anything may have changed" (identities, groups, tokens). */
   paths: string[];
+  /** A change of identities (users, groups, tokens, workspaces), shown only to those who may list users. */
+  identity?: true;
   by?: string;
   onBehalfOf?: string;
 }
 
 interface Subscription {
+  /** Whose cap it counts against: the authenticated user or agent's uid. */
+  owner: number;
   creds: Creds;
   cred: Cred;
   push: (ev: FeedEvent) => void;
@@ -61,10 +76,16 @@ export class EventFeed {
   /** Event `seq` sits at `ring[seq % RING]`: a fixed array written in place (shifting a 4,096-entry array on every change cost ~20 µs a write). */
   private readonly ring: (Recorded | undefined)[] = new Array<Recorded | undefined>(RING);
   private readonly subs = new Map<string, Subscription>();
+  /** Subscriptions per owner uid. */
+  private readonly perOwner = new Map<number, number>();
 
   constructor(
     private readonly vfs: Vfs,
     private readonly authenticate: (creds: Creds) => Cred,
+    private readonly caps: FeedCaps = {
+      total: DEFAULT_PRINCIPAL_CAPS.eventStreams,
+      perUser: DEFAULT_PRINCIPAL_CAPS.eventStreamsPerUser,
+    },
   ) {
     vfs.onChange((paths) => this.record(paths));
   }
@@ -77,6 +98,7 @@ export class EventFeed {
   private record(paths: string[]): void {
     const cred = requestScope.getStore()?.cred;
     const r: Recorded = { seq: ++this.seq, time: Date.now(), paths: paths.length > EVENT_PATHS ? [] : paths };
+    if (paths.length === 0) r.identity = true;
     if (cred !== undefined) {
       r.by = cred.user.name;
       if (cred.delegate !== undefined) r.onBehalfOf = cred.delegate.name;
@@ -103,12 +125,23 @@ export class EventFeed {
   ): { last_id: string; reset: boolean } {
     if (this.subs.has(key))
       throw new VfsError('EEXIST', 'events.subscribe', undefined, 'subscription id in use on this connection');
-    if (this.subs.size >= MAX_SUBSCRIPTIONS)
+    // Security: one user's streams count together, whichever credentials opened them, and stop
+    // well below the daemon's total, so that one user can never take every stream.
+    const owner = cred.user.uid;
+    const held = this.perOwner.get(owner) ?? 0;
+    if (held >= this.caps.perUser)
+      throw new VfsError(
+        'ELIMIT',
+        'events.subscribe',
+        undefined,
+        `${cred.user.name} already holds ${held} event streams, as many as one user may (SERVICE_EVENTS_MAX_STREAMS_PER_USER=${this.caps.perUser}); close one first`,
+      );
+    if (this.subs.size >= this.caps.total)
       throw new VfsError(
         'EBUSY',
         'events.subscribe',
         undefined,
-        `too many event subscriptions (${MAX_SUBSCRIPTIONS}); try again later`,
+        `too many event subscriptions on this server (SERVICE_EVENTS_MAX_STREAMS=${this.caps.total}); try again later`,
       );
     let reset = false;
     if (since !== undefined && since !== '') {
@@ -124,12 +157,23 @@ export class EventFeed {
         }
       }
     }
-    this.subs.set(key, { creds, cred, push, end });
+    this.subs.set(key, { owner, creds, cred, push, end });
+    this.perOwner.set(owner, held + 1);
     return { last_id: this.lastId, reset };
   }
 
   unsubscribe(key: string): boolean {
-    return this.subs.delete(key);
+    const s = this.subs.get(key);
+    if (s === undefined) return false;
+    this.drop(key, s);
+    return true;
+  }
+
+  private drop(key: string, s: Subscription): void {
+    this.subs.delete(key);
+    const n = (this.perOwner.get(s.owner) ?? 1) - 1;
+    if (n <= 0) this.perOwner.delete(s.owner);
+    else this.perOwner.set(s.owner, n);
   }
 
   get subscriptions(): number {
@@ -142,7 +186,7 @@ export class EventFeed {
       try {
         s.cred = this.authenticate(s.creds);
       } catch (err) {
-        this.subs.delete(key);
+        this.drop(key, s);
         s.end(err instanceof Error ? err.message : String(err));
       }
     }
@@ -150,6 +194,8 @@ export class EventFeed {
 
   /** What subscriber `cred` may see of one event, or null when nothing. */
   private view(cred: Cred, r: Recorded): FeedEvent | null {
+    // Security: who changed which identity is for those who may list users (the rule of admin.userList).
+    if (r.identity === true && !isAdminCred(cred)) return null;
     const jail = cred.workspace?.root;
     const shown: string[] = [];
     for (const p of r.paths) {

@@ -27,10 +27,12 @@ import {
   intFromEnv,
   leaseTimeoutFromEnv,
   maxFileSizeFromEnv,
+  principalCapsFromEnv,
   SettingsError,
   storeFromEnv,
   storeLabel,
   type DaemonTlsServerSettings,
+  type PrincipalCaps,
   type StoreSetting,
 } from './rpc/settings.js';
 import { Service } from './service/runner.js';
@@ -50,6 +52,8 @@ export interface DaemonConfig {
   store: StoreSetting;
   policy: AuthPolicy;
   regexTimeoutMs: number;
+  /** SERVICE_EVENTS_MAX_STREAMS*, SERVICE_MAX_WORKSPACES_PER_USER, SERVICE_MAX_WORKSPACE_SECRETS_PER_USER (default: their defaults). */
+  caps?: PrincipalCaps;
   /** How this daemon was started (see DaemonStatus.started_by). */
   startedBy: 'background' | 'serve' | 'foreground';
   /** The `mdvfs serve` that started it (it holds the daemon from birth). */
@@ -83,6 +87,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonConfi
     // For requests that declare no policy (the HTTP sidecar declares its own with every request).
     policy: authPolicyFromEnv(env),
     regexTimeoutMs: intFromEnv(env, 'SERVICE_REGEX_TIMEOUT_MS', 2000),
+    caps: principalCapsFromEnv(env),
     idleExitSecs: idleExitFromEnv(env),
     leaseTimeoutMs: leaseTimeoutFromEnv(env),
     ...(tcp === undefined ? {} : { tcp }),
@@ -221,6 +226,7 @@ function wireCore(
       throw new VfsError('EIO', 'load store', where, 'the store is corrupt: no root user. Refusing to start.');
   }
   store.registry = registry;
+  if (cfg.caps !== undefined) registry.caps = cfg.caps;
   const grep = new GrepPool(2, cfg.regexTimeoutMs);
   const service = new Service({
     vfs,
@@ -230,6 +236,7 @@ function wireCore(
     grep,
     policy: cfg.policy,
     bootstrap: new BootstrapSecret(cfg.dataDir),
+    ...(cfg.caps === undefined ? {} : { caps: cfg.caps }),
     ...(proc === undefined ? {} : { process: proc }),
   });
   return { vfs, registry, vcs, store, grep, service };

@@ -5,11 +5,13 @@
  * whose cap it counts against, its resource subscriptions, and how many event streams are open on
  * it. Sessions live in memory: a daemon restart ends them (clients start a new one on 404).
  *
- * Bounds: the opening server's SERVICE_MCP_MAX_SESSIONS (in all; beyond it new sessions are refused,
- * nobody is evicted) and SERVICE_MCP_MAX_SESSIONS_PER_CLIENT (a client over its cap loses its own
- * least recently used session, those without an open stream first), SERVICE_MCP_SESSION_TTL (a
+ * Bounds: the opening server's SERVICE_MCP_MAX_SESSIONS (in all, the last resort; beyond it new
+ * sessions are refused, nobody is evicted), SERVICE_MCP_MAX_SESSIONS_PER_USER (all the sessions of
+ * one user or agent, whatever token, workspace or delegation opened them) and
+ * SERVICE_MCP_MAX_SESSIONS_PER_CLIENT (one credential): a user or client over its cap loses its own
+ * least recently used session, those without an open stream first; SERVICE_MCP_SESSION_TTL (a
  * session without an open stream and no request for that long is closed), and at most
- * `MAX_SUBSCRIPTIONS` subscriptions per session.
+ * `MAX_SUBSCRIPTIONS` subscriptions and `MAX_STREAMS_PER_SESSION` open event streams per session.
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { VfsError } from './errors.js';
@@ -19,17 +21,24 @@ import { slicer, sortSliced } from './core/vfs.js';
 
 /** Resource subscriptions one session may hold. */
 export const MAX_SUBSCRIPTIONS = 1000;
+/**
+ * Event streams (GET /mcp) open at once on one session: a client needs one, a few allow for
+ * reconnects that overlap; with the per-user session cap this bounds one user's open streams.
+ */
+export const MAX_STREAMS_PER_SESSION = 4;
 
 interface Limits {
   idleMs: number;
   maxSessions: number;
   maxSessionsPerClient: number;
+  maxSessionsPerUser: number;
 }
 
 interface McpSession {
   id: string;
   fingerprint: Buffer;
   client: string;
+  user: string;
   idleMs: number;
   lastSeen: number;
   /** Event streams open on it, by connection id (a connection that closes takes its streams along). */
@@ -54,6 +63,16 @@ function clientKey(c: Creds, cred: Cred, address: string): string {
   return JSON.stringify([cred.user.uid, cred.delegate?.uid ?? null, cred.workspace?.id ?? null]);
 }
 
+/**
+ * Whose per-user cap a new session counts against: the authenticated user or agent alone, so that
+ * its workspaces, its delegations and its token all draw on one budget (an agent acting for alice
+ * counts as the agent, which holds the session). Anonymous callers count per address, as above.
+ */
+function userKey(c: Creds, cred: Cred, address: string): string {
+  if (c.authorization === undefined) return `anon:${address}`;
+  return `uid:${cred.user.uid}`;
+}
+
 const streamCount = (s: McpSession): number => {
   let n = 0;
   for (const v of s.streams.values()) n += v;
@@ -63,16 +82,23 @@ const streamCount = (s: McpSession): number => {
 export class McpSessions {
   private readonly sessions = new Map<string, McpSession>();
   private readonly byClient = new Map<string, Set<McpSession>>();
+  private readonly byUser = new Map<string, Set<McpSession>>();
   private sweepEvery = 60_000;
   private sweeper: NodeJS.Timeout | null = null;
 
-  /** Opens a session for `cred`; EBUSY when the server is full and the client is below its own cap. */
+  /** Opens a session for `cred`; EBUSY when the server is full and neither the client nor its user is at its own cap. */
   open(creds: Creds, cred: Cred, address: string, limits: Limits): string {
     const key = clientKey(creds, cred, address);
+    const user = userKey(creds, cred, address);
     const mine = this.byClient.get(key);
-    // Security: a full server refuses new sessions instead of evicting other clients' sessions.
-    // A client already at its own cap may still start one (it replaces its own oldest).
-    if (this.sessions.size >= limits.maxSessions && (mine?.size ?? 0) < limits.maxSessionsPerClient) {
+    const ours = this.byUser.get(user);
+    // Security: a full server refuses new sessions instead of evicting other users' sessions. A
+    // client or user already at its own cap may still start one (it replaces its own oldest).
+    if (
+      this.sessions.size >= limits.maxSessions &&
+      (mine?.size ?? 0) < limits.maxSessionsPerClient &&
+      (ours?.size ?? 0) < limits.maxSessionsPerUser
+    ) {
       throw new VfsError(
         'EBUSY',
         'mcp session',
@@ -84,6 +110,7 @@ export class McpSessions {
       id: randomUUID(),
       fingerprint: fingerprint(creds),
       client: key,
+      user,
       idleMs: limits.idleMs,
       lastSeen: Date.now(),
       streams: new Map(),
@@ -93,7 +120,11 @@ export class McpSessions {
     const set = mine ?? new Set<McpSession>();
     if (mine === undefined) this.byClient.set(key, set);
     set.add(s);
-    this.enforceClientCap(set, limits.maxSessionsPerClient, s);
+    const userSet = ours ?? new Set<McpSession>();
+    if (ours === undefined) this.byUser.set(user, userSet);
+    userSet.add(s);
+    this.enforceCap(set, limits.maxSessionsPerClient, s);
+    this.enforceCap(userSet, limits.maxSessionsPerUser, s);
     this.schedule(limits.idleMs);
     return s.id;
   }
@@ -122,8 +153,15 @@ export class McpSessions {
     return [...s.subscriptions.values()];
   }
 
-  /** An event stream opened (+1) or closed (-1) on connection `conn`. */
+  /** An event stream opened (+1) or closed (-1) on connection `conn`; ELIMIT beyond MAX_STREAMS_PER_SESSION. */
   stream(s: McpSession, conn: number, delta: 1 | -1): number {
+    if (delta > 0 && streamCount(s) >= MAX_STREAMS_PER_SESSION)
+      throw new VfsError(
+        'ELIMIT',
+        'mcp session',
+        undefined,
+        `this session already has ${MAX_STREAMS_PER_SESSION} event streams open (GET /mcp), as many as one session may; close one first`,
+      );
     const n = Math.max(0, (s.streams.get(conn) ?? 0) + delta);
     if (n === 0) s.streams.delete(conn);
     else s.streams.set(conn, n);
@@ -160,6 +198,9 @@ export class McpSessions {
     const mine = this.byClient.get(s.client);
     mine?.delete(s);
     if (mine?.size === 0) this.byClient.delete(s.client);
+    const ours = this.byUser.get(s.user);
+    ours?.delete(s);
+    if (ours?.size === 0) this.byUser.delete(s.user);
     return true;
   }
 
@@ -196,10 +237,10 @@ export class McpSessions {
   }
 
   /**
-   * Security: a client over its cap loses its own least recently used sessions (those without an
-   * open stream first), never another client's, and never the one just opened.
+   * Security: a client (or user) over its cap loses its own least recently used sessions (those
+   * without an open stream first), never another's, and never the one just opened.
    */
-  private enforceClientCap(mine: Set<McpSession>, cap: number, keep: McpSession): void {
+  private enforceCap(mine: Set<McpSession>, cap: number, keep: McpSession): void {
     while (mine.size > cap) {
       let victim: McpSession | undefined;
       let victimStreams = 0;

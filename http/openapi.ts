@@ -275,6 +275,7 @@ const responses: Json = Object.fromEntries(
     [409, 'conflict (EEXIST, ENOTEMPTY)'],
     [412, 'precondition failed (EPRECOND)'],
     [413, 'body too large (EFBIG)'],
+    [429, 'a per-user cap is reached (ELIMIT): too many streams, workspaces or workspace secrets'],
     [500, 'internal error (EIO)'],
   ].map(([s, d]) => [`E${s}`, { description: d, content: { 'application/json': { schema: ref('Error') } } }]),
 );

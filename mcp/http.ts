@@ -72,6 +72,8 @@ function refusal(res: Response, err: VfsError): void {
     res.set('Retry-After', '60');
     return rpcError(res, 503, RPC_BUSY, detail, { code: 'EBUSY' });
   }
+  // A per-user or per-session cap (docs/security.md, "Caps"): the client must close something first.
+  if (err.code === 'ELIMIT') return rpcError(res, 429, RPC_BUSY, detail, { code: 'ELIMIT' });
   const status = httpStatus(err.code);
   const message = err.code === 'EPERM' ? detail : err.message;
   rpcError(res, status, status === 401 ? RPC_UNAUTHORIZED : RPC_FORBIDDEN, message, { code: err.code });

@@ -7,6 +7,7 @@ import { VfsError } from '../errors.js';
 import { isWheel, ROOT_UID, WHEEL_GID, type Cred, type Principal } from '../core/perms.js';
 import { credentialField, parseAuthorization } from '../rpc/credentials.js';
 import type { AuthPolicy, Creds } from '../rpc/protocol.js';
+import { DEFAULT_PRINCIPAL_CAPS, type PrincipalCaps, type SettingName } from '../rpc/settings.js';
 
 export const USER_NAME = /^[a-z_][a-z0-9_.-]{0,31}$/;
 
@@ -72,6 +73,8 @@ export class Registry {
    * every administrator never reopens `auth.bootstrap` to whoever asks first.
    */
   bootstrapped = false;
+  /** What one user may create here (workspaces, workspace secrets); the daemon sets it from its settings. */
+  caps: Pick<PrincipalCaps, 'workspacesPerUser' | 'workspaceSecretsPerUser'> = DEFAULT_PRINCIPAL_CAPS;
 
   /** A fresh registry: root (uid 0), groups root (0) and wheel (1). */
   initFresh(): void {
@@ -330,6 +333,16 @@ export class Registry {
   addWorkspace(name: string, root: string, ownerUid: number): WorkspaceRow {
     if (name.trim() === '' || name.length > 200)
       throw new VfsError('EINVAL', 'workspace', undefined, 'a workspace needs a name of 1 to 200 characters');
+    const owned = [...this.workspaces.values()].filter((w) => w.ownerUid === ownerUid).length;
+    this.requireBelowCap(
+      ownerUid,
+      owned,
+      this.caps.workspacesPerUser,
+      'workspace',
+      'workspaces',
+      'SERVICE_MAX_WORKSPACES_PER_USER',
+      'reuse one (workspaces cannot be deleted yet), or ask the administrator to raise the bound',
+    );
     const w: WorkspaceRow = { id: randomUUID(), name, root, ownerUid, created: now() };
     this.workspaces.set(w.id, w);
     this.touched();
@@ -351,6 +364,18 @@ export class Registry {
       throw new VfsError('EAUTH', 'workspace token', undefined, 'agent_token is not a valid token');
     if (!agent.isAgent)
       throw new VfsError('EINVAL', 'workspace token', undefined, 'agent_token must belong to an agent user');
+    // Counted against the workspace's owner, whose workspaces the secrets open.
+    let secrets = 0;
+    for (const t of this.wsTokens.values()) if (this.workspaces.get(t.workspaceId)?.ownerUid === w.ownerUid) secrets++;
+    this.requireBelowCap(
+      w.ownerUid,
+      secrets,
+      this.caps.workspaceSecretsPerUser,
+      'workspace token',
+      'workspace secrets',
+      'SERVICE_MAX_WORKSPACE_SECRETS_PER_USER',
+      'revoke unused ones first (DELETE /workspaces/<id>/tokens/<token_id>)',
+    );
     const secret = newSecret('mdvfsws_');
     const row: WsTokenRow = {
       hash: hashSecret(secret),
@@ -364,6 +389,29 @@ export class Registry {
     this.wsTokens.set(row.hash, row);
     this.touched();
     return { secret, row };
+  }
+
+  /**
+   * Security: what one user may create is bounded (docs/security.md, "Caps"), so that no user can
+   * grow the registry without end; root is not bounded. ELIMIT names the bound and its setting.
+   */
+  private requireBelowCap(
+    uid: number,
+    held: number,
+    cap: number,
+    op: string,
+    what: string,
+    setting: SettingName,
+    hint: string,
+  ): void {
+    if (uid === ROOT_UID || held < cap) return;
+    const who = this.users.get(uid)?.name ?? `uid ${uid}`;
+    throw new VfsError(
+      'ELIMIT',
+      op,
+      undefined,
+      `${who} already has ${held} ${what}, as many as one user may (${setting}=${cap}); ${hint}`,
+    );
   }
 
   /** The secrets of a workspace, oldest first (rows carry hashes: callers show only id, name, agent, created). */

@@ -257,6 +257,7 @@ export const mcpSessionLimitsSchema = z.object({
   idleMs: int.min(1000),
   maxSessions: int.min(1),
   maxSessionsPerClient: int.min(1),
+  maxSessionsPerUser: int.min(1),
 });
 /** A resource subscription: its URI, the path as the subscriber names it, and that path in the daemon's namespace. */
 export const mcpSubscriptionSchema = z.object({ uri: z.string().max(70000), path, global: path });
@@ -755,7 +756,7 @@ export const methods = {
       verb: 'post',
       route: '/workspaces',
       summary: 'Create a workspace rooted at an absolute path',
-      errors: [...COMMON, 409],
+      errors: [...COMMON, 409, 429],
     },
   },
   'ws.list': {
@@ -774,7 +775,7 @@ export const methods = {
       summary:
         'Issue a workspace secret against an existing agent token; use it as `Bearer <secret>` with `X-Service-Workspace: <id>`',
       from: { id: 'path' },
-      errors: COMMON,
+      errors: [...COMMON, 429],
     },
   },
   'ws.tokenList': {

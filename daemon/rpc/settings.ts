@@ -63,7 +63,12 @@ export const SETTINGS = [
   'SERVICE_MCP_SESSION_TTL',
   'SERVICE_MCP_MAX_SESSIONS',
   'SERVICE_MCP_MAX_SESSIONS_PER_CLIENT',
+  'SERVICE_MCP_MAX_SESSIONS_PER_USER',
   'SERVICE_MCP_MAX_RESOURCES',
+  'SERVICE_EVENTS_MAX_STREAMS',
+  'SERVICE_EVENTS_MAX_STREAMS_PER_USER',
+  'SERVICE_MAX_WORKSPACES_PER_USER',
+  'SERVICE_MAX_WORKSPACE_SECRETS_PER_USER',
 ] as const;
 export type SettingName = (typeof SETTINGS)[number];
 
@@ -217,13 +222,81 @@ export interface McpSessionSettings {
   maxSessions: number;
   /** SERVICE_MCP_MAX_SESSIONS_PER_CLIENT (default 16): live sessions per credential (or per anonymous client address). */
   maxSessionsPerClient: number;
+  /**
+   * SERVICE_MCP_MAX_SESSIONS_PER_USER (default 64, at most half of SERVICE_MCP_MAX_SESSIONS unless
+   * set): live sessions per authenticated user or agent, all its credentials together (token,
+   * workspace secrets, delegations); a user over it loses its own least recently used session.
+   */
+  maxSessionsPerUser: number;
+}
+
+/**
+ * A per-user cap (default `dflt`, or half the cap in all when that is lower). Security: it must stay
+ * below the cap in all, so that one user at its own cap never fills the server alone; the cap in
+ * all is only the last resort against many users at once.
+ */
+function perUserCap(env: Env, name: SettingName, dflt: number, total: SettingName, all: number): number {
+  const mine = intFromEnv(env, name, Math.max(1, Math.min(dflt, Math.floor(all / 2))), 1);
+  if (mine >= all)
+    throw new SettingsError(
+      `${name} (${mine}) must be below ${total} (${all}), so that one user cannot fill the server alone; lower ${name} or raise ${total}`,
+    );
+  return mine;
 }
 
 export function mcpSessionsFromEnv(env: Env = process.env): McpSessionSettings {
+  const maxSessions = intFromEnv(env, 'SERVICE_MCP_MAX_SESSIONS', 1000, 2);
   return {
     idleMs: intFromEnv(env, 'SERVICE_MCP_SESSION_TTL', 1800, 1) * 1000,
-    maxSessions: intFromEnv(env, 'SERVICE_MCP_MAX_SESSIONS', 1000, 1),
+    maxSessions,
     maxSessionsPerClient: intFromEnv(env, 'SERVICE_MCP_MAX_SESSIONS_PER_CLIENT', 16, 1),
+    maxSessionsPerUser: perUserCap(
+      env,
+      'SERVICE_MCP_MAX_SESSIONS_PER_USER',
+      64,
+      'SERVICE_MCP_MAX_SESSIONS',
+      maxSessions,
+    ),
+  };
+}
+
+/**
+ * What one principal may hold or create in the daemon (docs/security.md, "Caps"). A principal is the
+ * authenticated user or agent: its tokens, workspace secrets and delegations all count as it.
+ */
+export interface PrincipalCaps {
+  /** SERVICE_EVENTS_MAX_STREAMS (default 256): `GET /events` streams in all (the last resort). */
+  eventStreams: number;
+  /** SERVICE_EVENTS_MAX_STREAMS_PER_USER (default 16, at most half the total unless set): `GET /events` streams per user; beyond it, refused. */
+  eventStreamsPerUser: number;
+  /** SERVICE_MAX_WORKSPACES_PER_USER (default 100): workspaces one user owns (root: no bound). */
+  workspacesPerUser: number;
+  /** SERVICE_MAX_WORKSPACE_SECRETS_PER_USER (default 1000): secrets of the workspaces one user owns (root: no bound). */
+  workspaceSecretsPerUser: number;
+}
+
+export const DEFAULT_PRINCIPAL_CAPS: PrincipalCaps = {
+  eventStreams: 256,
+  eventStreamsPerUser: 16,
+  workspacesPerUser: 100,
+  workspaceSecretsPerUser: 1000,
+};
+
+/** The daemon's per-principal caps (see PrincipalCaps). */
+export function principalCapsFromEnv(env: Env = process.env): PrincipalCaps {
+  const d = DEFAULT_PRINCIPAL_CAPS;
+  const eventStreams = intFromEnv(env, 'SERVICE_EVENTS_MAX_STREAMS', d.eventStreams, 2);
+  return {
+    eventStreams,
+    eventStreamsPerUser: perUserCap(
+      env,
+      'SERVICE_EVENTS_MAX_STREAMS_PER_USER',
+      d.eventStreamsPerUser,
+      'SERVICE_EVENTS_MAX_STREAMS',
+      eventStreams,
+    ),
+    workspacesPerUser: intFromEnv(env, 'SERVICE_MAX_WORKSPACES_PER_USER', d.workspacesPerUser),
+    workspaceSecretsPerUser: intFromEnv(env, 'SERVICE_MAX_WORKSPACE_SECRETS_PER_USER', d.workspaceSecretsPerUser),
   };
 }
 

@@ -16,6 +16,7 @@ import type { BootstrapSecret } from '../auth/bootstrap-secret.js';
 import type { Vcs, Scope } from '../vcs/vcs.js';
 import type { OpenedStore } from '../store/store.js';
 import type { Creds, DaemonStatus, FeedHeader, Method, Methods, ParsedParams, Result } from '../rpc/protocol.js';
+import { DEFAULT_PRINCIPAL_CAPS, type PrincipalCaps } from '../rpc/settings.js';
 import { scrubPaths } from './present.js';
 
 /** Per-request context: the raw credentials, request bytes in, response bytes out. */
@@ -65,6 +66,8 @@ export interface ServiceDeps {
   policy: AuthPolicy;
   /** The hosted bootstrap secret of the data dir. */
   bootstrap: BootstrapSecret;
+  /** What one principal may hold (SERVICE_EVENTS_MAX_STREAMS*; default: the settings' defaults). */
+  caps?: PrincipalCaps;
   /** The daemon process (`sys.status`, `sys.hold`); absent when the core runs without a socket. */
   process?: DaemonProcess;
 }
@@ -83,7 +86,11 @@ export class Kit {
   readonly events: EventFeed;
 
   constructor(readonly d: ServiceDeps) {
-    this.events = new EventFeed(d.vfs, (creds) => this.authenticate(creds));
+    const caps = d.caps ?? DEFAULT_PRINCIPAL_CAPS;
+    this.events = new EventFeed(d.vfs, (creds) => this.authenticate(creds), {
+      total: caps.eventStreams,
+      perUser: caps.eventStreamsPerUser,
+    });
   }
 
   /** The policy for a request: the one its server declared (the HTTP sidecar's settings), else ours. */

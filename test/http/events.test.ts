@@ -6,7 +6,9 @@ import t from 'tap';
 import { withCast, startService, client } from '../helpers/http.js';
 import { openEvents, type EventStream } from '../helpers/sse.js';
 
-const cast = await withCast(t);
+// 'many subscribers' opens 30 streams each for alice and bob: above the default per-user cap (16,
+// test/http/caps.test.ts tests the caps), so this server allows more per user.
+const cast = await withCast(t, { env: { SERVICE_EVENTS_MAX_STREAMS_PER_USER: '64' } });
 const { svc, alice, bob, root, botToken } = cast;
 const streams: EventStream[] = [];
 t.teardown(() => {

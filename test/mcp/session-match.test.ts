@@ -17,7 +17,7 @@ const alice: Principal = {
   isAgent: false,
 };
 const cred: Cred = { user: alice };
-const limits = { idleMs: 3_600_000, maxSessions: 100_000, maxSessionsPerClient: 100_000 };
+const limits = { idleMs: 3_600_000, maxSessions: 100_000, maxSessionsPerClient: 100_000, maxSessionsPerUser: 100_000 };
 
 /** A deterministic pseudo-random sequence, so a failure can be replayed. */
 function rng(seed: number): () => number {

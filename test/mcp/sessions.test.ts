@@ -1,5 +1,6 @@
 // Issue 12, item 8: one caller's session churn must never evict another caller's MCP session.
 // Real `mdvfs serve`, alice on the SDK client, bob and anonymous callers with raw initialize requests.
+import http from 'node:http';
 import t from 'tap';
 import { INIT, call, httpClient, rawMcp, text, until, withCast } from '../helpers/mcp.js';
 
@@ -115,4 +116,100 @@ t.test('an idle session expires after SERVICE_MCP_SESSION_TTL; one with an open 
   );
   t.equal((await listTools(svc, idle, ALICE)).status, 404, 'the idle session is gone');
   t.ok((await call(streaming, 'list_directory', {})).isError !== true, 'the session with a stream is kept');
+});
+
+t.test("an agent's own workspaces do not buy it more sessions: alice's initialize still succeeds", async (t) => {
+  // Issue 30, item 5, scaled down with the same shape: the agent makes 15 workspaces of its own and
+  // opens its per-client maximum of sessions in each (15 x 4 = the 60 the server holds in all).
+  const { svc, botToken } = await withCast(t, {
+    env: {
+      SERVICE_MCP_MAX_SESSIONS: '60',
+      SERVICE_MCP_MAX_SESSIONS_PER_CLIENT: '4',
+      SERVICE_MCP_MAX_SESSIONS_PER_USER: '8',
+    },
+  });
+  const rest = async (
+    method: string,
+    url: string,
+    body: unknown,
+  ): Promise<{ status: number; json: { id: string; secret: string } }> => {
+    const r = await fetch(`http://127.0.0.1:${svc.port}${url}`, {
+      method,
+      headers: { authorization: `Bearer ${botToken}`, 'content-type': 'application/json' },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    return { status: r.status, json: (await r.json()) as { id: string; secret: string } };
+  };
+  const opened: { sid: string; headers: Record<string, string> }[] = [];
+  const statuses = new Map<number, number>();
+  for (let n = 0; n < 15; n++) {
+    t.equal((await rest('PUT', `/fs/w${n}/keep.md`, 'x')).status, 200);
+    const ws = await rest('POST', '/workspaces', { name: `w${n}`, root_path: `/home/bot/w${n}` });
+    t.equal(ws.status, 200);
+    const sec = await rest('POST', `/workspaces/${ws.json.id}/tokens`, { name: 's', agent_token: botToken });
+    t.equal(sec.status, 200);
+    const headers = { authorization: `Bearer ${sec.json.secret}`, 'x-service-workspace': String(ws.json.id) };
+    for (let k = 0; k < 4; k++) {
+      const r = await rawMcp(svc, 'POST', INIT, headers);
+      statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+      if (r.status === 200) opened.push({ sid: String(r.headers['mcp-session-id']), headers });
+    }
+  }
+  t.same([...statuses], [[200, 60]], 'the agent may churn: each new session replaces its own oldest');
+
+  const alice = await rawMcp(svc, 'POST', INIT, { authorization: 'User alice' });
+  t.equal(alice.status, 200, `alice's initialize succeeds: ${alice.text.slice(0, 200)}`);
+  const aliceSid = String(alice.headers['mcp-session-id']);
+  t.equal((await listTools(svc, aliceSid, { authorization: 'User alice' })).status, 200, "alice's session answers");
+
+  // The agent keeps its 8 newest sessions, across its workspaces; the older ones made way.
+  const first = opened[0]!;
+  t.equal((await listTools(svc, first.sid, first.headers)).status, 404, "the agent's oldest session is gone");
+  for (const o of opened.slice(-8))
+    t.equal((await listTools(svc, o.sid, o.headers)).status, 200, "the agent's newest sessions answer");
+});
+
+t.test('a session holds at most 4 open event streams', async (t) => {
+  const { svc } = await withCast(t);
+  const ALICE = { authorization: 'User alice' };
+  const sid = String((await rawMcp(svc, 'POST', INIT, ALICE)).headers['mcp-session-id']);
+  const open: http.ClientRequest[] = [];
+  t.teardown(() => {
+    for (const r of open) r.destroy();
+  });
+  /** GET /mcp on the session: the status, and the body when it is a refusal. */
+  const stream = (): Promise<{ status: number; body: string }> =>
+    new Promise((resolve, reject) => {
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port: svc.port,
+          method: 'GET',
+          path: '/mcp',
+          agent: false,
+          headers: { ...ALICE, ...PROTO, accept: 'text/event-stream', 'mcp-session-id': sid },
+        },
+        (res) => {
+          if (res.statusCode === 200) return resolve({ status: 200, body: '' });
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on('error', reject);
+      open.push(req);
+      req.end();
+    });
+  const statuses: number[] = [];
+  let refused = '';
+  for (let i = 0; i < 6; i++) {
+    const r = await stream();
+    statuses.push(r.status);
+    if (r.status !== 200) refused = r.body;
+  }
+  t.same(statuses, [200, 200, 200, 200, 429, 429], 'four streams, then 429');
+  t.match(refused, /ELIMIT/);
+  t.match(refused, /already has 4 event streams open/);
+  t.equal((await listTools(svc, sid, ALICE)).status, 200, 'the session itself still answers');
 });

@@ -180,7 +180,10 @@ t.test('MCP sessions over two HTTP workers, and kill -9 of one mid-run', async (
 });
 
 t.test('both workers serve GET /events, and refuse a foreign Origin and blank credentials', async (t) => {
-  const { svc, daemon } = await withCast(t, { env: { SERVICE_HTTP_WORKERS: '2', MDVFS_TEST_WORKER_HEADER: '1' } });
+  // Up to 25 streams for alice: above the default per-user cap of 16 (test/http/caps.test.ts).
+  const { svc, daemon } = await withCast(t, {
+    env: { SERVICE_HTTP_WORKERS: '2', MDVFS_TEST_WORKER_HEADER: '1', SERVICE_EVENTS_MAX_STREAMS_PER_USER: '64' },
+  });
   // Event streams on new connections until both workers serve one. A change reaches every stream.
   const streams: EventStream[] = [];
   t.teardown(() => {
