@@ -297,9 +297,7 @@ export async function status(
     for (const p of deleted) lines.push(`\tdeleted:  ${p}`);
     if (more > 0)
       lines.push(
-        after === undefined
-          ? `\t... and ${more} more changes (only the first ${limit} are listed)`
-          : `\t... and ${more} more changes (${limit} are listed per page)`,
+        `\t... and ${more} more changes (${after === undefined ? `only the first ${limit}` : `${limit} per page`} are listed; the next page: cursor ${cursorOf(listed[listed.length - 1]!)})`,
       );
   }
   const r: StatusResult = {
