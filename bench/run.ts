@@ -134,6 +134,14 @@ export const MODULES: ModuleSpec[] = [
     fullBudgetS: 600,
   },
   {
+    key: 'stall-pending',
+    file: 'stall.ts',
+    export: 'benchStallPending',
+    title: 'Stalls with many pending changes: worst latency of a small read during status, diff and commit',
+    quickBudgetS: 60,
+    fullBudgetS: 900,
+  },
+  {
     key: 'postgres',
     file: 'postgres.ts',
     export: 'benchPostgres',

@@ -212,3 +212,100 @@ export async function benchStall(opts: BenchOptions): Promise<BenchTable> {
   }
   return { title, rows };
 }
+
+/**
+ * Stalls with many pending changes (issue 30): the same small-read probe while alice's status, diff
+ * and commit of 100,000 pending files (20,000 with --quick) run, and while bob, who may see none of
+ * them, asks for his status. The store is built in-process like the module above's.
+ */
+export async function benchStallPending(opts: BenchOptions): Promise<BenchTable> {
+  const files = opts.quick ? 20000 : 100000;
+  const title = `Stalls with ${files.toLocaleString('en')} pending changes: worst latency of a small read during status, diff and commit`;
+  const rows: BenchRow[] = [];
+  try {
+    const dataDir = path.join(shmDir('mdvfs-bench-pending-'), 'data');
+    log(`stall-pending: building a store in-process (${files} pending files in alice's home)`);
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    const core = openCore({ ...configFromEnv({ SERVICE_FSYNC: 'off' }), dataDir });
+    const auth = (authorization?: string) =>
+      core.registry.authenticate(authorization === undefined ? {} : { authorization }, {
+        anonymous: 'root',
+        userAuth: true,
+      });
+    const root = auth();
+    for (const name of ['alice', 'bob'])
+      await core.service.handlers['admin.userAdd']({ creds: {}, data: undefined }, { name });
+    core.vfs.write(root, '/bench/small.md', Buffer.alloc(1024, 'small read\n'));
+    core.vcs.commit(root, { id: '', root: '/' }, 'base');
+    const alice = auth('User alice');
+    for (let i = 0; i < files; i++) {
+      core.vfs.write(alice, `/home/alice/notes/d${Math.floor(i / 100)}/n${i}.md`, Buffer.from(lines(i, 'pending')));
+      if (i % 50000 === 49999) core.store.flushNow();
+    }
+    core.store.flushNow();
+    core.store.close();
+    core.grep.close();
+    const d = await startDaemonProc(dataDir, {}, 600000);
+    const probe = new Prober(socketPathFor(dataDir));
+    await probe.ready;
+    const base = (await probe.during(() => sleep(opts.quick ? 1000 : 3000))).lat;
+    rows.push({
+      name: 'small read, nothing heavy running (baseline)',
+      ours: round(Math.max(...base), 4),
+      baseline: null,
+      unit: 'ms',
+      ratio: null,
+      target: '—',
+      met: null,
+      note: `p99 ${percentile(base, 99).toFixed(1)} ms over ${base.length} reads of a 1 KiB file, one every ${EVERY_MS} ms from a second connection`,
+    });
+    const aliceC = d.client.as({ authorization: 'User alice' });
+    const bobC = d.client.as({ authorization: 'User bob' });
+    const n = files.toLocaleString('en');
+    const heavy: [string, () => Promise<unknown>, string][] = [
+      [
+        `alice's status of ${n} pending files`,
+        async () => {
+          const st = await aliceC.call('vcs.status', {});
+          if (st.added.length + (st.more ?? 0) !== files)
+            throw new Error(`status counted ${st.added.length + (st.more ?? 0)}`);
+        },
+        `vcs.status (the first one: it hashes the working tree too); answers the first page of 10,000 and counts the rest; ${files / 100} directories of 100 new files of 40 lines`,
+      ],
+      [
+        `bob's status (he may see none of them)`,
+        async () => {
+          const st = await bobC.call('vcs.status', {});
+          if (!st.clean) throw new Error('bob saw changes');
+        },
+        "vcs.status by a user who cannot search alice's 0700 home: the walk skips it whole",
+      ],
+      [
+        `alice's diff of ${n} pending files`,
+        () => aliceC.call('vcs.diff', {}),
+        'vcs.diff of the working tree: every new file, cut at 4 MiB of output (the walk goes on to count the rest)',
+      ],
+      [
+        `alice's commit of ${n} pending files`,
+        async () => {
+          const c = await aliceC.call('vcs.commit', { message: 'pending' });
+          if (c.changes !== files) throw new Error(`committed ${c.changes} changes`);
+        },
+        'vcs.commit of her changes: trees written and changes found ahead in slices, then the atomic step',
+      ],
+    ];
+    for (const [name, fn, note] of heavy) {
+      log(`stall-pending: ${name}`);
+      try {
+        rows.push(row(`small read during: ${name}`, await probe.during(fn), base, note));
+      } catch (err) {
+        rows.push(errorRow(`small read during: ${name}`, err));
+      }
+    }
+    await probe.quit();
+    await d.stop();
+  } catch (err) {
+    rows.push(errorRow('stall-pending benchmark', err));
+  }
+  return { title, rows };
+}

@@ -79,10 +79,16 @@ export function registerVcsCommands(program: Command, host: CommandHost): void {
     program
       .command('status')
       .description('show what changed since the last commit')
+      .option('-n, --max-count <n>', 'list at most n changes (default and maximum 10000)', positiveInt)
+      .option('--cursor <cursor>', 'go on after the changes of a previous page (its next_cursor)')
       .option('--json', 'print the status as JSON'),
     async (ctx, cmd) => {
-      const r = await ctx.caller.call('vcs.status', {});
-      if (cmd.opts<{ json?: boolean }>().json) {
+      const o = cmd.opts<{ maxCount?: number; cursor?: string; json?: boolean }>();
+      const r = await ctx.caller.call('vcs.status', {
+        ...(o.maxCount !== undefined ? { limit: o.maxCount } : {}),
+        ...(o.cursor !== undefined ? { cursor: o.cursor } : {}),
+      });
+      if (o.json) {
         ctx.out.write(`${JSON.stringify(r)}\n`);
         return;
       }

@@ -19,7 +19,33 @@ export class BlobStore {
   /** blobs referenced by some committed tree: never dropped eagerly */
   readonly inHistory = new Set<string>();
 
+  /** How many `hold`s are in force, and the blobs whose dropping waits for them to end. */
+  private holds = 0;
+  private readonly deferred = new Set<string>();
+
   constructor(private readonly journal: Journal) {}
+
+  /**
+   * Keeps every blob there now until the returned function is called (once): a request that reads
+   * the working tree's contents across turns of the event loop (a diff) sees them as they were when
+   * it began, even if a write meanwhile releases them. Blobs released meanwhile go afterwards.
+   */
+  hold(): () => void {
+    this.holds++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      if (--this.holds > 0) return;
+      for (const id of this.deferred) if (!this.isReferenced(id)) this.drop(id);
+      this.deferred.clear();
+    };
+  }
+
+  private drop(id: string): void {
+    this.data.delete(id);
+    this.journal.objectRemoved(id);
+  }
 
   /** Adds a reference to `content`, storing it if new; returns its id. */
   put(content: Buffer): string {
@@ -46,10 +72,9 @@ export class BlobStore {
       return;
     }
     this.refs.delete(id);
-    if (!this.inHistory.has(id)) {
-      this.data.delete(id);
-      this.journal.objectRemoved(id);
-    }
+    if (this.inHistory.has(id)) return;
+    if (this.holds > 0) this.deferred.add(id);
+    else this.drop(id);
   }
 
   get(id: string): Buffer {
@@ -88,9 +113,8 @@ export class BlobStore {
   sweep(): number {
     let removed = 0;
     for (const id of [...this.data.keys()]) {
-      if (!this.isReferenced(id)) {
-        this.data.delete(id);
-        this.journal.objectRemoved(id);
+      if (!this.isReferenced(id) && !this.deferred.has(id)) {
+        this.drop(id);
         removed++;
       }
     }

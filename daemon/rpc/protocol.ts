@@ -210,6 +210,10 @@ export const statusResultSchema = z
     /** Present only when the lists were cut (see STATUS_MAX): `more` changes were not listed. */
     truncated: z.literal(true).optional(),
     more: int.optional(),
+    next_cursor: z
+      .string()
+      .describe('present when changes were left out: pass it as `cursor` for the next page')
+      .optional(),
   })
   .meta({ id: 'Status' });
 export type StatusResult = z.infer<typeof statusResultSchema>;
@@ -1511,7 +1515,10 @@ export const methods = {
     ],
   },
   'vcs.status': {
-    params: z.object({}),
+    params: z.object({
+      limit: z.number().int().min(1).max(10000).describe('most changes to list (default and maximum 10000)').optional(),
+      cursor: z.string().max(8192).describe('the `next_cursor` of the previous page').optional(),
+    }),
     result: statusResultSchema,
     rest: {
       verb: 'get',

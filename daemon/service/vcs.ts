@@ -2,22 +2,29 @@
 import { capItems, LOG_ANSWER_BYTES } from '../search/search.js';
 import { formatMode } from '../rpc/protocol.js';
 import { entryStat, snapshotIno, tsNs } from './present.js';
+import type { PendingPlan } from '../vcs/status.js';
 import type { AreaOps, Kit } from './context.js';
 
 export const vcsOps = (k: Kit): AreaOps<'vcs'> => ({
   'vcs.commit': async (p, { cred }) => {
-    // Hash and write the new trees off the atomic step; a change meanwhile stops the writing, so try again (twice).
-    for (let attempt = 0; attempt < 3; attempt++) {
-      await k.d.vcs.prehash(k.scope(cred));
-      if (await k.d.vcs.prepersist(k.scope(cred))) break;
-    }
     const scope = k.scope(cred);
-    return k.d.vcs.commit(
-      cred,
-      scope,
-      p.message,
-      p.paths === undefined ? {} : { paths: p.paths.map((x) => k.scopeRel(cred, scope, x)) },
-    );
+    const paths = p.paths?.map((x) => k.scopeRel(cred, scope, x));
+    // Hash and write the new trees, and find the changes to take, off the atomic step; a change
+    // meanwhile stops the writing or outdates the changes found, so try again (twice). The commit
+    // itself finds them in one go if they are still outdated.
+    let pending: PendingPlan | undefined;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      await k.d.vcs.prehash(scope);
+      if (!(await k.d.vcs.prepersist(scope))) continue;
+      pending = await k.d.vcs.planPending(cred, scope, paths);
+      const top = k.d.vcs.scopeDirOrNull(scope);
+      if (top !== null && k.d.vcs.cached(top) && top.treeId === pending.work && k.d.vcs.head(scope) === pending.parent)
+        break;
+    }
+    const extra: { paths?: readonly string[]; pending?: PendingPlan } = {};
+    if (paths !== undefined) extra.paths = paths;
+    if (pending !== undefined) extra.pending = pending;
+    return k.d.vcs.commit(cred, scope, p.message, extra);
   },
   'vcs.show': (p, { cred }) => k.d.vcs.show(cred, k.scope(cred), p.rev),
   'vcs.log': (p, { cred }) => {
@@ -40,9 +47,12 @@ export const vcsOps = (k: Kit): AreaOps<'vcs'> => ({
       ...(next === undefined ? {} : { next_cursor: next }),
     };
   },
-  'vcs.status': async (_p, { cred }) => {
+  'vcs.status': async (p, { cred }) => {
     await k.d.vcs.prehash(k.scope(cred));
-    return k.d.vcs.status(cred, k.scope(cred));
+    const page: { limit?: number; cursor?: string } = {};
+    if (p.limit !== undefined) page.limit = p.limit;
+    if (p.cursor !== undefined && p.cursor !== '') page.cursor = p.cursor;
+    return await k.d.vcs.status(cred, k.scope(cred), page);
   },
   'vcs.diff': async (p, { cred }) => {
     const scope = k.scope(cred);

@@ -52,8 +52,10 @@ export function countTrees(v: Trees): number {
 /**
  * Drops cached trees that no commit holds (status and diff hash the working tree, and those
  * states are garbage once it changes). A directory whose cached id is dropped re-hashes itself.
+ * Nothing is dropped while a walk that yields the event loop reads them (`Trees.reading`).
  */
 export function pruneTrees(v: Trees): number {
+  if (v.reading > 0) return 0; // a status, diff or commit is walking them across turns
   let n = 0;
   for (const id of [...v.trees.keys()]) {
     if (id === v.emptyTree || v.persisted.has(id)) continue;

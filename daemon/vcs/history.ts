@@ -6,7 +6,7 @@ import { VfsError } from '../errors.js';
 import { isAdminCred, type Cred } from '../core/perms.js';
 import { encodeCommit, objectId, shortId, type CommitAttribution, type CommitObject } from '../core/objects.js';
 import type { ChangeRecord, CommitRecord } from '../rpc/protocol.js';
-import { pathFilter, pendingFor, visibleInHistory, visibleNow } from './status.js';
+import { pathFilter, pendingFor, visibleInHistory, visibleNow, type PendingPlan } from './status.js';
 import {
   attributionOf,
   joinScope,
@@ -30,7 +30,7 @@ export function commit(
   cred: Cred,
   scope: Scope,
   message: string,
-  extra: { revert_of?: string; paths?: readonly string[] } = {},
+  extra: { revert_of?: string; paths?: readonly string[]; pending?: PendingPlan } = {},
 ): CommitRecord {
   if (message.trim() === '') throw new VfsError('EINVAL', 'commit', undefined, 'a commit needs a message');
   const work = v.treeOf(v.scopeDir(scope));
@@ -40,7 +40,12 @@ export function commit(
   const whole = isAdminCred(cred) && extra.paths === undefined;
   let mine: Change[] | undefined;
   let tree = work;
-  if (!whole) {
+  // The changes found ahead (`planPending`, across turns) hold while the working tree and head are those they were found in.
+  const planned = extra.pending?.work === work && extra.pending.parent === parent ? extra.pending : undefined;
+  if (planned !== undefined) {
+    mine = planned.changes;
+    if (planned.partial) tree = v.graft(base, work, mine);
+  } else if (!whole) {
     const all = v.changesBetween(base, work);
     mine = pendingFor(v, cred, scope, all, extra.paths);
     if (mine.length !== all.length) tree = v.graft(base, work, mine);

@@ -131,6 +131,8 @@ export class Trees {
   readonly persisted = new Set<string>();
   /** How many `prepersist` runs are under way (gc keeps the trees they write). */
   prepersisting = 0;
+  /** How many walks over trees that yield the event loop are under way (`pruneTrees` keeps the trees they walk). */
+  reading = 0;
   /** payloads of trees hashed but not yet written, so a commit does not serialise them twice */
   readonly encoded = new Map<string, Buffer>();
   readonly refs = new Map<string, string>();
@@ -658,6 +660,21 @@ export class Trees {
     prefix: string,
     on: (x: TreeEntry | undefined, y: TreeEntry | undefined, prefix: string) => void,
   ): void {
+    for (const [x, y, dir] of this.diffSteps(a, b, prefix)) on(x, y, dir);
+  }
+
+  /**
+   * `walkDiff` one step at a time: each entry that differs, as `[x, y, prefix]`. Trees never change,
+   * so a consumer may yield the event loop between steps (keep the trees from `pruneTrees` with
+   * `reading`). `enter(dir)` (a directory's path, both sides with different contents) false
+   * skips everything below it: at least one change.
+   */
+  *diffSteps(
+    a: string,
+    b: string,
+    prefix: string,
+    enter?: (dir: string) => boolean,
+  ): Generator<[TreeEntry | undefined, TreeEntry | undefined, string]> {
     if (a === b) return;
     const frames = [
       { ea: this.trees.get(a) ?? EMPTY_TREE_ENTRIES, eb: this.trees.get(b) ?? EMPTY_TREE_ENTRIES, i: 0, j: 0, prefix },
@@ -684,31 +701,40 @@ export class Trees {
       )
         continue;
       if (x !== undefined && y !== undefined && x.kind === 'd' && y.kind === 'd') {
-        if (x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid) on(x, y, f.prefix);
-        if (x.ref !== y.ref)
+        if (x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid) yield [x, y, f.prefix];
+        const below = `${f.prefix}/${x.name}`;
+        if (x.ref !== y.ref && (enter === undefined || enter(below)))
           frames.push({
             ea: this.trees.get(x.ref) ?? EMPTY_TREE_ENTRIES,
             eb: this.trees.get(y.ref) ?? EMPTY_TREE_ENTRIES,
             i: 0,
             j: 0,
-            prefix: `${f.prefix}/${x.name}`,
+            prefix: below,
           });
         continue;
       }
-      on(x, y, f.prefix);
+      yield [x, y, f.prefix];
     }
   }
 
   diffTrees(a: string, b: string, prefix: string, out: Change[]): void {
-    this.walkDiff(a, b, prefix, (x, y, dir) => {
+    for (const c of this.changes(a, b, prefix)) out.push(c);
+  }
+
+  /**
+   * The changes between two trees in path order, one at a time (what `diffTrees` lists; see
+   * `diffSteps` for yielding between them and for `enter`).
+   */
+  *changes(a: string, b: string, prefix = '', enter?: (dir: string) => boolean): Generator<Change> {
+    for (const [x, y, dir] of this.diffSteps(a, b, prefix, enter)) {
       const p = `${dir}/${(x ?? y)!.name}`;
       if (x !== undefined && y !== undefined && x.kind === y.kind)
-        out.push({ path: x.kind === 'd' ? p + '/' : p, kind: 'modified', before: x, after: y });
+        yield { path: x.kind === 'd' ? p + '/' : p, kind: 'modified', before: x, after: y };
       else {
-        if (x !== undefined) this.pushAll(x, p, 'deleted', out);
-        if (y !== undefined) this.pushAll(y, p, 'added', out);
+        if (x !== undefined) yield* this.allBelow(x, p, 'deleted', enter);
+        if (y !== undefined) yield* this.allBelow(y, p, 'added', enter);
       }
-    });
+    }
   }
 
   /**
@@ -834,16 +860,27 @@ export class Trees {
 
   /** Every entry of a subtree as one kind of change, in path order (iterative). */
   pushAll(top: TreeEntry, topPath: string, kind: 'added' | 'deleted', out: Change[]): void {
+    for (const c of this.allBelow(top, topPath, kind)) out.push(c);
+  }
+
+  /** `pushAll` one change at a time; `enter(dir)` false skips what a non-empty directory holds. */
+  *allBelow(
+    top: TreeEntry,
+    topPath: string,
+    kind: 'added' | 'deleted',
+    enter?: (dir: string) => boolean,
+  ): Generator<Change> {
     const stack: { e: TreeEntry; p: string }[] = [{ e: top, p: topPath }];
     while (stack.length > 0) {
       const { e, p } = stack.pop()!;
       if (e.kind !== 'd') {
-        out.push(kind === 'added' ? { path: p, kind, after: e } : { path: p, kind, before: e });
+        yield kind === 'added' ? { path: p, kind, after: e } : { path: p, kind, before: e };
         continue;
       }
       const entries = this.trees.get(e.ref) ?? [];
       if (entries.length === 0)
-        out.push(kind === 'added' ? { path: p + '/', kind, after: e } : { path: p + '/', kind, before: e });
+        yield kind === 'added' ? { path: p + '/', kind, after: e } : { path: p + '/', kind, before: e };
+      else if (enter !== undefined && !enter(p)) continue;
       for (let k = entries.length - 1; k >= 0; k--) stack.push({ e: entries[k]!, p: `${p}/${entries[k]!.name}` });
     }
   }

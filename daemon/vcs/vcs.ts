@@ -12,7 +12,7 @@ import { commit, find, log, show } from './history.js';
 import { revert } from './revert.js';
 import { undo } from './undo.js';
 import { snapshotList, snapshotRead, snapshotStat } from './snapshot.js';
-import { status } from './status.js';
+import { planPending, status, type PendingPlan } from './status.js';
 import { Trees, type Scope } from './trees.js';
 
 export type { Scope };
@@ -22,9 +22,14 @@ export class Vcs extends Trees {
     cred: Cred,
     scope: Scope,
     message: string,
-    extra: { revert_of?: string; paths?: readonly string[] } = {},
+    extra: { revert_of?: string; paths?: readonly string[]; pending?: PendingPlan } = {},
   ): CommitRecord {
     return commit(this, cred, scope, message, extra);
+  }
+
+  /** The caller's pending changes for a commit, found in slices (see `planPending`). */
+  planPending(cred: Cred, scope: Scope, paths?: readonly string[]): Promise<PendingPlan> {
+    return planPending(this, cred, scope, paths);
   }
 
   show(cred: Cred, scope: Scope, rev: string): ReturnType<typeof show> {
@@ -39,8 +44,8 @@ export class Vcs extends Trees {
     return log(this, scope, opts, cred);
   }
 
-  status(cred: Cred, scope: Scope): StatusResult {
-    return status(this, cred, scope);
+  status(cred: Cred, scope: Scope, page: { limit?: number; cursor?: string } = {}): Promise<StatusResult> {
+    return status(this, cred, scope, page);
   }
 
   diff(
