@@ -86,6 +86,9 @@ const MIGRATIONS: string[] = [
    CREATE TABLE changes (seq BIGSERIAL PRIMARY KEY, epoch BIGINT NOT NULL, batch JSONB NOT NULL);`,
   // Who changed each path since its last commit (docs/vcs.md, Attribution), so a restart keeps it.
   `CREATE TABLE pending_attribution (path TEXT PRIMARY KEY, by_user TEXT NOT NULL, on_behalf_of TEXT, seq BIGINT NOT NULL, subtree BOOLEAN NOT NULL);`,
+  // Tokens that expire, and delegation grants (docs/security.md, Delegation).
+  `ALTER TABLE users ADD COLUMN token_expires BIGINT;
+   CREATE TABLE delegations (user_uid BIGINT NOT NULL, agent_uid BIGINT NOT NULL, created BIGINT NOT NULL, PRIMARY KEY (user_uid, agent_uid));`,
 ];
 
 /** What one batch changed, as keys: a standby reads the rows they name as they are now. */
@@ -609,6 +612,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
         gid: num(r.gid),
         is_agent: num(r.is_agent),
         token_hash: str(r.token_hash),
+        token_expires: r.token_expires === null ? null : num(r.token_expires),
         created: num(r.created),
       })),
       groups: await all('SELECT * FROM groups_ ORDER BY gid', (r) => ({
@@ -630,6 +634,11 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
         name: String(r.name),
         agent_uid: num(r.agent_uid),
         agent_token_hash: str(r.agent_token_hash),
+        created: num(r.created),
+      })),
+      delegations: await all('SELECT * FROM delegations ORDER BY user_uid, agent_uid', (r) => ({
+        user_uid: num(r.user_uid),
+        agent_uid: num(r.agent_uid),
         created: num(r.created),
       })),
       meta: await all('SELECT key, value FROM meta ORDER BY key', (r) => ({
@@ -1008,11 +1017,19 @@ function authStatements(rows: RegistryRows): [string, Values][] {
     ['DELETE FROM groups_', []],
     ['DELETE FROM workspaces', []],
     ['DELETE FROM ws_tokens', []],
+    ['DELETE FROM delegations', []],
     [
-      'INSERT INTO users (uid, name, gid, is_agent, token_hash, created) SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::int[], $5::text[], $6::bigint[])',
+      'INSERT INTO users (uid, name, gid, is_agent, token_hash, token_expires, created) SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::int[], $5::text[], $6::bigint[], $7::bigint[])',
       columns(
-        rows.users.map((u) => [u.uid, u.name, u.gid, u.is_agent, u.token_hash, u.created]),
-        6,
+        rows.users.map((u) => [u.uid, u.name, u.gid, u.is_agent, u.token_hash, u.token_expires ?? null, u.created]),
+        7,
+      ),
+    ],
+    [
+      'INSERT INTO delegations (user_uid, agent_uid, created) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[])',
+      columns(
+        rows.delegations.map((g) => [g.user_uid, g.agent_uid, g.created]),
+        3,
       ),
     ],
     [

@@ -56,6 +56,7 @@ CREATE TABLE IF NOT EXISTS groups_ (gid INTEGER PRIMARY KEY, name TEXT UNIQUE NO
 CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, name TEXT NOT NULL, root TEXT NOT NULL, owner_uid INTEGER NOT NULL, created INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS ws_tokens (hash TEXT PRIMARY KEY, workspace_id TEXT NOT NULL, name TEXT NOT NULL, agent_uid INTEGER NOT NULL, created INTEGER NOT NULL, id TEXT, agent_token_hash TEXT);
 CREATE TABLE IF NOT EXISTS refs (scope TEXT PRIMARY KEY, commit_id TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS delegations (user_uid INTEGER NOT NULL, agent_uid INTEGER NOT NULL, created INTEGER NOT NULL, PRIMARY KEY (user_uid, agent_uid));
 CREATE TABLE IF NOT EXISTS pending_attribution (${MARK_COLUMNS}) WITHOUT ROWID;
 `;
 
@@ -106,6 +107,11 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
       );
       if (!wsCols.has('id')) this.db.exec('ALTER TABLE ws_tokens ADD COLUMN id TEXT');
       if (!wsCols.has('agent_token_hash')) this.db.exec('ALTER TABLE ws_tokens ADD COLUMN agent_token_hash TEXT');
+      // Stores made before tokens could expire: every token there never expires (NULL).
+      const userCols = new Set(
+        (this.db.prepare('PRAGMA table_info(users)').all() as { name: string }[]).map((c) => c.name),
+      );
+      if (!userCols.has('token_expires')) this.db.exec('ALTER TABLE users ADD COLUMN token_expires INTEGER');
       // Stores made before pending_attribution was a WITHOUT ROWID table: the same rows, moved over once.
       const marksSql = this.db
         .prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'pending_attribution'")
@@ -174,6 +180,9 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
       groups: this.db.prepare('SELECT * FROM groups_').all() as RegistryRows['groups'],
       workspaces: this.db.prepare('SELECT * FROM workspaces').all() as RegistryRows['workspaces'],
       wsTokens: this.db.prepare('SELECT * FROM ws_tokens').all() as RegistryRows['wsTokens'],
+      delegations: this.db
+        .prepare('SELECT user_uid, agent_uid, created FROM delegations')
+        .all() as RegistryRows['delegations'],
       meta: this.db.prepare('SELECT key, value FROM meta').all() as RegistryRows['meta'],
     };
   }
@@ -249,9 +258,10 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
         deleteMarksBelow: this.db.prepare('DELETE FROM pending_attribution WHERE path = ? OR (path >= ? AND path < ?)'),
         setMeta: this.db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)'),
         insertUser: this.db.prepare(
-          'INSERT INTO users (uid, name, gid, is_agent, token_hash, created) VALUES (?, ?, ?, ?, ?, ?)',
+          'INSERT INTO users (uid, name, gid, is_agent, token_hash, token_expires, created) VALUES (?, ?, ?, ?, ?, ?, ?)',
         ),
         insertGroup: this.db.prepare('INSERT INTO groups_ (gid, name, members) VALUES (?, ?, ?)'),
+        insertDelegation: this.db.prepare('INSERT INTO delegations (user_uid, agent_uid, created) VALUES (?, ?, ?)'),
         insertWorkspace: this.db.prepare(
           'INSERT INTO workspaces (id, name, root, owner_uid, created) VALUES (?, ?, ?, ?, ?)',
         ),
@@ -301,8 +311,12 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
   private writeRegistry(reg: Registry): void {
     const s = this.statements();
     const rows = registryRows(reg);
-    this.db.exec('DELETE FROM users; DELETE FROM groups_; DELETE FROM workspaces; DELETE FROM ws_tokens;');
-    for (const u of rows.users) s.insertUser!.run(u.uid, u.name, u.gid, u.is_agent, u.token_hash, u.created);
+    this.db.exec(
+      'DELETE FROM users; DELETE FROM groups_; DELETE FROM workspaces; DELETE FROM ws_tokens; DELETE FROM delegations;',
+    );
+    for (const u of rows.users)
+      s.insertUser!.run(u.uid, u.name, u.gid, u.is_agent, u.token_hash, u.token_expires ?? null, u.created);
+    for (const g of rows.delegations) s.insertDelegation!.run(g.user_uid, g.agent_uid, g.created);
     for (const g of rows.groups) s.insertGroup!.run(g.gid, g.name, g.members);
     for (const w of rows.workspaces) s.insertWorkspace!.run(w.id, w.name, w.root, w.owner_uid, w.created);
     for (const t of rows.wsTokens)

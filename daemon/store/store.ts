@@ -6,7 +6,15 @@
 import type { Journal } from '../core/blobs.js';
 import type { Node, NodeRow } from '../core/inode.js';
 import { isWithin, MAX_DEPTH } from '../core/paths.js';
-import type { GroupRow, Registry, UserRow, WorkspaceRow, WsTokenRow } from '../auth/registry.js';
+import {
+  delegationKey,
+  type DelegationRow,
+  type GroupRow,
+  type Registry,
+  type UserRow,
+  type WorkspaceRow,
+  type WsTokenRow,
+} from '../auth/registry.js';
 import { verifyObject, type ObjectType } from '../core/objects.js';
 
 export const SCHEMA_VERSION = '1';
@@ -133,7 +141,16 @@ export function inodeValues(
 
 /** The auth tables as stored (column names as in the tables). */
 export interface RegistryRows {
-  users: { uid: number; name: string; gid: number; is_agent: number; token_hash: string | null; created: number }[];
+  users: {
+    uid: number;
+    name: string;
+    gid: number;
+    is_agent: number;
+    token_hash: string | null;
+    /** Unix seconds; null (or absent in rows of older stores): never expires. */
+    token_expires?: number | null;
+    created: number;
+  }[];
   groups: { gid: number; name: string; members: string }[];
   workspaces: { id: string; name: string; root: string; owner_uid: number; created: number }[];
   wsTokens: {
@@ -145,6 +162,8 @@ export interface RegistryRows {
     agent_token_hash: string | null;
     created: number;
   }[];
+  /** Delegation grants: `user_uid` lets `agent_uid` act on its behalf. */
+  delegations: { user_uid: number; agent_uid: number; created: number }[];
   meta: { key: string; value: string }[];
 }
 
@@ -157,6 +176,7 @@ export function applyRegistryRows(reg: Registry, rows: RegistryRows): void {
       gid: r.gid,
       isAgent: r.is_agent === 1,
       tokenHash: r.token_hash,
+      tokenExpires: r.token_expires ?? null,
       created: r.created,
     });
   for (const r of rows.groups)
@@ -176,6 +196,12 @@ export function applyRegistryRows(reg: Registry, rows: RegistryRows): void {
       created: r.created,
     });
   }
+  for (const r of rows.delegations)
+    reg.delegations.set(delegationKey(r.user_uid, r.agent_uid), {
+      userUid: r.user_uid,
+      agentUid: r.agent_uid,
+      created: r.created,
+    });
   for (const m of rows.meta) {
     if (m.key === 'next_uid') reg.nextUid = Math.max(reg.nextUid, Number(m.value));
     if (m.key === 'next_gid') reg.nextGid = Math.max(reg.nextGid, Number(m.value));
@@ -194,6 +220,7 @@ export function registryRows(reg: Registry): RegistryRows {
       gid: u.gid,
       is_agent: u.isAgent ? 1 : 0,
       token_hash: u.tokenHash,
+      token_expires: u.tokenExpires,
       created: u.created,
     })),
     groups: [...(reg.groups.values() as Iterable<GroupRow>)].map((g) => ({
@@ -216,6 +243,11 @@ export function registryRows(reg: Registry): RegistryRows {
       agent_uid: t.agentUid,
       agent_token_hash: t.agentTokenHash,
       created: t.created,
+    })),
+    delegations: [...(reg.delegations.values() as Iterable<DelegationRow>)].map((g) => ({
+      user_uid: g.userUid,
+      agent_uid: g.agentUid,
+      created: g.created,
     })),
     meta: [
       { key: 'next_uid', value: String(reg.nextUid) },

@@ -307,6 +307,7 @@ t.test("an agent's REST write appears live in the tree and the editor, attribute
   await page.waitForSelector('#tree li[data-path="/tmp"].open');
   const tok = (await client(svc, { auth: `Bearer ${adminToken}` }).post('/admin/users/helper/tokens')).json
     .token as string;
+  t.equal((await client(svc, { auth: 'User alice' }).post('/auth/delegations', { agent: 'helper' })).status, 200);
   const helper = client(svc, { auth: `Bearer ${tok}`, onBehalfOf: 'alice' });
   // 0666: the agent rewrites it below, and a delegated write needs write access for the agent too.
   t.equal((await helper.put('/fs//tmp/agent.md?mode=0666', 'first draft\n')).status, 200);
