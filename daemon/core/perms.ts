@@ -3,7 +3,8 @@
  * Every check runs for the caller and, when delegating, for the delegate too (intersection).
  */
 import { VfsError } from '../errors.js';
-import { S_ISVTX, type DirNode, type Node } from './inode.js';
+import { pathOf, S_ISVTX, type DirNode, type Node } from './inode.js';
+import { displayPath, isWithin } from './paths.js';
 
 export const R = 4;
 export const W = 2;
@@ -85,7 +86,8 @@ export function may(cred: Cred, node: Node, bits: number): boolean {
 
 /**
  * Throws EACCES unless the credential has `bits` on `node`. Under delegation the message names the
- * principal that lacked the right, the right, the path and the permission bits that applied
+ * principal that lacked the right, the right, the entry it lacked it on (the directory, for a create
+ * or rename in it) and the permission bits that applied
  * (`helper (acting for alice) lacks write on /home/alice/notes/todo.md: group bits r--`).
  */
 export function requireAccess(cred: Cred, node: Node, bits: number, op: string, path: string): void {
@@ -96,7 +98,15 @@ export function requireAccess(cred: Cred, node: Node, bits: number, op: string, 
     ? `${d.name} (on whose behalf ${cred.user.name} acts)`
     : `${cred.user.name} (acting for ${d.name})`;
   const p = principalMay(cred.user, node, bits) ? d : cred.user;
-  throw new VfsError('EACCES', op, path, `${who} lacks ${rightsLacking(p, node, bits)} on ${path}: ${bitsOf(p, node)}`);
+  const on = shownPath(cred, pathOf(node));
+  throw new VfsError('EACCES', op, path, `${who} lacks ${rightsLacking(p, node, bits)} on ${on}: ${bitsOf(p, node)}`);
+}
+
+/** A path as the caller may see it: a workspace caller sees its workspace as `/` and nothing outside. */
+function shownPath(cred: Cred, abs: string): string {
+  const jail = cred.workspace?.root;
+  if (jail === undefined) return abs;
+  return isWithin(abs, jail) ? displayPath(abs, jail) : '(outside the workspace)';
 }
 
 /** The rights among `bits` that `p` lacks on `node`, in words (`write and search`). */
