@@ -1,9 +1,9 @@
 /**
  * The admin panel, offered to root and wheel (the daemon refuses everyone else anyway): users and
- * agents (create, issue or regenerate a token, delete), groups and their members, workspaces and
- * their secrets. A new token or secret is shown once, with a copy button, until "Done" hides it.
+ * agents (create, issue or regenerate a token, optionally expiring, delete), delegation grants
+ * (grant, revoke), groups and their members, workspaces and their secrets. A new token or secret is shown once, with a copy button, until "Done" hides it.
  */
-import type { Api, GroupRecord, UserRecord, WorkspaceRecord, WorkspaceTokenRecord } from './api.js';
+import type { Api, DelegationRecord, GroupRecord, UserRecord, WorkspaceRecord, WorkspaceTokenRecord } from './api.js';
 import { $, ask, button, copyText, describe, el, input, show } from './dom.js';
 
 function fail(err: unknown): void {
@@ -53,10 +53,11 @@ function chip(text: string, remove: () => void, title: string): HTMLSpanElement 
 }
 
 async function refresh(api: Api): Promise<void> {
-  const [{ users }, { groups }, { workspaces }] = await Promise.all([
+  const [{ users }, { groups }, { workspaces }, { delegations }] = await Promise.all([
     api.json<{ users: UserRecord[] }>('/admin/users'),
     api.json<{ groups: GroupRecord[] }>('/admin/groups'),
     api.json<{ workspaces: WorkspaceRecord[] }>('/workspaces'),
+    api.json<{ delegations: DelegationRecord[] }>('/auth/delegations'),
   ]);
   const secrets = await Promise.all(
     workspaces.map((w) =>
@@ -73,7 +74,11 @@ async function refresh(api: Api): Promise<void> {
       `${u.is_agent ? 'agent' : 'user'}${u.is_admin ? ' (admin)' : ''}`,
       String(u.uid),
       u.groups.map((g) => groupName.get(g) ?? String(g)).join(', '),
-      u.has_token ? 'issued' : '—',
+      !u.has_token
+        ? '—'
+        : u.token_expires === undefined
+          ? 'issued'
+          : `${u.token_expires * 1000 <= Date.now() ? 'expired' : 'expires'} ${new Date(u.token_expires * 1000).toLocaleString()}`,
     ]);
     tr.dataset.name = u.name;
     tr.append(
@@ -86,9 +91,10 @@ async function refresh(api: Api): Promise<void> {
               (await ask(`Regenerate the token of ${u.name}? The old one stops working.`, null)) === null
             )
               return;
+            const secs = input('admin-token-expires').value.trim();
             const r = await api.json<{ name: string; token: string }>(
               `/admin/users/${encodeURIComponent(u.name)}/tokens`,
-              { method: 'POST' },
+              { method: 'POST', body: secs === '' ? {} : { expires_in: Number(secs) } },
             );
             reveal(`The token of ${r.name}: copy it now, it is not shown again.`, r.token);
             await refresh(api);
@@ -105,6 +111,28 @@ async function refresh(api: Api): Promise<void> {
       ),
     );
     ut.append(tr);
+  }
+
+  const dt = $('admin-delegations');
+  dt.replaceChildren(row(['User', 'Agent acting for them', 'Since', ''], true));
+  for (const g of delegations) {
+    const tr = row([g.user, g.agent, new Date(g.created * 1000).toLocaleString()]);
+    tr.dataset.name = `${g.user}/${g.agent}`;
+    tr.append(
+      actions(
+        button(
+          'Revoke',
+          run(async () => {
+            if ((await ask(`Stop ${g.agent} acting on behalf of ${g.user}?`, null)) === null) return;
+            await api.json(`/auth/delegations/${encodeURIComponent(g.agent)}?user=${encodeURIComponent(g.user)}`, {
+              method: 'DELETE',
+            });
+            await refresh(api);
+          }),
+        ),
+      ),
+    );
+    dt.append(tr);
   }
 
   const gt = $('admin-groups');
@@ -198,6 +226,15 @@ export function wireAdmin(api: Api): void {
     input('admin-user-name').value = '';
     input('admin-user-agent').checked = false;
     if (r.token !== undefined) reveal(`The token of agent ${r.name}: copy it now, it is not shown again.`, r.token);
+    await refresh(api);
+  });
+  form('admin-deleg-form', async () => {
+    await api.json('/auth/delegations', {
+      method: 'POST',
+      body: { user: input('admin-deleg-user').value.trim(), agent: input('admin-deleg-agent').value.trim() },
+    });
+    input('admin-deleg-user').value = '';
+    input('admin-deleg-agent').value = '';
     await refresh(api);
   });
   form('admin-group-form', async () => {

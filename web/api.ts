@@ -107,6 +107,7 @@ export class Api {
 export type {
   ChangeRecord as Change,
   CommitRecord as Commit,
+  DelegationRecord,
   DirEntry,
   FeedEvent,
   GroupRecord,

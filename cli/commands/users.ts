@@ -1,7 +1,8 @@
-/** User and group commands: useradd, userdel, groupadd, usermod, token, whoami. */
+/** User and group commands: useradd, userdel, groupadd, usermod, token, delegate, whoami. */
 import type { Command } from 'commander';
 import type { CommandHost } from '../context.js';
 import { UsageError } from '../errors.js';
+import { columns } from '../format.js';
 
 export function registerUserCommands(program: Command, host: CommandHost): void {
   host.action(
@@ -79,11 +80,67 @@ export function registerUserCommands(program: Command, host: CommandHost): void 
     program
       .command('token')
       .description("issue (or regenerate) a user's API token and print it; it is shown only once")
-      .argument('<user>', 'user name'),
+      .argument('<user>', 'user name')
+      .option('--expires-in <seconds>', 'the token stops working this many seconds from now'),
     async (ctx, cmd) => {
       const [name] = cmd.processedArgs as [string];
-      const t = await ctx.caller.call('admin.token', { name });
+      const o = cmd.opts<{ expiresIn?: string }>();
+      let expires_in: number | undefined;
+      if (o.expiresIn !== undefined) {
+        expires_in = Number(o.expiresIn);
+        if (!/^[0-9]+$/.test(o.expiresIn) || !Number.isSafeInteger(expires_in) || expires_in < 1)
+          throw new UsageError(`token: --expires-in takes a whole number of seconds, not '${o.expiresIn}'`);
+      }
+      const t = await ctx.caller.call('admin.token', expires_in === undefined ? { name } : { name, expires_in });
       ctx.out.write(`${t.token}\n`);
+      if (t.expires !== undefined)
+        ctx.err.write(`mdvfs: the token expires at ${new Date(t.expires * 1000).toISOString()}\n`);
+    },
+  );
+
+  const delegate = program
+    .command('delegate')
+    .description('delegation grants: let an agent act on your behalf (add), stop it (rm), list grants (ls)');
+  host.action(
+    delegate
+      .command('add')
+      .description('let an agent act on your behalf (--on-behalf-of you) until you revoke it')
+      .argument('<agent>', 'agent (or wheel member) name')
+      .option('--for <user>', 'root/wheel only: grant on behalf of this user'),
+    async (ctx, cmd) => {
+      const [agent] = cmd.processedArgs as [string];
+      const o = cmd.opts<{ for?: string }>();
+      const g = await ctx.caller.call('auth.delegationAdd', o.for === undefined ? { agent } : { agent, user: o.for });
+      ctx.out.write(`${g.agent} may act on behalf of ${g.user}\n`);
+    },
+  );
+  host.action(
+    delegate
+      .command('rm')
+      .description("revoke an agent's grant: its next request on your behalf is refused")
+      .argument('<agent>', 'agent name')
+      .option('--for <user>', 'root/wheel only: the user whose grant ends'),
+    async (ctx, cmd) => {
+      const [agent] = cmd.processedArgs as [string];
+      const o = cmd.opts<{ for?: string }>();
+      const r = await ctx.caller.call('auth.delegationDel', o.for === undefined ? { agent } : { agent, user: o.for });
+      ctx.out.write(`${r.revoked.agent} may no longer act on behalf of ${r.revoked.user}\n`);
+    },
+  );
+  host.action(
+    delegate
+      .command('ls')
+      .description('the grants given by or to you (root/wheel: every grant)')
+      .option('--json', 'print as JSON'),
+    async (ctx, cmd) => {
+      const r = await ctx.caller.call('auth.delegationList', {});
+      if (cmd.opts<{ json?: boolean }>().json) ctx.out.write(`${JSON.stringify(r)}\n`);
+      else
+        for (const line of columns(
+          r.delegations.map((g) => [g.user, g.agent, new Date(g.created * 1000).toISOString()]),
+          'lll',
+        ))
+          ctx.out.write(`${line}\n`);
     },
   );
 

@@ -17,6 +17,18 @@ export interface UserRow {
   gid: number;
   isAgent: boolean;
   tokenHash: string | null;
+  /** When the token stops working (Unix seconds); null: never. */
+  tokenExpires: number | null;
+  created: number;
+}
+
+/**
+ * A delegation grant (DESIGN.md §3–§4): `userUid` consents to `agentUid` acting on its behalf. It
+ * holds until revoked (or either user is deleted); every request checks it afresh.
+ */
+export interface DelegationRow {
+  userUid: number;
+  agentUid: number;
   created: number;
 }
 
@@ -61,6 +73,8 @@ export class Registry {
   readonly groups = new Map<number, GroupRow>();
   readonly workspaces = new Map<string, WorkspaceRow>();
   readonly wsTokens = new Map<string, WsTokenRow>();
+  /** Delegation grants by `delegationKey(user, agent)`. */
+  readonly delegations = new Map<string, DelegationRow>();
   private readonly userByName = new Map<string, UserRow>();
   private readonly groupByName = new Map<string, GroupRow>();
   private readonly userByToken = new Map<string, UserRow>();
@@ -78,7 +92,7 @@ export class Registry {
 
   /** A fresh registry: root (uid 0), groups root (0) and wheel (1). */
   initFresh(): void {
-    this.putUser({ uid: 0, name: 'root', gid: 0, isAgent: false, tokenHash: null, created: now() });
+    this.putUser({ uid: 0, name: 'root', gid: 0, isAgent: false, tokenHash: null, tokenExpires: null, created: now() });
     this.putGroup({ gid: 0, name: 'root', members: new Set() });
     this.putGroup({ gid: WHEEL_GID, name: 'wheel', members: new Set([ROOT_UID]) });
     this.touched();
@@ -212,10 +226,12 @@ export class Registry {
         // Security: valid only while the agent token it was issued against is the agent's token.
         if (t.agentTokenHash === null || user.tokenHash !== t.agentTokenHash)
           throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid workspace credentials');
+        refuseExpired(user, 'the agent token this workspace secret was issued against');
         workspace = { id: ws.id, name: ws.name, root: ws.root };
       } else {
         user = this.userByToken.get(h);
         if (user === undefined) throw new VfsError('EAUTH', 'authenticate', undefined, 'invalid token');
+        refuseExpired(user, 'this token');
       }
     }
     const principal = this.principal(user!);
@@ -224,15 +240,100 @@ export class Registry {
     const d = this.userByName.get(obo);
     if (d === undefined)
       throw new VfsError('EAUTH', 'authenticate', undefined, `unknown on-behalf-of user '${obo.slice(0, 64)}'`);
-    if (!isWheel(principal) && !principal.isAgent)
+    this.requireDelegation(principal, d);
+    const delegate = this.principal(d);
+    return workspace === undefined ? { user: principal, delegate } : { user: principal, delegate, workspace };
+  }
+
+  /**
+   * The one delegation rule (DESIGN.md §3–§4): root may act for anyone; nobody acts for root but
+   * root; otherwise the caller must be an agent or a wheel member and hold the user's grant, checked
+   * on every request so that a revoked grant stops the next one.
+   */
+  private requireDelegation(caller: Principal, d: UserRow): void {
+    if (caller.uid === ROOT_UID || caller.uid === d.uid) return;
+    if (d.uid === ROOT_UID)
+      throw new VfsError(
+        'EPERM',
+        'delegate',
+        undefined,
+        `nobody acts on behalf of root but root (${caller.name} may not)`,
+      );
+    if (!isWheel(caller) && !caller.isAgent)
       throw new VfsError(
         'EPERM',
         'delegate',
         undefined,
         'only root, wheel members and agents may act on behalf of another user',
       );
-    const delegate = this.principal(d);
-    return workspace === undefined ? { user: principal, delegate } : { user: principal, delegate, workspace };
+    if (!this.delegations.has(delegationKey(d.uid, caller.uid)))
+      throw new VfsError(
+        'EPERM',
+        'delegate',
+        undefined,
+        `no delegation grant: ${d.name} has not granted ${caller.name} the right to act on their behalf (${d.name} grants it with POST /auth/delegations {"agent":"${caller.name}"} or 'mdvfs delegate add ${caller.name}')`,
+      );
+  }
+
+  // ---------- delegation grants ----------
+
+  /** `user` consents to `agent` acting on its behalf (idempotent: an existing grant is kept). */
+  grantDelegation(userName: string, agentName: string): DelegationRow {
+    const u = this.userByName.get(userName);
+    if (u === undefined) throw new VfsError('ENOENT', 'delegate', undefined, `no such user: ${userName.slice(0, 64)}`);
+    const a = this.userByName.get(agentName);
+    if (a === undefined) throw new VfsError('ENOENT', 'delegate', undefined, `no such user: ${agentName.slice(0, 64)}`);
+    if (u.uid === ROOT_UID)
+      throw new VfsError(
+        'EPERM',
+        'delegate',
+        undefined,
+        'nobody acts on behalf of root but root: root grants no delegation',
+      );
+    if (a.uid === u.uid)
+      throw new VfsError('EINVAL', 'delegate', undefined, 'a user cannot grant delegation to itself');
+    if (a.uid === ROOT_UID)
+      throw new VfsError('EINVAL', 'delegate', undefined, 'root needs no grant to act for anyone');
+    const agent = this.principal(a);
+    if (!agent.isAgent && !isWheel(agent))
+      throw new VfsError(
+        'EINVAL',
+        'delegate',
+        undefined,
+        `${a.name} is neither an agent nor a wheel member: only those may act on behalf of another user`,
+      );
+    const key = delegationKey(u.uid, a.uid);
+    const have = this.delegations.get(key);
+    if (have !== undefined) return have;
+    const row: DelegationRow = { userUid: u.uid, agentUid: a.uid, created: now() };
+    this.delegations.set(key, row);
+    this.touched();
+    return row;
+  }
+
+  /** Revokes `user`'s grant to `agent`; the agent's next request on the user's behalf is refused. */
+  revokeDelegation(userName: string, agentName: string): DelegationRow {
+    const u = this.userByName.get(userName);
+    const a = this.userByName.get(agentName);
+    const key = u === undefined || a === undefined ? '' : delegationKey(u.uid, a.uid);
+    const row = this.delegations.get(key);
+    if (row === undefined)
+      throw new VfsError(
+        'ENOENT',
+        'delegate',
+        undefined,
+        `no delegation grant from ${userName.slice(0, 64)} to ${agentName.slice(0, 64)}`,
+      );
+    this.delegations.delete(key);
+    this.touched();
+    return row;
+  }
+
+  /** The grants given by or to `uid` (every grant when undefined), oldest first. */
+  delegationsOf(uid: number | undefined): DelegationRow[] {
+    return [...this.delegations.values()]
+      .filter((g) => uid === undefined || g.userUid === uid || g.agentUid === uid)
+      .sort((a, b) => a.created - b.created || a.userUid - b.userUid || a.agentUid - b.agentUid);
   }
 
   // ---------- administration ----------
@@ -254,7 +355,7 @@ export class Registry {
     this.checkNewName(name, 'useradd');
     const gid = this.nextGid++;
     this.putGroup({ gid, name, members: new Set() });
-    const u: UserRow = { uid: this.nextUid++, name, gid, isAgent, tokenHash: null, created: now() };
+    const u: UserRow = { uid: this.nextUid++, name, gid, isAgent, tokenHash: null, tokenExpires: null, created: now() };
     this.putUser(u);
     this.bootstrapped = true;
     this.touched();
@@ -275,12 +376,16 @@ export class Registry {
       this.groupByName.delete(personal.name);
     }
     for (const [h, t] of this.wsTokens) if (t.agentUid === u.uid) this.wsTokens.delete(h);
+    for (const [k, g] of this.delegations) if (g.userUid === u.uid || g.agentUid === u.uid) this.delegations.delete(k);
     this.touched();
     return u;
   }
 
-  /** Issues (or regenerates, invalidating the old one) a user's token; returns the raw token once. */
-  issueToken(name: string): string {
+  /**
+   * Issues (or regenerates, invalidating the old one) a user's token; returns the raw token once.
+   * With `expiresIn` (seconds) the token stops working that long from now.
+   */
+  issueToken(name: string, expiresIn?: number): string {
     const u = this.userByName.get(name);
     if (u === undefined) throw new VfsError('ENOENT', 'token', undefined, `no such user: ${name}`);
     if (u.tokenHash !== null) this.userByToken.delete(u.tokenHash);
@@ -288,6 +393,7 @@ export class Registry {
     for (const [h, t] of this.wsTokens) if (t.agentUid === u.uid) this.wsTokens.delete(h);
     const token = newSecret('mdvfs_');
     u.tokenHash = hashSecret(token);
+    u.tokenExpires = expiresIn === undefined ? null : now() + expiresIn;
     this.userByToken.set(u.tokenHash, u);
     this.touched();
     return token;
@@ -437,6 +543,21 @@ export class Registry {
       `no token '${tokenId.slice(0, 64)}' in workspace ${workspaceId.slice(0, 64)}`,
     );
   }
+}
+
+export function delegationKey(userUid: number, agentUid: number): string {
+  return `${userUid}/${agentUid}`;
+}
+
+/** Security: an expired token is refused (401) with a message that says so, never as "invalid". */
+function refuseExpired(u: UserRow, what: string): void {
+  if (u.tokenExpires !== null && now() >= u.tokenExpires)
+    throw new VfsError(
+      'EAUTH',
+      'authenticate',
+      undefined,
+      `${what} expired at ${new Date(u.tokenExpires * 1000).toISOString()}; ask for a new one`,
+    );
 }
 
 function now(): number {

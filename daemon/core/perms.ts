@@ -3,7 +3,8 @@
  * Every check runs for the caller and, when delegating, for the delegate too (intersection).
  */
 import { VfsError } from '../errors.js';
-import { S_ISVTX, type DirNode, type Node } from './inode.js';
+import { pathOf, S_ISVTX, type DirNode, type Node } from './inode.js';
+import { displayPath, isWithin } from './paths.js';
 
 export const R = 4;
 export const W = 2;
@@ -54,6 +55,17 @@ function principals(cred: Cred): Principal[] {
   return cred.delegate === undefined ? [cred.user] : [cred.user, cred.delegate];
 }
 
+/**
+ * The mode of an entry created under delegation (DESIGN.md §3): group write wherever the group may
+ * read, so that an agent the user shares a folder with (a member of the entry's group) can revise
+ * what it wrote for the user. Root needs no such help; outside delegation the mode is as asked.
+ */
+export function createMode(cred: Cred, mode: number): number {
+  const d = cred.delegate;
+  if (d === undefined || d.uid === cred.user.uid || isRoot(cred.user)) return mode;
+  return (mode & 0o040) !== 0 ? mode | 0o020 : mode;
+}
+
 /** Whether one principal has `bits` (R|W|X) on a node under POSIX rules plus wheel's read-all. */
 export function principalMay(p: Principal, node: Node, bits: number): boolean {
   if (p.uid === ROOT_UID) return true;
@@ -81,9 +93,48 @@ export function mayCount(cred: Cred, node: Node): boolean {
   return node.kind !== 'directory' || may(cred, node, R);
 }
 
-/** Throws EACCES unless the credential has `bits` on `node`. */
+/**
+ * Throws EACCES unless the credential has `bits` on `node`. Under delegation the message names the
+ * principal that lacked the right, the right, the entry it lacked it on (the directory, for a create
+ * or rename in it) and the permission bits that applied
+ * (`helper (acting for alice) lacks write on /home/alice/notes/todo.md: group bits r--`).
+ */
 export function requireAccess(cred: Cred, node: Node, bits: number, op: string, path: string): void {
-  if (!may(cred, node, bits)) throw new VfsError('EACCES', op, path);
+  if (may(cred, node, bits)) return;
+  const d = cred.delegate;
+  if (d === undefined) throw new VfsError('EACCES', op, path);
+  const who = principalMay(cred.user, node, bits)
+    ? `${d.name} (on whose behalf ${cred.user.name} acts)`
+    : `${cred.user.name} (acting for ${d.name})`;
+  const p = principalMay(cred.user, node, bits) ? d : cred.user;
+  const on = shownPath(cred, pathOf(node));
+  throw new VfsError('EACCES', op, path, `${who} lacks ${rightsLacking(p, node, bits)} on ${on}: ${bitsOf(p, node)}`);
+}
+
+/** A path as the caller may see it: a workspace caller sees its workspace as `/` and nothing outside. */
+function shownPath(cred: Cred, abs: string): string {
+  const jail = cred.workspace?.root;
+  if (jail === undefined) return abs;
+  return isWithin(abs, jail) ? displayPath(abs, jail) : '(outside the workspace)';
+}
+
+/** The rights among `bits` that `p` lacks on `node`, in words (`write and search`). */
+function rightsLacking(p: Principal, node: Node, bits: number): string {
+  const names: string[] = [];
+  for (const [bit, name] of [
+    [R, 'read'],
+    [W, 'write'],
+    [X, node.kind === 'directory' ? 'search' : 'execute'],
+  ] as const)
+    if ((bits & bit) !== 0 && !principalMay(p, node, bit)) names.push(name);
+  return names.length > 0 ? names.join(' and ') : 'access';
+}
+
+/** Which class of `node`'s mode applies to `p`, and its bits (`group bits r--`). */
+function bitsOf(p: Principal, node: Node): string {
+  const [cls, shift] = node.uid === p.uid ? ['owner', 6] : p.groups.has(node.gid) ? ['group', 3] : ['other', 0];
+  const b = (node.mode >> shift) & 7;
+  return `${cls} bits ${b & R ? 'r' : '-'}${b & W ? 'w' : '-'}${b & X ? 'x' : '-'}`;
 }
 
 /**
@@ -95,7 +146,14 @@ export function requireUnlink(cred: Cred, dir: DirNode, child: Node, op: string,
   if ((dir.mode & S_ISVTX) !== 0) {
     for (const p of principals(cred)) {
       if (p.uid !== ROOT_UID && p.uid !== child.uid && p.uid !== dir.uid)
-        throw new VfsError('EACCES', op, path, 'sticky directory: only the owner may remove or rename this entry');
+        throw new VfsError(
+          'EACCES',
+          op,
+          path,
+          cred.delegate === undefined
+            ? 'sticky directory: only the owner may remove or rename this entry'
+            : `sticky directory: only the owner may remove or rename this entry, and ${p.name} does not own it`,
+        );
     }
   }
 }
@@ -162,6 +220,22 @@ export function requireTokenIssue(cred: Cred, targetUid: number, op: string): vo
   requireAdmin(cred, op);
   if (targetUid === ROOT_UID && !isSuper(cred))
     throw new VfsError('EPERM', op, undefined, 'only root may issue a token for root');
+}
+
+/**
+ * Delegation grants are a user's own consent: given or revoked by that user in person (not on
+ * someone's behalf), or by root/wheel for them.
+ */
+export function requireGrantor(cred: Cred, userUid: number, op: string): void {
+  if (cred.delegate !== undefined)
+    throw new VfsError(
+      'EPERM',
+      op,
+      undefined,
+      'a delegation grant is given by the user in person, not on their behalf',
+    );
+  if (userUid !== cred.user.uid && !isWheel(cred.user))
+    throw new VfsError('EACCES', op, undefined, "only root or wheel may manage another user's delegation grants");
 }
 
 /** Workspaces (and their tokens) belong to their owner; administrators may manage any of them. */

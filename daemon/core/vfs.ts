@@ -30,6 +30,7 @@ import {
 import { components, MAX_DEPTH, normalize, splitParent, validateName } from './paths.js';
 import {
   actor,
+  createMode,
   isRoot,
   may,
   R,
@@ -419,7 +420,8 @@ export class Vfs {
 
   private createDir(cred: Cred, parent: DirNode, name: string, mode: number): DirNode {
     const own = this.ownership(cred, parent);
-    const d = this.makeDir(own.uid, own.gid, (mode & 0o7777) | (own.inheritSgid ? S_ISGID : 0), parent, name);
+    const m = createMode(cred, mode & 0o7777) | (own.inheritSgid ? S_ISGID : 0);
+    const d = this.makeDir(own.uid, own.gid, m, parent, name);
     this.attach(parent, d);
     return d;
   }
@@ -648,7 +650,7 @@ export class Vfs {
     const id = this.nextId++;
     // Issued before anything changes: it can fail (too many grants).
     const grant = opts.wantGrant ? this.grants.issue(opts.holder!, id, op, abs) : undefined;
-    const mode = (opts.mode ?? 0o644) & 0o7777 & ~S_ISUID;
+    const mode = createMode(cred, (opts.mode ?? 0o644) & 0o7777 & ~S_ISUID);
     const node = this.makeFile(own.uid, own.gid, mode, dir, name, this.blobs.put(data), data.length, id);
     if (opts.times) {
       node.atime = opts.times.atime;
@@ -944,7 +946,7 @@ export class Vfs {
     while (stack.length > 0) {
       const { src, parent: into, name: as } = stack.pop()!;
       const own = this.ownership(cred, into);
-      const mode = src.mode & 0o777 & ~S_ISUID;
+      const mode = createMode(cred, src.mode & 0o777 & ~S_ISUID);
       let node: Node;
       if (src.kind === 'file') {
         this.blobs.ref(src.blob);

@@ -133,9 +133,24 @@ const identityFields = {
 };
 
 export const userRecordSchema = z
-  .object({ name: z.string(), ...identityFields, has_token: z.boolean() })
+  .object({
+    name: z.string(),
+    ...identityFields,
+    has_token: z.boolean(),
+    token_expires: int.describe('when the token stops working (Unix seconds); absent: it never expires').optional(),
+  })
   .meta({ id: 'User' });
 export type UserRecord = z.infer<typeof userRecordSchema>;
+
+export const delegationRecordSchema = z
+  .object({
+    user: z.string().describe('the user who consents'),
+    agent: z.string().describe('who may act on behalf of `user`'),
+    created: unixSecs,
+  })
+  .meta({ id: 'Delegation' });
+/** @public (the wire format) */
+export type DelegationRecord = z.infer<typeof delegationRecordSchema>;
 
 export const groupRecordSchema = z
   .object({ name: z.string(), gid: int, members: z.array(z.string()) })
@@ -654,6 +669,52 @@ export const methods = {
     result: z.object({ file: z.string().optional(), created: z.boolean() }),
   },
 
+  // delegation grants (DESIGN.md §3–§4): a user's consent to an agent acting on its behalf
+  'auth.delegationAdd': {
+    noWorkspace: true,
+    op: 'delegate',
+    mutates: 'users',
+    params: z.object({
+      agent: z.string().describe('the agent (or wheel member) that may act on your behalf'),
+      user: z.string().describe('root/wheel only: grant on behalf of this user (default: yourself)').optional(),
+    }),
+    result: delegationRecordSchema,
+    rest: {
+      verb: 'post',
+      route: '/auth/delegations',
+      summary: 'Let an agent act on your behalf (X-Service-On-Behalf-Of) until you revoke it',
+      errors: COMMON,
+    },
+  },
+  'auth.delegationList': {
+    op: 'delegations',
+    params: z.object({}),
+    result: z.object({ delegations: z.array(delegationRecordSchema) }),
+    rest: {
+      verb: 'get',
+      route: '/auth/delegations',
+      summary: 'The delegation grants given by or to you (root/wheel: every grant)',
+      errors: [401, 403, 500],
+    },
+  },
+  'auth.delegationDel': {
+    noWorkspace: true,
+    op: 'delegate',
+    mutates: 'users',
+    params: z.object({
+      agent: z.string().describe('the agent whose grant ends'),
+      user: z.string().describe('root/wheel only: the user whose grant ends (default: yourself)').optional(),
+    }),
+    result: z.object({ revoked: delegationRecordSchema }),
+    rest: {
+      verb: 'delete',
+      route: '/auth/delegations/:agent',
+      summary: "Revoke an agent's grant: its next request on your behalf is refused",
+      from: { agent: 'path' },
+      errors: COMMON,
+    },
+  },
+
   // admin (root/wheel)
   /** Creating an agent also issues its token: the raw `token` is in this answer only (users get none). */
   'admin.userAdd': {
@@ -692,8 +753,15 @@ export const methods = {
   'admin.token': {
     op: 'token',
     mutates: 'users',
-    params: z.object({ name: z.string().describe('user name') }),
-    result: z.object({ name: z.string(), token: z.string() }),
+    params: z.object({
+      name: z.string().describe('user name'),
+      expires_in: int
+        .min(1)
+        .max(10 * 366 * 86400)
+        .describe('seconds until the token expires (absent: never)')
+        .optional(),
+    }),
+    result: z.object({ name: z.string(), token: z.string(), expires: unixSecs.optional() }),
     rest: {
       verb: 'post',
       route: '/admin/users/:name/tokens',

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import picomatch from 'picomatch';
 import { VfsError } from '../errors.js';
 import { compareNames, sortedNames, type DirNode, type Node } from '../core/inode.js';
-import { may, R, X, type Cred } from '../core/perms.js';
+import { may, R, requireAccess, X, type Cred } from '../core/perms.js';
 import { slicer, type Vfs } from '../core/vfs.js';
 import type { GrepJob, GrepReply, LoadJob, MatchJob, MatchReply, WireJob } from './grep-worker.js';
 import { loaderFlags } from '../node-flags.js';
@@ -296,12 +296,12 @@ export async function grepFiles(
       files.push({ path: display(p), id: n.blob, buf: buf.buffer as SharedArrayBuffer, len: buf.length });
     };
     if (start.kind === 'file') {
-      if (!may(cred, start, R)) throw new VfsError('EACCES', 'grep', abs);
+      requireAccess(cred, start, R, 'grep', abs);
       add(start, abs);
       return files;
     }
     if (start.kind !== 'directory') return files;
-    if (!may(cred, start, R | X)) throw new VfsError('EACCES', 'grep', abs);
+    requireAccess(cred, start, R | X, 'grep', abs);
     const pause = sliced && attempt < GREP_SLICED_ATTEMPTS ? pauser() : () => undefined;
     let k = 0;
     let waited = false;
@@ -352,7 +352,7 @@ export async function find(
       subjects.push(base);
     }
   } else {
-    if (!may(cred, start, R | X)) throw new VfsError('EACCES', 'find', abs);
+    requireAccess(cred, start, R | X, 'find', abs);
     const prefix = abs === '/' ? 1 : abs.length + 1;
     for (const { node, path: p } of vfs.visible(cred, start, abs, true)) {
       if (!kindOk(node)) continue;
@@ -407,7 +407,7 @@ export function tree(
 ): { text: string; directories: number; files: number; truncated?: boolean } {
   const start = vfs.resolve(cred, abs, 'tree', true);
   if (start.kind !== 'directory') throw new VfsError('ENOTDIR', 'tree', abs);
-  if (!may(cred, start, R)) throw new VfsError('EACCES', 'tree', abs);
+  requireAccess(cred, start, R, 'tree', abs);
   const lines: string[] = [label];
   let directories = 0;
   let files = 0;

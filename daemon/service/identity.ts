@@ -1,9 +1,16 @@
 /** Identity and administration: who am I, login and bootstrap, users, groups, tokens and workspaces. */
 import { VfsError } from '../errors.js';
-import { actor, isAdminCred, requireTokenIssue, requireWorkspaceOwner } from '../core/perms.js';
+import {
+  actor,
+  isAdminCred,
+  requireGrantor,
+  type Cred,
+  requireTokenIssue,
+  requireWorkspaceOwner,
+} from '../core/perms.js';
 import { resolveFor } from '../core/paths.js';
 import { pathOf, type Node } from '../core/inode.js';
-import { groupRecord, userRecord, whoami, wsRecord } from './present.js';
+import { delegationRecord, groupRecord, userRecord, whoami, wsRecord } from './present.js';
 import type { AreaOps, Kit } from './context.js';
 
 export const identityOps = (k: Kit): AreaOps<'auth' | 'admin' | 'ws'> => ({
@@ -44,6 +51,21 @@ export const identityOps = (k: Kit): AreaOps<'auth' | 'admin' | 'ws'> => ({
     return r === undefined ? { created: false } : r;
   },
 
+  // ---------- delegation grants ----------
+  'auth.delegationAdd': (p, { cred }) => {
+    const user = grantorOf(k, cred, p.user, 'delegate');
+    return delegationRecord(k.d.registry, k.d.registry.grantDelegation(user, p.agent));
+  },
+  'auth.delegationList': (_p, { cred }) => ({
+    delegations: k.d.registry
+      .delegationsOf(isAdminCred(cred) ? undefined : actor(cred).uid)
+      .map((g) => delegationRecord(k.d.registry, g)),
+  }),
+  'auth.delegationDel': (p, { cred }) => {
+    const user = grantorOf(k, cred, p.user, 'delegate');
+    return { revoked: delegationRecord(k.d.registry, k.d.registry.revokeDelegation(user, p.agent)) };
+  },
+
   // ---------- admin ----------
   'admin.userAdd': (p) => {
     const u = k.d.registry.addUser(p.name, p.is_agent ?? false);
@@ -62,7 +84,9 @@ export const identityOps = (k: Kit): AreaOps<'auth' | 'admin' | 'ws'> => ({
   'admin.token': (p, { cred }) => {
     requireTokenIssue(cred, k.d.registry.user(p.name)?.uid ?? -1, 'token');
     k.noWorkspace(cred, 'token');
-    return { name: p.name, token: k.d.registry.issueToken(p.name) };
+    const token = k.d.registry.issueToken(p.name, p.expires_in);
+    const expires = k.d.registry.user(p.name)?.tokenExpires ?? null;
+    return expires === null ? { name: p.name, token } : { name: p.name, token, expires };
   },
   'admin.groupAdd': (p) => groupRecord(k.d.registry, k.d.registry.addGroup(p.name)),
   'admin.groupList': () => ({
@@ -120,3 +144,12 @@ export const identityOps = (k: Kit): AreaOps<'auth' | 'admin' | 'ws'> => ({
     return { workspace_id: w.id, revoked: t.id };
   },
 });
+
+/** The user whose grant a request manages: the caller in person, or `user` named by root/wheel. */
+function grantorOf(k: Kit, cred: Cred, user: string | undefined, op: string): string {
+  const name = user ?? cred.user.name;
+  const u = k.d.registry.user(name);
+  if (u === undefined) throw new VfsError('ENOENT', op, undefined, `no such user: ${name.slice(0, 64)}`);
+  requireGrantor(cred, u.uid, op);
+  return u.name;
+}

@@ -8,9 +8,10 @@ import { actor, isWheel, mayCount, type Cred } from '../core/perms.js';
 import { displayPath, isWithin } from '../core/paths.js';
 import type { Node } from '../core/inode.js';
 import type { TreeEntry } from '../core/objects.js';
-import type { GroupRow, Registry, UserRow, WorkspaceRow } from '../auth/registry.js';
+import type { DelegationRow, GroupRow, Registry, UserRow, WorkspaceRow } from '../auth/registry.js';
 import {
   formatMode,
+  type DelegationRecord,
   type DirEntry,
   type GroupRecord,
   type Stat,
@@ -157,7 +158,13 @@ export function userRecord(registry: Registry, u: UserRow): UserRecord {
     is_agent: u.isAgent,
     is_admin: isWheel(p),
     has_token: u.tokenHash !== null,
+    ...(u.tokenHash !== null && u.tokenExpires !== null ? { token_expires: u.tokenExpires } : {}),
   };
+}
+
+export function delegationRecord(registry: Registry, g: DelegationRow): DelegationRecord {
+  const name = (uid: number): string => registry.users.get(uid)?.name ?? String(uid);
+  return { user: name(g.userUid), agent: name(g.agentUid), created: g.created };
 }
 
 export function whoami(cred: Cred): WhoAmI {

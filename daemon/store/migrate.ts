@@ -102,7 +102,7 @@ export async function migrateStore(from: string, to: string, log: (line: string)
           problems.push('the copied inodes differ from the source');
         if (canonical(await dst.refRows()) !== canonical(refs)) problems.push('the copied refs differ from the source');
         const got = await dst.authRows();
-        for (const k of ['users', 'groups', 'workspaces', 'wsTokens', 'meta'] as const)
+        for (const k of ['users', 'groups', 'workspaces', 'wsTokens', 'delegations', 'meta'] as const)
           if (canonical(got[k]) !== canonical(auth[k])) problems.push(`the copied ${k} differ from the source`);
         if (canonical([...(await dst.markRows())]) !== canonical([...marks]))
           problems.push('the copied pending attribution differs from the source');

@@ -92,6 +92,9 @@ const MIGRATIONS: string[] = [
    CREATE TABLE changes (seq BIGSERIAL PRIMARY KEY, epoch BIGINT NOT NULL, batch JSONB NOT NULL);`,
   // Who changed each path since its last commit (docs/vcs.md, Attribution), so a restart keeps it.
   `CREATE TABLE pending_attribution (path TEXT PRIMARY KEY, by_user TEXT NOT NULL, on_behalf_of TEXT, seq BIGINT NOT NULL, subtree BOOLEAN NOT NULL);`,
+  // Tokens that expire, and delegation grants (docs/security.md, Delegation).
+  `ALTER TABLE users ADD COLUMN token_expires BIGINT;
+   CREATE TABLE delegations (user_uid BIGINT NOT NULL, agent_uid BIGINT NOT NULL, created BIGINT NOT NULL, PRIMARY KEY (user_uid, agent_uid));`,
 ];
 
 /** What one batch changed, as keys: a standby reads the rows they name as they are now. */
@@ -653,6 +656,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
         gid: num(r.gid),
         is_agent: num(r.is_agent),
         token_hash: str(r.token_hash),
+        token_expires: r.token_expires === null ? null : num(r.token_expires),
         created: num(r.created),
       })),
       groups: await all('SELECT * FROM groups_ ORDER BY gid', (r) => ({
@@ -674,6 +678,11 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
         name: String(r.name),
         agent_uid: num(r.agent_uid),
         agent_token_hash: str(r.agent_token_hash),
+        created: num(r.created),
+      })),
+      delegations: await all('SELECT * FROM delegations ORDER BY user_uid, agent_uid', (r) => ({
+        user_uid: num(r.user_uid),
+        agent_uid: num(r.agent_uid),
         created: num(r.created),
       })),
       meta: await all(`SELECT key, value FROM meta WHERE key <> '${STORE_ID_KEY}' ORDER BY key`, (r) => ({
@@ -1061,18 +1070,19 @@ function authStatements(changes: AuthTableChange[]): [string, Values][] {
   for (const t of changes) {
     const rowsOf = `json_populate_recordset(NULL::${t.table}, $1::json)`;
     if (t.replaceAll) out.push([`DELETE FROM ${t.table}`, []]);
+    const key = t.keys.join(', ');
     if (t.deletes.length > 0)
       out.push([
-        `DELETE FROM ${t.table} WHERE ${t.key} IN (SELECT ${t.key} FROM ${rowsOf})`,
-        [JSON.stringify(t.deletes.map((k) => ({ [t.key]: k })))],
+        `DELETE FROM ${t.table} WHERE (${key}) IN (SELECT ${key} FROM ${rowsOf})`,
+        [JSON.stringify(t.deletes)],
       ]);
     const first = t.upserts[0];
     if (first === undefined) continue;
     const cols = Object.keys(first);
-    const set = cols.filter((c) => c !== t.key).map((c) => `${c} = EXCLUDED.${c}`);
+    const set = cols.filter((c) => !t.keys.includes(c)).map((c) => `${c} = EXCLUDED.${c}`);
     out.push([
       `INSERT INTO ${t.table} (${cols.join(', ')}) SELECT ${cols.join(', ')} FROM ${rowsOf}
-       ON CONFLICT (${t.key}) DO ${set.length === 0 ? 'NOTHING' : `UPDATE SET ${set.join(', ')}`}`,
+       ON CONFLICT (${key}) DO ${set.length === 0 ? 'NOTHING' : `UPDATE SET ${set.join(', ')}`}`,
       [JSON.stringify(t.upserts)],
     ]);
   }

@@ -16,6 +16,7 @@ import { verifyObject } from '../core/objects.js';
 import {
   applyRegistryRows,
   AuthRowDiff,
+  type AuthTableChange,
   BatchingJournal,
   inodeValues,
   isFresh,
@@ -61,6 +62,7 @@ CREATE TABLE IF NOT EXISTS groups_ (gid INTEGER PRIMARY KEY, name TEXT UNIQUE NO
 CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, name TEXT NOT NULL, root TEXT NOT NULL, owner_uid INTEGER NOT NULL, created INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS ws_tokens (hash TEXT PRIMARY KEY, workspace_id TEXT NOT NULL, name TEXT NOT NULL, agent_uid INTEGER NOT NULL, created INTEGER NOT NULL, id TEXT, agent_token_hash TEXT);
 CREATE TABLE IF NOT EXISTS refs (scope TEXT PRIMARY KEY, commit_id TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS delegations (user_uid INTEGER NOT NULL, agent_uid INTEGER NOT NULL, created INTEGER NOT NULL, PRIMARY KEY (user_uid, agent_uid));
 CREATE TABLE IF NOT EXISTS pending_attribution (${MARK_COLUMNS}) WITHOUT ROWID;
 `;
 
@@ -115,6 +117,11 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
       );
       if (!wsCols.has('id')) this.db.exec('ALTER TABLE ws_tokens ADD COLUMN id TEXT');
       if (!wsCols.has('agent_token_hash')) this.db.exec('ALTER TABLE ws_tokens ADD COLUMN agent_token_hash TEXT');
+      // Stores made before tokens could expire: every token there never expires (NULL).
+      const userCols = new Set(
+        (this.db.prepare('PRAGMA table_info(users)').all() as { name: string }[]).map((c) => c.name),
+      );
+      if (!userCols.has('token_expires')) this.db.exec('ALTER TABLE users ADD COLUMN token_expires INTEGER');
       // Stores made before pending_attribution was a WITHOUT ROWID table: the same rows, moved over once.
       const marksSql = this.db
         .prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'pending_attribution'")
@@ -183,6 +190,9 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
       groups: this.db.prepare('SELECT * FROM groups_').all() as RegistryRows['groups'],
       workspaces: this.db.prepare('SELECT * FROM workspaces').all() as RegistryRows['workspaces'],
       wsTokens: this.db.prepare('SELECT * FROM ws_tokens').all() as RegistryRows['wsTokens'],
+      delegations: this.db
+        .prepare('SELECT user_uid, agent_uid, created FROM delegations')
+        .all() as RegistryRows['delegations'],
       meta: this.db.prepare('SELECT key, value FROM meta WHERE key <> ?').all(STORE_ID_KEY) as RegistryRows['meta'],
     };
   }
@@ -303,14 +313,22 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
 
   /** Writes only the identity rows that changed since the last write (AuthRowDiff). */
   private writeRegistry(reg: Registry): void {
+    this.writeAuth(this.authDiff.changes(registryRows(reg)));
+  }
+
+  /** Writes identity row changes (generic over the auth tables, AUTH_TABLES). */
+  private writeAuth(changes: AuthTableChange[]): void {
     const sql = (text: string): Database.Statement => {
       let st = this.authSql.get(text);
       if (st === undefined) this.authSql.set(text, (st = this.db.prepare(text)));
       return st;
     };
-    for (const t of this.authDiff.changes(registryRows(reg))) {
+    for (const t of changes) {
       if (t.replaceAll) sql(`DELETE FROM ${t.table}`).run();
-      for (const k of t.deletes) sql(`DELETE FROM ${t.table} WHERE ${t.key} = ?`).run(k);
+      for (const k of t.deletes)
+        sql(`DELETE FROM ${t.table} WHERE ${t.keys.map((c) => `${c} = ?`).join(' AND ')}`).run(
+          ...t.keys.map((c) => k[c]),
+        );
       for (const row of t.upserts) {
         const cols = Object.keys(row);
         sql(`INSERT OR REPLACE INTO ${t.table} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`).run(

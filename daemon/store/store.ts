@@ -6,7 +6,15 @@
 import type { Journal } from '../core/blobs.js';
 import type { Node, NodeRow } from '../core/inode.js';
 import { isWithin, MAX_DEPTH } from '../core/paths.js';
-import type { GroupRow, Registry, UserRow, WorkspaceRow, WsTokenRow } from '../auth/registry.js';
+import {
+  delegationKey,
+  type DelegationRow,
+  type GroupRow,
+  type Registry,
+  type UserRow,
+  type WorkspaceRow,
+  type WsTokenRow,
+} from '../auth/registry.js';
 import { verifyObject, type ObjectType } from '../core/objects.js';
 import type { StoreIdentity } from '../rpc/protocol.js';
 
@@ -151,7 +159,16 @@ export function inodeValues(
 
 /** The auth tables as stored (column names as in the tables). */
 export interface RegistryRows {
-  users: { uid: number; name: string; gid: number; is_agent: number; token_hash: string | null; created: number }[];
+  users: {
+    uid: number;
+    name: string;
+    gid: number;
+    is_agent: number;
+    token_hash: string | null;
+    /** Unix seconds; null (or absent in rows of older stores): never expires. */
+    token_expires?: number | null;
+    created: number;
+  }[];
   groups: { gid: number; name: string; members: string }[];
   workspaces: { id: string; name: string; root: string; owner_uid: number; created: number }[];
   wsTokens: {
@@ -163,6 +180,8 @@ export interface RegistryRows {
     agent_token_hash: string | null;
     created: number;
   }[];
+  /** Delegation grants: `user_uid` lets `agent_uid` act on its behalf. */
+  delegations: { user_uid: number; agent_uid: number; created: number }[];
   meta: { key: string; value: string }[];
 }
 
@@ -175,6 +194,7 @@ export function applyRegistryRows(reg: Registry, rows: RegistryRows): void {
       gid: r.gid,
       isAgent: r.is_agent === 1,
       tokenHash: r.token_hash,
+      tokenExpires: r.token_expires ?? null,
       created: r.created,
     });
   for (const r of rows.groups)
@@ -194,6 +214,12 @@ export function applyRegistryRows(reg: Registry, rows: RegistryRows): void {
       created: r.created,
     });
   }
+  for (const r of rows.delegations)
+    reg.delegations.set(delegationKey(r.user_uid, r.agent_uid), {
+      userUid: r.user_uid,
+      agentUid: r.agent_uid,
+      created: r.created,
+    });
   for (const m of rows.meta) {
     if (m.key === 'next_uid') reg.nextUid = Math.max(reg.nextUid, Number(m.value));
     if (m.key === 'next_gid') reg.nextGid = Math.max(reg.nextGid, Number(m.value));
@@ -212,6 +238,7 @@ export function registryRows(reg: Registry): RegistryRows {
       gid: u.gid,
       is_agent: u.isAgent ? 1 : 0,
       token_hash: u.tokenHash,
+      token_expires: u.tokenExpires,
       created: u.created,
     })),
     groups: [...(reg.groups.values() as Iterable<GroupRow>)].map((g) => ({
@@ -235,6 +262,11 @@ export function registryRows(reg: Registry): RegistryRows {
       agent_token_hash: t.agentTokenHash,
       created: t.created,
     })),
+    delegations: [...(reg.delegations.values() as Iterable<DelegationRow>)].map((g) => ({
+      user_uid: g.userUid,
+      agent_uid: g.agentUid,
+      created: g.created,
+    })),
     meta: [
       { key: 'next_uid', value: String(reg.nextUid) },
       { key: 'next_gid', value: String(reg.nextGid) },
@@ -248,21 +280,25 @@ export function registryRows(reg: Registry): RegistryRows {
  * name its own here: the writes below are generic).
  */
 export const AUTH_TABLES = {
-  users: { table: 'users', key: 'uid' },
-  groups: { table: 'groups_', key: 'gid' },
-  workspaces: { table: 'workspaces', key: 'id' },
-  wsTokens: { table: 'ws_tokens', key: 'hash' },
-  meta: { table: 'meta', key: 'key' },
-} as const satisfies { [K in keyof RegistryRows]: { table: string; key: string & keyof RegistryRows[K][number] } };
+  users: { table: 'users', keys: ['uid'] },
+  groups: { table: 'groups_', keys: ['gid'] },
+  workspaces: { table: 'workspaces', keys: ['id'] },
+  wsTokens: { table: 'ws_tokens', keys: ['hash'] },
+  delegations: { table: 'delegations', keys: ['user_uid', 'agent_uid'] },
+  meta: { table: 'meta', keys: ['key'] },
+} as const satisfies {
+  [K in keyof RegistryRows]: { table: string; keys: readonly (string & keyof RegistryRows[K][number])[] };
+};
 
 /** What one auth table needs written: every row replaced (`replaceAll`), or only these upserts and deletes. */
 export interface AuthTableChange {
   table: string;
-  key: string;
+  /** The primary key's columns. */
+  keys: readonly string[];
   replaceAll: boolean;
   upserts: Record<string, unknown>[];
-  /** Primary key values of rows to delete. */
-  deletes: unknown[];
+  /** The primary key values (its columns only) of rows to delete. */
+  deletes: Record<string, unknown>[];
 }
 
 /**
@@ -272,8 +308,8 @@ export interface AuthTableChange {
  * the tables. The meta table is never replaced: it holds other keys than the registry's.
  */
 export class AuthRowDiff {
-  /** Per table: each row's primary key value → the row as JSON. */
-  private last: Map<string, Map<unknown, string>> | undefined;
+  /** Per table: each row's primary key (as JSON) → the row as JSON. */
+  private last: Map<string, Map<string, string>> | undefined;
 
   /** `rows` are what the store holds (as the registry loaded from it presents them). */
   prime(rows: RegistryRows): void {
@@ -287,21 +323,27 @@ export class AuthRowDiff {
     const last = (this.last ??= new Map());
     const out: AuthTableChange[] = [];
     for (const kind of Object.keys(AUTH_TABLES) as (keyof RegistryRows)[]) {
-      const { table, key } = AUTH_TABLES[kind];
-      const before = last.get(table) ?? new Map<unknown, string>();
-      const now = new Map<unknown, string>();
+      const { table, keys } = AUTH_TABLES[kind];
+      const before = last.get(table) ?? new Map<string, string>();
+      const now = new Map<string, string>();
       const upserts: Record<string, unknown>[] = [];
       for (const row of rows[kind] as Record<string, unknown>[]) {
         const json = JSON.stringify(row);
-        now.set(row[key], json);
-        if (full || before.get(row[key]) !== json) upserts.push(row);
+        const id = JSON.stringify(keys.map((c) => row[c]));
+        now.set(id, json);
+        if (full || before.get(id) !== json) upserts.push(row);
       }
-      const deletes: unknown[] = [];
-      if (!full) for (const k of before.keys()) if (!now.has(k)) deletes.push(k);
+      const deletes: Record<string, unknown>[] = [];
+      if (!full)
+        for (const id of before.keys())
+          if (!now.has(id)) {
+            const values = JSON.parse(id) as unknown[];
+            deletes.push(Object.fromEntries(keys.map((c, i) => [c, values[i]])));
+          }
       last.set(table, now);
       const replaceAll = full && kind !== 'meta';
       if (replaceAll || upserts.length > 0 || deletes.length > 0)
-        out.push({ table, key, replaceAll, upserts, deletes });
+        out.push({ table, keys, replaceAll, upserts, deletes });
     }
     return out;
   }

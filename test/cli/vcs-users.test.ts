@@ -74,6 +74,16 @@ void t.test('users, groups, tokens', async (t) => {
     await cli.run(['chmod', '755', '/home/alice'], { user: 'alice' });
     await cli.run(['mkdir', 'shared'], { user: 'alice' });
     await cli.run(['chmod', '777', 'shared'], { user: 'alice' });
+    r = await cli.run(['write', 'shared/from-bot.md', 'hi'], {
+      token: botToken,
+      env: { SERVICE_ON_BEHALF_OF: 'alice' },
+    });
+    t.equal(r.code, 1, 'no delegation without her grant');
+    t.match(r.stderr, /no delegation grant: alice has not granted bot/);
+    r = await cli.run(['delegate', 'add', 'bot'], { user: 'alice' });
+    t.equal(r.code, 0, r.stderr);
+    t.equal(r.stdout, 'bot may act on behalf of alice\n');
+    t.match((await cli.run(['delegate', 'ls'], { user: 'alice' })).stdout, /^alice\s+bot\s+\d{4}-/);
     r = await cli.run(['write', 'private.md', 'hi'], { token: botToken, env: { SERVICE_ON_BEHALF_OF: 'alice' } });
     t.equal(r.code, 1, 'the agent may not write where only alice may');
     t.match(r.stderr, /\(EACCES\)\n$/);
@@ -89,6 +99,12 @@ void t.test('users, groups, tokens', async (t) => {
     t.equal(st.uid, alice.uid, 'the delegate owns what the agent wrote in her home');
     r = await cli.run(['whoami', '-v', '--on-behalf-of', 'alice'], { token: botToken });
     t.match(r.stdout, /on behalf of: alice/);
+    r = await cli.run(['delegate', 'rm', 'bot'], { user: 'alice' });
+    t.equal(r.stdout, 'bot may no longer act on behalf of alice\n');
+    r = await cli.run(['whoami', '--on-behalf-of', 'alice'], { token: botToken });
+    t.equal(r.code, 1, 'revoked: the next request is refused');
+    await cli.run(['delegate', 'add', 'bot', '--for', 'alice']); // root grants for her
+    t.equal((await cli.run(['whoami', '--on-behalf-of', 'alice'], { token: botToken })).code, 0);
   });
 
   await t.test('workspaces', async (t) => {

@@ -64,6 +64,7 @@ t.test('path resolution', async (t) => {
     t.equal((await agentForAlice.call('fs.resolve', { path: 'a' })).path, '/home/alice/a');
     t.equal((await agentForAlice.call('fs.resolve', { path: '~/a' })).path, '/home/alice/a');
     t.equal((await agentForAlice.call('fs.resolve', { path: '' })).path, '/home/alice');
+    await p.root.call('auth.delegationAdd', { agent: 'admin', user: 'bob' }); // bob's consent
     const adminForBob = d.client.as({ authorization: `Bearer ${p.tokens.admin}`, onBehalfOf: 'bob' });
     t.equal((await adminForBob.call('fs.resolve', { path: 'n.md' })).path, '/home/bob/n.md');
     const rootForCarol = d.client.as({ onBehalfOf: 'carol' });

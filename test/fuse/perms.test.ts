@@ -142,6 +142,35 @@ void t.test('mounted as root on behalf of alice', async (t) => {
   t.match((await m.sh('ls home/bob')).stderr, /Permission denied/, 'and the delegate must be allowed too');
 });
 
+void t.test("an agent's mount on behalf of alice: only with her grant, until she revokes it", async (t) => {
+  const helper = await root.call('admin.userAdd', { name: 'helper', is_agent: true });
+  await root.call('admin.groupMemberAdd', { user: 'helper', group: 'alice' });
+  await asAlice.call('fs.chmod', { path: '/home/alice', mode: '0770' });
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'mdvfs-tok-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'token');
+  writeFileSync(file, `${helper.token!}\n`, { mode: 0o600 });
+  const refused = await mountFailure(t, d, ['--token-file', file, '--on-behalf-of', 'alice']);
+  t.equal(refused.code, 1, 'no mount without her grant');
+  t.match(refused.stderr, /no delegation grant: alice has not granted helper/);
+  const asRoot = await mountFailure(t, d, ['--token-file', file, '--on-behalf-of', 'root']);
+  t.match(asRoot.stderr, /nobody acts on behalf of root but root/);
+
+  await asAlice.call('auth.delegationAdd', { agent: 'helper' });
+  const m = await mount(t, d, ['--token-file', file, '--on-behalf-of', 'alice']);
+  t.equal((await m.sh('mkdir -p home/alice/notes && echo one > home/alice/notes/n.md')).code, 0);
+  t.equal((await m.sh('echo two > home/alice/notes/n.md')).code, 0, 'it re-writes what it wrote for her');
+  t.equal((await m.sh('mv home/alice/notes/n.md home/alice/notes/m.md')).code, 0, 'and renames it');
+  const st = await root.call('fs.stat', { path: '/home/alice/notes/m.md' });
+  t.equal(st.uid, alice.uid, 'hers');
+  t.equal(st.mode, '0664', 'with group write');
+  await asAlice.call('auth.delegationDel', { agent: 'helper' });
+  // the shell may not even start in the mount now (spawn EPERM): either way, refused
+  const after = await m.sh('echo three > home/alice/notes/other.md').catch((err: Error) => ({ code: err.message }));
+  t.not(after.code, 0, 'revoked: the next request is refused');
+  await t.rejects(root.call('fs.stat', { path: '/home/alice/notes/other.md' }), { code: 'ENOENT' });
+});
+
 void t.test('read-only mount', async (t) => {
   const m = await mount(t, d, ['--read-only']);
   t.equal((await m.sh('cat shared/readme.md')).stdout, 'read me\n');

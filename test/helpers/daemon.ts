@@ -127,6 +127,8 @@ export async function makePersonas(client: { as(creds: Creds): Caller }): Promis
   await root.call('admin.groupMemberAdd', { user: 'alice', group: 'team' });
   await root.call('admin.groupMemberAdd', { user: 'bob', group: 'team' });
   await root.call('admin.groupMemberAdd', { user: 'carol', group: 'other' });
+  // alice consents to the agent acting for her (a delegation grant: DESIGN.md §4)
+  await root.call('auth.delegationAdd', { agent: 'agent', user: 'alice' });
   const adminTok = (await root.call('admin.token', { name: 'admin' })).token;
   const agentTok = (await root.call('admin.token', { name: 'agent' })).token;
   return {

@@ -33,6 +33,7 @@ t.test('a stream starts with ready and is an event stream', async (t) => {
 t.test('a change is reported with who made it and on whose behalf', async (t) => {
   const s = await events('User alice');
   // Delegated calls pass every check for both, so the agent writes where both may: /tmp.
+  t.equal((await alice.post('/auth/delegations', { agent: 'bot' })).status, 200, "alice's consent");
   const w = await client(svc, { auth: `Bearer ${botToken}`, onBehalfOf: 'alice' }).put(
     '/fs//tmp/agent.md',
     'from the agent',

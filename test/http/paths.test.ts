@@ -42,6 +42,7 @@ t.test("an agent on behalf of a user uses the delegate's home", async (t) => {
   // Intersection semantics: bot must also be allowed into alice's home, so share it by group.
   t.equal((await root.post('/admin/users/bot/groups/alice')).status, 200);
   t.equal((await alice.post('/admin/chmod/~', { mode: '0770' })).status, 200);
+  t.equal((await alice.post('/auth/delegations', { agent: 'bot' })).status, 200, "alice's consent");
   t.equal((await alice.put('/fs/notes', undefined, { headers: { 'x-service-type': 'directory' } })).status, 200);
   t.equal((await alice.post('/admin/chmod/notes', { mode: '0775' })).status, 200);
 

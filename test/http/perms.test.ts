@@ -93,6 +93,9 @@ t.test('setgid directory: new entries take its group', async (t) => {
 t.test('delegation is the intersection of both', async (t) => {
   await alice.put('/fs/plan.md', 'plan');
   const d = { onBehalfOf: 'alice' };
+  t.equal((await bot.get('/fs//tmp', d)).status, 403, 'no delegation without her grant');
+  t.equal((await alice.post('/auth/delegations', { agent: 'bot' })).status, 200, "alice's consent");
+  t.equal((await alice.post('/auth/delegations', { agent: 'admin' })).status, 200);
   t.equal((await bot.get('/fs/plan.md', d)).status, 403, "bot cannot enter alice's home, so neither can bot-for-alice");
   await root.put('/fs//pub/bobonly.md', 'b');
   await root.post('/admin/chown//pub/bobonly.md', { owner: 'bob' });

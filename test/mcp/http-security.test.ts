@@ -46,6 +46,7 @@ void t.test("delegation: the delegate's home, intersection of both identities' r
   await daemon.call('fs.write', { path: '/shared/root-only.md', mode: '0600' }, { data: Buffer.from('root') });
   await daemon.call('fs.chmod', { path: '/shared/root-only.md', mode: '0600' });
 
+  await daemon.call('auth.delegationAdd', { agent: 'bot', user: 'alice' }); // alice's consent
   const { client: delegated } = await httpClient(t, svc, {
     authorization: `Bearer ${cast.botToken}`,
     onBehalfOf: 'alice',

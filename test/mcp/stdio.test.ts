@@ -65,6 +65,7 @@ void t.test('stdio and REST see the same data', async (t) => {
 void t.test('SERVICE_TOKEN and SERVICE_ON_BEHALF_OF', async (t) => {
   await daemon.call('admin.groupMemberAdd', { user: 'bot', group: 'alice' });
   await daemon.call('fs.chmod', { path: '/home/alice', mode: '0770' });
+  await daemon.call('auth.delegationAdd', { agent: 'bot', user: 'alice' }); // alice's consent
   const { client: bot } = await stdioClient(t, dataDir, { SERVICE_TOKEN: cast.botToken });
   t.equal(data(await call(bot, 'list_directory', {})).path, '/home/bot');
   const { client: delegated } = await stdioClient(t, dataDir, {

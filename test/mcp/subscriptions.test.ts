@@ -23,6 +23,7 @@ t.test(
     // The agent bot acting for alice: what both may read (bob's folder is open to bot, not to alice).
     await daemon.call('fs.chown', { path: '/shared/bob', owner: 'bob', group: 'bot' });
     await daemon.call('fs.chmod', { path: '/shared/bob', mode: '0750' });
+    await daemon.call('auth.delegationAdd', { agent: 'bot', user: 'alice' }); // alice's consent
     const { client: delegated } = await httpClient(t, svc, {
       authorization: `Bearer ${botToken}`,
       onBehalfOf: 'alice',

@@ -86,7 +86,11 @@ t.test('admin (wheel)', async (t) => {
     await t.rejects(adminForRoot.call('admin.token', { name: 'root' }), { code: 'EPERM' }, 'nor by delegating to root');
   });
 
-  t.test('may delegate; the result is the intersection with the delegate', async (t) => {
+  t.test("may delegate (with the user's grant); the result is the intersection with the delegate", async (t) => {
+    const noGrant = d.client.as({ authorization: `Bearer ${p.tokens.admin}`, onBehalfOf: 'alice' });
+    await t.rejects(noGrant.call('auth.whoami', {}), { code: 'EPERM', message: /no delegation grant/ });
+    await alice.call('auth.delegationAdd', { agent: 'admin' });
+    await root.call('auth.delegationAdd', { agent: 'admin', user: 'carol' });
     const adminForAlice = d.client.as({ authorization: `Bearer ${p.tokens.admin}`, onBehalfOf: 'alice' });
     t.equal(await readText(adminForAlice, 'private.md'), 'alice private', 'both may read it');
     await t.rejects(adminForAlice.call('fs.read', { path: '/srv/bots.md' }), denied, 'alice may not');

@@ -45,7 +45,13 @@ t.test('agent', async (t) => {
     await t.rejects(agent.call('admin.groupMemberAdd', { user: 'agent', group: 'wheel' }), denied);
   });
 
-  t.test('may delegate to any user, and gains nothing by it', async (t) => {
+  t.test('may delegate to any user who grants it, and gains nothing by it', async (t) => {
+    await t.rejects(
+      d.client.as({ authorization: `Bearer ${p.tokens.agent}`, onBehalfOf: 'bob' }).call('auth.whoami', {}),
+      { code: 'EPERM', message: /no delegation grant: bob has not granted agent/ },
+    );
+    await p.bob.call('auth.delegationAdd', { agent: 'agent' });
+    await p.admin.call('auth.delegationAdd', { agent: 'agent' });
     const forBob = d.client.as({ authorization: `Bearer ${p.tokens.agent}`, onBehalfOf: 'bob' });
     const w = await forBob.call('auth.whoami', {});
     t.equal(w.user, 'agent');
@@ -61,7 +67,12 @@ t.test('agent', async (t) => {
     );
     await t.rejects(forAdmin.call('fs.read', { path: '/home/alice/private.md' }), denied);
     const forRoot = d.client.as({ authorization: `Bearer ${p.tokens.agent}`, onBehalfOf: 'root' });
-    await t.rejects(forRoot.call('fs.read', { path: '/home/alice/private.md' }), denied, 'nor is delegating to root');
+    // nobody acts on behalf of root but root: refused outright (EPERM), before any file check
+    await t.rejects(
+      forRoot.call('fs.read', { path: '/home/alice/private.md' }),
+      { code: 'EPERM', message: /nobody acts on behalf of root but root/ },
+      'nor is delegating to root',
+    );
     await t.rejects(forRoot.call('fs.chown', { path: '/srv/bots.md', owner: 'agent' }), { code: 'EPERM' });
     await t.rejects(
       d.client.as({ authorization: `Bearer ${p.tokens.agent}`, onBehalfOf: 'nobody' }).call('auth.whoami', {}),

@@ -95,6 +95,7 @@ t.test("status, diff, grep, find and tree never leak alice's private files to bo
   await t.rejects(p.bob.call('search.tree', { path: '/home/alice' }), { code: 'EACCES' });
 
   // a delegate sees the intersection: the agent acting for bob cannot see alice's files either
+  await p.bob.call('auth.delegationAdd', { agent: 'agent' });
   const agentForBob = d.client.as({ authorization: `Bearer ${p.tokens.agent}`, onBehalfOf: 'bob' });
   const viaAgent = await agentForBob.call('search.grep', { pattern: 'needle', path: '/', recursive: true });
   t.notOk(viaAgent.results.some((r) => r.file.startsWith('/home/alice/')));

@@ -13,6 +13,7 @@ const { svc, daemon, botToken } = cast;
 const root = client(svc);
 const alice = client(svc, { auth: 'User alice' });
 const bob = client(svc, { auth: 'User bob' });
+await daemon.call('auth.delegationAdd', { agent: 'bot', user: 'alice' }); // alice's consent
 const { client: aliceMcp } = await httpClient(t, svc, { authorization: 'User alice' });
 const { client: bobMcp } = await httpClient(t, svc, { authorization: 'User bob' });
 

@@ -307,6 +307,7 @@ t.test("an agent's REST write appears live in the tree and the editor, attribute
   await page.waitForSelector('#tree li[data-path="/tmp"].open');
   const tok = (await client(svc, { auth: `Bearer ${adminToken}` }).post('/admin/users/helper/tokens')).json
     .token as string;
+  t.equal((await client(svc, { auth: 'User alice' }).post('/auth/delegations', { agent: 'helper' })).status, 200);
   const helper = client(svc, { auth: `Bearer ${tok}`, onBehalfOf: 'alice' });
   // 0666: the agent rewrites it below, and a delegated write needs write access for the agent too.
   t.equal((await helper.put('/fs//tmp/agent.md?mode=0666', 'first draft\n')).status, 200);
@@ -760,6 +761,25 @@ t.test('the admin panel: users and agents, tokens shown once, groups, workspaces
   );
   await waitText(p, '#admin-users tr[data-name="bot"]', /agent/);
   await p.click('#admin-secret-done');
+  // delegation grants: alice lets bot act for her, then the grant is revoked in the panel
+  await p.type('#admin-deleg-user', 'alice');
+  await p.type('#admin-deleg-agent', 'bot');
+  await p.click('#admin-deleg-form button[type=submit]');
+  await p.waitForSelector('#admin-delegations tr[data-name="alice/bot"]');
+  const botForAlice = client(svc, { auth: `Bearer ${botToken}`, onBehalfOf: 'alice' });
+  t.equal((await botForAlice.get('/auth/whoami')).json.on_behalf_of, 'alice', 'the grant made in the panel holds');
+  await p.$eval('#admin-delegations tr[data-name="alice/bot"] td.actions button', (e) => (e as HTMLElement).click());
+  await answer(p);
+  await p.waitForSelector('#admin-delegations tr[data-name="alice/bot"]', { hidden: true });
+  t.equal((await botForAlice.get('/auth/whoami')).status, 403, 'revoked in the panel: refused');
+  // a token that expires: the listing says when
+  await p.type('#admin-token-expires', '3600');
+  await userRow(p, 'bob', 1);
+  const bobTok = await secretShown(p);
+  t.equal((await client(svc, { auth: `Bearer ${bobTok}` }).get('/auth/whoami')).json.user, 'bob');
+  await waitText(p, '#admin-users tr[data-name="bob"]', /expires/);
+  await p.click('#admin-secret-done');
+  await p.$eval('#admin-token-expires', (e) => ((e as HTMLInputElement).value = ''));
   // groups and membership
   await p.type('#admin-group-name', 'writers');
   await p.click('#admin-group-form button[type=submit]');
