@@ -17,11 +17,13 @@ import {
   daemonTlsClientFromEnv,
   formatDaemonAddress,
   leaseTimeoutFromEnv,
+  storeFromEnv,
   type DaemonAddress,
   type DaemonTlsClientSettings,
 } from './settings.js';
 import { connectTls } from './tcp.js';
 import { checkIdentity, expectedStore, readStoreRecord, type StoreRecord } from './store-record.js';
+import type { StoreIdentity } from './protocol.js';
 
 /** A socket or data dir refused by private-dir.ts: retrying or starting a daemon cannot help. */
 const refused = (err: unknown): boolean => err instanceof VfsError && err.code === 'EACCES';
@@ -47,7 +49,7 @@ async function handshake(client: DaemonClient, where: string, expected: Paramete
  * active daemon's), and the newest lease epoch seen active: a daemon of another store, or an active
  * one of an older epoch, is passed over. One per process: every reconnect comes through here.
  */
-const accepted: { id?: string; epoch: number } = { epoch: 0 };
+const accepted: { id?: string; kind?: StoreIdentity['kind']; epoch: number } = { epoch: 0 };
 
 /** The daemon's exit status when another daemon holds the data dir's lock (EX_TEMPFAIL). */
 export const EXIT_LOCKED = 75;
@@ -190,6 +192,11 @@ async function connectActive(daemons: DaemonAddress[], timeoutMs: number, dataDi
     }
     if (rec?.kind === 'postgres' && rec.id !== undefined) accepted.id = rec.id;
   }
+  // The kind of store expected: the one SERVICE_STORE names; else PostgreSQL when several daemons are
+  // listed (only a PostgreSQL store has several); else (one daemon, say a SQLite one over TLS) the kind
+  // first accepted.
+  const named = (process.env.SERVICE_STORE ?? '').trim() === '' ? undefined : storeFromEnv().kind;
+  const kind = named ?? (daemons.length > 1 ? 'postgres' : accepted.kind);
   // Read once per search: a tls:// address needs the CA and the secret file (a bad one is a SettingsError).
   const tls = daemons.some((d) => d.kind === 'tls') ? daemonTlsClientFromEnv() : undefined;
   // A daemon silent for half the lease timeout is left (the heartbeat): by then a standby is about to take over.
@@ -203,9 +210,10 @@ async function connectActive(daemons: DaemonAddress[], timeoutMs: number, dataDi
         client = await connectTo(addr, tls);
         // A paused daemon's socket still accepts (the kernel does): its answer is awaited only so long.
         const { store } = await answerWithin(client.call('sys.health', {}), Math.min(2000, silentMs));
-        checkIdentity(formatDaemonAddress(addr), { kind: 'postgres', id: accepted.id }, store, accepted.epoch);
+        checkIdentity(formatDaemonAddress(addr), { kind, id: accepted.id }, store, accepted.epoch);
         if (store !== undefined) {
           accepted.id ??= store.id;
+          accepted.kind ??= store.kind;
           accepted.epoch = Math.max(accepted.epoch, store.epoch ?? 0);
         }
         client.watch(silentMs);

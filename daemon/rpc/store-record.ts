@@ -140,25 +140,27 @@ export function expectedStore(dataDir: string, env: NodeJS.ProcessEnv = process.
 /**
  * Refuses a daemon that serves another store than the one expected, or an active daemon whose lease
  * epoch is older than one already seen (a paused daemon that has not yet noticed it lost the lease).
- * `got` undefined: a daemon older than store identities, trusted only where a SQLite store is expected.
+ * `got` undefined: a daemon older than store identities, trusted only where a SQLite store (or
+ * nothing in particular) is expected. `expected.kind` undefined: any kind.
  */
 export function checkIdentity(
   where: string,
-  expected: { kind: StoreIdentity['kind']; id?: string | undefined; label?: string | undefined },
+  expected: { kind?: StoreIdentity['kind'] | undefined; id?: string | undefined; label?: string | undefined },
   got: StoreIdentity | undefined,
   minEpoch = 0,
 ): void {
   const refuse = (why: string): never => {
     throw new VfsError('ESTALE', 'connect', where, `refusing the daemon on ${where}: ${why}`);
   };
-  const want = expected.label ?? (expected.id === undefined ? KINDS[expected.kind] : `store ${expected.id}`);
+  const kind = expected.kind === undefined ? 'the' : `the ${KINDS[expected.kind]}`;
+  const want = expected.label ?? (expected.id === undefined ? `${kind} store` : `${kind} store ${expected.id}`);
   if (got === undefined) {
-    if (expected.kind === 'sqlite') return;
+    if (expected.kind !== 'postgres' && expected.id === undefined) return;
     refuse(`it does not say which store it serves (an older mdvfs), and ${want} is expected`);
     return;
   }
-  if (got.kind !== expected.kind)
-    refuse(`it serves a ${KINDS[got.kind]} store, where the ${KINDS[expected.kind]} store ${want} is expected`);
+  if (expected.kind !== undefined && got.kind !== expected.kind)
+    refuse(`it serves a ${KINDS[got.kind]} store, where ${want} is expected`);
   if (expected.id !== undefined && got.id !== expected.id)
     refuse(
       `it serves the store ${got.id}${got.database === undefined ? '' : ` (database ${got.database})`}, not ${want} (id ${expected.id})`,

@@ -378,13 +378,7 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
           r.target,
         );
       for (const r of src.refs) s.setRef!.run(r.scope, r.commit_id);
-      const a = src.auth;
-      for (const u of a.users) s.insertUser!.run(u.uid, u.name, u.gid, u.is_agent, u.token_hash, u.created);
-      for (const g of a.groups) s.insertGroup!.run(g.gid, g.name, g.members);
-      for (const w of a.workspaces) s.insertWorkspace!.run(w.id, w.name, w.root, w.owner_uid, w.created);
-      for (const t of a.wsTokens)
-        s.insertWsToken!.run(t.hash, t.id, t.workspace_id, t.name, t.agent_uid, t.agent_token_hash, t.created);
-      for (const m of a.meta) s.setMeta!.run(m.key, m.value);
+      this.writeAuth(new AuthRowDiff().changes(src.auth)); // a first write: every table replaced
       for (const [p, m] of src.marks) s.setMark!.run(p, m.by, m.on_behalf_of, m.seq, m.subtree ? 1 : 0);
       this.db.exec('COMMIT');
     } catch (err) {

@@ -32,5 +32,8 @@ t.test('an active daemon of an older epoch than one already seen is refused', as
 
 t.test('a daemon that names no store is trusted only where a SQLite store is expected', async (t) => {
   t.doesNotThrow(() => checkIdentity('sock', { kind: 'sqlite' }, undefined));
+  t.doesNotThrow(() => checkIdentity('sock', {}, undefined), 'nor anything in particular');
+  t.doesNotThrow(() => checkIdentity('sock', {}, pg), 'any kind, when none is expected');
+  t.throws(() => checkIdentity('sock', { id: 'store-1' }, undefined), { code: 'ESTALE' });
   t.throws(() => checkIdentity('sock', { kind: 'postgres' }, undefined), { code: 'ESTALE' });
 });
