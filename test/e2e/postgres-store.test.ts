@@ -34,7 +34,7 @@ t.test('the daemon keeps its state in PostgreSQL, and nothing in the data dir', 
   ]);
   t.same(
     await pg.query(db, 'SELECT version FROM mdvfs_migrations ORDER BY version'),
-    [{ version: 1 }, { version: 2 }, { version: 3 }],
+    [{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }],
     'the schema is recorded as migrations',
   );
   t.notOk(existsSync(path.join(d.dataDir, 'store.db')), 'no SQLite store in the data dir');
