@@ -8,7 +8,9 @@
  * - failover: kill -9 of the active daemon while a writer runs, until the standby (a second daemon
  *   on the same database) answers a write, against the same SQLite daemon started again at once;
  * - standby lag under a write burst: change batches behind, and ms until the standby has applied
- *   the active daemon's last batch (its `applied_seq` reaches the active daemon's `committed_seq`).
+ *   the active daemon's last batch (its `applied_seq` reaches the active daemon's `committed_seq`);
+ * - recovery after a 10 s PostgreSQL stop (`pg_ctl stop -m fast`, then start): ms from PostgreSQL
+ *   accepting connections again until the daemon, which stayed up, acknowledges a write.
  *
  * Without PostgreSQL every row is an error row saying so (never a pass).
  */
@@ -39,6 +41,10 @@ import { burst } from './writes.js';
 
 /** The issue's bound on a failover (issue 16: the standby serves within 5 s). */
 const FAILOVER_LIMIT_MS = 5000;
+/** The issue's bound on recovering from an outage (issue 31: within seconds of PostgreSQL's return). */
+const RECOVERY_LIMIT_MS = 5000;
+/** How long PostgreSQL stays stopped in the recovery row. */
+const OUTAGE_MS = 10_000;
 /** A bound on a hang, not a measurement: a daemon that answers no write in this long fails the row. */
 const HANG_MS = 120000;
 
@@ -323,6 +329,41 @@ async function lagRows(pg: PgCluster, n: number, reps: number): Promise<BenchRow
   }
 }
 
+async function recoveryRows(pg: PgCluster, rounds: number): Promise<BenchRow[]> {
+  const root = diskDir('mdvfs-bench-pgo-');
+  const d = await spawnConnected(path.join(root, 'd'), { SERVICE_STORE: await pg.createDb() });
+  const times: number[] = [];
+  try {
+    await firstWrite('/outage/before.md', d.client);
+    for (let i = 0; i < rounds; i++) {
+      await pg.pause();
+      await sleep(OUTAGE_MS);
+      await pg.resume(); // returns once PostgreSQL accepts connections (pg_ctl -w)
+      const t0 = nowMs();
+      await firstWrite(`/outage/after${i}.md`, d.client);
+      times.push(nowMs() - t0);
+      if (d.proc.exitCode !== null) throw new Error(`the daemon exited (${d.proc.exitCode}) during the outage`);
+    }
+  } finally {
+    await pg.resume();
+    d.client.close();
+    await killProc(d.proc, 'SIGTERM');
+  }
+  const worst = Math.max(...times);
+  return [
+    {
+      name: `recovery after a ${OUTAGE_MS / 1000} s PostgreSQL stop → a write answered, worst of ${times.length}`,
+      ours: round(worst, 4),
+      baseline: null,
+      unit: 'ms',
+      ratio: round(RECOVERY_LIMIT_MS / Math.max(worst, 1), 3),
+      target: `≥ 1 (≤ ${RECOVERY_LIMIT_MS.toLocaleString('en')} ms after PostgreSQL is back, issue 31)`,
+      met: worst <= RECOVERY_LIMIT_MS,
+      note: `pg_ctl stop -m fast, ${OUTAGE_MS / 1000} s, pg_ctl start -w; the daemon stays up and reconnects (backoff capped at 2 s); all rounds: ${times.map((x) => Math.round(x)).join(', ')} ms`,
+    },
+  ];
+}
+
 export async function benchPostgres(opts: BenchOptions): Promise<BenchTable> {
   const title = 'PostgreSQL store: durable small writes, failover, standby lag (SERVICE_STORE=postgres://…)';
   let pg: PgCluster;
@@ -333,7 +374,7 @@ export async function benchPostgres(opts: BenchOptions): Promise<BenchTable> {
     const why = err instanceof Error ? err.message : String(err);
     return {
       title,
-      rows: ['durable small writes', 'failover', 'standby lag'].map((x) =>
+      rows: ['durable small writes', 'failover', 'standby lag', 'recovery after a PostgreSQL stop'].map((x) =>
         errorRow(`${x} (PostgreSQL store)`, new Error(`no PostgreSQL: ${why}`)),
       ),
     };
@@ -351,5 +392,6 @@ export async function benchPostgres(opts: BenchOptions): Promise<BenchTable> {
   await phase('durable small writes, PostgreSQL vs SQLite', () => writeRows(pg, n));
   await phase('failover after kill -9', () => failoverRows(pg, opts.quick ? 5 : 10));
   await phase('standby lag under a write burst', () => lagRows(pg, n, opts.quick ? 3 : 5));
+  await phase('recovery after a PostgreSQL stop', () => recoveryRows(pg, opts.quick ? 1 : 3));
   return { title, rows };
 }

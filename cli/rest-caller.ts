@@ -369,6 +369,7 @@ export class RestCaller implements Caller {
       case 'mcp.session.unsubscribe':
       case 'mcp.session.close':
       case 'mcp.session.match':
+      case 'mcp.session.events':
       case 'fs.resolve':
       case 'fs.truncate':
       case 'fs.grantWrite':

@@ -180,6 +180,13 @@ export class EventFeed {
     return this.subs.size;
   }
 
+  /** Ends every subscription (the daemon replaced its core): their front ends subscribe again and get a reset. */
+  endAll(reason: string): void {
+    const all = [...this.subs.values()];
+    this.subs.clear();
+    for (const s of all) s.end(reason);
+  }
+
   /** After identities changed: refresh every subscriber's identity; end those no longer valid. */
   private reauthenticate(): void {
     for (const [key, s] of this.subs) {

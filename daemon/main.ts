@@ -28,6 +28,7 @@ import {
   leaseTimeoutFromEnv,
   maxFileSizeFromEnv,
   principalCapsFromEnv,
+  EXIT_STORE_CONFIG,
   SettingsError,
   storeFromEnv,
   storeLabel,
@@ -37,12 +38,22 @@ import {
 } from './rpc/settings.js';
 import { Service } from './service/runner.js';
 import type { DaemonProcess } from './service/context.js';
-import { standbyHandlers } from './standby.js';
+import { degradedHandlers, standbyHandlers, waitingHandlers } from './standby.js';
+import { isUnreachable } from './store/pg-errors.js';
 import type { LeaseStatus, PostgresStore } from './store/postgres.js';
 import { SqliteStore } from './store/sqlite.js';
-import { refuseOtherKind, refuseOtherStore, writeStoreRecord } from './rpc/store-record.js';
+import { readStoreRecord, refuseOtherKind, refuseOtherStore, writeStoreRecord } from './rpc/store-record.js';
+import type { StoreIdentity } from './rpc/protocol.js';
 import type { LoadedState, OpenedStore } from './store/store.js';
 import { Vcs } from './vcs/vcs.js';
+
+/** The first pause before reconnecting to an unreachable PostgreSQL; each failure doubles it up to the cap. */
+const RECONNECT_FIRST_MS = 250;
+const RECONNECT_MAX_MS = 2000;
+/** While PostgreSQL stays unreachable, one log line this often (besides one per change of state). */
+const OUTAGE_LOG_EVERY_MS = 60_000;
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export interface DaemonConfig {
   dataDir: string;
@@ -290,26 +301,54 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     },
   };
   let stopped = false;
-  const opened = await openDaemon(cfg, proc);
-  if (opened.lease !== undefined) late.lease = opened.lease;
-  let core = opened.core;
+  const where = cfg.store.kind === 'postgres' ? storeLabel(cfg.store) : cfg.dataDir;
+  // A PostgreSQL outage at start is waited out (the socket answers EAGAIN meanwhile); anything else stops the start.
+  let opened: OpenedDaemon | undefined;
+  let outage: Error | undefined;
+  try {
+    opened = await openDaemon(cfg, proc);
+  } catch (err) {
+    if (cfg.store.kind !== 'postgres' || !isUnreachable(err)) throw err;
+    outage = err as Error;
+  }
+  let core: Core | undefined;
+  /** The store in use: the active core's, or a standby's; none while PostgreSQL is unreachable. */
+  let current: OpenedStore | undefined;
   const fatal = (err: Error): void => {
     log.error({ err: err.message }, 'store write failed; stopping so that nothing diverges from disk');
     process.exit(1);
   };
+  /**
+   * A daemon waiting for PostgreSQL names the store its data dir recorded (else only the kind), so that
+   * front ends of that store keep their connection and get its EAGAIN until it is back.
+   */
+  const waitingIdentity = (): StoreIdentity | undefined =>
+    cfg.store.kind === 'postgres' ? { kind: 'postgres', id: readStoreRecord(cfg.dataDir)?.id ?? 'unknown' } : undefined;
+  const outageText = (): string =>
+    `PostgreSQL at ${where} is unreachable; this daemon reconnects by itself, retry in a few seconds`;
   const server = new RpcServer(
-    core?.service.handlers ??
-      standbyHandlers(
-        proc,
-        () => opened.lease?.().holder || 'unknown',
-        () => opened.standby?.identity(),
-      ),
+    opened?.core?.service.handlers ??
+      (opened === undefined
+        ? waitingHandlers(proc, outageText, waitingIdentity)
+        : standbyHandlers(
+            proc,
+            () => late.lease?.().holder || 'unknown',
+            () => current?.identity(),
+          )),
     log,
   );
   late.rpc = server;
+  /** A core no longer served (replaced after an outage): its feeds end, so their front ends resubscribe. */
+  const retire = (old: Core | undefined): void => {
+    if (old === undefined) return;
+    old.grep.close();
+    old.service.events.endAll('the daemon reloaded its store after a PostgreSQL outage');
+  };
   /** Serves a core: its handlers answer on the socket from now on. */
   const activate = (c: Core): void => {
+    const old = core;
     core = c;
+    current = c.store;
     if (c.vfs.root.height > MAX_DEPTH) {
       log.warn(
         { depth: c.vfs.root.height, limit: MAX_DEPTH },
@@ -317,23 +356,30 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
       );
     }
     c.vfs.onChange((paths) => server.broadcast({ kind: 'change', paths }));
-    c.store.onFatal = fatal;
+    c.store.onFatal = cfg.store.kind === 'postgres' ? lost : fatal;
     server.handlers = c.service.handlers;
     late.serving = true;
+    if (old !== c) retire(old);
   };
-  if (core !== undefined) activate(core);
-  const storeOf = (): OpenedStore | undefined => core?.store ?? opened.standby;
-  if (path.dirname(socketPath) !== path.resolve(cfg.dataDir)) prepareSocketDir(socketPath);
-  // The SQLite store's exclusive lock makes any socket file left here stale. A PostgreSQL store's lock
-  // is on the database, not on this data dir: a daemon that still answers here keeps its socket.
-  if (cfg.store.kind === 'postgres' && existsSync(socketPath) && (await answers(socketPath))) {
-    await storeOf()?.close();
-    throw new VfsError('EBUSY', 'start', cfg.dataDir, `another mdvfs daemon answers on ${socketPath}`);
-  }
-  const standby = opened.standby;
-  if (standby !== undefined) {
-    // A standby: follows the change stream until the lease frees, then replays to its end and serves.
-    standby.onFatal = fatal;
+  /** Takes what a (re)connection opened: serves its core, or follows as a standby until the lease frees. */
+  const adopt = (o: OpenedDaemon): void => {
+    if (o.lease === undefined) delete late.lease;
+    else late.lease = o.lease;
+    if (o.core !== undefined) {
+      activate(o.core);
+      return;
+    }
+    const standby = o.standby;
+    current = standby;
+    standby.onFatal = lost;
+    late.serving = false;
+    server.handlers = standbyHandlers(
+      proc,
+      () => late.lease?.().holder || 'unknown',
+      () => standby.identity(),
+    );
+    retire(core);
+    core = undefined;
     log.info(
       { epoch: standby.leaseStatus().epoch, active: standby.leaseStatus().holder },
       'standby: following the change stream until the lease frees',
@@ -343,13 +389,97 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
       .then(async () => {
         const t0 = Date.now();
         const c = await loadCore(cfg, standby, await standby.takeover(), proc);
-        if (stopped) return;
+        if (stopped || current !== standby) return;
         activate(c);
         log.info({ epoch: standby.leaseStatus().epoch, ms: Date.now() - t0 }, 'took the lease: active');
       })
       .catch((err: Error) => {
-        if (!stopped) fatal(err);
+        if (!stopped && current === standby) lost(err);
       });
+  };
+  /**
+   * PostgreSQL went away (or the lease did): the store is dropped, reads are served from memory
+   * and every mutation is refused (EAGAIN, HTTP 503) until a new connection re-takes or re-follows
+   * the lease; that reloads the store, so nothing unacknowledged survives the outage.
+   */
+  const lost = (err: Error): void => {
+    if (stopped || current === undefined) return;
+    const old = current;
+    current = undefined;
+    delete late.lease;
+    late.serving = false;
+    server.handlers =
+      core === undefined
+        ? waitingHandlers(proc, outageText, waitingIdentity)
+        : degradedHandlers(core.service.handlers, outageText);
+    log.warn(
+      { err: err.message },
+      core === undefined
+        ? 'lost PostgreSQL: reconnecting'
+        : 'lost PostgreSQL: serving reads from memory and refusing writes (EAGAIN, HTTP 503) while reconnecting',
+    );
+    void Promise.resolve()
+      .then(() => old.close())
+      .catch(() => undefined);
+    void reconnect(err);
+  };
+  /** Retries an unreachable PostgreSQL with capped exponential backoff until it answers; a configuration error stops the daemon. */
+  const reconnect = async (first: Error): Promise<void> => {
+    const since = Date.now();
+    let delay = RECONNECT_FIRST_MS;
+    let attempts = 0;
+    let logged = since;
+    let last = first.message;
+    while (!stopped) {
+      await sleep(delay);
+      if (stopped) return;
+      delay = Math.min(delay * 2, RECONNECT_MAX_MS);
+      attempts++;
+      let o: OpenedDaemon;
+      try {
+        o = await openDaemon(cfg, proc);
+      } catch (err) {
+        if (stopped) return;
+        if (!isUnreachable(err)) {
+          log.error(
+            { err: (err as Error).message },
+            'PostgreSQL answered with an error that retrying cannot fix; stopping',
+          );
+          process.exit(EXIT_STORE_CONFIG);
+        }
+        last = (err as Error).message;
+        if (Date.now() - logged >= OUTAGE_LOG_EVERY_MS) {
+          logged = Date.now();
+          log.warn(
+            { err: last, attempts, down_s: Math.round((logged - since) / 1000) },
+            'PostgreSQL still unreachable',
+          );
+        }
+        continue;
+      }
+      if (stopped) {
+        await (o.core?.store ?? o.standby)?.close();
+        return;
+      }
+      log.info({ attempts, down_ms: Date.now() - since }, 'PostgreSQL is back');
+      adopt(o);
+      return;
+    }
+  };
+  const storeOf = (): OpenedStore | undefined => current;
+  if (path.dirname(socketPath) !== path.resolve(cfg.dataDir)) prepareSocketDir(socketPath);
+  // The SQLite store's exclusive lock makes any socket file left here stale. A PostgreSQL store's lock
+  // is on the database, not on this data dir: a daemon that still answers here keeps its socket.
+  if (cfg.store.kind === 'postgres' && existsSync(socketPath) && (await answers(socketPath))) {
+    await (opened?.core?.store ?? opened?.standby)?.close();
+    throw new VfsError('EBUSY', 'start', cfg.dataDir, `another mdvfs daemon answers on ${socketPath}`);
+  }
+  if (opened !== undefined) adopt(opened);
+  else if (outage !== undefined) {
+    log.warn({ err: outage.message }, 'PostgreSQL unreachable at start: answering EAGAIN (HTTP 503) and reconnecting');
+    const first = outage;
+    // After the socket listens (below): the first retry is a moment away.
+    setImmediate(() => void reconnect(first));
   }
   if (existsSync(socketPath)) unlinkSync(socketPath);
   await new Promise<void>((resolve, reject) => {
@@ -501,7 +631,9 @@ export async function runDaemon(): Promise<void> {
     const thisDir = locked && (cfg.store.kind === 'sqlite' || (err.op === 'start' && err.path === cfg.dataDir));
     // A PostgreSQL store's lease message names the database (without its password).
     process.stderr.write(`mdvfs daemon: ${thisDir ? lockedMessage(cfg.dataDir) : (err as Error).message}\n`);
-    process.exit(locked ? EXIT_LOCKED : 1);
+    // A PostgreSQL store that refused us for good (authentication, missing database, bad URL): not worth a restart.
+    const storeConfig = err instanceof VfsError && err.code === 'EIO' && err.op === 'open store';
+    process.exit(locked ? EXIT_LOCKED : storeConfig ? EXIT_STORE_CONFIG : 1);
   }
   const stop = (sig: string) => {
     process.stderr.write(`mdvfs daemon: ${sig}, flushing and stopping\n`);

@@ -5,6 +5,12 @@
  * whose cap it counts against, its resource subscriptions, and how many event streams are open on
  * it. Sessions live in memory: a daemon restart ends them (clients start a new one on 404).
  *
+ * Resource notifications: every change is matched against every session's subscriptions here, as
+ * it happens, and each match is kept in the session's buffer under the session's next event id
+ * (the last `MAX_EVENTS`). A worker sends them on the session's stream with those ids, so a client
+ * whose stream broke (its worker killed) sends `Last-Event-ID` on its next GET, on any worker, and
+ * gets what it missed from the buffer.
+ *
  * Bounds: the opening server's SERVICE_MCP_MAX_SESSIONS (in all, the last resort; beyond it new
  * sessions are refused, nobody is evicted), SERVICE_MCP_MAX_SESSIONS_PER_USER (all the sessions of
  * one user or agent, whatever token, workspace or delegation opened them) and
@@ -18,6 +24,7 @@ import { VfsError } from './errors.js';
 import type { Cred } from './core/perms.js';
 import type { Creds, McpSubscription } from './rpc/protocol.js';
 import { slicer, sortSliced } from './core/vfs.js';
+import { affects } from './rpc/affects.js';
 
 /** Resource subscriptions one session may hold. */
 export const MAX_SUBSCRIPTIONS = 1000;
@@ -26,6 +33,16 @@ export const MAX_SUBSCRIPTIONS = 1000;
  * reconnects that overlap; with the per-user session cap this bounds one user's open streams.
  */
 export const MAX_STREAMS_PER_SESSION = 4;
+/** Resource notifications a session keeps for replay. */
+export const MAX_EVENTS = 1000;
+/** Changed paths one recorded notification keeps (for the worker's visibility check, which reads the first 64). */
+const EVENT_PATHS = 65;
+
+interface SessionEvent {
+  id: number;
+  subscription: McpSubscription;
+  paths: string[];
+}
 
 interface Limits {
   idleMs: number;
@@ -44,6 +61,9 @@ interface McpSession {
   /** Event streams open on it, by connection id (a connection that closes takes its streams along). */
   streams: Map<number, number>;
   subscriptions: Map<string, McpSubscription>;
+  /** Recent notifications (oldest first) and the last event id given. */
+  events: SessionEvent[];
+  lastEvent: number;
 }
 
 /** Security: a digest of the raw credentials, so the daemon never keeps a second copy of a token to compare. */
@@ -115,6 +135,8 @@ export class McpSessions {
       lastSeen: Date.now(),
       streams: new Map(),
       subscriptions: new Map(),
+      events: [],
+      lastEvent: 0,
     };
     this.sessions.set(s.id, s);
     const set = mine ?? new Set<McpSession>();
@@ -230,6 +252,48 @@ export class McpSessions {
       }
     }
     return { matches, gone };
+  }
+
+  private recording: Promise<void> = Promise.resolve();
+
+  /** Records the notifications a change causes, in every session with subscriptions (in order of the changes). */
+  record(paths: readonly string[]): void {
+    if (this.sessions.size === 0) return;
+    this.recording = this.recording.then(() => this.recordNow(paths)).catch(() => undefined);
+  }
+
+  /** Resolves once every change reported so far is recorded. */
+  recorded(): Promise<void> {
+    return this.recording;
+  }
+
+  /** The session's notifications after `after` (none without it), its newest id, and whether some were dropped. */
+  events(s: McpSession, after: number | undefined): { events: SessionEvent[]; head: number; lost: boolean } {
+    if (after === undefined) return { events: [], head: s.lastEvent, lost: false };
+    const oldest = s.events[0]?.id ?? s.lastEvent + 1;
+    return {
+      events: s.events.filter((e) => e.id > after),
+      head: s.lastEvent,
+      lost: after < oldest - 1 && after < s.lastEvent,
+    };
+  }
+
+  private async recordNow(paths: readonly string[]): Promise<void> {
+    const changed = await ChangedPaths.of(paths);
+    const pause = slicer();
+    for (const s of [...this.sessions.values()]) {
+      for (const sub of s.subscriptions.values()) {
+        await pause();
+        if (!changed.affects(sub.global)) continue;
+        const relevant: string[] = [];
+        for (const p of paths) {
+          if (affects(p, sub.global)) relevant.push(p);
+          if (relevant.length >= EVENT_PATHS) break;
+        }
+        s.events.push({ id: ++s.lastEvent, subscription: sub, paths: relevant });
+        if (s.events.length > MAX_EVENTS) s.events.shift();
+      }
+    }
   }
 
   get size(): number {

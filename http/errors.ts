@@ -6,6 +6,9 @@
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import { ERRORS, VfsError, isErrorCode, type ErrorCode } from '../daemon/errors.js';
 
+/** What a 503 answer asks the client to wait: about the time a daemon takes to reconnect to PostgreSQL. */
+const RETRY_AFTER_SECS = 2;
+
 /** A front-end error with a code from the one table (bad query parameter, wrong method, ...). */
 export function httpError(code: ErrorCode, detail: string, path?: string): VfsError {
   const e = new VfsError(code, 'http', path, detail);
@@ -45,6 +48,8 @@ export function sendError(res: Response, code: ErrorCode, message: string): void
     res.destroy();
     return;
   }
+  // 503 (EAGAIN): a standby, or a daemon waiting for PostgreSQL; both are expected to answer again soon.
+  if (ERRORS[code].http === 503) res.setHeader('Retry-After', String(RETRY_AFTER_SECS));
   res
     .status(ERRORS[code].http)
     .type('application/json')

@@ -15,6 +15,7 @@ import { connectSocket, type DaemonClient } from '../daemon/rpc/client.js';
 import { announceNewDataDir, defaultDataDir, EXIT_LOCKED, socketPathFor } from '../daemon/rpc/connect.js';
 import { PRIVATE_UMASK, securePrivateDataDir, verifySocket } from '../daemon/rpc/private-dir.js';
 import {
+  EXIT_STORE_CONFIG,
   formatListen,
   httpSettingsFromEnv,
   SettingsError,
@@ -180,6 +181,12 @@ export async function runServe(): Promise<void> {
         return c;
       }
       if (daemon === null) {
+        // Its store setting cannot work (the daemon said why): restarting it would only say it again.
+        if (daemonExit === EXIT_STORE_CONFIG) {
+          say(`the daemon cannot use ${store} (SERVICE_STORE; its message is above); stopping`);
+          await shutdown(1);
+          return null;
+        }
         const recent = daemonStarts.filter((t) => Date.now() - t < 60_000);
         if (recent.length >= 5) {
           say(`the daemon keeps dying (exit ${daemonExit ?? '?'}); giving up`);

@@ -20,15 +20,14 @@
  *   JSON response).
  */
 import express, { type Express, type Request, type Response } from 'express';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { StreamableHTTPServerTransport, type EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Caller, DaemonClient } from '../daemon/rpc/client.js';
 import { defaultDataDir } from '../daemon/rpc/connect.js';
 import { DaemonLink } from '../daemon/rpc/link.js';
 import { credsFromHeaders } from '../daemon/rpc/credentials.js';
-import { affects } from '../daemon/rpc/affects.js';
-import type { AuthPolicy, ChangeEvent } from '../daemon/rpc/protocol.js';
+import type { AuthPolicy } from '../daemon/rpc/protocol.js';
 import type { McpSessionSettings } from '../daemon/rpc/settings.js';
 import { VfsError, httpStatus } from '../daemon/errors.js';
 import { ChangeFeed, visibleChange, type SubscriptionStore } from './resources.js';
@@ -101,31 +100,79 @@ function daemonSubscriptions(caller: Caller, id: string): SubscriptionStore {
 }
 
 interface OpenStream {
+  id: string;
   server: McpServer;
+  transport: StreamableHTTPServerTransport;
   caller: Caller;
   res: Response;
+  /** The last event id this stream delivered (or replayed past): the next pump asks the daemon for what follows. */
+  cursor: number;
+  /** Event ids of the notifications being sent, for the transport's event store (which names them on the wire). */
+  sending: WeakMap<object, string>;
+  pumping: boolean;
+  again: boolean;
+}
+
+/** What delivering a session's notifications needs of a stream (its transport may not exist yet). */
+type Cursor = Pick<OpenStream, 'id' | 'caller' | 'cursor' | 'sending'>;
+
+/** The session's notifications after `after`, sent in order through `send` when `s`'s caller may see them. */
+async function deliver(
+  s: Cursor,
+  after: number,
+  send: (eventId: string, message: JSONRPCMessage) => Promise<void>,
+): Promise<void> {
+  const { events } = await s.caller.call('mcp.session.events', { id: s.id, after });
+  for (const ev of events) {
+    if (await visibleChange(s.caller, ev.subscription, ev.paths))
+      await send(String(ev.id), {
+        jsonrpc: '2.0',
+        method: 'notifications/resources/updated',
+        params: { uri: ev.subscription.uri },
+      });
+    s.cursor = Math.max(s.cursor, ev.id);
+  }
 }
 
 /**
- * The event streams (GET /mcp) this worker serves. On a change event it asks the daemon which
- * subscriptions of those sessions the change may affect (one call per event, whoever subscribed on
- * whichever worker), checks with each subscriber's credentials that it may see the change, and
- * sends `notifications/resources/updated` on the stream. A stream whose session is gone is ended.
+ * The event store of a session's GET stream: the ids are the daemon's per-session event ids, and a
+ * GET with `Last-Event-ID` (on whichever worker) replays from the daemon's buffer what followed it.
+ */
+function daemonEventStore(s: Cursor): EventStore {
+  return {
+    storeEvent: (_stream, message) => Promise.resolve(s.sending.get(message) ?? String(s.cursor)),
+    replayEventsAfter: async (lastEventId, { send }) => {
+      const after = Number(lastEventId);
+      if (!Number.isSafeInteger(after) || after < 0)
+        throw new VfsError('EINVAL', 'mcp stream', undefined, 'Last-Event-ID must be an event id of this session');
+      s.cursor = after;
+      await deliver(s, after, send);
+      return STANDALONE_STREAM;
+    },
+  };
+}
+
+/** The SDK's name for a session's GET stream. */
+const STANDALONE_STREAM = '_GET_stream';
+
+/**
+ * The event streams (GET /mcp) this worker serves. The daemon records every session's resource
+ * notifications with per-session event ids (daemon/mcp-sessions.ts); on a change event this worker
+ * asks it for what followed each stream's last id, checks with the subscriber's credentials that it
+ * may see the change, and sends `notifications/resources/updated` with that id. A stream whose
+ * session is gone is ended.
  */
 class EventStreams {
   private readonly open = new Map<string, Set<OpenStream>>();
   private listening: Promise<() => void> | null = null;
 
-  constructor(
-    private readonly client: DaemonClient,
-    private readonly feed: ChangeFeed,
-  ) {}
+  constructor(private readonly feed: ChangeFeed) {}
 
   async add(id: string, s: OpenStream): Promise<void> {
     let set = this.open.get(id);
     if (set === undefined) this.open.set(id, (set = new Set()));
     set.add(s);
-    this.listening ??= this.feed.listen((e) => this.onChange(e));
+    this.listening ??= this.feed.listen(() => this.onChange());
     try {
       await this.listening;
     } catch (err) {
@@ -152,28 +199,41 @@ class EventStreams {
     for (const s of this.open.get(id) ?? []) s.res.end();
   }
 
-  private onChange(e: ChangeEvent): void {
-    const ids = [...this.open.keys()];
-    if (ids.length === 0) return;
-    this.client.call('mcp.session.match', { ids, paths: e.paths }).then(
-      ({ matches, gone }) => {
-        for (const id of gone) this.end(id);
-        for (const { id, subscription } of matches) {
-          const relevant = e.paths.filter((p) => affects(p, subscription.global));
-          for (const s of this.open.get(id) ?? []) {
-            void visibleChange(s.caller, subscription, relevant).then((visible) => {
-              if (visible && s.server.isConnected())
-                s.server.server.sendResourceUpdated({ uri: subscription.uri }).catch(() => undefined);
-            });
-          }
+  /** Sends what the stream has not had yet, once its SSE response has started (a replay may still run before that). */
+  pump(s: OpenStream): void {
+    if (s.res.writableEnded || s.res.destroyed) return;
+    if (!s.res.headersSent) {
+      setTimeout(() => this.pump(s), 20).unref();
+      return;
+    }
+    if (s.pumping) {
+      s.again = true;
+      return;
+    }
+    s.pumping = true;
+    const send = async (eventId: string, message: JSONRPCMessage): Promise<void> => {
+      s.sending.set(message, eventId);
+      await s.transport.send(message);
+    };
+    deliver(s, s.cursor, send)
+      .catch((err: unknown) => {
+        if (err instanceof VfsError && (err.code === 'ENOENT' || err.code === 'EPERM')) s.res.end();
+        else
+          process.stderr.write(
+            `mdvfs http: resource notifications: ${err instanceof Error ? err.message : String(err)}\n`,
+          );
+      })
+      .finally(() => {
+        s.pumping = false;
+        if (s.again) {
+          s.again = false;
+          this.pump(s);
         }
-      },
-      (err: unknown) => {
-        process.stderr.write(
-          `mdvfs http: resource notifications: ${err instanceof Error ? err.message : String(err)}\n`,
-        );
-      },
-    );
+      });
+  }
+
+  private onChange(): void {
+    for (const set of this.open.values()) for (const s of set) this.pump(s);
   }
 }
 
@@ -182,7 +242,7 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
   const dataDir = opts.dataDir ?? defaultDataDir();
   // Change events for resource subscriptions arrive on their own connection, opened on first use.
   const feed = new ChangeFeed(new DaemonLink(dataDir, {}, { name: 'mdvfs serve', spawn: false }));
-  const streams = new EventStreams(client, feed);
+  const streams = new EventStreams(feed);
   const json = express.json({ limit: mcpBodyMax(opts.maxFileSize) });
 
   const router = express.Router();
@@ -249,9 +309,13 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
       }
       const server = createMcpServer({ callerFor: () => caller, store: daemonSubscriptions(caller, sid) });
       if (req.method === 'GET') {
-        // The session's event stream, on whichever worker the GET landed.
-        const transport = new StreamableHTTPServerTransport({}); // the session is the daemon's: no id checks here
-        const open: OpenStream = { server, caller, res };
+        // The session's event stream, on whichever worker the GET landed. Without Last-Event-ID it
+        // starts at the session's newest event; with it, the event store replays what followed.
+        const { head } = await caller.call('mcp.session.events', { id: sid });
+        const cursor: Cursor = { id: sid, caller, cursor: head, sending: new WeakMap() };
+        // The session is the daemon's: no id checks here.
+        const transport = new StreamableHTTPServerTransport({ eventStore: daemonEventStore(cursor) });
+        const open: OpenStream = Object.assign(cursor, { server, transport, res, pumping: false, again: false });
         // Counted in the daemon (a session with an open stream never idles out, and is evicted last);
         // both calls go on this worker's one connection, so the daemon sees them in this order.
         const opened = caller.call('mcp.session.stream', { id: sid, open: true });
@@ -261,6 +325,7 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
         });
         await opened;
         await streams.add(sid, open);
+        streams.pump(open); // what came after its cursor while it was being set up
         await serveOnce(server, transport, req, res);
         return;
       }

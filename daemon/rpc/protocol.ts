@@ -607,6 +607,19 @@ export const methods = {
   },
   'mcp.session.close': { params: z.object({ id: sessionId }), result: z.object({ closed: z.boolean() }) },
   /**
+   * The session's resource notifications after event id `after` (per-session ids, kept in the daemon
+   * for replay: a GET with Last-Event-ID on any worker), and the newest id; without `after`, only
+   * the newest id. `lost`: events after `after` were dropped from the session's buffer.
+   */
+  'mcp.session.events': {
+    params: z.object({ id: sessionId, after: int.min(0).optional() }),
+    result: z.object({
+      events: z.array(z.object({ id: int, subscription: mcpSubscriptionSchema, paths: z.array(path) })),
+      head: int,
+      lost: z.boolean(),
+    }),
+  },
+  /**
    * For HTTP workers only: which subscriptions of these sessions (those whose event stream the
    * worker serves) a change to `paths` may affect, and which of the sessions are gone.
    */

@@ -13,6 +13,13 @@ export class SettingsError extends Error {
   readonly code = 'EINVAL';
 }
 
+/**
+ * The exit code of a daemon whose SERVICE_STORE cannot work as set (bad URL, authentication
+ * refused, missing database), as for any bad setting: `mdvfs serve` reports it and stops instead
+ * of restarting the daemon. (An unreachable PostgreSQL is not one: the daemon waits for it.)
+ */
+export const EXIT_STORE_CONFIG = 2;
+
 export type ServiceMode = 'local' | 'hosted';
 
 export interface ListenAddress {

@@ -30,4 +30,9 @@ export const mcpOps = (sessions: McpSessions): AreaOps<'mcp'> => ({
     return { closed: sessions.close(p.id) };
   },
   'mcp.session.match': (p) => sessions.match(p.ids, p.paths),
+  'mcp.session.events': async (p, { ctx }) => {
+    const s = sessions.get(ctx.creds, p.id);
+    await sessions.recorded(); // every change so far is in the buffer
+    return sessions.events(s, p.after);
+  },
 });

@@ -29,6 +29,8 @@ export class Service {
   constructor(d: ServiceDeps) {
     this.k = new Kit(d);
     this.events = this.k.events;
+    // Resource notifications are recorded per session as changes happen, for replay (Last-Event-ID).
+    d.vfs.onChange((paths) => this.mcpSessions.record(paths));
     this.ops = {
       ...sysOps(this.k),
       ...identityOps(this.k),

@@ -26,6 +26,7 @@ import type { Registry } from '../auth/registry.js';
 import { DEFAULT_LEASE_TIMEOUT_MS, redactUrl } from '../rpc/settings.js';
 import { verifyObject } from '../core/objects.js';
 import type { StoreIdentity } from '../rpc/protocol.js';
+import { isUnreachable } from './pg-errors.js';
 import {
   applyRegistryRows,
   AuthRowDiff,
@@ -71,6 +72,8 @@ const OBJECT_PAGE = 128;
 /** Rows and bytes per statement in a batch, so that no single parameter grows without bound. */
 const ROWS_PER_STATEMENT = 5000;
 const BYTES_PER_STATEMENT = 32 * 1024 * 1024;
+/** How long a connection attempt may take before PostgreSQL counts as unreachable (a host that drops packets). */
+const CONNECT_TIMEOUT_MS = 10_000;
 
 /** Numbered schema migrations; each runs once, in its own transaction. Never edit one: add the next. */
 const MIGRATIONS: string[] = [
@@ -207,8 +210,8 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
   static async connect(url: string, leaseTimeoutMs = DEFAULT_LEASE_TIMEOUT_MS): Promise<PostgresStore> {
     const where = redactUrl(url);
     const clients = [
-      new pg.Client({ connectionString: url, application_name: 'mdvfs' }),
-      new pg.Client({ connectionString: url, application_name: 'mdvfs-lease' }),
+      new pg.Client(clientConfig(url, 'mdvfs')),
+      new pg.Client(clientConfig(url, 'mdvfs-lease')),
     ] as const;
     // Until the store takes over, a lost connection is an error of whatever awaits it.
     for (const c of clients) c.on('error', () => undefined);
@@ -217,6 +220,8 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       await Promise.all(clients.map((c) => c.connect()));
     } catch (err) {
       await endAll();
+      // An outage is retried by the daemon; anything else (authentication, a missing database, a bad URL) is reported.
+      if (isUnreachable(err)) throw unreachable(where, err);
       throw new VfsError(
         'EIO',
         'open store',
@@ -241,6 +246,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     } catch (err) {
       await endAll();
       if (err instanceof VfsError) throw err;
+      if (isUnreachable(err)) throw unreachable(where, err);
       throw new VfsError(
         'EIO',
         'open store',
@@ -250,18 +256,11 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     }
     for (const c of clients) c.removeAllListeners('error');
     client.on('error', (err) =>
-      store.fail(new VfsError('EIO', 'store', where, `lost the PostgreSQL connection: ${err.message}`)),
-    );
-    lease.on('error', (err) =>
       store.fail(
-        new VfsError(
-          'EIO',
-          'store',
-          where,
-          `lost the lease connection to PostgreSQL (${err.message}); ${store.epoch === undefined ? 'a standby' : `epoch ${store.epoch}`} stops without writing`,
-        ),
+        new VfsError('EAGAIN', 'store', undefined, `lost the connection to PostgreSQL at ${where}: ${err.message}`),
       ),
     );
+    lease.on('error', (err) => store.fail(store.leaseConnectionLost(err)));
     return store;
   }
 
@@ -295,15 +294,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
             const now = Number(b.rows[0]?.epoch);
             if (now !== this.epoch) this.fail(this.leaseLost(now));
           },
-          (err: Error) =>
-            this.fail(
-              new VfsError(
-                'EIO',
-                'store',
-                this.where,
-                `lost the lease connection to PostgreSQL (${err.message}); epoch ${this.epoch} stops without writing`,
-              ),
-            ),
+          (err: Error) => this.fail(this.leaseConnectionLost(err)),
         );
       },
       Math.max(100, Math.floor(this.leaseTimeoutMs / 4)),
@@ -315,10 +306,19 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
 
   private leaseLost(stored: number): VfsError {
     return new VfsError(
-      'EIO',
+      'EAGAIN',
       'store',
-      this.where,
-      `this daemon lost the lease: its epoch is ${this.epoch}, the store's ${stored}; another daemon is active, so this one writes nothing and steps down`,
+      undefined,
+      `this daemon lost the lease of the PostgreSQL store at ${this.where}: its epoch is ${this.epoch}, the store's ${stored}; another daemon is active, so this one writes nothing and steps down`,
+    );
+  }
+
+  private leaseConnectionLost(err: Error): VfsError {
+    return new VfsError(
+      'EAGAIN',
+      'store',
+      undefined,
+      `lost the lease connection to PostgreSQL at ${this.where} (${err.message}); ${this.epoch === undefined ? 'a standby' : `epoch ${this.epoch}`} writes nothing until it has the lease again`,
     );
   }
 
@@ -778,8 +778,18 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       try {
         if (this.hasPending()) await this.writeBatch(this.takeBatch());
       } catch (err) {
+        // Security: the batch is not durable, so none of its writes is acknowledged (their callers get the error).
         this.fail(
-          new VfsError('EIO', 'flush', undefined, `could not write to the store: ${(err as Error).message}`),
+          err instanceof VfsError && err.code === 'EAGAIN'
+            ? err
+            : isUnreachable(err)
+              ? new VfsError(
+                  'EAGAIN',
+                  'flush',
+                  undefined,
+                  `PostgreSQL at ${this.where} is unreachable (${(err as Error).message.replace(/^EAGAIN: /, '')}); the change was not made durable: retry once it is back`,
+                )
+              : new VfsError('EIO', 'flush', undefined, `could not write to the store: ${(err as Error).message}`),
           waiters,
         );
         return;
@@ -1024,6 +1034,26 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     await this.settle().catch(() => undefined);
     await Promise.all([this.client.end().catch(() => undefined), this.lease.end().catch(() => undefined)]);
   }
+}
+
+/** A node-pg client of the store: keepalive, and a bounded connection attempt (an outage, retried by the daemon). */
+function clientConfig(url: string, name: string): pg.ClientConfig {
+  return {
+    connectionString: url,
+    application_name: name,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+  };
+}
+
+/** The error of a store that cannot reach PostgreSQL now: EAGAIN, as HTTP's 503 (the daemon retries). */
+function unreachable(where: string, err: unknown): VfsError {
+  return new VfsError(
+    'EAGAIN',
+    'open store',
+    undefined,
+    `PostgreSQL at ${where} is unreachable: ${(err as Error).message || String((err as { code?: unknown }).code)}`,
+  );
 }
 
 /** An inode row as node-postgres gives it (bigints as strings). */

@@ -38,6 +38,10 @@ export interface PgCluster {
   /** Runs one SQL statement on database `db` and returns its rows. */
   query(db: string, sql: string, values?: unknown[]): Promise<Record<string, unknown>[]>;
   stop(): Promise<void>;
+  /** Stops the server (`pg_ctl stop -m fast`: sessions end, connections are refused) and keeps its files. */
+  pause(): Promise<void>;
+  /** Starts the paused server again, on the same socket and data. */
+  resume(): Promise<void>;
 }
 
 /** The directory of initdb and pg_ctl: the newest /usr/lib/postgresql/<v>/bin, else PATH. */
@@ -128,18 +132,20 @@ export async function startPostgres(t: Teardown): Promise<PgCluster> {
     '--no-instructions',
     '--no-sync',
   ]);
-  await run('pg_ctl', [
-    '-D',
-    data,
-    '-l',
-    path.join(dir, 'log'),
-    '-w',
-    '-t',
-    '60',
-    '-o',
-    `-c listen_addresses='' -c unix_socket_directories='${dir}' -c max_connections=200 -c fsync=on -c synchronous_commit=on`,
-    'start',
-  ]);
+  const start = (): Promise<void> =>
+    run('pg_ctl', [
+      '-D',
+      data,
+      '-l',
+      path.join(dir, 'log'),
+      '-w',
+      '-t',
+      '60',
+      '-o',
+      `-c listen_addresses='' -c unix_socket_directories='${dir}' -c max_connections=200 -c fsync=on -c synchronous_commit=on`,
+      'start',
+    ]);
+  await start();
   running = true;
   const url = (db: string): string => `postgres://${ROLE}@localhost/${db}?host=${encodeURIComponent(dir)}`;
   const query = async (db: string, sql: string, values: unknown[] = []): Promise<Record<string, unknown>[]> => {
@@ -162,6 +168,16 @@ export async function startPostgres(t: Teardown): Promise<PgCluster> {
     },
     query,
     stop,
+    async pause() {
+      if (!running) return;
+      running = false;
+      await run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
+    },
+    async resume() {
+      if (running) return;
+      await start();
+      running = true;
+    },
   };
 }
 
