@@ -799,7 +799,11 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
   }
 
   private fail(e: Error, waiters: { reject: (e: Error) => void }[] = []): void {
-    if (this.failed !== undefined || this.closed) return;
+    if (this.failed !== undefined || this.closed) {
+      // The store failed (or closed) while this batch was in flight: its callers still get an answer.
+      for (const w of waiters) w.reject(this.failed ?? e);
+      return;
+    }
     this.failed = e;
     for (const t of this.timers.splice(0)) clearInterval(t);
     for (const w of [...waiters, ...this.waiters.splice(0)]) w.reject(e);
