@@ -106,12 +106,19 @@ export function registerUserCommands(program: Command, host: CommandHost): void 
       .command('add')
       .description('let an agent act on your behalf (--on-behalf-of you) until you revoke it')
       .argument('<agent>', 'agent (or wheel member) name')
-      .option('--for <user>', 'root/wheel only: grant on behalf of this user'),
+      .option('--for <user>', 'root/wheel only: grant on behalf of this user')
+      .option('--share', 'also put the agent in your personal group: a folder you open to it is open to the agent'),
     async (ctx, cmd) => {
       const [agent] = cmd.processedArgs as [string];
-      const o = cmd.opts<{ for?: string }>();
-      const g = await ctx.caller.call('auth.delegationAdd', o.for === undefined ? { agent } : { agent, user: o.for });
-      ctx.out.write(`${g.agent} may act on behalf of ${g.user}\n`);
+      const o = cmd.opts<{ for?: string; share?: boolean }>();
+      const g = await ctx.caller.call('auth.delegationAdd', {
+        agent,
+        ...(o.for === undefined ? {} : { user: o.for }),
+        ...(o.share === true ? { share: true } : {}),
+      });
+      ctx.out.write(
+        `${g.agent} may act on behalf of ${g.user}${g.shares_group === true ? ` and is in group ${g.user}` : ''}\n`,
+      );
     },
   );
   host.action(
@@ -137,10 +144,15 @@ export function registerUserCommands(program: Command, host: CommandHost): void 
       if (cmd.opts<{ json?: boolean }>().json) ctx.out.write(`${JSON.stringify(r)}\n`);
       else
         for (const line of columns(
-          r.delegations.map((g) => [g.user, g.agent, new Date(g.created * 1000).toISOString()]),
-          'lll',
+          r.delegations.map((g) => [
+            g.user,
+            g.agent,
+            new Date(g.created * 1000).toISOString(),
+            g.shares_group === true ? 'shares group' : '',
+          ]),
+          'llll',
         ))
-          ctx.out.write(`${line}\n`);
+          ctx.out.write(`${line.trimEnd()}\n`);
     },
   );
 

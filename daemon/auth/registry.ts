@@ -278,7 +278,7 @@ export class Registry {
   // ---------- delegation grants ----------
 
   /** `user` consents to `agent` acting on its behalf (idempotent: an existing grant is kept). */
-  grantDelegation(userName: string, agentName: string): DelegationRow {
+  grantDelegation(userName: string, agentName: string, share = false): DelegationRow {
     const u = this.userByName.get(userName);
     if (u === undefined) throw new VfsError('ENOENT', 'delegate', undefined, `no such user: ${userName.slice(0, 64)}`);
     const a = this.userByName.get(agentName);
@@ -302,13 +302,32 @@ export class Registry {
         undefined,
         `${a.name} is neither an agent nor a wheel member: only those may act on behalf of another user`,
       );
+    const personal = share ? this.personalGroup(u) : undefined;
+    if (share && personal === undefined)
+      throw new VfsError(
+        'EINVAL',
+        'delegate',
+        undefined,
+        `${u.name}'s primary group is not a personal group named ${u.name}: an administrator shares by group instead (mdvfs usermod -aG <group> ${a.name})`,
+      );
     const key = delegationKey(u.uid, a.uid);
-    const have = this.delegations.get(key);
-    if (have !== undefined) return have;
-    const row: DelegationRow = { userUid: u.uid, agentUid: a.uid, created: now() };
+    const row = this.delegations.get(key) ?? { userUid: u.uid, agentUid: a.uid, created: now() };
     this.delegations.set(key, row);
+    personal?.members.add(a.uid);
     this.touched();
     return row;
+  }
+
+  /** The user's personal group: her primary group when it bears her name (as useradd makes it). */
+  private personalGroup(u: UserRow): GroupRow | undefined {
+    const g = this.groups.get(u.gid);
+    return g?.name === u.name ? g : undefined;
+  }
+
+  /** Whether the grant's agent is in the granting user's personal group (granted with `share`). */
+  sharesGroup(g: DelegationRow): boolean {
+    const u = this.users.get(g.userUid);
+    return u !== undefined && this.personalGroup(u)?.members.has(g.agentUid) === true;
   }
 
   /** Revokes `user`'s grant to `agent`; the agent's next request on the user's behalf is refused. */
@@ -325,6 +344,8 @@ export class Registry {
         `no delegation grant from ${userName.slice(0, 64)} to ${agentName.slice(0, 64)}`,
       );
     this.delegations.delete(key);
+    // Consent ends, and so does the sharing that came with it: the agent leaves her personal group.
+    this.personalGroup(u!)?.members.delete(a!.uid);
     this.touched();
     return row;
   }

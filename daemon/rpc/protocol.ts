@@ -147,6 +147,12 @@ export const delegationRecordSchema = z
     user: z.string().describe('the user who consents'),
     agent: z.string().describe('who may act on behalf of `user`'),
     created: unixSecs,
+    shares_group: z
+      .literal(true)
+      .describe(
+        "the agent is in the user's personal group (granted with `share`): it sees what she opens to that group",
+      )
+      .optional(),
   })
   .meta({ id: 'Delegation' });
 /** @public (the wire format) */
@@ -690,6 +696,12 @@ export const methods = {
     params: z.object({
       agent: z.string().describe('the agent (or wheel member) that may act on your behalf'),
       user: z.string().describe('root/wheel only: grant on behalf of this user (default: yourself)').optional(),
+      share: z
+        .boolean()
+        .describe(
+          'also put the agent in your personal group (the group named as you), so that a folder you open to that group is open to it; revoking the grant takes it out again',
+        )
+        .optional(),
     }),
     result: delegationRecordSchema,
     rest: {

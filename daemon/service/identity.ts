@@ -54,7 +54,7 @@ export const identityOps = (k: Kit): AreaOps<'auth' | 'admin' | 'ws'> => ({
   // ---------- delegation grants ----------
   'auth.delegationAdd': (p, { cred }) => {
     const user = grantorOf(k, cred, p.user, 'delegate');
-    return delegationRecord(k.d.registry, k.d.registry.grantDelegation(user, p.agent));
+    return delegationRecord(k.d.registry, k.d.registry.grantDelegation(user, p.agent, p.share === true));
   },
   'auth.delegationList': (_p, { cred }) => ({
     delegations: k.d.registry

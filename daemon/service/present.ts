@@ -164,7 +164,9 @@ export function userRecord(registry: Registry, u: UserRow): UserRecord {
 
 export function delegationRecord(registry: Registry, g: DelegationRow): DelegationRecord {
   const name = (uid: number): string => registry.users.get(uid)?.name ?? String(uid);
-  return { user: name(g.userUid), agent: name(g.agentUid), created: g.created };
+  const out: DelegationRecord = { user: name(g.userUid), agent: name(g.agentUid), created: g.created };
+  if (registry.sharesGroup(g)) out.shares_group = true;
+  return out;
 }
 
 export function whoami(cred: Cred): WhoAmI {

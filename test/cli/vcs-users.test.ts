@@ -105,6 +105,15 @@ void t.test('users, groups, tokens', async (t) => {
     t.equal(r.code, 1, 'revoked: the next request is refused');
     await cli.run(['delegate', 'add', 'bot', '--for', 'alice']); // root grants for her
     t.equal((await cli.run(['whoami', '--on-behalf-of', 'alice'], { token: botToken })).code, 0);
+    // --share: the agent joins her personal group (so a folder she opens to it is open to the agent)
+    r = await cli.run(['delegate', 'add', 'bot', '--share'], { user: 'alice' });
+    t.equal(r.stdout, 'bot may act on behalf of alice and is in group alice\n', r.stderr);
+    t.match((await cli.run(['delegate', 'ls'], { user: 'alice' })).stdout, /^alice\s+bot\s+\S+\s+shares group\n/m);
+    const botWho = JSON.parse((await cli.run(['whoami', '--json'], { token: botToken })).stdout) as {
+      groups: number[];
+    };
+    const aliceWho = JSON.parse((await cli.run(['whoami', '--json'], { user: 'alice' })).stdout) as { gid: number };
+    t.ok(botWho.groups.includes(aliceWho.gid), 'bot is in group alice');
   });
 
   await t.test('workspaces', async (t) => {

@@ -6,11 +6,10 @@ import t from 'tap';
 import { client, startService, until, withCast } from '../helpers/http.js';
 
 const cast = await withCast(t);
-const { svc, root, admin, alice, botToken } = cast;
+const { svc, root, admin, alice, bot, botToken } = cast;
 const helperFor = (user: string) => client(svc, { auth: `Bearer ${botToken}`, onBehalfOf: user });
 
 t.test('nobody acts on behalf of root but root: refused, the refusal says why, nothing created', async (t) => {
-  const bot = client(svc, { auth: `Bearer ${botToken}` });
   // the attack: a tree the agent made under /tmp, copied "as root"
   t.equal((await bot.put('/fs//tmp/evil/.git/config', '[core]\n\tfsmonitor = "touch /tmp/pwned"\n')).status, 200);
   const asRoot = helperFor('root');
@@ -74,10 +73,13 @@ t.test('an agent acts for alice only while her grant holds', async (t) => {
 });
 
 t.test("the README's agent set-up: grant, share the folder, done", async (t) => {
-  // admin: the agent joins alice's group (as the README's set-up says)
-  t.equal((await admin.post('/admin/users/bot/groups/alice')).status, 200);
-  // alice: grant, share her home with her group
-  t.equal((await alice.post('/auth/delegations', { agent: 'bot' })).status, 200);
+  // alice alone, no administrator: grant with `share` (the agent joins her personal group), open her
+  // home to that group
+  const grant = await alice.post('/auth/delegations', { agent: 'bot', share: true });
+  t.equal(grant.status, 200, grant.text);
+  t.equal(grant.json.shares_group, true, 'the grant says the agent is in her group');
+  const aliceGroup = (await admin.get('/admin/groups')).json.groups.find((g: { name: string }) => g.name === 'alice');
+  t.same(aliceGroup.members, ['alice', 'bot'], 'the agent is in her personal group');
   t.equal((await alice.post('/admin/chmod/~', { mode: '0770' })).status, 200);
   const agent = helperFor('alice');
 
@@ -121,6 +123,13 @@ t.test("the README's agent set-up: grant, share the folder, done", async (t) => 
   t.match(hers.json.error, 'alice (on whose behalf bot acts) lacks read on /srv/bot-only.md: other bits ---');
   t.equal((await alice.del('/auth/delegations/bot')).status, 200);
   t.equal((await agent.put('/fs/notes/shared.md', 'after revoke')).status, 403, 'revoked: refused');
+  const groups = (await admin.get('/admin/groups')).json.groups as { name: string; members: string[] }[];
+  t.notOk(groups.find((g) => g.name === 'alice')?.members.includes('bot'), 'and it has left her group');
+  t.equal((await bot.get('/fs//home/alice/notes/shared.md')).status, 403, 'so it reads nothing of hers either');
+  // sharing needs a personal group: a grant with `share` by one whose primary group is another is refused
+  const shareFromRoot = await root.post('/auth/delegations', { agent: 'bot', user: 'bob', share: true });
+  t.equal(shareFromRoot.status, 200, "root grants for bob, sharing bob's personal group");
+  t.equal(shareFromRoot.json.shares_group, true);
 });
 
 t.test('tokens may expire: an expired token is 401 saying so', async (t) => {

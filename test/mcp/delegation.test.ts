@@ -26,9 +26,8 @@ void t.test('without her grant the agent cannot act for alice', async (t) => {
 });
 
 void t.test("the README's set-up: grant, share the folder, done", async (t) => {
-  // the agent is in alice's group (the admin's step), alice grants it and shares her home
-  await daemon.call('admin.groupMemberAdd', { user: 'bot', group: 'alice' });
-  t.equal((await rest('POST', '/auth/delegations', 'User alice', { agent: 'bot' })).status, 200);
+  // alice alone: she grants it with `share` (it joins her personal group) and opens her home to that group
+  t.equal((await rest('POST', '/auth/delegations', 'User alice', { agent: 'bot', share: true })).status, 200);
   t.equal((await rest('POST', '/admin/chmod/~', 'User alice', { mode: '0770' })).status, 200);
 
   const { client: agent } = await httpClient(t, svc, { authorization: `Bearer ${botToken}`, onBehalfOf: 'alice' });
