@@ -4,7 +4,6 @@
  */
 import { chmodSync, existsSync, statSync, unlinkSync, writeFileSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import pino from 'pino';
 import { Registry } from './auth/registry.js';
 import { BootstrapSecret } from './auth/bootstrap-secret.js';
 import type { AuthPolicy } from './rpc/protocol.js';
@@ -16,6 +15,8 @@ import { connectSocket } from './rpc/client.js';
 import { defaultDataDir, EXIT_LOCKED, processAlive, socketPathFor } from './rpc/connect.js';
 import { PRIVATE_UMASK, prepareSocketDir, securePrivateDataDir } from './rpc/private-dir.js';
 import { RpcServer } from './rpc/server.js';
+import { log, setupLog } from './rpc/log.js';
+import { daemonMetrics } from './metrics.js';
 import { listenTls, type TlsListener } from './rpc/tcp.js';
 import {
   authPolicyFromEnv,
@@ -26,6 +27,7 @@ import {
   idleExitFromEnv,
   intFromEnv,
   leaseTimeoutFromEnv,
+  logLevelFromEnv,
   maxFileSizeFromEnv,
   principalCapsFromEnv,
   EXIT_STORE_CONFIG,
@@ -33,6 +35,7 @@ import {
   storeFromEnv,
   storeLabel,
   type DaemonTlsServerSettings,
+  type LogLevel,
   type PrincipalCaps,
   type StoreSetting,
 } from './rpc/settings.js';
@@ -75,6 +78,8 @@ export interface DaemonConfig {
   leaseTimeoutMs: number;
   /** SERVICE_DAEMON_LISTEN and its TLS files and secret: a TCP listener besides the socket. */
   tcp?: DaemonTlsServerSettings;
+  /** SERVICE_LOG_LEVEL (default info). */
+  logLevel?: LogLevel;
 }
 
 /**
@@ -101,6 +106,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonConfi
     caps: principalCapsFromEnv(env),
     idleExitSecs: idleExitFromEnv(env),
     leaseTimeoutMs: leaseTimeoutFromEnv(env),
+    logLevel: logLevelFromEnv(env),
     ...(tcp === undefined ? {} : { tcp }),
     ...starterFromEnv(env),
   };
@@ -255,7 +261,7 @@ function wireCore(
 
 /** Starts a daemon on the data dir's socket. */
 export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
-  const log = pino({ name: 'mdvfs-daemon' }, pino.destination(2));
+  setupLog('daemon', cfg.logLevel ?? 'info');
   // Security: whoever created the data dir, the store, its WAL, the pid file and the socket are ours alone.
   process.umask(PRIVATE_UMASK);
   securePrivateDataDir(cfg.dataDir);
@@ -359,6 +365,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     c.store.onFatal = cfg.store.kind === 'postgres' ? lost : fatal;
     server.handlers = c.service.handlers;
     late.serving = true;
+    daemonMetrics.state = 'active';
     if (old !== c) retire(old);
   };
   /** Takes what a (re)connection opened: serves its core, or follows as a standby until the lease frees. */
@@ -373,6 +380,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     current = standby;
     standby.onFatal = lost;
     late.serving = false;
+    daemonMetrics.state = 'standby';
     server.handlers = standbyHandlers(
       proc,
       () => late.lease?.().holder || 'unknown',
@@ -391,6 +399,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
         const c = await loadCore(cfg, standby, await standby.takeover(), proc);
         if (stopped || current !== standby) return;
         activate(c);
+        daemonMetrics.takeovers++;
         log.info({ epoch: standby.leaseStatus().epoch, ms: Date.now() - t0 }, 'took the lease: active');
       })
       .catch((err: Error) => {
@@ -408,6 +417,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     current = undefined;
     delete late.lease;
     late.serving = false;
+    daemonMetrics.state = core === undefined ? 'waiting' : 'degraded';
     server.handlers =
       core === undefined
         ? waitingHandlers(proc, outageText, waitingIdentity)
@@ -462,6 +472,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
         return;
       }
       log.info({ attempts, down_ms: Date.now() - since }, 'PostgreSQL is back');
+      daemonMetrics.storeReconnects++;
       adopt(o);
       return;
     }
@@ -476,6 +487,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
   }
   if (opened !== undefined) adopt(opened);
   else if (outage !== undefined) {
+    daemonMetrics.state = 'waiting';
     log.warn({ err: outage.message }, 'PostgreSQL unreachable at start: answering EAGAIN (HTTP 503) and reconnecting');
     const first = outage;
     // After the socket listens (below): the first retry is a moment away.
@@ -545,7 +557,6 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
       dataDir: cfg.dataDir,
       socket: socketPath,
       ...(late.tcp === undefined ? {} : { listen: formatListen(late.tcp.address) }),
-      pid: process.pid,
     },
     'daemon ready',
   );
