@@ -217,11 +217,13 @@ export function corsOriginsFromEnv(env: Env = process.env): ReadonlySet<string> 
 
 /**
  * SERVICE_HTTP_WORKERS: how many HTTP sidecar processes `mdvfs serve` runs on the listen address
- * (default: one per core but one, which the daemon keeps; at least 1).
+ * (default: one per core but one, which the daemon keeps; at least 1, and at least 2 with
+ * SERVICE_DAEMONS, so that the port stays open while a worker restarts after losing its daemon).
  */
 const MAX_HTTP_WORKERS = 256;
 export function httpWorkersFromEnv(env: Env = process.env): number {
-  const n = intFromEnv(env, 'SERVICE_HTTP_WORKERS', Math.max(1, os.availableParallelism() - 1), 1);
+  const least = (env.SERVICE_DAEMONS ?? '').trim() === '' ? 1 : 2;
+  const n = intFromEnv(env, 'SERVICE_HTTP_WORKERS', Math.max(least, os.availableParallelism() - 1), 1);
   if (n > MAX_HTTP_WORKERS)
     throw new SettingsError(`SERVICE_HTTP_WORKERS must be at most ${MAX_HTTP_WORKERS}, got '${n}'`);
   return n;

@@ -151,7 +151,11 @@ t.test('a bad SERVICE_LOG_LEVEL: one line naming it, exit 2 (serve, http, daemon
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let err = '';
-    p.stderr.setEncoding('utf8').on('data', (s: string) => (err += s));
+    p.stderr.setEncoding('utf8').on('data', (s: string) => {
+      err += s;
+      // Started anyway (the setting was not checked): stop it, so that the test fails instead of waiting.
+      if (/listening on|daemon ready/.test(err)) p.kill('SIGTERM');
+    });
     const code = await new Promise<number | null>((resolve) => p.once('exit', (c) => resolve(c)));
     t.equal(code, 2, `${cmd}: exit 2`);
     t.match(err, /SERVICE_LOG_LEVEL must be error, warn, info or debug, got 'loud'/, `${cmd}: says why`);
