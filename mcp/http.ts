@@ -219,8 +219,7 @@ class EventStreams {
     deliver(s, s.cursor, send)
       .catch((err: unknown) => {
         if (err instanceof VfsError && (err.code === 'ENOENT' || err.code === 'EPERM')) s.res.end();
-        else
-          log.error({ err: err instanceof Error ? err.message : String(err) }, 'mcp: resource notifications failed');
+        else log.error({ err: err instanceof Error ? err.message : String(err) }, 'mcp: resource notifications failed');
       })
       .finally(() => {
         s.pumping = false;
@@ -259,10 +258,7 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
       await handle(req, res);
     } catch (err) {
       if (err instanceof VfsError) return refusal(res, err);
-      log.error(
-        { method: req.method, err: err instanceof Error ? err.message : String(err) },
-        'mcp: request failed',
-      );
+      log.error({ method: req.method, err: err instanceof Error ? err.message : String(err) }, 'mcp: request failed');
       rpcError(res, 500, -32603, 'Internal error', { code: 'EIO' });
     }
   });

@@ -78,7 +78,7 @@ t.test('root and a wheel member get Prometheus text that parses, and the counter
     ['mdvfs_lease_state', 'gauge'],
     ['mdvfs_lease_epoch', 'gauge'],
     ['mdvfs_daemon_takeovers_total', 'counter'],
-  ])
+  ] as const)
     t.equal(a.types.get(name), type, `${name} is a ${type}`);
   t.ok(
     a.samples.every((s) => s.labels.worker === '1'),
