@@ -121,6 +121,8 @@ export interface Daemon {
   onClientsChange(fn: (clients: number) => void): void;
   /** Seconds with no client after which this daemon should exit now (0: it should not). */
   idleExit(): number;
+  /** SIGHUP: the TLS listener takes its certificate, key and secret from their files again (logged either way). */
+  reloadTls(): void;
   stop(): Promise<void>;
 }
 
@@ -568,6 +570,23 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
       server.onClientsChange = fn;
     },
     idleExit,
+    reloadTls: () => {
+      if (late.tcp === undefined) {
+        log.info({}, 'SIGHUP: no SERVICE_DAEMON_LISTEN, nothing to reload');
+        return;
+      }
+      try {
+        const next = daemonListenFromEnv();
+        if (next === undefined) throw new SettingsError('SERVICE_DAEMON_LISTEN is no longer set');
+        late.tcp.reload(next);
+        log.info({ listen: formatListen(late.tcp.address) }, 'SIGHUP: reloaded the TLS certificate, key and secret');
+      } catch (err) {
+        log.error(
+          { err: (err as Error).message },
+          'SIGHUP: kept the previous TLS certificate, key and secret (the new ones cannot be used)',
+        );
+      }
+    },
     async stop() {
       if (stopped) return;
       stopped = true;
@@ -652,6 +671,9 @@ export async function runDaemon(): Promise<void> {
   };
   process.once('SIGINT', () => stop('SIGINT'));
   process.once('SIGTERM', () => stop('SIGTERM'));
+  // With a TLS listener, SIGHUP renews its certificate without a restart (docs/deploy.md); without
+  // one, SIGHUP keeps its default (the daemon stops, as a hung-up terminal's process does).
+  if (cfg.tcp !== undefined) process.on('SIGHUP', () => daemon.reloadTls());
   // A daemon started in the background by a client exits after SERVICE_IDLE_EXIT seconds with no
   // client, so none lingers on a data dir nobody uses (a mistyped SERVICE_DATA_DIR, say).
   let idleTimer: NodeJS.Timeout | undefined;
