@@ -354,6 +354,7 @@ export class RestCaller implements Caller {
       }
       case 'sys.gc':
       case 'sys.fsck':
+      case 'sys.metrics':
       case 'auth.scope':
       case 'sys.ping':
       case 'sys.status':

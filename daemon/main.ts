@@ -4,7 +4,6 @@
  */
 import { chmodSync, existsSync, statSync, unlinkSync, writeFileSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import pino from 'pino';
 import { Registry } from './auth/registry.js';
 import { BootstrapSecret } from './auth/bootstrap-secret.js';
 import type { AuthPolicy } from './rpc/protocol.js';
@@ -16,6 +15,8 @@ import { connectSocket } from './rpc/client.js';
 import { defaultDataDir, EXIT_LOCKED, processAlive, socketPathFor } from './rpc/connect.js';
 import { PRIVATE_UMASK, prepareSocketDir, securePrivateDataDir } from './rpc/private-dir.js';
 import { RpcServer } from './rpc/server.js';
+import { log, setupLog } from './rpc/log.js';
+import { daemonMetrics } from './metrics.js';
 import { listenTls, type TlsListener } from './rpc/tcp.js';
 import {
   authPolicyFromEnv,
@@ -26,6 +27,7 @@ import {
   idleExitFromEnv,
   intFromEnv,
   leaseTimeoutFromEnv,
+  logLevelFromEnv,
   maxFileSizeFromEnv,
   principalCapsFromEnv,
   EXIT_STORE_CONFIG,
@@ -33,6 +35,7 @@ import {
   storeFromEnv,
   storeLabel,
   type DaemonTlsServerSettings,
+  type LogLevel,
   type PrincipalCaps,
   type StoreSetting,
 } from './rpc/settings.js';
@@ -75,6 +78,8 @@ export interface DaemonConfig {
   leaseTimeoutMs: number;
   /** SERVICE_DAEMON_LISTEN and its TLS files and secret: a TCP listener besides the socket. */
   tcp?: DaemonTlsServerSettings;
+  /** SERVICE_LOG_LEVEL (default info). */
+  logLevel?: LogLevel;
 }
 
 /**
@@ -101,6 +106,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonConfi
     caps: principalCapsFromEnv(env),
     idleExitSecs: idleExitFromEnv(env),
     leaseTimeoutMs: leaseTimeoutFromEnv(env),
+    logLevel: logLevelFromEnv(env),
     ...(tcp === undefined ? {} : { tcp }),
     ...starterFromEnv(env),
   };
@@ -115,6 +121,8 @@ export interface Daemon {
   onClientsChange(fn: (clients: number) => void): void;
   /** Seconds with no client after which this daemon should exit now (0: it should not). */
   idleExit(): number;
+  /** SIGHUP: the TLS listener takes its certificate, key and secret from their files again (logged either way). */
+  reloadTls(): void;
   stop(): Promise<void>;
 }
 
@@ -255,7 +263,7 @@ function wireCore(
 
 /** Starts a daemon on the data dir's socket. */
 export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
-  const log = pino({ name: 'mdvfs-daemon' }, pino.destination(2));
+  setupLog('daemon', cfg.logLevel ?? 'info');
   // Security: whoever created the data dir, the store, its WAL, the pid file and the socket are ours alone.
   process.umask(PRIVATE_UMASK);
   securePrivateDataDir(cfg.dataDir);
@@ -359,6 +367,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     c.store.onFatal = cfg.store.kind === 'postgres' ? lost : fatal;
     server.handlers = c.service.handlers;
     late.serving = true;
+    daemonMetrics.state = 'active';
     if (old !== c) retire(old);
   };
   /** Takes what a (re)connection opened: serves its core, or follows as a standby until the lease frees. */
@@ -373,6 +382,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     current = standby;
     standby.onFatal = lost;
     late.serving = false;
+    daemonMetrics.state = 'standby';
     server.handlers = standbyHandlers(
       proc,
       () => late.lease?.().holder || 'unknown',
@@ -391,6 +401,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
         const c = await loadCore(cfg, standby, await standby.takeover(), proc);
         if (stopped || current !== standby) return;
         activate(c);
+        daemonMetrics.takeovers++;
         log.info({ epoch: standby.leaseStatus().epoch, ms: Date.now() - t0 }, 'took the lease: active');
       })
       .catch((err: Error) => {
@@ -408,6 +419,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
     current = undefined;
     delete late.lease;
     late.serving = false;
+    daemonMetrics.state = core === undefined ? 'waiting' : 'degraded';
     server.handlers =
       core === undefined
         ? waitingHandlers(proc, outageText, waitingIdentity)
@@ -462,6 +474,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
         return;
       }
       log.info({ attempts, down_ms: Date.now() - since }, 'PostgreSQL is back');
+      daemonMetrics.storeReconnects++;
       adopt(o);
       return;
     }
@@ -476,6 +489,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
   }
   if (opened !== undefined) adopt(opened);
   else if (outage !== undefined) {
+    daemonMetrics.state = 'waiting';
     log.warn({ err: outage.message }, 'PostgreSQL unreachable at start: answering EAGAIN (HTTP 503) and reconnecting');
     const first = outage;
     // After the socket listens (below): the first retry is a moment away.
@@ -545,7 +559,6 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
       dataDir: cfg.dataDir,
       socket: socketPath,
       ...(late.tcp === undefined ? {} : { listen: formatListen(late.tcp.address) }),
-      pid: process.pid,
     },
     'daemon ready',
   );
@@ -557,6 +570,23 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
       server.onClientsChange = fn;
     },
     idleExit,
+    reloadTls: () => {
+      if (late.tcp === undefined) {
+        log.info({}, 'SIGHUP: no SERVICE_DAEMON_LISTEN, nothing to reload');
+        return;
+      }
+      try {
+        const next = daemonListenFromEnv();
+        if (next === undefined) throw new SettingsError('SERVICE_DAEMON_LISTEN is no longer set');
+        late.tcp.reload(next);
+        log.info({ listen: formatListen(late.tcp.address) }, 'SIGHUP: reloaded the TLS certificate, key and secret');
+      } catch (err) {
+        log.error(
+          { err: (err as Error).message },
+          'SIGHUP: kept the previous TLS certificate, key and secret (the new ones cannot be used)',
+        );
+      }
+    },
     async stop() {
       if (stopped) return;
       stopped = true;
@@ -641,6 +671,9 @@ export async function runDaemon(): Promise<void> {
   };
   process.once('SIGINT', () => stop('SIGINT'));
   process.once('SIGTERM', () => stop('SIGTERM'));
+  // With a TLS listener, SIGHUP renews its certificate without a restart (docs/deploy.md); without
+  // one, SIGHUP keeps its default (the daemon stops, as a hung-up terminal's process does).
+  if (cfg.tcp !== undefined) process.on('SIGHUP', () => daemon.reloadTls());
   // A daemon started in the background by a client exits after SERVICE_IDLE_EXIT seconds with no
   // client, so none lingers on a data dir nobody uses (a mistyped SERVICE_DATA_DIR, say).
   let idleTimer: NodeJS.Timeout | undefined;

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import type { DaemonClient } from '../daemon/rpc/client.js';
+import { log as rootLog } from '../daemon/rpc/log.js';
 import { formatListen, type HttpSettings } from '../daemon/rpc/settings.js';
 import { mountMcp } from '../mcp/http.js';
 import { errorHandler, notFound } from './errors.js';
@@ -16,52 +17,20 @@ import { registerOps } from './ops.js';
 import { registerFs } from './routes/fs.js';
 import { registerEvents } from './events.js';
 import { mountWeb } from './web.js';
+import { exposition, requestDone, requestStarted } from './metrics.js';
 
 export interface AppOptions {
   /** The sidecar's settings (mode, listen address, CORS origins, policy, limits). */
   settings: HttpSettings;
-  /** One structured line per call; defaults to JSON on stderr. */
+  /** Where request lines (every one) and internal errors go, as fields; default: the process's log (daemon/rpc/log.ts). */
   log?: (fields: Record<string, unknown>) => void;
 }
 
-// Log lines are batched: one stderr write per LOG_FLUSH_MS (or per LOG_BATCH lines), not one per
-// request. A write(2) per request was a visible share of the sidecar's profile, and at one request
-// in flight it also woke whoever reads our stderr once per request. The last lines are written on
-// exit, so a line is late by at most LOG_FLUSH_MS, never lost on a clean stop.
-const LOG_FLUSH_MS = 20;
-const LOG_BATCH = 256;
-let pending: string[] = [];
-let flushTimer: NodeJS.Timeout | undefined;
-function flushLog(): void {
-  if (flushTimer !== undefined) clearTimeout(flushTimer);
-  flushTimer = undefined;
-  if (pending.length === 0) return;
-  const out = pending.join('');
-  pending = [];
-  process.stderr.write(out);
-}
-process.once('exit', flushLog);
-
-/** The ISO time of now, formatted at most once per millisecond. */
-let isoMs = 0;
-let iso = '';
-function isoNow(): string {
-  const now = Date.now();
-  if (now !== isoMs) {
-    isoMs = now;
-    iso = new Date(now).toISOString();
-  }
-  return iso;
-}
-
-export function stderrLog(fields: Record<string, unknown>): void {
-  queueLine(`${JSON.stringify({ time: isoNow(), level: 'info', ...fields })}\n`);
-}
-
-function queueLine(line: string): void {
-  pending.push(line);
-  if (pending.length >= LOG_BATCH) flushLog();
-  else if (flushTimer === undefined) flushTimer = setTimeout(flushLog, LOG_FLUSH_MS).unref();
+/** A line given as fields, its level among them (default info): the process's log. */
+function logFields(fields: Record<string, unknown>): void {
+  const { level, msg, ...rest } = fields;
+  const write = level === 'error' || level === 'warn' || level === 'debug' ? rootLog[level] : rootLog.info;
+  write(rest, typeof msg === 'string' ? msg : '');
 }
 
 /** The fields of one request's log line, in the order they are written. */
@@ -77,14 +46,14 @@ interface RequestLine {
 }
 
 /**
- * The request line without an intermediate object spread: the same JSON as stderrLog would write
- * (fields in the same order), built by hand because it runs once per request.
+ * The request line (level debug: see SERVICE_LOG_LEVEL), built by hand without an intermediate
+ * object because it runs once per request; the same JSON as `log.debug(f, 'request')` would write.
  */
-function stderrRequestLine(f: RequestLine): void {
-  let line = `{"time":"${isoNow()}","level":"info","req_id":${JSON.stringify(f.req_id)},"method":${JSON.stringify(f.method)},"path":${JSON.stringify(f.path)},"status":${f.status},"ms":${f.ms},"bytes":${f.bytes}`;
-  if (f.code !== undefined) line += `,"code":${JSON.stringify(f.code)}`;
-  if (f.aborted) line += ',"aborted":true';
-  queueLine(`${line}}\n`);
+function requestLine(f: RequestLine): void {
+  let tail = `,"req_id":${JSON.stringify(f.req_id)},"method":${JSON.stringify(f.method)},"path":${JSON.stringify(f.path)},"status":${f.status},"ms":${f.ms},"bytes":${f.bytes}`;
+  if (f.code !== undefined) tail += `,"code":${JSON.stringify(f.code)}`;
+  if (f.aborted) tail += ',"aborted":true';
+  rootLog.writeTail('debug', 'request', tail);
 }
 
 const ALLOW_HEADERS =
@@ -103,12 +72,14 @@ const REQ_ID = /^[\w.:-]{1,100}$/;
 function front(settings: HttpSettings, log: ((fields: Record<string, unknown>) => void) | undefined): RequestHandler {
   const guard = browserGuard(settings);
   const local = settings.mode === 'local';
+  const debug = log === undefined && rootLog.enabled('debug');
   return (req, res, next) => {
     const given = req.headers['x-request-id'];
     const reqId = typeof given === 'string' && REQ_ID.test(given) ? given : randomUUID();
     res.locals.reqId = reqId;
     res.setHeader('X-Request-Id', reqId);
     const start = process.hrtime.bigint();
+    requestStarted();
     res.once('close', () => {
       const url = req.originalUrl;
       const f: RequestLine = {
@@ -121,8 +92,9 @@ function front(settings: HttpSettings, log: ((fields: Record<string, unknown>) =
       };
       if (res.locals.errorCode !== undefined) f.code = res.locals.errorCode;
       if (!res.writableFinished) f.aborted = true;
-      if (log === undefined) stderrRequestLine(f);
-      else log({ ...f });
+      requestDone(url, f.status, f.ms / 1000);
+      if (log !== undefined) log({ ...f });
+      else if (debug) requestLine(f);
     });
     res.setHeader('X-Content-Type-Options', 'nosniff');
     if (workerHeader !== undefined) res.setHeader('X-Mdvfs-Worker', workerHeader);
@@ -172,7 +144,7 @@ function refuse(req: Request, res: Response, message: string): void {
 
 /** The express app for one daemon connection. */
 export function createApp(client: DaemonClient, opts: AppOptions): Express {
-  const log = opts.log ?? stderrLog;
+  const log = opts.log ?? logFields;
   const { settings } = opts;
   const ctx: RouteContext = { client, maxFileSize: settings.maxFileSize, policy: settings.policy };
   const app = express();
@@ -199,6 +171,11 @@ export function createApp(client: DaemonClient, opts: AppOptions): Express {
   });
   registerOps(r, ctx);
   registerEvents(r, ctx);
+  // Root/wheel only: the daemon checks the caller as for /admin/* (sys.metrics is an admin method).
+  r.add('get', '/metrics', async (req, res) => {
+    const daemon = await callerOf(ctx, req).call('sys.metrics', {});
+    res.type('text/plain; version=0.0.4; charset=utf-8').send(exposition(client, daemon));
+  });
   r.add('get', '/openapi.json', async (req, res) => {
     // Like every route but /health, the document follows SERVICE_ANONYMOUS=deny.
     await callerOf(ctx, req).call('auth.whoami', {});

@@ -8,7 +8,9 @@
 import type { AddressInfo } from 'node:net';
 import type { DaemonClient } from '../daemon/rpc/client.js';
 import { connectDaemon, defaultDataDir } from '../daemon/rpc/connect.js';
-import { createApp, stderrLog } from './app.js';
+import { createApp } from './app.js';
+import { daemonConnected } from './metrics.js';
+import { log, setupLog } from '../daemon/rpc/log.js';
 import { clientErrorResponse } from './errors.js';
 import { formatListen, httpSettingsFromEnv, SettingsError, type HttpSettings } from '../daemon/rpc/settings.js';
 import type { ListeningMessage } from './listen.js';
@@ -53,13 +55,15 @@ export async function runHttp(): Promise<void> {
     process.exit(2);
   }
   const { listen } = settings;
+  setupLog('http', settings.logLevel);
   const underServe = typeof process.send === 'function';
   const client = underServe ? await connectUnderServe(dataDir) : await connectDaemon({ dataDir });
+  daemonConnected();
 
   let stopping = false;
   client.on('close', () => {
     if (stopping) return;
-    stderrLog({ level: 'error', msg: 'connection to the daemon closed; exiting' });
+    log.error({}, 'connection to the daemon closed; exiting');
     process.exit(1);
   });
 

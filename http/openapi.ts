@@ -218,6 +218,22 @@ const ops: Op[] = [
       responses: { '200': json({ type: 'object' }), ...errors(401, 403, 500) },
     },
   },
+  // Prometheus text (http/metrics.ts).
+  {
+    method: 'get',
+    express: '/metrics',
+    paths: ['/metrics'],
+    spec: {
+      summary: 'Prometheus metrics of the answering HTTP worker and of the daemon (root/wheel only)',
+      responses: {
+        '200': {
+          description: 'the Prometheus text exposition format 0.0.4',
+          content: { 'text/plain': { schema: str } },
+        },
+        ...errors(401, 403, 500),
+      },
+    },
+  },
   // The change feed (http/events.ts); self-contained on purpose.
   {
     method: 'get',

@@ -234,7 +234,8 @@ export async function runServe(): Promise<void> {
   const startWorker = (slot: number): void => {
     const started = Date.now();
     if (alive() === 0) listenAsked = listen;
-    const worker = cluster.fork({ ...env, SERVICE_LISTEN: formatListen(listenAsked) });
+    // MDVFS_WORKER (internal): the slot, which names the worker in its metrics (http/metrics.ts).
+    const worker = cluster.fork({ ...env, SERVICE_LISTEN: formatListen(listenAsked), MDVFS_WORKER: String(slot + 1) });
     workers[slot] = worker;
     worker.on('message', (m: ListeningMessage) => {
       if (m?.type !== 'listening') return;

@@ -25,6 +25,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Caller, DaemonClient } from '../daemon/rpc/client.js';
 import { defaultDataDir } from '../daemon/rpc/connect.js';
+import { log } from '../daemon/rpc/log.js';
 import { DaemonLink } from '../daemon/rpc/link.js';
 import { credsFromHeaders } from '../daemon/rpc/credentials.js';
 import type { AuthPolicy } from '../daemon/rpc/protocol.js';
@@ -218,10 +219,7 @@ class EventStreams {
     deliver(s, s.cursor, send)
       .catch((err: unknown) => {
         if (err instanceof VfsError && (err.code === 'ENOENT' || err.code === 'EPERM')) s.res.end();
-        else
-          process.stderr.write(
-            `mdvfs http: resource notifications: ${err instanceof Error ? err.message : String(err)}\n`,
-          );
+        else log.error({ err: err instanceof Error ? err.message : String(err) }, 'mcp: resource notifications failed');
       })
       .finally(() => {
         s.pumping = false;
@@ -260,9 +258,7 @@ export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOption
       await handle(req, res);
     } catch (err) {
       if (err instanceof VfsError) return refusal(res, err);
-      process.stderr.write(
-        `mdvfs http: /mcp ${req.method} failed: ${err instanceof Error ? err.message : String(err)}\n`,
-      );
+      log.error({ method: req.method, err: err instanceof Error ? err.message : String(err) }, 'mcp: request failed');
       rpcError(res, 500, -32603, 'Internal error', { code: 'EIO' });
     }
   });

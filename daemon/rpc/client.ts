@@ -63,6 +63,10 @@ export class DaemonClient extends EventEmitter implements Caller {
   readonly creds: Creds = {};
   private nextId = 1;
   private pending = new Map<number, Pending>();
+  /** Requests sent and not yet answered. */
+  get inFlight(): number {
+    return this.pending.size;
+  }
   /** Skips an oversized reply (failing only its request) instead of dropping every request in flight. */
   private decoder = new FrameDecoder({ skipOversized: true });
   private readonly out: FrameWriter;

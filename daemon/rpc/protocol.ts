@@ -510,6 +510,40 @@ export const storeIdentitySchema = z.object({
 });
 export type StoreIdentity = z.infer<typeof storeIdentitySchema>;
 
+/** A histogram over the socket (daemon/rpc/metrics.ts): cumulative counts per upper bound `le` (seconds). */
+const histogramSchema = z.object({
+  le: z.array(z.number()),
+  counts: z.array(int),
+  count: int,
+  sum: z.number(),
+});
+
+/**
+ * Where a daemon stands with its store: active (SQLite: always), standby (PostgreSQL: following the
+ * active one), waiting (for PostgreSQL, at start), degraded (PostgreSQL lost: reads from memory only).
+ */
+export const LEASE_STATES = ['active', 'standby', 'waiting', 'degraded'] as const;
+export type LeaseState = (typeof LEASE_STATES)[number];
+
+/** What `sys.metrics` answers (rendered by `GET /metrics`; see docs/deploy.md, "Metrics"). */
+export const daemonMetricsSchema = z.object({
+  uptime: int,
+  /** Open socket connections (front ends, CLI commands). */
+  clients: int,
+  /** Socket requests received and not yet answered, and answered since start. */
+  rpc_in_flight: int,
+  rpc_requests: int,
+  /** Seconds per store batch (group commit), and batches that failed. */
+  store_batches: histogramSchema,
+  store_batch_errors: int,
+  lease_state: z.enum(LEASE_STATES),
+  /** The PostgreSQL lease epoch (0 for SQLite). */
+  lease_epoch: int,
+  takeovers: int,
+  store_reconnects: int,
+});
+export type DaemonMetrics = z.infer<typeof daemonMetricsSchema>;
+
 // ---------- the table ----------
 
 const pathResult = z.object({ path: z.string() });
@@ -546,6 +580,13 @@ export const methods = {
     op: 'fsck',
     params: z.object({}),
     result: z.object({ ok: z.boolean(), problems: z.array(z.string()), objects: int, inodes: int }),
+  },
+  /** The daemon's own metrics for `GET /metrics` (root/wheel): its queue, store batches and lease. */
+  'sys.metrics': {
+    access: 'admin',
+    op: 'metrics',
+    params: z.object({}),
+    result: daemonMetricsSchema,
   },
   /** The handshake front ends make before they trust a daemon: also answered by a standby. */
   'sys.ping': {

@@ -20,6 +20,7 @@ import {
 import { credsSchema, isMethod, methods, type ChangeEvent, type Method, type RequestHeader } from './protocol.js';
 import type { Connection, Ctx, Handlers } from '../service/context.js';
 import { requestScope } from '../events.js';
+import { daemonMetrics } from '../metrics.js';
 
 /** A connection's identity for handlers, and what ends with it (the daemon's write grants). */
 class SocketConnection implements Connection {
@@ -206,6 +207,7 @@ export class RpcServer {
       return;
     }
     const started = process.hrtime.bigint();
+    daemonMetrics.rpcInFlight++;
     try {
       const conn = this.conns.get(sock);
       const outcome = await invoke(
@@ -240,6 +242,8 @@ export class RpcServer {
         );
       this.reply(sock, id, outcome.error);
     } finally {
+      daemonMetrics.rpcInFlight--;
+      daemonMetrics.rpcRequests++;
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       if (ms > 1000) this.log.info({ method: h.method, ms }, 'slow request');
     }

@@ -76,6 +76,7 @@ export const SETTINGS = [
   'SERVICE_EVENTS_MAX_STREAMS_PER_USER',
   'SERVICE_MAX_WORKSPACES_PER_USER',
   'SERVICE_MAX_WORKSPACE_SECRETS_PER_USER',
+  'SERVICE_LOG_LEVEL',
 ] as const;
 export type SettingName = (typeof SETTINGS)[number];
 
@@ -121,6 +122,23 @@ export function fsyncFromEnv(env: Env = process.env): Fsync {
   if (v === '') return 'full';
   if (v === 'full' || v === 'normal' || v === 'off') return v;
   throw new SettingsError(`SERVICE_FSYNC must be full, normal or off, got '${v.slice(0, 64)}'`);
+}
+
+/** How much a process logs; each level includes those before it. */
+export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/**
+ * SERVICE_LOG_LEVEL: `error`, `warn`, `info` (default) or `debug`, for the daemon and the HTTP
+ * workers alike. One line per HTTP request is written at `debug` only (docs/deploy.md, "Logs").
+ */
+export function logLevelFromEnv(env: Env = process.env): LogLevel {
+  const v = (env.SERVICE_LOG_LEVEL ?? '').trim();
+  if (v === '') return 'info';
+  const level = LOG_LEVELS.find((l) => l === v);
+  if (level === undefined)
+    throw new SettingsError(`SERVICE_LOG_LEVEL must be error, warn, info or debug, got '${v.slice(0, 64)}'`);
+  return level;
 }
 
 /** SERVICE_MCP_MAX_RESOURCES: files listed by MCP `resources/list` (default 5000). */
@@ -199,11 +217,13 @@ export function corsOriginsFromEnv(env: Env = process.env): ReadonlySet<string> 
 
 /**
  * SERVICE_HTTP_WORKERS: how many HTTP sidecar processes `mdvfs serve` runs on the listen address
- * (default: one per core but one, which the daemon keeps; at least 1).
+ * (default: one per core but one, which the daemon keeps; at least 1, and at least 2 with
+ * SERVICE_DAEMONS, so that the port stays open while a worker restarts after losing its daemon).
  */
 const MAX_HTTP_WORKERS = 256;
 export function httpWorkersFromEnv(env: Env = process.env): number {
-  const n = intFromEnv(env, 'SERVICE_HTTP_WORKERS', Math.max(1, os.availableParallelism() - 1), 1);
+  const least = (env.SERVICE_DAEMONS ?? '').trim() === '' ? 1 : 2;
+  const n = intFromEnv(env, 'SERVICE_HTTP_WORKERS', Math.max(least, os.availableParallelism() - 1), 1);
   if (n > MAX_HTTP_WORKERS)
     throw new SettingsError(`SERVICE_HTTP_WORKERS must be at most ${MAX_HTTP_WORKERS}, got '${n}'`);
   return n;
@@ -220,6 +240,8 @@ export interface HttpSettings {
   mcp: McpSessionSettings;
   /** SERVICE_HTTP_WORKERS (`mdvfs serve`). */
   workers: number;
+  /** SERVICE_LOG_LEVEL. */
+  logLevel: LogLevel;
 }
 
 export interface McpSessionSettings {
@@ -327,6 +349,7 @@ export function httpSettingsFromEnv(env: Env = process.env): HttpSettings {
     maxFileSize: maxFileSizeFromEnv(env),
     mcp: mcpSessionsFromEnv(env),
     workers: httpWorkersFromEnv(env),
+    logLevel: logLevelFromEnv(env),
   };
 }
 

@@ -131,6 +131,12 @@ export interface TlsListener {
   address: ListenAddress;
   /** Stops listening and drops the connections still unproven (the proven ones belong to the RPC server). */
   close(): void;
+  /**
+   * Serves new connections with these settings' certificate, key and secret (the listen address
+   * stays); connections already made keep theirs. Throws a SettingsError, changing nothing, when the
+   * certificate and key are not a pair in PEM.
+   */
+  reload(settings: DaemonTlsServerSettings): void;
 }
 
 /**
@@ -142,7 +148,7 @@ export async function listenTls(
   accept: (sock: net.Socket) => void,
   log: Logger,
 ): Promise<TlsListener> {
-  const { secret } = settings;
+  let { secret } = settings;
   warnUnlessSignedByCa(settings, log);
   const refusals = new RefusalLog(log);
   const unproven = new Set<tls.TLSSocket>();
@@ -244,6 +250,17 @@ export async function listenTls(
       server.close();
       for (const s of unproven) s.destroy();
       refusals.close();
+    },
+    reload: (next) => {
+      try {
+        server.setSecureContext({ key: next.key, cert: next.cert, minVersion: 'TLSv1.3' });
+      } catch (err) {
+        throw new SettingsError(
+          `SERVICE_DAEMON_TLS_CERT and SERVICE_DAEMON_TLS_KEY are not a certificate and its private key in PEM (${(err as Error).message})`,
+        );
+      }
+      secret = next.secret;
+      warnUnlessSignedByCa(next, log);
     },
   };
 }

@@ -1,6 +1,7 @@
 /** The service's own operations: health, status, process control, the change feeds, gc and fsck. */
 import { VERSION } from '../rpc/version.js';
 import { VfsError } from '../errors.js';
+import { daemonMetrics } from '../metrics.js';
 import type { AreaOps, Kit } from './context.js';
 
 export const sysOps = (k: Kit): AreaOps<'sys' | 'events'> => ({
@@ -17,6 +18,22 @@ export const sysOps = (k: Kit): AreaOps<'sys' | 'events'> => ({
       objects: k.d.vfs.blobs.size + k.d.vcs.countTrees() + k.d.vcs.countCommits(),
       ...(hidden ? {} : { needs_bootstrap: k.d.registry.needsBootstrap() }),
       store: k.d.store.identity(),
+    };
+  },
+  'sys.metrics': () => {
+    const m = daemonMetrics;
+    const st = k.process('metrics').status();
+    return {
+      uptime: st.uptime,
+      clients: st.clients,
+      rpc_in_flight: m.rpcInFlight,
+      rpc_requests: m.rpcRequests,
+      store_batches: m.storeBatches.snapshot(),
+      store_batch_errors: m.storeBatchErrors,
+      lease_state: m.state,
+      lease_epoch: st.epoch ?? k.d.store.identity().epoch ?? 0,
+      takeovers: m.takeovers,
+      store_reconnects: m.storeReconnects,
     };
   },
   'sys.ping': () => ({ pong: true, pid: process.pid, store: k.d.store.identity() }),

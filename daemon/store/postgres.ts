@@ -27,6 +27,7 @@ import { DEFAULT_LEASE_TIMEOUT_MS, redactUrl } from '../rpc/settings.js';
 import { verifyObject } from '../core/objects.js';
 import type { StoreIdentity } from '../rpc/protocol.js';
 import { isUnreachable } from './pg-errors.js';
+import { daemonMetrics } from '../metrics.js';
 import {
   applyRegistryRows,
   AuthRowDiff,
@@ -776,8 +777,13 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       const waiters = this.waiters;
       this.waiters = [];
       try {
-        if (this.hasPending()) await this.writeBatch(this.takeBatch());
+        if (this.hasPending()) {
+          const t0 = process.hrtime.bigint();
+          await this.writeBatch(this.takeBatch());
+          daemonMetrics.storeBatches.observe(Number(process.hrtime.bigint() - t0) / 1e9);
+        }
       } catch (err) {
+        daemonMetrics.storeBatchErrors++;
         // Security: the batch is not durable, so none of its writes is acknowledged (their callers get the error).
         this.fail(
           err instanceof VfsError && err.code === 'EAGAIN'

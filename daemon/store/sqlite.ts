@@ -38,6 +38,7 @@ import {
 } from './store.js';
 import type { Node } from '../core/inode.js';
 import type { StoreIdentity } from '../rpc/protocol.js';
+import { daemonMetrics } from '../metrics.js';
 
 export { type InodeRow, type LoadedState, type Store } from './store.js';
 
@@ -289,7 +290,14 @@ export class SqliteStore extends BatchingJournal implements OpenedStore {
     const reg = this.registry?.dirty ? this.registry : undefined;
     if (reg !== undefined) reg.dirty = false;
     this.writeTx ??= this.db.transaction((b: PendingChanges, r: Registry | undefined) => this.writeRows(b, r));
-    this.writeTx(batch, reg);
+    const t0 = process.hrtime.bigint();
+    try {
+      this.writeTx(batch, reg);
+    } catch (err) {
+      daemonMetrics.storeBatchErrors++;
+      throw err;
+    }
+    daemonMetrics.storeBatches.observe(Number(process.hrtime.bigint() - t0) / 1e9);
   }
 
   private writeRows(batch: PendingChanges, reg: Registry | undefined): void {

@@ -263,7 +263,7 @@ t.test('a flood of refused connections: the log says so once per window, with th
   const d = await spawnDaemon(t, pki.daemonEnv());
   const addr = await tlsAddress(d.client);
   const FLOOD = 300;
-  /** The daemon's lines about refused connections (pino JSON), each with the count it stands for. */
+  /** The daemon's lines about refused connections (JSON lines), each with the count it stands for. */
   const refusalLines = (): { msg: string; refused: number }[] =>
     d
       .stderr()

@@ -2,7 +2,8 @@
 import t from 'tap';
 import { client, request, startService, type Client } from '../helpers/http.js';
 
-const svc = await startService(t);
+// debug: one log line per request (checked below)
+const svc = await startService(t, { env: { SERVICE_LOG_LEVEL: 'debug' } });
 const root = client(svc);
 
 t.test('health works without credentials and reports bootstrap', async (t) => {
