@@ -260,7 +260,7 @@ async function failoverRows(pg: PgCluster, rounds: number): Promise<BenchRow[]> 
  * daemon again as the next standby (timing until it answers, and until it has caught up).
  * `cli`: the build to run (another build's dist/cli/main.js for a before/after figure).
  */
-async function takeoverTimes(
+export async function takeoverTimes(
   pg: PgCluster,
   files: number,
   rounds: number,

@@ -25,6 +25,7 @@ import type { Node } from '../core/inode.js';
 import type { Registry } from '../auth/registry.js';
 import { DEFAULT_LEASE_TIMEOUT_MS, redactUrl } from '../rpc/settings.js';
 import { verifyObject } from '../core/objects.js';
+import { isWithin } from '../core/paths.js';
 import type { StoreIdentity } from '../rpc/protocol.js';
 import { isUnreachable } from './pg-errors.js';
 import {
@@ -112,6 +113,10 @@ interface ChangeKeys {
   r: string[];
   /** The auth tables were rewritten. */
   a: boolean;
+  /** Pending attribution: paths whose row was written or removed (absent in batches of older daemons). */
+  m?: string[];
+  /** Pending attribution: roots whose rows at and below were removed (a commit), before `m`. */
+  f?: string[];
 }
 
 /** How a daemon stands with the lease: `sys.status` shows it. */
@@ -156,6 +161,8 @@ export interface FollowTarget {
 interface Mirror {
   target: FollowTarget;
   auth: RegistryRows;
+  /** The pending attribution rows; undefined once a batch did not name its own (a takeover reads them). */
+  marks: Map<string, MarkRow> | undefined;
   version: string | undefined;
   /** The last change applied; -1 until the first read of everything. */
   applied: number;
@@ -439,6 +446,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     this.mirror = {
       target,
       auth: { users: [], groups: [], workspaces: [], wsTokens: [], delegations: [], meta: [] },
+      marks: new Map(),
       version: undefined,
       applied: -1,
     };
@@ -485,7 +493,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
         `the store is corrupt: unknown schema version ${String(m.version)}. Refusing to start.`,
       );
     this.auth = m.auth;
-    return this.markRows();
+    return m.marks ?? this.markRows();
   }
 
   /** One catch-up at a time; a request during one runs another after it. */
@@ -522,6 +530,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     let head = 0;
     let version: string | undefined;
     let auth: RegistryRows | undefined;
+    let marks: Map<string, MarkRow> | undefined;
     await this.transaction(async () => {
       head = Number(
         (await this.client.query<{ head: string | null }>('SELECT max(seq) AS head FROM changes')).rows[0]?.head ?? 0,
@@ -548,10 +557,12 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       }
       const refs = (await this.refRows()).map((r): [string, string] => [r.scope, r.commit_id]);
       auth = await this.authRows();
+      marks = await this.markRows();
       rows = { full: true, inodes, removedInodes: [], objects, removedObjects: [], refs, removedRefs: [] };
     }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     await m.target.apply(rows!);
     m.auth = auth!;
+    m.marks = marks;
     m.version = version;
     m.applied = head;
     this.head = Math.max(this.head, head);
@@ -568,7 +579,14 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     if (m.applied < 0) return this.reloadMirror(m);
     let reload = false;
     let changed:
-      { rows: FollowedRows; auth: RegistryRows | undefined; version: string | undefined; seq: number } | undefined;
+      | {
+          rows: FollowedRows;
+          auth: RegistryRows | undefined;
+          version: string | undefined;
+          seq: number;
+          marks: { forgotten: string[]; paths: string[]; rows: Map<string, MarkRow> } | undefined;
+        }
+      | undefined;
     await this.transaction(async () => {
       const trimmed = Number(
         (await this.client.query<{ trimmed: string }>('SELECT trimmed FROM lease WHERE id = 1')).rows[0]?.trimmed ?? 0,
@@ -588,12 +606,22 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       const objects = new Set<string>();
       const refs = new Set<string>();
       let auth = false;
+      const marked = new Set<string>();
+      const forgotten: string[] = [];
+      let marksNamed = m.marks !== undefined;
       for (const r of batches) {
         for (const i of r.batch.i) inodes.add(i);
         for (const o of r.batch.o) objects.add(o);
         for (const s of r.batch.r) refs.add(s);
         auth ||= r.batch.a;
+        if (r.batch.m === undefined) marksNamed = false;
+        for (const p of r.batch.m ?? []) marked.add(p);
+        forgotten.push(...(r.batch.f ?? []));
       }
+      const paths = [...marked];
+      const markRows = new Map<string, MarkRow>();
+      for (let i = 0; marksNamed && i < paths.length; i += ROWS_PER_STATEMENT)
+        for (const [path, row] of await this.markRows(paths.slice(i, i + ROWS_PER_STATEMENT))) markRows.set(path, row);
       const ids = [...inodes];
       const found = new Map<number, InodeRow>();
       for (let i = 0; i < ids.length; i += ROWS_PER_STATEMENT) {
@@ -637,6 +665,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
         version: (await this.client.query<{ value: string }>('SELECT value FROM meta WHERE key = $1', ['schema']))
           .rows[0]?.value,
         seq: Number(batches[batches.length - 1]!.seq),
+        marks: marksNamed ? { forgotten, paths, rows: markRows } : undefined,
       };
     }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     if (reload) return this.reloadMirror(m);
@@ -644,6 +673,20 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     // Nothing is applied before every read succeeded; a target that fails part way fails the store.
     await m.target.apply(changed.rows);
     if (changed.auth !== undefined) m.auth = changed.auth;
+    const marks = changed.marks;
+    if (marks === undefined) m.marks = undefined;
+    else if (m.marks !== undefined) {
+      // Removed roots first (a commit), then every path named, as it is now.
+      for (const root of marks.forgotten) {
+        if (root === '/') m.marks.clear();
+        else for (const p of m.marks.keys()) if (isWithin(p, root)) m.marks.delete(p);
+      }
+      for (const p of marks.paths) {
+        const row = marks.rows.get(p);
+        if (row === undefined) m.marks.delete(p);
+        else m.marks.set(p, row);
+      }
+    }
     m.version = changed.version;
     m.applied = changed.seq;
     this.head = Math.max(this.head, m.applied);
@@ -762,8 +805,8 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     );
   }
 
-  /** The pending attribution rows. */
-  async markRows(): Promise<Map<string, MarkRow>> {
+  /** The pending attribution rows (of `paths` only, when given). */
+  async markRows(paths?: string[]): Promise<Map<string, MarkRow>> {
     const rows = (
       await this.client.query<{
         path: string;
@@ -771,7 +814,10 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
         on_behalf_of: string | null;
         seq: string;
         subtree: boolean;
-      }>('SELECT path, by_user, on_behalf_of, seq, subtree FROM pending_attribution')
+      }>(
+        `SELECT path, by_user, on_behalf_of, seq, subtree FROM pending_attribution${paths === undefined ? '' : ' WHERE path = ANY($1::text[])'}`,
+        paths === undefined ? [] : [paths],
+      )
     ).rows;
     return new Map(
       rows.map((r) => [
@@ -910,6 +956,8 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       o: [...p.deletedObjects, ...p.objects.keys()],
       r: [...p.refs.keys()],
       a: reg !== undefined,
+      m: [...p.marks.keys()],
+      f: p.forgottenMarks,
     };
     return { statements: out, keys };
   }

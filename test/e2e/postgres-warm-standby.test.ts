@@ -106,8 +106,12 @@ t.test('after mixed batches, the warm state equals a fresh load of the same stor
   const warm = new WarmState(1 << 30, standby);
   await standby.follow(warm);
   // As a standby daemon does: polling the lease keeps its connection busy.
-  standby.waitForLease().catch(() => undefined);
+  const leased = standby.waitForLease();
+  leased.catch(() => undefined);
+  standby.onFatal = (err) => t.error(err, 'the standby follows without failing');
+  // Only read from: its lease connection, never used, is ended when idle (which is no matter here).
   const fresh = await PostgresStore.connect(url);
+  fresh.onFatal = () => undefined;
   t.teardown(() => fresh.close());
   const caughtUp = async (): Promise<void> => {
     const { committed_seq } = await active.client.call('sys.status', {});
@@ -120,6 +124,23 @@ t.test('after mixed batches, the warm state equals a fresh load of the same stor
     t.same(dump(warm), dump(loaded), `round ${r}: the warm state is what a start loads`);
   }
   t.ok(warm.vfs.root.height > 30, `the deep tree is there (height ${warm.vfs.root.height})`);
+  // The pending attribution is followed too (written, and removed by a commit of a subtree): taking over reads none of it.
+  await Promise.all(
+    Array.from({ length: 30 }, (_, i) =>
+      root.call('fs.write', { path: `/pend/${i % 2 === 0 ? 'a' : 'b'}/f${i}.md`, parents: true }, text(`${i}`)),
+    ),
+  );
+  await root.call('vcs.commit', { message: 'a only', paths: ['/pend/a'] });
+  await caughtUp();
+  const marks = await fresh.markRows();
+  t.ok(marks.size > 0, `${marks.size} paths have pending changes`);
+  await active.kill('SIGKILL');
+  await leased;
+  t.same(
+    [...((await standby.takeover(true)) ?? [])].sort(),
+    [...marks].sort(),
+    'the followed pending attribution is what the store holds',
+  );
 });
 
 /** What a daemon serves: every entry (stat and content), the log, users and groups. */
