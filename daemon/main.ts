@@ -49,6 +49,7 @@ import { readStoreRecord, refuseOtherKind, refuseOtherStore, writeStoreRecord } 
 import type { StoreIdentity } from './rpc/protocol.js';
 import type { LoadedState, OpenedStore } from './store/store.js';
 import { Vcs } from './vcs/vcs.js';
+import { WarmState } from './warm.js';
 
 /** The first pause before reconnecting to an unreachable PostgreSQL; each failure doubles it up to the cap. */
 const RECONNECT_FIRST_MS = 250;
@@ -150,7 +151,9 @@ export function openCore(cfg: CoreConfig, proc?: DaemonProcess): Omit<Core, 'sto
  * What a daemon opens: the core of the active daemon, or (PostgreSQL) a standby's store that becomes
  * a core once it takes the lease. `lease` tells the role, epoch and lag on a PostgreSQL store.
  */
-type OpenedDaemon = ({ core: Core; standby?: undefined } | { core?: undefined; standby: PostgresStore }) & {
+type OpenedDaemon = (
+  { core: Core; standby?: undefined } | { core?: undefined; standby: PostgresStore; warm: WarmState }
+) & {
   lease?: () => LeaseStatus;
 };
 
@@ -174,8 +177,9 @@ async function openDaemon(
     refuseOtherStore(cfg.dataDir, rec, store.identity());
     if (rec?.label !== storeLabel(cfg.store)) writeStoreRecord(cfg.dataDir, store.identity(), storeLabel(cfg.store));
     if (!(await store.tryLead())) {
-      await store.follow();
-      return { standby: store, lease };
+      const warm = new WarmState(cfg.maxFileSize, store);
+      await store.follow(warm);
+      return { standby: store, warm, lease };
     }
     return { core: await loadCore(cfg, store, await store.load(), proc), lease };
   } catch (err) {
@@ -191,6 +195,24 @@ async function loadCore(cfg: CoreConfig, store: OpenedStore, state: LoadedState,
   return wireCore(cfg, store, state, registry, proc);
 }
 
+/**
+ * A standby that took the lease: its warm state (kept current as it followed) is the core's memory,
+ * so only the pending attribution and the registry are read now; a store that held no tree yet is
+ * loaded as at a start.
+ */
+async function takeOverCore(
+  cfg: CoreConfig,
+  store: PostgresStore,
+  warm: WarmState,
+  proc: DaemonProcess,
+): Promise<Core> {
+  const marks = await store.takeover(!warm.empty());
+  if (marks === undefined) return loadCore(cfg, store, await store.load(), proc);
+  const registry = new Registry();
+  await store.loadRegistry(registry);
+  return serveCore(cfg, store, warm, marks, registry, proc);
+}
+
 /** Fills memory from a loaded store (refusing a corrupt one) and wires the core around it. */
 function wireCore(
   cfg: CoreConfig,
@@ -199,13 +221,25 @@ function wireCore(
   registry: Registry,
   proc?: DaemonProcess,
 ): Core {
-  const where = cfg.dataDir;
-  const vfs = new Vfs({ maxFileSize: cfg.maxFileSize, journal: store });
+  if (state.fresh) registry.initFresh();
+  const tree = loadTree(store, state, cfg.maxFileSize, cfg.dataDir);
+  return serveCore(cfg, store, tree, state.fresh ? undefined : state.marks, registry, proc);
+}
+
+/**
+ * The tree, contents and history of a loaded store (a fresh one: `/`, `/home`, `/tmp`), as a start
+ * holds them; throws EIO on a corrupt store (`where` names it).
+ */
+export function loadTree(
+  store: OpenedStore,
+  state: LoadedState,
+  maxFileSize: number,
+  where: string,
+): { vfs: Vfs; vcs: Vcs } {
+  const vfs = new Vfs({ maxFileSize, journal: store });
   const vcs = new Vcs(vfs, store);
-  if (state.fresh) {
-    registry.initFresh();
-    vfs.initFresh();
-  } else {
+  if (state.fresh) vfs.initFresh();
+  else {
     for (const o of state.objects) {
       if (o.type === 'blob') vfs.blobs.load(o.id, o.data);
       else vcs.loadObject(o.id, o.type, o.data);
@@ -240,9 +274,23 @@ function wireCore(
         );
       vcs.refs.set(scope, id);
     }
-    vcs.loadMarks(state.marks);
+  }
+  return { vfs, vcs };
+}
+
+/** Wires the services around a loaded tree and history (`marks`: the stored pending attribution; none when fresh). */
+function serveCore(
+  cfg: CoreConfig,
+  store: OpenedStore,
+  { vfs, vcs }: { vfs: Vfs; vcs: Vcs },
+  marks: LoadedState['marks'] | undefined,
+  registry: Registry,
+  proc?: DaemonProcess,
+): Core {
+  if (marks !== undefined) {
+    vcs.loadMarks(marks);
     if (registry.users.get(0) === undefined)
-      throw new VfsError('EIO', 'load store', where, 'the store is corrupt: no root user. Refusing to start.');
+      throw new VfsError('EIO', 'load store', cfg.dataDir, 'the store is corrupt: no root user. Refusing to start.');
   }
   store.registry = registry;
   if (cfg.caps !== undefined) registry.caps = cfg.caps;
@@ -378,7 +426,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
       activate(o.core);
       return;
     }
-    const standby = o.standby;
+    const { standby, warm } = o;
     current = standby;
     standby.onFatal = lost;
     late.serving = false;
@@ -398,7 +446,7 @@ export async function startDaemon(cfg: DaemonConfig): Promise<Daemon> {
       .waitForLease()
       .then(async () => {
         const t0 = Date.now();
-        const c = await loadCore(cfg, standby, await standby.takeover(), proc);
+        const c = await takeOverCore(cfg, standby, warm, proc);
         if (stopped || current !== standby) return;
         activate(c);
         daemonMetrics.takeovers++;

@@ -97,6 +97,23 @@ export class BlobStore {
     this.refs.set(id, (this.refs.get(id) ?? 0) + 1);
   }
 
+  /** Following (daemon/warm.ts): drops a working-tree reference without journaling or dropping the blob. */
+  unloadRef(id: string): void {
+    const n = (this.refs.get(id) ?? 0) - 1;
+    if (n > 0) this.refs.set(id, n);
+    else this.refs.delete(id);
+  }
+
+  /** Following: forgets a blob the store no longer holds (without journaling). */
+  unload(id: string): void {
+    this.data.delete(id);
+  }
+
+  /** Whether a file of the working tree holds this blob. */
+  inWorkingTree(id: string): boolean {
+    return this.refs.has(id);
+  }
+
   get size(): number {
     return this.data.size;
   }

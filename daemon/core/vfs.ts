@@ -203,7 +203,52 @@ export class Vfs {
       throw new VfsError('EIO', 'load', undefined, `two entries named '${child.name}' in directory inode ${parentId}`);
     child.parent = parent;
     parent.children.set(child.name, child);
+    parent.sorted = undefined;
     if (child.kind === 'directory') parent.subdirs++;
+  }
+
+  /**
+   * Following (a standby's warm state, daemon/warm.ts): takes a stored row's attributes into a loaded
+   * node in place (its children stay), moving its working-tree blob reference if the content changed.
+   * Its place (parent, name) is the caller's: `unlinkLoaded`, then `linkLoaded`.
+   */
+  reloadNode(node: Node, row: NodeRow): void {
+    node.mode = row.mode;
+    node.uid = row.uid;
+    node.gid = row.gid;
+    node.atime = row.atime;
+    node.mtime = row.mtime;
+    node.ctime = row.ctime;
+    node.btime = row.btime;
+    if (node.kind === 'file') {
+      const blob = row.blob ?? '';
+      if (blob !== node.blob) {
+        this.blobs.loadRef(blob);
+        this.blobs.unloadRef(node.blob);
+        node.blob = blob;
+      }
+      node.size = row.size;
+    } else if (node.kind === 'symlink') node.target = row.target ?? '';
+    if (node.id >= this.nextId) this.nextId = node.id + 1;
+  }
+
+  /** Following: takes a loaded node out of its directory (to be linked again, or forgotten by `unloadNode`). */
+  unlinkLoaded(node: Node): void {
+    const parent = node.parent;
+    if (parent === null) return;
+    if (parent.children.get(node.name) === node) {
+      parent.children.delete(node.name);
+      parent.sorted = undefined;
+      if (node.kind === 'directory') parent.subdirs--;
+    }
+    node.parent = null;
+  }
+
+  /** Following: forgets a node the store no longer holds (unlinked first), and its working-tree blob reference. */
+  unloadNode(node: Node): void {
+    this.unlinkLoaded(node);
+    if (node.kind === 'file') this.blobs.unloadRef(node.blob);
+    this.nodes.delete(node.id);
   }
 
   /**
@@ -429,6 +474,7 @@ export class Vfs {
   private attach(parent: DirNode, child: Node): void {
     child.parent = parent;
     parent.children.set(child.name, child);
+    parent.sorted = undefined;
     if (child.kind === 'directory') parent.subdirs++;
     raiseHeights(parent, child);
     this.entriesChanged(parent);

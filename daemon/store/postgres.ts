@@ -25,6 +25,7 @@ import type { Node } from '../core/inode.js';
 import type { Registry } from '../auth/registry.js';
 import { DEFAULT_LEASE_TIMEOUT_MS, redactUrl } from '../rpc/settings.js';
 import { verifyObject } from '../core/objects.js';
+import { isWithin } from '../core/paths.js';
 import type { StoreIdentity } from '../rpc/protocol.js';
 import { isUnreachable } from './pg-errors.js';
 import { daemonMetrics } from '../metrics.js';
@@ -70,6 +71,8 @@ const KEEP_CHANGES = 10000;
 const TRIM_EVERY = 1000;
 /** Objects per page when reading them all (load, fsck, migrate): bounded memory per round trip. */
 const OBJECT_PAGE = 128;
+/** Inode rows per page when a standby reads them all. */
+const INODE_PAGE = 2000;
 /** Rows and bytes per statement in a batch, so that no single parameter grows without bound. */
 const ROWS_PER_STATEMENT = 5000;
 const BYTES_PER_STATEMENT = 32 * 1024 * 1024;
@@ -111,6 +114,10 @@ interface ChangeKeys {
   r: string[];
   /** The auth tables were rewritten. */
   a: boolean;
+  /** Pending attribution: paths whose row was written or removed (absent in batches of older daemons). */
+  m?: string[];
+  /** Pending attribution: roots whose rows at and below were removed (a commit), before `m`. */
+  f?: string[];
 }
 
 /** How a daemon stands with the lease: `sys.status` shows it. */
@@ -132,14 +139,33 @@ export interface LeaseStatus {
   holder: string;
 }
 
-/** The stored rows a standby keeps in memory, as the active daemon committed them. */
+/**
+ * What a standby is given as it follows: the rows that changed, as they are now (one snapshot of
+ * the store); `full`: every row (the first read, or a reload), replacing whatever came before.
+ */
+export interface FollowedRows {
+  full: boolean;
+  inodes: InodeRow[];
+  removedInodes: number[];
+  objects: StoredObject[];
+  removedObjects: string[];
+  refs: [scope: string, commit: string][];
+  removedRefs: string[];
+}
+
+/** Keeps the standby's memory current (daemon/warm.ts): each batch of rows once, in order. */
+export interface FollowTarget {
+  apply(rows: FollowedRows): Promise<void>;
+}
+
+/** What a standby keeps of the store besides its target's state: the identity rows and where it is in the stream. */
 interface Mirror {
-  inodes: Map<number, InodeRow>;
-  objects: Map<string, StoredObject>;
-  refs: Map<string, string>;
+  target: FollowTarget;
   auth: RegistryRows;
+  /** The pending attribution rows; undefined once a batch did not name its own (a takeover reads them). */
+  marks: Map<string, MarkRow> | undefined;
   version: string | undefined;
-  /** The last change applied. */
+  /** The last change applied; -1 until the first read of everything. */
   applied: number;
 }
 
@@ -334,11 +360,13 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
         head: this.head,
         holder: this.seen.holder,
       };
-    const applied = this.mirror?.applied ?? 0;
+    const m = this.mirror;
+    const applied = Math.max(0, m?.applied ?? 0);
     return {
       role: 'standby',
       epoch: this.seen.epoch,
-      lag: Math.max(0, this.head - applied),
+      // Until its first read of everything is applied, a standby is behind even on an empty stream.
+      lag: m !== undefined && m.applied < 0 ? Math.max(1, this.head) : Math.max(0, this.head - applied),
       applied,
       head: Math.max(this.head, applied),
       holder: this.seen.holder,
@@ -411,11 +439,18 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
   // ---------- standby ----------
 
   /**
-   * Follows the change stream as a standby: reads every stored row into memory once (one snapshot),
-   * then applies each committed batch (notified, or read every second). Resolves once the rows are read.
+   * Follows the change stream as a standby: gives `target` every stored row once (one snapshot),
+   * then each committed batch's rows (notified, or read every second). Resolves once it listens:
+   * the first read goes on meanwhile (a restarted daemon answers as a standby at once).
    */
-  async follow(): Promise<void> {
-    await this.reloadMirror();
+  async follow(target: FollowTarget): Promise<void> {
+    this.mirror = {
+      target,
+      auth: { users: [], groups: [], workspaces: [], wsTokens: [], delegations: [], meta: [] },
+      marks: new Map(),
+      version: undefined,
+      applied: -1,
+    };
     await this.client.query(`LISTEN ${CHANNEL}`);
     this.client.on('notification', (n) => {
       if (n.channel !== CHANNEL) return;
@@ -425,6 +460,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     const poll = setInterval(() => this.catchUp(), FOLLOW_POLL_MS);
     poll.unref();
     this.timers.push(poll);
+    this.catchUp();
   }
 
   /** Waits until this standby holds the lease, then applies the stream to its end (nothing is written after the new epoch but by us). */
@@ -441,11 +477,15 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     throw this.failed ?? new VfsError('EIO', 'store', this.where, 'the store is closed');
   }
 
-  /** The rows this standby followed, as a start would load them (the store read afresh if it holds nothing yet). */
-  async takeover(): Promise<LoadedState> {
+  /**
+   * After `waitForLease`: the pending attribution, read now that the lease is ours (it is not
+   * followed change by change), with the followed identity rows kept for `loadRegistry`; undefined
+   * when the store held nothing yet (`warm`: the target loaded no tree), which `load` then starts.
+   */
+  async takeover(warm: boolean): Promise<Map<string, MarkRow> | undefined> {
     const m = this.mirror;
     this.mirror = undefined;
-    if (m === undefined || (m.inodes.size === 0 && m.auth.users.length === 0)) return this.load();
+    if (m === undefined || m.applied < 0 || !warm) return undefined;
     if (m.version !== SCHEMA_VERSION)
       throw new VfsError(
         'EIO',
@@ -454,14 +494,7 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
         `the store is corrupt: unknown schema version ${String(m.version)}. Refusing to start.`,
       );
     this.auth = m.auth;
-    // Pending attribution is not followed change by change: read once, now that the lease is ours.
-    return {
-      inodes: [...m.inodes.values()],
-      objects: [...m.objects.values()],
-      refs: m.refs,
-      marks: await this.markRows(),
-      fresh: false,
-    };
+    return m.marks ?? this.markRows();
   }
 
   /** One catch-up at a time; a request during one runs another after it. */
@@ -492,37 +525,69 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     while (this.following !== undefined) await this.following;
   }
 
-  /** Every stored row into memory, in one snapshot with the stream position it matches. */
-  private async reloadMirror(): Promise<void> {
+  /** Every stored row to the target, read in one snapshot with the stream position it matches. */
+  private async reloadMirror(m: Mirror): Promise<void> {
+    let rows: FollowedRows | undefined;
+    let head = 0;
+    let version: string | undefined;
+    let auth: RegistryRows | undefined;
+    let marks: Map<string, MarkRow> | undefined;
     await this.transaction(async () => {
-      const head = await this.client.query<{ head: string | null }>('SELECT max(seq) AS head FROM changes');
-      const version = (await this.client.query<{ value: string }>('SELECT value FROM meta WHERE key = $1', ['schema']))
+      head = Number(
+        (await this.client.query<{ head: string | null }>('SELECT max(seq) AS head FROM changes')).rows[0]?.head ?? 0,
+      );
+      version = (await this.client.query<{ value: string }>('SELECT value FROM meta WHERE key = $1', ['schema']))
         .rows[0]?.value;
-      const inodes = new Map<number, InodeRow>();
-      for (const r of await this.inodeRows()) inodes.set(r.id, r);
-      const objects = new Map<string, StoredObject>();
+      // A page at a time, so that no one result holds the event loop (the standby answers pings meanwhile).
+      const inodes: InodeRow[] = [];
+      for (let after = -1; ;) {
+        const page = (
+          await this.client.query<Record<string, string | null>>(
+            'SELECT * FROM inodes WHERE id > $1 ORDER BY id LIMIT $2',
+            [after, INODE_PAGE],
+          )
+        ).rows;
+        for (const r of page) inodes.push(inodeRow(r));
+        if (page.length < INODE_PAGE) break;
+        after = inodes[inodes.length - 1]!.id;
+      }
+      const objects: StoredObject[] = [];
       for await (const o of this.objects()) {
         verifyObject(o.id, o.type, o.data);
-        objects.set(o.id, o);
+        objects.push(o);
       }
-      const refs = new Map<string, string>();
-      for (const r of await this.refRows()) refs.set(r.scope, r.commit_id);
-      this.mirror = {
-        inodes,
-        objects,
-        refs,
-        auth: await this.authRows(),
-        version,
-        applied: Number(head.rows[0]?.head ?? 0),
-      };
+      const refs = (await this.refRows()).map((r): [string, string] => [r.scope, r.commit_id]);
+      auth = await this.authRows();
+      marks = await this.markRows();
+      rows = { full: true, inodes, removedInodes: [], objects, removedObjects: [], refs, removedRefs: [] };
     }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    await m.target.apply(rows!);
+    m.auth = auth!;
+    m.marks = marks;
+    m.version = version;
+    m.applied = head;
+    this.head = Math.max(this.head, head);
   }
 
-  /** Applies every batch committed after the last one applied: the rows they name, as they are now (one snapshot). */
+  /**
+   * Applies every batch committed after the last one applied: the rows they name, as they are now
+   * (one snapshot), given to the target once read (the first time, or when the rows needed are
+   * trimmed: everything).
+   */
   private async applyChanges(): Promise<void> {
     const m = this.mirror;
     if (m === undefined) return;
+    if (m.applied < 0) return this.reloadMirror(m);
     let reload = false;
+    let changed:
+      | {
+          rows: FollowedRows;
+          auth: RegistryRows | undefined;
+          version: string | undefined;
+          seq: number;
+          marks: { forgotten: string[]; paths: string[]; rows: Map<string, MarkRow> } | undefined;
+        }
+      | undefined;
     await this.transaction(async () => {
       const trimmed = Number(
         (await this.client.query<{ trimmed: string }>('SELECT trimmed FROM lease WHERE id = 1')).rows[0]?.trimmed ?? 0,
@@ -531,23 +596,33 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
         reload = true; // the rows we need are gone: read everything again
         return;
       }
-      const rows = (
+      const batches = (
         await this.client.query<{ seq: string; batch: ChangeKeys }>(
           'SELECT seq, batch FROM changes WHERE seq > $1 ORDER BY seq',
           [m.applied],
         )
       ).rows;
-      if (rows.length === 0) return;
+      if (batches.length === 0) return;
       const inodes = new Set<number>();
       const objects = new Set<string>();
       const refs = new Set<string>();
       let auth = false;
-      for (const r of rows) {
+      const marked = new Set<string>();
+      const forgotten: string[] = [];
+      let marksNamed = m.marks !== undefined;
+      for (const r of batches) {
         for (const i of r.batch.i) inodes.add(i);
         for (const o of r.batch.o) objects.add(o);
         for (const s of r.batch.r) refs.add(s);
         auth ||= r.batch.a;
+        if (r.batch.m === undefined) marksNamed = false;
+        for (const p of r.batch.m ?? []) marked.add(p);
+        forgotten.push(...(r.batch.f ?? []));
       }
+      const paths = [...marked];
+      const markRows = new Map<string, MarkRow>();
+      for (let i = 0; marksNamed && i < paths.length; i += ROWS_PER_STATEMENT)
+        for (const [path, row] of await this.markRows(paths.slice(i, i + ROWS_PER_STATEMENT))) markRows.set(path, row);
       const ids = [...inodes];
       const found = new Map<number, InodeRow>();
       for (let i = 0; i < ids.length; i += ROWS_PER_STATEMENT) {
@@ -576,28 +651,46 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
           [[...refs]],
         )
       ).rows;
-      const authRows = auth ? await this.authRows() : undefined;
-      const version = (await this.client.query<{ value: string }>('SELECT value FROM meta WHERE key = $1', ['schema']))
-        .rows[0]?.value;
-      // Nothing is applied before every read succeeded: a failed catch-up leaves the mirror as it was.
-      for (const id of ids) {
-        const r = found.get(id);
-        if (r === undefined) m.inodes.delete(id);
-        else m.inodes.set(id, r);
-      }
-      for (const id of oids) {
-        const o = got.get(id);
-        if (o === undefined) m.objects.delete(id);
-        else m.objects.set(id, o);
-      }
-      for (const s of refs) m.refs.delete(s);
-      for (const r of scopes) m.refs.set(r.scope, r.commit_id);
-      if (authRows !== undefined) m.auth = authRows;
-      m.version = version;
-      m.applied = Number(rows[rows.length - 1]!.seq);
-      this.head = Math.max(this.head, m.applied);
+      const setRefs = new Set(scopes.map((r) => r.scope));
+      changed = {
+        rows: {
+          full: false,
+          inodes: [...found.values()],
+          removedInodes: ids.filter((id) => !found.has(id)),
+          objects: [...got.values()],
+          removedObjects: oids.filter((id) => !got.has(id)),
+          refs: scopes.map((r): [string, string] => [r.scope, r.commit_id]),
+          removedRefs: [...refs].filter((s) => !setRefs.has(s)),
+        },
+        auth: auth ? await this.authRows() : undefined,
+        version: (await this.client.query<{ value: string }>('SELECT value FROM meta WHERE key = $1', ['schema']))
+          .rows[0]?.value,
+        seq: Number(batches[batches.length - 1]!.seq),
+        marks: marksNamed ? { forgotten, paths, rows: markRows } : undefined,
+      };
     }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    if (reload) await this.reloadMirror();
+    if (reload) return this.reloadMirror(m);
+    if (changed === undefined) return;
+    // Nothing is applied before every read succeeded; a target that fails part way fails the store.
+    await m.target.apply(changed.rows);
+    if (changed.auth !== undefined) m.auth = changed.auth;
+    const marks = changed.marks;
+    if (marks === undefined) m.marks = undefined;
+    else if (m.marks !== undefined) {
+      // Removed roots first (a commit), then every path named, as it is now.
+      for (const root of marks.forgotten) {
+        if (root === '/') m.marks.clear();
+        else for (const p of m.marks.keys()) if (isWithin(p, root)) m.marks.delete(p);
+      }
+      for (const p of marks.paths) {
+        const row = marks.rows.get(p);
+        if (row === undefined) m.marks.delete(p);
+        else m.marks.set(p, row);
+      }
+    }
+    m.version = changed.version;
+    m.applied = changed.seq;
+    this.head = Math.max(this.head, m.applied);
   }
 
   /** Reads everything; throws EIO (refusing to start) on any corruption. */
@@ -713,8 +806,8 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
     );
   }
 
-  /** The pending attribution rows. */
-  async markRows(): Promise<Map<string, MarkRow>> {
+  /** The pending attribution rows (of `paths` only, when given). */
+  async markRows(paths?: string[]): Promise<Map<string, MarkRow>> {
     const rows = (
       await this.client.query<{
         path: string;
@@ -722,7 +815,10 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
         on_behalf_of: string | null;
         seq: string;
         subtree: boolean;
-      }>('SELECT path, by_user, on_behalf_of, seq, subtree FROM pending_attribution')
+      }>(
+        `SELECT path, by_user, on_behalf_of, seq, subtree FROM pending_attribution${paths === undefined ? '' : ' WHERE path = ANY($1::text[])'}`,
+        paths === undefined ? [] : [paths],
+      )
     ).rows;
     return new Map(
       rows.map((r) => [
@@ -870,6 +966,8 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
       o: [...p.deletedObjects, ...p.objects.keys()],
       r: [...p.refs.keys()],
       a: reg !== undefined,
+      m: [...p.marks.keys()],
+      f: p.forgottenMarks,
     };
     return { statements: out, keys };
   }
