@@ -114,9 +114,14 @@ async function refresh(api: Api): Promise<void> {
   }
 
   const dt = $('admin-delegations');
-  dt.replaceChildren(row(['User', 'Agent acting for them', 'Since', ''], true));
+  dt.replaceChildren(row(['User', 'Agent acting for them', 'Since', 'In their group', ''], true));
   for (const g of delegations) {
-    const tr = row([g.user, g.agent, new Date(g.created * 1000).toLocaleString()]);
+    const tr = row([
+      g.user,
+      g.agent,
+      new Date(g.created * 1000).toLocaleString(),
+      g.shares_group === true ? 'yes' : '',
+    ]);
     tr.dataset.name = `${g.user}/${g.agent}`;
     tr.append(
       actions(
@@ -231,10 +236,15 @@ export function wireAdmin(api: Api): void {
   form('admin-deleg-form', async () => {
     await api.json('/auth/delegations', {
       method: 'POST',
-      body: { user: input('admin-deleg-user').value.trim(), agent: input('admin-deleg-agent').value.trim() },
+      body: {
+        user: input('admin-deleg-user').value.trim(),
+        agent: input('admin-deleg-agent').value.trim(),
+        share: input('admin-deleg-share').checked,
+      },
     });
     input('admin-deleg-user').value = '';
     input('admin-deleg-agent').value = '';
+    input('admin-deleg-share').checked = false;
     await refresh(api);
   });
   form('admin-group-form', async () => {

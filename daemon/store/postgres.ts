@@ -195,9 +195,20 @@ export class PostgresStore extends BatchingJournal implements OpenedStore {
   private following: Promise<void> | undefined;
   private followAgain = false;
   registry: Registry | undefined;
-  onFatal: (err: Error) => void = (err) => {
-    throw err;
-  };
+  /**
+   * Told when the store fails (the lease lost, PostgreSQL gone). A failure before anyone listens (a
+   * lease connection ended while a big store loads) is told to the first listener, never thrown
+   * where nothing catches it.
+   */
+  get onFatal(): (err: Error) => void {
+    return this.fatalListener;
+  }
+  set onFatal(fn: (err: Error) => void) {
+    this.fatalListener = fn;
+    const failed = this.failed;
+    if (failed !== undefined && !this.closed) queueMicrotask(() => fn(failed));
+  }
+  private fatalListener: (err: Error) => void = () => undefined;
 
   private constructor(
     private readonly client: pg.Client,

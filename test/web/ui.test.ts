@@ -764,8 +764,10 @@ t.test('the admin panel: users and agents, tokens shown once, groups, workspaces
   // delegation grants: alice lets bot act for her, then the grant is revoked in the panel
   await p.type('#admin-deleg-user', 'alice');
   await p.type('#admin-deleg-agent', 'bot');
+  await p.click('#admin-deleg-share');
   await p.click('#admin-deleg-form button[type=submit]');
   await p.waitForSelector('#admin-delegations tr[data-name="alice/bot"]');
+  await waitText(p, '#admin-delegations tr[data-name="alice/bot"]', /yes/);
   const botForAlice = client(svc, { auth: `Bearer ${botToken}`, onBehalfOf: 'alice' });
   t.equal((await botForAlice.get('/auth/whoami')).json.on_behalf_of, 'alice', 'the grant made in the panel holds');
   await p.$eval('#admin-delegations tr[data-name="alice/bot"] td.actions button', (e) => (e as HTMLElement).click());
