@@ -44,7 +44,11 @@ interface Waiter {
  * What the HTTP app (REST, /events, /mcp) needs of its daemon connection: a plain `DaemonClient`, or
  * a `ReconnectingClient`, which also emits `lost` when a link drops.
  */
-export type AppClient = Pick<ReconnectingClient, 'as' | 'on'>;
+export interface AppClient {
+  as(creds: Creds): Caller;
+  on(event: 'feed', listener: (d: FeedHeader['data']) => void): unknown;
+  on(event: 'lost', listener: () => void): unknown;
+}
 
 /** A daemon connection that outlives its links; see the module comment. */
 export class ReconnectingClient extends EventEmitter implements Caller {
