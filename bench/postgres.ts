@@ -74,7 +74,7 @@ async function spawnConnected(dir: string, env: NodeJS.ProcessEnv): Promise<Runn
       await client.call('sys.ping', {});
       return { dir, env, proc, client };
     } catch {
-      if (exited(proc)) throw new Error(`daemon exited (${proc.exitCode ?? proc.signalCode}): ${stderr().slice(-500)}`);
+      if (exited(proc)) throw new Error(`daemon exited (${proc.exitCode ?? proc.signalCode}): ${stderr().slice(-2000)}`);
       if (Date.now() > deadline) throw new Error(`daemon did not answer: ${stderr().slice(-500)}`);
       await sleep(5);
     }

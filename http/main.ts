@@ -78,7 +78,12 @@ export async function runHttp(): Promise<void> {
   // front end of daemons elsewhere); standalone, only for a request waiting (not after `mdvfs stop`
   // by itself: the mount's rule, daemon/rpc/link.ts).
   const connect = (demand: boolean): Promise<DaemonClient> =>
-    connectDaemon({ dataDir, spawn: demand && !underServe && !listed, timeoutMs: ACTIVE_SEARCH_MS });
+    connectDaemon({
+      dataDir,
+      spawn: demand && !underServe && !listed,
+      // A daemon started here gets the usual time to come up (one start, not one per attempt).
+      ...(listed ? { timeoutMs: ACTIVE_SEARCH_MS } : {}),
+    });
   let first: DaemonClient | null;
   if (listed) {
     // A front end of SERVICE_DAEMONS listens even while no daemon is active (503 until one is).
