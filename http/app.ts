@@ -5,13 +5,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
-import type { DaemonClient } from '../daemon/rpc/client.js';
 import { log as rootLog } from '../daemon/rpc/log.js';
 import { formatListen, type HttpSettings } from '../daemon/rpc/settings.js';
 import { mountMcp } from '../mcp/http.js';
 import { errorHandler, notFound } from './errors.js';
 import { openApiDocument } from './openapi.js';
 import { browserGuard } from './browser-guard.js';
+import type { AppClient } from '../daemon/rpc/reconnecting.js';
 import { Registrar, callerOf, sendJson, type RouteContext } from './request.js';
 import { registerOps } from './ops.js';
 import { registerFs } from './routes/fs.js';
@@ -27,7 +27,7 @@ export interface AppOptions {
 }
 
 /** A line given as fields, its level among them (default info): the process's log. */
-function logFields(fields: Record<string, unknown>): void {
+export function logFields(fields: Record<string, unknown>): void {
   const { level, msg, ...rest } = fields;
   const write = level === 'error' || level === 'warn' || level === 'debug' ? rootLog[level] : rootLog.info;
   write(rest, typeof msg === 'string' ? msg : '');
@@ -142,8 +142,8 @@ function refuse(req: Request, res: Response, message: string): void {
   res.end(JSON.stringify(body));
 }
 
-/** The express app for one daemon connection. */
-export function createApp(client: DaemonClient, opts: AppOptions): Express {
+/** The express app over one daemon connection (which may reconnect: see AppClient). */
+export function createApp(client: AppClient, opts: AppOptions): Express {
   const log = opts.log ?? logFields;
   const { settings } = opts;
   const ctx: RouteContext = { client, maxFileSize: settings.maxFileSize, policy: settings.policy };

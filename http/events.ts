@@ -7,10 +7,13 @@
  * that cannot set headers) replays what was missed; the first frame, `event: ready`, says whether
  * it could (`reset: true`: reload what you show). A stream whose reader falls behind by more than
  * STREAM_BACKLOG bytes is closed; the client reconnects with its last id and loses nothing that is
- * still in the daemon's ring.
+ * still in the daemon's ring. When the sidecar's daemon connection drops (the daemon restarted, a
+ * failover), the subscriptions went with it: every stream is closed without an `end` frame, and the
+ * client reconnects with its last id, as after a network error.
  */
 import type { Response } from 'express';
 import type { FeedEvent, FeedHeader } from '../daemon/rpc/protocol.js';
+import { httpError } from './errors.js';
 import { callerOf, query, type Registrar, type RouteContext } from './request.js';
 
 /** Bytes a slow reader may have pending before its stream is closed. */
@@ -22,6 +25,8 @@ interface Stream {
   res: Response;
   /** Events that arrived before the subscription answered (the replay), sent after `ready`. */
   early: FeedEvent[] | null;
+  /** The daemon connection it was subscribed on dropped: nothing to unsubscribe. */
+  lost: boolean;
 }
 
 function frame(res: Response, event: string, data: unknown, id?: string): void {
@@ -45,12 +50,20 @@ export function registerEvents(r: Registrar, ctx: RouteContext): void {
     if (s.early !== null) s.early.push(d.event);
     else frame(s.res, 'change', d.event, d.event.id);
   });
+  ctx.client.on('lost', () => {
+    for (const s of streams.values()) {
+      s.lost = true;
+      // A stream still being opened gets its answer from the route below (503).
+      if (s.res.headersSent) s.res.end();
+    }
+    streams.clear();
+  });
 
   r.add('get', '/events', async (req, res) => {
     const since = req.get('last-event-id') ?? query(req, 'last_event_id');
     const sub = (++next).toString(36);
     const as = callerOf(ctx, req);
-    const s: Stream = { res, early: [] };
+    const s: Stream = { res, early: [], lost: false };
     streams.set(sub, s);
     let ready: { last_id: string; reset: boolean };
     try {
@@ -59,6 +72,11 @@ export function registerEvents(r: Registrar, ctx: RouteContext): void {
       streams.delete(sub);
       throw err;
     }
+    if (s.lost) {
+      // The link dropped while this stream was being opened: its subscription may be on the next one.
+      as.call('events.unsubscribe', { sub }).catch(() => undefined);
+      throw httpError('EAGAIN', 'the connection to the daemon dropped while the stream was being opened; retry');
+    }
     const heartbeat = setInterval(() => {
       if (!res.writableEnded) res.write(': ping\n\n');
     }, HEARTBEAT_MS);
@@ -66,7 +84,7 @@ export function registerEvents(r: Registrar, ctx: RouteContext): void {
     res.once('close', () => {
       clearInterval(heartbeat);
       streams.delete(sub);
-      as.call('events.unsubscribe', { sub }).catch(() => undefined);
+      if (!s.lost) as.call('events.unsubscribe', { sub }).catch(() => undefined);
     });
     res.status(200);
     res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');

@@ -2,18 +2,37 @@
  * `mdvfs http`: the HTTP sidecar (REST + MCP) for the daemon of SERVICE_DATA_DIR; `mdvfs serve`
  * runs SERVICE_HTTP_WORKERS of them as node:cluster workers sharing one listen address.
  * Standalone it starts a background daemon when none runs; under `mdvfs serve` (an IPC channel
- * to the parent) it only connects, because serve owns the daemon. If the daemon connection closes
- * the sidecar exits non-zero, and serve restarts it.
+ * to the parent) it only connects, because serve owns the daemon. With SERVICE_DAEMONS it never
+ * starts a daemon: it uses the active one of the list.
+ *
+ * If the daemon connection drops (the daemon died or was restarted, a failover), the sidecar keeps
+ * its listener and reconnects in place (daemon/rpc/reconnecting.ts): requests wait briefly for the
+ * new link, then get 503 + Retry-After. It never exits for that, so the port stays open.
  */
 import type { AddressInfo } from 'node:net';
 import type { DaemonClient } from '../daemon/rpc/client.js';
 import { connectDaemon, defaultDataDir } from '../daemon/rpc/connect.js';
-import { createApp } from './app.js';
+import { ReconnectingClient } from '../daemon/rpc/reconnecting.js';
+import { VfsError } from '../daemon/errors.js';
+import { createApp, logFields } from './app.js';
 import { daemonConnected } from './metrics.js';
-import { log, setupLog } from '../daemon/rpc/log.js';
+import { setupLog } from '../daemon/rpc/log.js';
 import { clientErrorResponse } from './errors.js';
-import { formatListen, httpSettingsFromEnv, SettingsError, type HttpSettings } from '../daemon/rpc/settings.js';
+import {
+  daemonsFromEnv,
+  formatListen,
+  httpSettingsFromEnv,
+  SettingsError,
+  type HttpSettings,
+} from '../daemon/rpc/settings.js';
 import type { ListeningMessage } from './listen.js';
+
+/** How long one reconnect attempt looks for the active daemon of SERVICE_DAEMONS before the backoff. */
+const ACTIVE_SEARCH_MS = 2000;
+
+/** Errors no retry mends: a bad setting (a TLS file, say), a socket another user could own. */
+const fatal = (err: unknown): boolean =>
+  err instanceof SettingsError || (err instanceof VfsError && err.code === 'EACCES');
 
 async function connectUnderServe(dataDir: string): Promise<DaemonClient> {
   const deadline = Date.now() + 30_000;
@@ -57,15 +76,37 @@ export async function runHttp(): Promise<void> {
   const { listen } = settings;
   setupLog('http', settings.logLevel);
   const underServe = typeof process.send === 'function';
-  const client = underServe ? await connectUnderServe(dataDir) : await connectDaemon({ dataDir });
-  daemonConnected();
+  const listed = daemonsFromEnv().length > 0;
+  // Reconnects: never start a daemon under serve (it owns the daemon) nor with SERVICE_DAEMONS (a
+  // front end of daemons elsewhere); standalone, only for a request waiting (not after `mdvfs stop`
+  // by itself: the mount's rule, daemon/rpc/link.ts).
+  const connect = (demand: boolean): Promise<DaemonClient> =>
+    connectDaemon({
+      dataDir,
+      spawn: demand && !underServe && !listed,
+      // A daemon started here gets the usual time to come up (one start, not one per attempt).
+      ...(listed ? { timeoutMs: ACTIVE_SEARCH_MS } : {}),
+    });
+  let first: DaemonClient | null;
+  if (listed) {
+    // A front end of SERVICE_DAEMONS listens even while no daemon is active (503 until one is).
+    try {
+      first = await connect(false);
+    } catch (err) {
+      if (fatal(err)) {
+        process.stderr.write(`mdvfs http: ${(err as Error).message}\n`);
+        process.exit(err instanceof SettingsError ? 2 : 1);
+      }
+      logFields({ level: 'warn', msg: 'no active daemon yet; listening and retrying', err: (err as Error).message });
+      first = null;
+    }
+  } else first = underServe ? await connectUnderServe(dataDir) : await connectDaemon({ dataDir });
+  const client = new ReconnectingClient(first, { connect, isFatal: fatal, log: logFields });
+  client.on('fatal', () => process.exit(1));
+  if (first !== null) daemonConnected();
+  client.on('connected', daemonConnected);
 
   let stopping = false;
-  client.on('close', () => {
-    if (stopping) return;
-    log.error({}, 'connection to the daemon closed; exiting');
-    process.exit(1);
-  });
 
   const app = createApp(client, { settings });
   const server = app.listen(listen.port, listen.host);

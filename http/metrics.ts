@@ -5,7 +5,7 @@
  * admin route (root or wheel), so the page is protected exactly like `/admin/*`. Every sample
  * carries `worker`: with several workers a scrape shows the one that answered (docs/deploy.md).
  */
-import type { DaemonClient } from '../daemon/rpc/client.js';
+import type { AppClient } from '../daemon/rpc/reconnecting.js';
 import { Exposition, Histogram } from '../daemon/rpc/metrics.js';
 import { LEASE_STATES, type DaemonMetrics } from '../daemon/rpc/protocol.js';
 
@@ -69,7 +69,7 @@ export function daemonConnected(): void {
 }
 
 /** The exposition for one scrape: this worker's metrics, then the daemon's. */
-export function exposition(client: DaemonClient, d: DaemonMetrics): string {
+export function exposition(client: Pick<AppClient, 'inFlight'>, d: DaemonMetrics): string {
   const e = new Exposition({ worker: WORKER });
   e.gauge('mdvfs_http_start_time_seconds', 'When this HTTP worker started (Unix seconds); a change means a restart.', [
     { value: startSeconds },

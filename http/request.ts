@@ -3,7 +3,8 @@
  * the OpenAPI check), credentials from headers, query parsing, body parsing, response helpers.
  */
 import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
-import type { Caller, DaemonClient } from '../daemon/rpc/client.js';
+import type { Caller } from '../daemon/rpc/client.js';
+import type { AppClient } from '../daemon/rpc/reconnecting.js';
 import { credsFromHeaders } from '../daemon/rpc/credentials.js';
 import type { AuthPolicy, Creds } from '../daemon/rpc/protocol.js';
 import { httpError, methodNotAllowed } from './errors.js';
@@ -11,7 +12,7 @@ import { httpError, methodNotAllowed } from './errors.js';
 export type Verb = 'get' | 'post' | 'put' | 'delete';
 
 export interface RouteContext {
-  client: DaemonClient;
+  client: AppClient;
   /** SERVICE_MAX_FILE_SIZE: the PUT body limit. */
   maxFileSize: number;
   /** SERVICE_ANONYMOUS/SERVICE_USER_AUTH of this server, declared to the daemon with every request. */

@@ -1,9 +1,11 @@
 /**
  * `mdvfs serve` (and `npm start`): the daemon and SERVICE_HTTP_WORKERS HTTP sidecar processes (the
- * workers, node:cluster children sharing the listen address). A worker is restarted whenever it dies; the daemon too (the sidecar then reconnects), whoever
+ * workers, node:cluster children sharing the listen address). A worker is restarted whenever it dies; the daemon too (the workers reconnect in place), whoever
  * started it: a daemon found running (started in the background by the CLI, say) is held by this
  * serve (`sys.hold`) and replaced by one of ours when it dies. A data dir another live serve holds
  * is refused at once (one line naming it and that serve's pid, exit 1).
+ * Front end only: with SERVICE_DAEMONS and without SERVICE_STORE (a machine that serves no store of
+ * its own), serve starts no daemon and runs just the workers, which use the active daemon of the list.
  * SIGINT/SIGTERM stop the workers first, then the daemon (which flushes on SIGTERM), then exit 0.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -15,6 +17,7 @@ import { connectSocket, type DaemonClient } from '../daemon/rpc/client.js';
 import { announceNewDataDir, defaultDataDir, EXIT_LOCKED, socketPathFor } from '../daemon/rpc/connect.js';
 import { PRIVATE_UMASK, securePrivateDataDir, verifySocket } from '../daemon/rpc/private-dir.js';
 import {
+  daemonsFromEnv,
   EXIT_STORE_CONFIG,
   formatListen,
   httpSettingsFromEnv,
@@ -83,9 +86,12 @@ export async function runServe(): Promise<void> {
   let settings: HttpSettings;
   // The store the daemons this serve starts use (SERVICE_STORE); a daemon found running must use the same.
   let store: string;
+  // A front end only: daemons elsewhere (SERVICE_DAEMONS), no store of this machine's own (SERVICE_STORE).
+  let frontOnly: boolean;
   try {
     settings = httpSettingsFromEnv();
     store = storeLabel(storeFromEnv());
+    frontOnly = daemonsFromEnv().length > 0 && (process.env.SERVICE_STORE ?? '').trim() === '';
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
     say(`${err.message} (${err.code})`);
@@ -94,9 +100,10 @@ export async function runServe(): Promise<void> {
   let listen = settings.listen;
   // Security: the data dir is 0700 and its files 0600 whoever creates them (the children inherit the umask).
   process.umask(PRIVATE_UMASK);
-  const existed = existsSync(dataDir);
+  // A front end only keeps nothing in a data dir: none is made for it.
+  const existed = frontOnly || existsSync(dataDir);
   try {
-    securePrivateDataDir(dataDir);
+    if (!frontOnly) securePrivateDataDir(dataDir);
   } catch (err) {
     say((err as Error).message.replace(/^[A-Z]+: /, ''));
     process.exit(1);
@@ -244,7 +251,7 @@ export async function runServe(): Promise<void> {
       if (!announced) {
         announced = true;
         say(
-          `listening on http://${formatListen(listen)} (data: ${dataDir}${settings.workers > 1 ? `, ${settings.workers} http workers` : ''})`,
+          `listening on http://${formatListen(listen)} (${frontOnly ? 'front end of SERVICE_DAEMONS' : `data: ${dataDir}`}${settings.workers > 1 ? `, ${settings.workers} http workers` : ''})`,
         );
       }
     });
@@ -291,8 +298,14 @@ export async function runServe(): Promise<void> {
   process.on('SIGTERM', () => void shutdown(0));
   process.on('SIGHUP', () => void shutdown(0));
 
+  if (frontOnly) {
+    // No daemon here: the workers find the active one of SERVICE_DAEMONS and follow it (http/main.ts).
+    sidecarStarted = true;
+    startSidecar();
+    return;
+  }
   // Supervise: hold a connection to the daemon; when it closes (the daemon died, whoever started
-  // it), bring one back. The sidecar reconnects by itself (serve restarts it when it exits).
+  // it), bring one back. The workers reconnect to it in place (http/main.ts).
   for (;;) {
     const conn = await ensureDaemon();
     if (conn === null) return;

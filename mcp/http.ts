@@ -23,7 +23,8 @@ import express, { type Express, type Request, type Response } from 'express';
 import { StreamableHTTPServerTransport, type EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { Caller, DaemonClient } from '../daemon/rpc/client.js';
+import type { Caller } from '../daemon/rpc/client.js';
+import type { AppClient } from '../daemon/rpc/reconnecting.js';
 import { defaultDataDir } from '../daemon/rpc/connect.js';
 import { log } from '../daemon/rpc/log.js';
 import { DaemonLink } from '../daemon/rpc/link.js';
@@ -200,6 +201,11 @@ class EventStreams {
     for (const s of this.open.get(id) ?? []) s.res.end();
   }
 
+  /** Ends every stream this worker serves (its daemon connection dropped; clients reopen them with Last-Event-ID). */
+  endAll(): void {
+    for (const set of this.open.values()) for (const s of set) if (s.res.headersSent) s.res.end();
+  }
+
   /** Sends what the stream has not had yet, once its SSE response has started (a replay may still run before that). */
   pump(s: OpenStream): void {
     if (s.res.writableEnded || s.res.destroyed) return;
@@ -235,12 +241,14 @@ class EventStreams {
   }
 }
 
-export function mountMcp(app: Express, client: DaemonClient, opts: McpHttpOptions): void {
+export function mountMcp(app: Express, client: AppClient, opts: McpHttpOptions): void {
   const limits = opts.sessions;
   const dataDir = opts.dataDir ?? defaultDataDir();
   // Change events for resource subscriptions arrive on their own connection, opened on first use.
   const feed = new ChangeFeed(new DaemonLink(dataDir, {}, { name: 'mdvfs serve', spawn: false }));
   const streams = new EventStreams(feed);
+  // The daemon connection dropped (a restart, a failover): the streams' state there went with it.
+  client.on('lost', () => streams.endAll());
   const json = express.json({ limit: mcpBodyMax(opts.maxFileSize) });
 
   const router = express.Router();
