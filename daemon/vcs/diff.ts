@@ -92,9 +92,6 @@ export async function diff(
   }
 }
 
-/** Debug counter (tests): files whose diff ran Myers' algorithm. */
-export const diffStats = { myers: 0 };
-
 /** One file's part of a diff: a unified diff of its text, or its mode change. */
 function filePatch(
   label: string,
@@ -109,11 +106,6 @@ function filePatch(
   if (a === b) return `diff ${label}\nmode ${before?.mode.toString(8) ?? '-'} -> ${after?.mode.toString(8) ?? '-'}\n`;
   const oldName = before === undefined ? '/dev/null' : `a/${label}`;
   const newName = after === undefined ? '/dev/null' : `b/${label}`;
-  // One side empty (a new or deleted file): the whole replacement is the minimal diff, in the very
-  // text createTwoFilesPatch writes, without the garbage of its algorithm (the GC pauses of a diff
-  // of 100,000 new files were most of its long turns).
-  if (a === '' || b === '') return wholeReplacement(oldName, newName, a, b);
-  diffStats.myers++;
   const timeout = Math.max(DIFF_MIN_MS, Math.min(DIFF_FILE_MS, deadline - Date.now()));
   const patch = createTwoFilesPatch(oldName, newName, a, b, undefined, undefined, { context: 3, timeout });
   return patch === undefined ? wholeReplacement(oldName, newName, a, b) : patch.replace(/^=+\n/m, '');

@@ -13,8 +13,7 @@ import type { Cred } from '../../daemon/core/perms.js';
 import { configFromEnv, openCore } from '../../daemon/main.js';
 import { connectSocket, type DaemonClient } from '../../daemon/rpc/client.js';
 import { socketPathFor } from '../../daemon/rpc/connect.js';
-import { createTwoFilesPatch } from 'diff';
-import { diff, diffStats } from '../../daemon/vcs/diff.js';
+import { diff } from '../../daemon/vcs/diff.js';
 import { pendingStats, planPending, status } from '../../daemon/vcs/status.js';
 import { makePersonas, spawnDaemon, text } from '../helpers/daemon.js';
 
@@ -245,29 +244,3 @@ void t.test('a diff of the working tree shows it as it was when the diff began',
   t.notMatch(r.diff, /\+v3/, 'not as written meanwhile');
   t.equal((r.diff.match(/^\+\+\+ b\/.*$/gm) ?? []).length, FILES, 'every file');
 });
-
-void t.test(
-  "a new or deleted file's diff is the text the diff library writes, without running its algorithm",
-  async (t) => {
-    const { core, root } = await withPending(t);
-    core.vcs.commit(root, scope, 'base');
-    const bodies = ['x\n', 'x', 'a\nb\nc', '\n\n', 'a\r\nb\r\n', 'a\rb\n', 'é\n☃\n', 'l\n'.repeat(40)];
-    for (const [i, b] of bodies.entries()) core.vfs.write(root, `/x/new${i}.md`, Buffer.from(b));
-    core.vcs.commit(root, scope, 'old files');
-    for (const [i, b] of bodies.entries()) {
-      core.vfs.write(root, `/x/added${i}.md`, Buffer.from(b));
-      core.vfs.remove(root, `/x/new${i}.md`, false);
-    }
-    await core.vcs.prehash(scope);
-    diffStats.myers = 0;
-    const r = await diff(core.vcs, root, scope, { path: '/x' });
-    t.equal(diffStats.myers, 0, 'no file ran the algorithm');
-    const lib = (o: string, n: string, a: string, b: string): string =>
-      createTwoFilesPatch(o, n, a, b, undefined, undefined, { context: 3 }).replace(/^=+\n/m, '');
-    const expected = [
-      ...bodies.map((b, i) => lib('/dev/null', `b/x/added${i}.md`, '', b)),
-      ...bodies.map((b, i) => lib(`a/x/new${i}.md`, '/dev/null', b, '')),
-    ];
-    t.same(r.diff.split(/(?=^--- )/m).sort(), expected.sort(), 'each file as the library writes it');
-  },
-);
