@@ -50,12 +50,34 @@ export const MAX_STARS = 3;
 export const MAX_RULES = 256;
 export const MAX_BYTES = 64 * 1024;
 
-/** A compiled rule set with its own bounded memo (the `ignore` package's caches grow with every path tested). */
+/**
+ * The longest run of plain characters of a gitignore rule: text that every path the rule matches
+ * contains ('' when it has none, e.g. `*`). Only what comes before a class (`[`) counts, and
+ * wildcards, escapes, spaces and slashes end a run, so a run is never more than the rule requires.
+ */
+export function requiredText(rule: string): string {
+  const body = (rule.startsWith('!') ? rule.slice(1) : rule).split('[')[0]!;
+  let best = '';
+  for (const run of body.split(/[*?\\\s/]/)) if (run.length > best.length) best = run;
+  return best;
+}
+
+/**
+ * A compiled rule set with its own bounded memo (the `ignore` package's caches grow with every path
+ * tested). A path holding none of the rules' `requiredText` matches no rule and is answered at
+ * once, without the package or the memo: most names a hash of the working tree tests (hundreds of
+ * thousands of distinct file names against the default list) then cost a few substring searches
+ * and leave nothing behind for the garbage collector.
+ */
 class Matcher {
   private ig: ignore.Ignore;
   private readonly memo = new Map<string, 0 | 1 | 2>(); // 0 no match, 1 ignored, 2 re-included
+  /** each rule's `requiredText`, or undefined when a rule has none (every path then goes to the package) */
+  private readonly needles: readonly string[] | undefined;
   constructor(private readonly rules: readonly string[]) {
     this.ig = this.compile();
+    const needles = [...new Set(rules.map(requiredText))];
+    this.needles = needles.includes('') ? undefined : needles;
   }
 
   private compile(): ignore.Ignore {
@@ -63,6 +85,7 @@ class Matcher {
   }
 
   test(path: string): 0 | 1 | 2 {
+    if (this.needles !== undefined && !holdsAny(path, this.needles)) return 0;
     const known = this.memo.get(path);
     if (known !== undefined) return known;
     if (this.memo.size >= MEMO_MAX) {
@@ -70,6 +93,7 @@ class Matcher {
       this.ig = this.compile(); // drops the package's own caches with ours
     }
     let v: 0 | 1 | 2 = 0;
+    ignoreStats.compiled++;
     try {
       const r = this.ig.test(path);
       v = r.ignored ? 1 : r.unignored ? 2 : 0;
@@ -81,6 +105,14 @@ class Matcher {
   }
 }
 const MEMO_MAX = 100_000;
+
+function holdsAny(path: string, needles: readonly string[]): boolean {
+  for (const n of needles) if (path.includes(n)) return true;
+  return false;
+}
+
+/** Debug counter (tests): paths a compiled rule set was run on (the others were answered by `requiredText` or the memo). */
+export const ignoreStats = { compiled: 0 };
 
 /** The rules of one ignore file, from its bytes. */
 export function parseRules(data: Buffer): string[] {

@@ -122,6 +122,8 @@ interface VcsJournal extends Journal {
   mark(path: string, row: { by: string; on_behalf_of: string | null; seq: number; subtree: boolean } | null): void;
   /** Every mark at or below the path committed, in one step. */
   forgetMarks(root: string): void;
+  /** Resolves when everything recorded so far is written. */
+  durable(): Promise<void>;
 }
 
 export class Trees {
@@ -504,7 +506,15 @@ export class Trees {
     }
     if (!this.cached(top)) return false; // changed since prehash: the commit hashes and writes it
     const rootId = top.treeId!;
-    const pause = pauser();
+    // The store writes the rows a slice queued in a turn of its own (SQLite: its batch is an
+    // immediate queued before the slice's own), and would take the next slice into that turn: the
+    // next slice waits until they are written, then for a turn of its own. A turn is one slice of
+    // trees or one batch of their rows, never both.
+    const slice = pauser();
+    const pause = (): Promise<void> | undefined => {
+      const p = slice();
+      return p === undefined ? undefined : p.then(() => this.store.durable()).then(nextTurn);
+    };
     const stack: { id: string; expanded: boolean }[] = [{ id: rootId, expanded: false }];
     while (stack.length > 0) {
       if (top.treeId !== rootId || this.scopeDirOrNull(scope) !== top) return false; // the scope changed (or went) meanwhile
@@ -906,6 +916,11 @@ export class Trees {
   // ---------- revert ----------
 
   // ---------- gc ----------
+}
+
+/** Resolves in a later turn of the event loop (after its I/O). */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** An entry of a tree by name: tree entries are sorted by compareNames, so a binary search. */

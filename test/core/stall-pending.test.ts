@@ -187,6 +187,44 @@ void t.test('a commit takes the changes found ahead, or finds them again if the 
   t.equal(partialRec.changes, 10, 'the commit took the changes found ahead');
 });
 
+void t.test(
+  "the trees written ahead of a commit and the store's batches of their rows take turns of their own",
+  async (t) => {
+    const { core } = await withPending(t);
+    await core.vcs.prehash(scope);
+    // What ran, in order: each tree written ahead, each batch the store wrote, and (queued by each
+    // batch) a marker that runs in the next turn of the event loop, after its I/O.
+    const ran: string[] = [];
+    const flushNow = core.store.flushNow.bind(core.store);
+    core.store.flushNow = () => {
+      flushNow();
+      ran.push('batch');
+      setImmediate(() => ran.push('turn'));
+    };
+    const writeTree = core.vcs.writeTree.bind(core.vcs);
+    core.vcs.writeTree = (id, entries) => {
+      ran.push('tree');
+      writeTree(id, entries);
+    };
+    const { pauser, yields } = everyCheck();
+    t.equal(await core.vcs.prepersist(scope, pauser), true, 'every new tree written ahead');
+    const trees = ran.filter((r) => r === 'tree').length;
+    t.ok(trees > 100, `${trees} trees written ahead`);
+    t.ok(yields() >= trees - 1, 'with a yield after each');
+    let batches = 0;
+    let shared = 0;
+    for (let i = 0; i < ran.length; i++) {
+      if (ran[i] !== 'batch') continue;
+      batches++;
+      const tree = ran.indexOf('tree', i);
+      const turn = ran.indexOf('turn', i);
+      if (tree !== -1 && (turn === -1 || tree < turn)) shared++;
+    }
+    t.ok(batches >= trees - 1, `the rows went in ${batches} batches, one per slice`);
+    t.equal(shared, 0, 'no batch shared its turn with the next slice of trees');
+  },
+);
+
 void t.test('a diff of the working tree shows it as it was when the diff began', async (t) => {
   const { core, alice, root } = await withPending(t);
   core.vcs.commit(root, scope, 'base');

@@ -9,6 +9,8 @@ import { makePersonas, readText, text } from '../helpers/daemon.js';
 import { coreFrom } from '../helpers/core.js';
 import { quickCore } from './lib.js';
 import type { Caller } from '../../daemon/rpc/client.js';
+import ignore from 'ignore';
+import { DEFAULT_IGNORES, Ignores, ignoreStats, requiredText } from '../../daemon/vcs/ignore.js';
 
 async function world(t: Parameters<typeof quickCore>[0]) {
   const d = await quickCore(t);
@@ -312,4 +314,71 @@ t.test('a revert that removes a directory keeps what is ignored in it (a .git/ i
   t.equal(await readText(p.root, `${chain}/tracked.md~`), 'a backup 301 levels down', 'the chain keeps it');
   await t.rejects(p.root.call('fs.stat', { path: `${chain}/tracked.md` }), { code: 'ENOENT' });
   t.same(await pending(p.root), [], 'the working tree is the commit again');
+});
+
+t.test("names holding no text a rule needs are answered without the rules; the answers stay the rules' own", (t) => {
+  t.same(
+    ['*.swp', '\\#*#', '.~lock.*#', '!keep.md', '/build/', 'docs/**/*.tmp', '\\!x', 'a[]b]c', 'foo\\ ', '*'].map(
+      requiredText,
+    ),
+    ['.swp', '#', '.~lock.', 'keep.md', 'build', 'docs', '!x', 'a', 'foo', ''],
+    "each rule's plain text: none past a class, none from escapes or wildcards",
+  );
+  // Two ignore files on the way, one with a rule that needs no text (its matcher asks the rules every time).
+  const files: Record<string, string> = {
+    outer: '*.tmp\n!keep.tmp\nbuild/\n/top.md\ndocs/**/*.draft\n\\#hash\nsp\\ ace\n?x?\n',
+    inner: 'a[bc]d\n[!n]1.md\n',
+  };
+  const dir = (name: string, blob: string | undefined, parent: unknown): never =>
+    ({
+      name,
+      kind: 'directory',
+      parent,
+      children: new Map(blob === undefined ? [] : [['.mdvfsignore', { kind: 'file', blob }]]),
+    }) as never;
+  const top = dir('', 'outer', null);
+  const below = dir('sub', 'inner', top);
+  const igs = new Ignores((blob) => Buffer.from(files[blob]!));
+  const rules = (text: string) => ignore({ ignorecase: false }).add(text.split('\n').filter(Boolean));
+  const raw = { defaults: rules(DEFAULT_IGNORES.join('\n')), outer: rules(files.outer!), inner: rules(files.inner!) };
+  const expected = (layers: [keyof typeof raw, string][], leaf: string): boolean => {
+    let out = raw.defaults.test(leaf).ignored;
+    for (const [k, prefix] of layers) {
+      const r = raw[k].test(prefix + leaf);
+      if (r.ignored) out = true;
+      else if (r.unignored) out = false;
+    }
+    return out;
+  };
+  const names =
+    'n1.md,n4913.md,4913,a.swp,a.swpx,b~,.#lock,#x#,#x,.~lock.a#,.fuse_hidden01,.DS_Store,._x,Thumbs.db,thumbs.db,.git,.hg,.svn,x.tmp,keep.tmp,build,top.md,docs,y.draft,#hash,sp ace,axb,abd,acd,m1.md,n1.md,AXB,plain,résumé.md'.split(
+      ',',
+    );
+  let checked = 0;
+  for (const isDir of [false, true])
+    for (const name of names) {
+      const leaf = isDir ? `${name}/` : name;
+      t.equal(igs.ignored([], name, isDir), expected([], leaf), `${leaf} with no ignore file`);
+      t.equal(igs.ignored(igs.layersOf(top), name, isDir), expected([['outer', '']], leaf), `/${leaf}`);
+      t.equal(
+        igs.ignored(igs.layersOf(below), name, isDir),
+        expected(
+          [
+            ['outer', 'sub/'],
+            ['inner', ''],
+          ],
+          leaf,
+        ),
+        `/sub/${leaf}`,
+      );
+      checked += 3;
+    }
+  t.ok(checked > 200);
+  // 10,000 names holding no rule's text (against the defaults): none runs the compiled rules.
+  const before = ignoreStats.compiled;
+  let ignored = 0;
+  for (let i = 0; i < 10000; i++) if (igs.ignored([], `note-${i.toString(36)}.md`, false)) ignored++;
+  t.equal(ignored, 0);
+  t.equal(ignoreStats.compiled - before, 0, 'no name ran the compiled rules');
+  t.end();
 });
