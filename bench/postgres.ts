@@ -285,6 +285,39 @@ function httpPut(port: number, p: string, body: string): Promise<number> {
   });
 }
 
+/** HTTP writers through a front end, each PUT on a new connection: what was acknowledged and what failed. */
+interface HttpWriters {
+  acked: string[];
+  /** Connections refused or reset, and answers other than 200. */
+  refused: number;
+  unavailable: number;
+  stop(): Promise<void>;
+}
+
+/** `count` writers putting `<prefix>/f<n>.md` until stopped (after a failed PUT, a pause of `backoffMs`). */
+function httpWriters(port: number, prefix: string, round: number, count: number, backoffMs = 0): HttpWriters {
+  const out = { acked: [] as string[], refused: 0, unavailable: 0 };
+  let stopped = false;
+  let n = 0;
+  const writer = async (): Promise<void> => {
+    while (!stopped) {
+      const p = `${prefix}/f${n++}.md`;
+      const code = await httpPut(port, p, `round ${round} ${p}\n`);
+      if (code === 200) out.acked.push(p);
+      else if (code === 0) out.refused++;
+      else out.unavailable++;
+      if (code !== 200 && backoffMs > 0) await sleep(backoffMs);
+    }
+  };
+  const running = Array.from({ length: count }, writer);
+  return Object.assign(out, {
+    stop: async (): Promise<void> => {
+      stopped = true;
+      await Promise.all(running);
+    },
+  });
+}
+
 /**
  * Client-visible failover at `files` files: two daemons on one database holding `files` files, a
  * front-end-only `mdvfs serve` (SERVICE_DAEMONS, no SERVICE_STORE, one worker) before them, and 4
@@ -325,19 +358,8 @@ async function clientFailoverRows(pg: PgCluster, files: number, rounds: number):
   let unavailable = 0;
   try {
     for (let r = 0; r < rounds; r++) {
-      const acked: string[] = [];
-      let stop = false;
-      let n = 0;
-      const writer = async (): Promise<void> => {
-        while (!stop) {
-          const p = `failover/r${r}/f${n++}.md`;
-          const code = await httpPut(front.port, p, `round ${r} ${p}\n`);
-          if (code === 200) acked.push(p);
-          else if (code === 0) refused++;
-          else unavailable++;
-        }
-      };
-      const writers = Array.from({ length: 4 }, writer);
+      const writers = httpWriters(front.port, `failover/r${r}`, r, 4);
+      const { acked } = writers;
       await until(async () => acked.length >= 20, 'acknowledged HTTP writes before the kill');
       const t0 = nowMs();
       await killProc(active.proc, 'SIGKILL');
@@ -352,8 +374,9 @@ async function clientFailoverRows(pg: PgCluster, files: number, rounds: number):
       })();
       visible.push(await probeHttp);
       takeover.push(await probeDaemon);
-      stop = true;
-      await Promise.all(writers);
+      await writers.stop();
+      refused += writers.refused;
+      unavailable += writers.unavailable;
       checked += acked.length;
       lost += await missing(
         standby.client,
@@ -429,19 +452,8 @@ async function pausedRows(pg: PgCluster, rounds: number, pauseMs: number): Promi
   let refused = 0;
   try {
     for (let r = 0; r < rounds; r++) {
-      const acked: string[] = [];
-      let stop = false;
-      let n = 0;
-      const writer = async (): Promise<void> => {
-        while (!stop) {
-          const p = `paused/r${r}/f${n++}.md`;
-          const code = await httpPut(front.port, p, `round ${r} ${p}\n`);
-          if (code === 200) acked.push(p);
-          else if (code === 0) refused++;
-          if (code !== 200) await sleep(20);
-        }
-      };
-      const writers = Array.from({ length: 4 }, writer);
+      const writers = httpWriters(front.port, `paused/r${r}`, r, 4, 20);
+      const { acked } = writers;
       await until(async () => acked.length >= 20, 'acknowledged HTTP writes before the pause');
       const t0 = nowMs();
       active.proc.kill('SIGSTOP');
@@ -453,8 +465,8 @@ async function pausedRows(pg: PgCluster, rounds: number, pauseMs: number): Promi
       }
       outage.push(nowMs() - t0);
       await resumed;
-      stop = true;
-      await Promise.all(writers);
+      await writers.stop();
+      refused += writers.refused;
       // The woken leader steps down; it is the next round's standby.
       await caughtUpStandby(active);
       checked += acked.length;
